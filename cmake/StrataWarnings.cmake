@@ -1,0 +1,12 @@
+# Warnings for everything we compile ourselves; -Werror when STRATA_WERROR is on (CI).
+add_library(strata_warnings INTERFACE)
+target_compile_options(strata_warnings INTERFACE
+  $<$<COMPILE_LANGUAGE:C,CXX>:-Wall -Wextra -Wshadow=local -Wnon-virtual-dtor -Wcast-align -Wunused
+                              -Wnull-dereference -Wdouble-promotion -Wformat=2 -Wimplicit-fallthrough>
+  $<$<BOOL:${STRATA_WERROR}>:$<$<COMPILE_LANGUAGE:C,CXX>:-Werror>>)
+
+if(STRATA_SANITIZE)
+  # Applied to the host, the CPU plugins and the tests; the GPU plugins opt out (their runtimes do not mix with ASan).
+  add_compile_options(-fsanitize=${STRATA_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=${STRATA_SANITIZE})
+endif()

@@ -1,0 +1,286 @@
+/* strata/plugin_api.h: the C boundary between the Strata host and its plugins.
+ *
+ * The only header a plugin includes from the host. Plain C: no C++ types, exceptions or aborts cross it.
+ *
+ * Changelog. The ABI has a major and a minor. A differing major is refused by the host (both numbers named).
+ * A minor is append-only: a member added in minor N sits at the end of its struct, and the host reads or calls
+ * it only when the other side's minor is >= N, its struct_size covers it, and (for functions) it is non-NULL.
+ * Each interface family has a version of its own, with the same rules, in its own changelog below.
+ *
+ *   ABI 1.0  (2026-11-30)  strata_plugin_descriptor, strata_host_api, strata_plugin_instance with
+ *                          get_interface(family, version); STRATA_PLUGIN_DEFINE; families backend 1,
+ *                          expert_pool 1, balancer 1, link 1.
+ *
+ * Family changelogs (family major.minor):
+ *   backend 1.0      devices: count and properties (name, kind, memory, compute units, score reason).
+ *   expert_pool 1.0  pool size, and compute(batch): one weighted row per (token, expert), never a summed row.
+ *   balancer 1.0     observe(samples) after a window; choose(layer, misses) -> how many go over PCIe.
+ *   link 1.0         peer residency lookup and liveness of the other engine.
+ *
+ * Ownership and lifetime: strings and tables a plugin returns stay valid until its instance is destroyed; the
+ * host never unloads a library while anything it made is alive. Statuses are made by the host (status_new)
+ * and owned by whoever receives them; NULL means OK.
+ */
+#ifndef STRATA_PLUGIN_API_H
+#define STRATA_PLUGIN_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define STRATA_ABI_MAJOR 1u
+#define STRATA_ABI_MINOR 0u
+
+#if defined(__GNUC__)
+#define STRATA_EXPORT __attribute__((visibility("default")))
+#else
+#define STRATA_EXPORT
+#endif
+
+/* ---- statuses ------------------------------------------------------------------------------------------ */
+
+/* Opaque; made by the host's status_new, read by the host. NULL is success. */
+typedef struct strata_status strata_status;
+
+typedef enum strata_status_code {
+  STRATA_OK = 0,
+  STRATA_ERR_INVALID_ARGUMENT = 1, /* bad option, bad value, bad shape */
+  STRATA_ERR_UNSUPPORTED = 2,      /* the plugin cannot do this here (op, type, device) */
+  STRATA_ERR_OUT_OF_MEMORY = 3,
+  STRATA_ERR_DEVICE = 4,           /* driver or device failure */
+  STRATA_ERR_INTERNAL = 5,         /* a bug, or an exception caught at the boundary */
+  STRATA_ERR_UNAVAILABLE = 6       /* a peer or resource that is gone or not ready */
+} strata_status_code;
+
+/* ---- logging --------------------------------------------------------------------------------------------- */
+
+typedef enum strata_log_level {
+  STRATA_LOG_DEBUG = 0,
+  STRATA_LOG_INFO = 1,
+  STRATA_LOG_WARN = 2,
+  STRATA_LOG_ERROR = 3
+} strata_log_level;
+
+/* ---- what the host gives a plugin at init --------------------------------------------------------------- */
+
+typedef struct strata_host_api {
+  uint32_t struct_size; /* sizeof(strata_host_api) as the host was built */
+  uint32_t abi_major;
+  uint32_t abi_minor;
+  uint32_t reserved0;
+  /* 1.0 */
+  void (*log)(strata_log_level level, const char* plugin_name, const char* message);
+  strata_status* (*status_new)(strata_status_code code, const char* message);
+  const char* (*host_version)(void); /* "0.1.0" */
+} strata_host_api;
+
+/* ---- what a plugin says about itself, before init --------------------------------------------------------- */
+
+typedef enum strata_plugin_kind {
+  STRATA_KIND_BACKEND = 1, /* a device backend (cpu_avx2, cuda, hip); may also provide an expert_pool */
+  STRATA_KIND_FEATURE = 2  /* a feature behind a family interface (pcie_balance: balancer; peerlink: link) */
+} strata_plugin_kind;
+
+typedef struct strata_plugin_descriptor {
+  uint32_t struct_size; /* sizeof(strata_plugin_descriptor) as the plugin was built */
+  uint32_t abi_major;   /* STRATA_ABI_MAJOR the plugin was built against */
+  uint32_t abi_minor;
+  uint32_t kind;        /* strata_plugin_kind */
+  const char* name;     /* "cpu_avx2": what YAML launches call it */
+  const char* version;  /* the plugin's own version, "0.1.0" */
+  const char* families; /* the interface families it provides, comma-separated: "backend,expert_pool" */
+  uint32_t score;       /* 0: not usable on this machine (a normal outcome); higher wins for `auto` */
+  uint32_t reserved0;
+  const char* score_reason; /* why the score is what it is: "AVX2+FMA+F16C", "no AMD GPU" */
+} strata_plugin_descriptor;
+
+/* ---- a plugin instance ------------------------------------------------------------------------------------ */
+
+typedef struct strata_plugin_instance {
+  uint32_t struct_size; /* sizeof(strata_plugin_instance) as the plugin was built */
+  uint32_t reserved0;
+  void* ctx;
+  /* 1.0: the table of `family` at major `version`, or NULL when not provided. The table starts with
+   * strata_interface_header; it stays valid until destroy. */
+  const void* (*get_interface)(void* ctx, const char* family, uint32_t version);
+  void (*destroy)(void* ctx);
+} strata_plugin_instance;
+
+/* Every family table starts with this. */
+typedef struct strata_interface_header {
+  uint32_t struct_size;
+  uint32_t minor;
+} strata_interface_header;
+
+/* ---- family: backend -------------------------------------------------------------------------------------- */
+
+#define STRATA_BACKEND_FAMILY "backend"
+#define STRATA_BACKEND_VERSION 1u
+#define STRATA_BACKEND_MINOR 0u
+
+typedef enum strata_device_kind { STRATA_DEVICE_CPU = 1, STRATA_DEVICE_GPU = 2 } strata_device_kind;
+
+typedef struct strata_device_info {
+  uint32_t struct_size;
+  uint32_t kind;            /* strata_device_kind */
+  const char* name;         /* "NVIDIA H200", "Intel Xeon (AVX-512 VNNI)" */
+  const char* arch;         /* "sm_90", "gfx90a", "x86-64-v4" */
+  uint64_t memory_total;    /* bytes */
+  uint64_t memory_free;     /* bytes, at the time of the call */
+  uint32_t compute_units;   /* SMs, CUs or worker threads */
+  uint32_t reserved0;
+} strata_device_info;
+
+typedef struct strata_backend_v1 {
+  strata_interface_header header;
+  /* 1.0 */
+  uint32_t (*device_count)(void* ctx);
+  strata_status* (*device_info)(void* ctx, uint32_t index, strata_device_info* out);
+} strata_backend_v1;
+
+/* ---- family: expert_pool ---------------------------------------------------------------------------------- */
+
+#define STRATA_EXPERT_POOL_FAMILY "expert_pool"
+#define STRATA_EXPERT_POOL_VERSION 1u
+#define STRATA_EXPERT_POOL_MINOR 0u
+
+/* One expert's matrices in host memory, as ggml blocks (type ids are ggml's). */
+typedef struct strata_expert_weights {
+  const void* gate; /* [n_ff, n_embd] */
+  const void* up;   /* [n_ff, n_embd] */
+  const void* down; /* [n_embd, n_ff] */
+  uint32_t gate_type, up_type, down_type;
+  uint32_t n_embd, n_ff;
+  uint32_t reserved0;
+} strata_expert_weights;
+
+/* One expert's share of a window: the activation rows it reads and where its weighted output rows go. */
+typedef struct strata_expert_task {
+  uint32_t layer;
+  uint32_t expert;
+  strata_expert_weights weights;
+  uint32_t n_rows;
+  uint32_t reserved0;
+  const uint32_t* token_index; /* [n_rows] row of the window's activation block */
+  const float* route_weight;   /* [n_rows] the router's weight for this (token, expert) */
+  float* out;                  /* [n_rows, n_embd] weighted rows, one per (token, expert) */
+} strata_expert_task;
+
+typedef struct strata_expert_batch {
+  uint32_t n_tasks;
+  uint32_t n_tokens;
+  const strata_expert_task* tasks;
+  const void* activations;  /* [n_tokens] rows in the canonical activation format */
+  uint32_t activation_type; /* ggml type id of those rows */
+  uint32_t reserved0;
+  volatile uint32_t* done_flag; /* set to done_value once every row is written (may be NULL) */
+  uint32_t done_value;
+  uint32_t reserved1;
+} strata_expert_batch;
+
+typedef struct strata_expert_pool_v1 {
+  strata_interface_header header;
+  /* 1.0 */
+  uint32_t (*worker_count)(void* ctx);
+  /* Computes every task; returns when all rows are written (and done_flag is set). */
+  strata_status* (*compute)(void* ctx, const strata_expert_batch* batch);
+} strata_expert_pool_v1;
+
+/* ---- family: balancer ------------------------------------------------------------------------------------- */
+
+#define STRATA_BALANCER_FAMILY "balancer"
+#define STRATA_BALANCER_VERSION 1u
+#define STRATA_BALANCER_MINOR 0u
+
+/* One layer's measured costs in one window. */
+typedef struct strata_balance_sample {
+  uint32_t layer;
+  uint32_t n_cpu;   /* misses computed by the pool */
+  uint32_t n_pcie;  /* misses read over PCIe */
+  uint32_t reserved0;
+  double pool_us;   /* host: the pool's time for this layer */
+  double gpu_us;    /* device stamps: PCIe part start to the start of the wait for CPU rows */
+} strata_balance_sample;
+
+typedef struct strata_balancer_v1 {
+  strata_interface_header header;
+  /* 1.0 */
+  strata_status* (*observe)(void* ctx, const strata_balance_sample* samples, size_t n);
+  /* How many of a layer's n_miss misses to read over PCIe. */
+  uint32_t (*choose)(void* ctx, uint32_t layer, uint32_t n_miss);
+  /* A one-line summary of the fitted costs, for the decode summary. */
+  const char* (*describe)(void* ctx);
+} strata_balancer_v1;
+
+/* ---- family: link ----------------------------------------------------------------------------------------- */
+
+#define STRATA_LINK_FAMILY "link"
+#define STRATA_LINK_VERSION 1u
+#define STRATA_LINK_MINOR 0u
+
+typedef struct strata_link_v1 {
+  strata_interface_header header;
+  /* 1.0 */
+  /* 1 while the other engine is attached, alive and serving rows; 0 otherwise. */
+  uint32_t (*peer_alive)(void* ctx);
+  /* 1 when the other engine's card holds (layer, expert) and has published it; 0 otherwise. */
+  uint32_t (*peer_holds)(void* ctx, uint32_t layer, uint32_t expert);
+} strata_link_v1;
+
+/* ---- the two exports -------------------------------------------------------------------------------------- */
+
+#define STRATA_PLUGIN_QUERY_SYMBOL "strata_plugin_query"
+#define STRATA_PLUGIN_INIT_SYMBOL "strata_plugin_init"
+
+/* Returns the descriptor; callable before init and more than once. Must not fail. */
+typedef const strata_plugin_descriptor* (*strata_plugin_query_fn)(void);
+/* options: n_options "key=value" strings (the plugin's YAML section, flattened; keys without the plugin's
+ * name). A plugin rejects a key it does not know with STRATA_ERR_INVALID_ARGUMENT naming the key. */
+typedef strata_status* (*strata_plugin_init_fn)(const strata_host_api* host, const char* const* options,
+                                                size_t n_options, strata_plugin_instance* out);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+/* STRATA_PLUGIN_DEFINE(query_impl, init_impl) defines a plugin's two exports.
+ *
+ *   const strata_plugin_descriptor* query_impl(void);
+ *   strata_status* init_impl(const strata_host_api*, const char* const*, size_t, strata_plugin_instance*);
+ *
+ * In C++ the exports are noexcept trampolines: an exception escaping init_impl becomes a status
+ * (STRATA_ERR_INTERNAL with its message); one escaping query_impl yields NULL, which the host rejects. */
+#ifdef __cplusplus
+#include <exception>
+#define STRATA_PLUGIN_DEFINE(query_impl, init_impl)                                                           \
+  extern "C" STRATA_EXPORT const strata_plugin_descriptor* strata_plugin_query(void) noexcept {              \
+    try {                                                                                                      \
+      return query_impl();                                                                                     \
+    } catch (...) {                                                                                            \
+      return nullptr;                                                                                          \
+    }                                                                                                          \
+  }                                                                                                            \
+  extern "C" STRATA_EXPORT strata_status* strata_plugin_init(const strata_host_api* host,                     \
+                                                            const char* const* options, size_t n_options,     \
+                                                            strata_plugin_instance* out) noexcept {           \
+    try {                                                                                                      \
+      return init_impl(host, options, n_options, out);                                                        \
+    } catch (const std::exception& e) {                                                                        \
+      return host->status_new(STRATA_ERR_INTERNAL, e.what());                                                 \
+    } catch (...) {                                                                                            \
+      return host->status_new(STRATA_ERR_INTERNAL, "unknown exception in strata_plugin_init");                \
+    }                                                                                                          \
+  }
+#else
+#define STRATA_PLUGIN_DEFINE(query_impl, init_impl)                                                           \
+  STRATA_EXPORT const strata_plugin_descriptor* strata_plugin_query(void) { return query_impl(); }            \
+  STRATA_EXPORT strata_status* strata_plugin_init(const strata_host_api* host, const char* const* options,    \
+                                                  size_t n_options, strata_plugin_instance* out) {            \
+    return init_impl(host, options, n_options, out);                                                          \
+  }
+#endif
+
+#endif /* STRATA_PLUGIN_API_H */
