@@ -1,0 +1,15 @@
+// The subcommands of `strata`. Each takes its arguments (after the command words) and returns the exit code:
+// 0 success, 1 a check that ran and failed (gate), 2 bad input (flags, files, configs, plugins).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace strata::cli {
+
+using Args = std::vector<std::string>;
+
+int cmd_plugins(const Args& args);
+int cmd_config(const Args& args);
+
+}  // namespace strata::cli
