@@ -79,8 +79,9 @@ inline std::string first_byte_difference(const std::vector<uint8_t>& want, const
   for (size_t i = 0; i < want.size(); ++i) {
     if (want[i] != got[i]) {
       char msg[160];
-      std::snprintf(msg, sizeof msg, "first difference at byte %zu (block %zu, offset %zu): expected 0x%02x, got 0x%02x",
-                    i, i / block_bytes, i % block_bytes, want[i], got[i]);
+      std::snprintf(msg, sizeof msg,
+                    "first difference at byte %zu (block %zu, offset %zu): expected 0x%02x, got 0x%02x", i,
+                    i / block_bytes, i % block_bytes, want[i], got[i]);
       return msg;
     }
   }
