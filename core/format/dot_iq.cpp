@@ -62,7 +62,8 @@ float dot_iq2_xxs_q8_k(const unsigned char* w, const unsigned char* a, int64_t n
       const uint32_t signs_scale = load_u32(group + 4);
       int sumi = 0;
       for (int l = 0; l < 4; ++l) {
-        sumi += signed_grid8(iq2xxs_grid[group[l]], ksigns_iq2xs[(signs_scale >> (7 * l)) & 127], y.qs + 32 * ib + 8 * l);
+        const uint8_t signs = ksigns_iq2xs[(signs_scale >> (7 * l)) & 127];
+        sumi += signed_grid8(iq2xxs_grid[group[l]], signs, y.qs + 32 * ib + 8 * l);
       }
       bsum += sumi * static_cast<int>(2 * (signs_scale >> 28) + 1);
     }

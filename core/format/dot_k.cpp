@@ -110,7 +110,9 @@ float dot_q4_k_q8_k(const unsigned char* w, const unsigned char* a, int64_t nb) 
     const auto y = load_block<block_q8_K>(a, i);
     // Value 64n + l is the low nibble of qs[32n + l], 64n + 32 + l its high nibble.
     int8_t q[QK_K];
-    for (int p = 0; p < QK_K; ++p) q[p] = static_cast<int8_t>((x.qs[32 * (p / 64) + p % 32] >> (4 * ((p / 32) % 2))) & 0xF);
+    for (int p = 0; p < QK_K; ++p) {
+      q[p] = static_cast<int8_t>((x.qs[32 * (p / 64) + p % 32] >> (4 * ((p / 32) % 2))) & 0xF);
+    }
     int scales[QK_K / 32], mins[QK_K / 32];
     for (int j = 0; j < QK_K / 32; ++j) k4_scale_min(x.scales, j, scales[j], mins[j]);
     acc.add(fp16_to_fp32(x.d) * y.d, q, y.qs, scales, 32);

@@ -21,12 +21,14 @@ int nibble_block_sum(const uint8_t* qs, const int8_t* q8, Decode decode) {
   return lo + hi;
 }
 
-// The fifth bit of Q5_0 / Q5_1 value j, from the block's 32-bit qh (value j's bit is bit j).
 uint32_t load_qh(const uint8_t* qh) {
   uint32_t bits;
   std::memcpy(&bits, qh, sizeof bits);
   return bits;
 }
+
+// The fifth bit of Q5_0 / Q5_1 value j (bit j of the block's 32-bit qh), as the value 16 or 0.
+int fifth_bit(uint32_t qh, int j) { return static_cast<int>((qh >> j) & 1) << 4; }
 
 }  // namespace
 
@@ -59,7 +61,7 @@ float dot_q5_0_q8_0(const unsigned char* w, const unsigned char* a, int64_t nb) 
     const auto x = load_block<block_q5_0>(w, i);
     const auto y = load_block<block_q8_0>(a, i);
     const uint32_t qh = load_qh(x.qh);
-    const int sumi = nibble_block_sum(x.qs, y.qs, [qh](int q, int j) { return (q | ((qh >> j) & 1) << 4) - 16; });
+    const int sumi = nibble_block_sum(x.qs, y.qs, [qh](int q, int j) { return (q | fifth_bit(qh, j)) - 16; });
     sum += (fp16_to_fp32(x.d) * fp16_to_fp32(y.d)) * static_cast<float>(sumi);
   }
   return sum;
@@ -71,7 +73,7 @@ float dot_q5_1_q8_1(const unsigned char* w, const unsigned char* a, int64_t nb) 
     const auto x = load_block<block_q5_1>(w, i);
     const auto y = load_block<block_q8_1>(a, i);
     const uint32_t qh = load_qh(x.qh);
-    const int sumi = nibble_block_sum(x.qs, y.qs, [qh](int q, int j) { return static_cast<int>(q | ((qh >> j) & 1) << 4); });
+    const int sumi = nibble_block_sum(x.qs, y.qs, [qh](int q, int j) { return q | fifth_bit(qh, j); });
     sum += (fp16_to_fp32(x.d) * fp16_to_fp32(y.d)) * static_cast<float>(sumi) + fp16_to_fp32(x.m) * fp16_to_fp32(y.s);
   }
   return sum;

@@ -150,7 +150,8 @@ void quantize_block_q6_k(const float* x, block_q6_K& y) {
     for (int l = 0; l < 32; ++l) {
       ql[l] = static_cast<uint8_t>((Lh[l] & 0xF) | (Lh[l + 64] & 0xF) << 4);
       ql[l + 32] = static_cast<uint8_t>((Lh[l + 32] & 0xF) | (Lh[l + 96] & 0xF) << 4);
-      qh[l] = static_cast<uint8_t>((Lh[l] >> 4) | (Lh[l + 32] >> 4) << 2 | (Lh[l + 64] >> 4) << 4 | (Lh[l + 96] >> 4) << 6);
+      qh[l] = static_cast<uint8_t>((Lh[l] >> 4) | (Lh[l + 32] >> 4) << 2 | (Lh[l + 64] >> 4) << 4 |
+                                   (Lh[l + 96] >> 4) << 6);
     }
   }
 }

@@ -1,4 +1,4 @@
-// Q4_0 and Q8_0: one scale per block of 32, as ggml's quantize_row_q4_0_ref / quantize_row_q8_0_ref.
+// 32-value block formats, one scale per block, as ggml's quantize_row_<type>_ref (Q8_0: quantize_activation.cpp).
 #include <algorithm>
 #include <cmath>
 
@@ -25,16 +25,6 @@ void quantize_block_q4_0(const float* x, block_q4_0& y) {
   for (int j = 0; j < QK4_0 / 2; ++j) {
     y.qs[j] = static_cast<uint8_t>(level(x[j]) | level(x[j + QK4_0 / 2]) << 4);
   }
-}
-
-void quantize_block_q8_0(const float* x, block_q8_0& y) {
-  float amax = 0;
-  for (int j = 0; j < QK8_0; ++j) amax = std::max(amax, std::fabs(x[j]));
-  const float d = amax / 127;
-  const float id = d != 0 ? 1.0f / d : 0.0f;
-  y.d = fp32_to_fp16(d);
-  // roundf: ties away from zero, as ggml.
-  for (int j = 0; j < QK8_0; ++j) y.qs[j] = static_cast<int8_t>(std::round(x[j] * id));
 }
 
 }  // namespace strata::format::detail

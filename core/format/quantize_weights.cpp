@@ -5,6 +5,7 @@
 
 #include "quantize_kernels.hpp"
 #include "strata/error.hpp"
+#include "strata/format/quantize_activation.hpp"
 
 namespace strata::format {
 namespace {
@@ -47,7 +48,8 @@ void quantize_row(GgmlType type, const float* x, void* blocks, int64_t n) {
   }
   switch (type) {
     case GgmlType::Q4_0: return quantize_blocks<block_q4_0, QK4_0>(detail::quantize_block_q4_0, x, blocks, n);
-    case GgmlType::Q8_0: return quantize_blocks<block_q8_0, QK8_0>(detail::quantize_block_q8_0, x, blocks, n);
+    // Weights and activations share ggml's one Q8_0 reference quantizer.
+    case GgmlType::Q8_0: return quantize_row_q8_0(x, static_cast<block_q8_0*>(blocks), n);
     case GgmlType::Q4_K: return quantize_blocks<block_q4_K, QK_K>(detail::quantize_block_q4_k, x, blocks, n);
     case GgmlType::Q5_K: return quantize_blocks<block_q5_K, QK_K>(detail::quantize_block_q5_k, x, blocks, n);
     case GgmlType::Q6_K: return quantize_blocks<block_q6_K, QK_K>(detail::quantize_block_q6_k, x, blocks, n);

@@ -3,18 +3,16 @@
 // (`generic_hex`, the bit-exact target) and as a double-precision sum of the decoded values (`ref_f64`).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "quant_vectors.hpp"
 #include "strata/error.hpp"
 #include "strata/format/dot.hpp"
 #include "strata/format/fp16.hpp"
@@ -22,51 +20,47 @@
 namespace {
 
 using strata::format::GgmlType;
+using strata::test::quant_dir;
 
-const std::string kQuantDir = std::string(STRATA_TEST_DATA) + "/quant/";
-
-std::vector<unsigned char> read_quant_file(const std::string& name) {
-  std::ifstream in(kQuantDir + name, std::ios::binary);
-  EXPECT_TRUE(in) << "cannot open " << kQuantDir + name;
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+std::string type_file_name(GgmlType type) {
+  std::string stem(strata::format::traits(type).name);
+  for (char& c : stem) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return stem;
 }
-
-std::string upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string type_file_name(GgmlType type) { return upper(strata::format::traits(type).name); }
 
 struct DotRow {
-  int row;
   int64_t n, w_off, a_off;
   std::string act_type;
   uint32_t generic_bits;
-  double ref_f64;
+  std::string ref_f64;
   std::string text;  // the row as written, for failure messages
 };
 
 std::vector<DotRow> read_dot_rows(const std::string& name) {
-  std::ifstream in(kQuantDir + name);
-  EXPECT_TRUE(in) << "cannot open " << kQuantDir + name;
-  std::string line;
-  std::getline(in, line);
-  EXPECT_EQ(line.rfind("row\tn\tw_off\ta_off\tact_type\tgeneric\tgeneric_hex\tref_f64", 0), 0u) << name << ": " << line;
+  const std::vector<std::vector<std::string>> table = strata::test::read_tsv(quant_dir() / name);
+  if (table.empty()) throw std::runtime_error(name + " is empty");
+  const std::vector<std::string>& header = table[0];
+  const auto column = [&](const std::string& field) {
+    const auto it = std::find(header.begin(), header.end(), field);
+    if (it == header.end()) throw std::runtime_error(name + " has no column " + field);
+    return static_cast<size_t>(it - header.begin());
+  };
+  const size_t n = column("n"), w_off = column("w_off"), a_off = column("a_off"), act = column("act_type");
+  const size_t hex = column("generic_hex"), ref = column("ref_f64");
   std::vector<DotRow> rows;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    std::istringstream fields(line);
-    DotRow r;
-    std::string generic, hex;
-    fields >> r.row >> r.n >> r.w_off >> r.a_off >> r.act_type >> generic >> hex >> r.ref_f64;
-    EXPECT_TRUE(fields) << name << ": cannot parse " << line;
-    r.generic_bits = static_cast<uint32_t>(std::stoul(hex, nullptr, 16));
-    r.text = line;
-    rows.push_back(r);
+  for (size_t i = 1; i < table.size(); ++i) {
+    const std::vector<std::string>& f = table[i];
+    if (f.size() != header.size()) throw std::runtime_error(name + ": row " + std::to_string(i) + " is short");
+    std::string text;
+    for (const std::string& field : f) text += (text.empty() ? "" : " ") + field;
+    rows.push_back({std::stoll(f[n]), std::stoll(f[w_off]), std::stoll(f[a_off]), f[act],
+                    static_cast<uint32_t>(std::stoul(f[hex], nullptr, 16)), f[ref], text});
   }
   return rows;
+}
+
+std::vector<uint8_t> read_blocks(const std::string& stem) {
+  return strata::test::read_bytes(quant_dir() / (stem + ".blocks"));
 }
 
 std::string hex_bits(float f) {
@@ -94,17 +88,17 @@ TEST_P(VecDot, MatchesGgmlGenericBitForBit) {
   const GgmlType atype = strata::format::vec_dot_type(wtype);
   const auto& wt = strata::format::traits(wtype);
   const auto& at = strata::format::traits(atype);
-  const std::vector<unsigned char> weights = read_quant_file(type_file_name(wtype) + ".blocks");
-  const std::vector<unsigned char> acts = read_quant_file("act_" + type_file_name(atype) + ".blocks");
+  const std::vector<uint8_t> weights = read_blocks(type_file_name(wtype));
+  const std::vector<uint8_t> acts = read_blocks("act_" + type_file_name(atype));
   const std::vector<DotRow> rows = read_dot_rows("dot_" + type_file_name(wtype) + ".tsv");
   ASSERT_EQ(rows.size(), 32u);
 
   for (const DotRow& r : rows) {
-    ASSERT_EQ(r.act_type, type_file_name(atype)) << "row " << r.row;
+    ASSERT_EQ(r.act_type, type_file_name(atype)) << r.text;
     const uint64_t w_at = static_cast<uint64_t>(r.w_off) / wt.block_elems * wt.block_bytes;
     const uint64_t a_at = static_cast<uint64_t>(r.a_off) / at.block_elems * at.block_bytes;
-    ASSERT_LE(w_at + strata::format::row_bytes(wtype, r.n), weights.size()) << "row " << r.row;
-    ASSERT_LE(a_at + strata::format::row_bytes(atype, r.n), acts.size()) << "row " << r.row;
+    ASSERT_LE(w_at + strata::format::row_bytes(wtype, r.n), weights.size()) << r.text;
+    ASSERT_LE(a_at + strata::format::row_bytes(atype, r.n), acts.size()) << r.text;
     const float got = strata::format::vec_dot(wtype, weights.data() + w_at, acts.data() + a_at, r.n);
     EXPECT_EQ(strata::format::f32_bits(got), r.generic_bits)
         << type_file_name(wtype) << " row: " << r.text << "\n  got " << hex_bits(got) << " (" << got << "), expected "
@@ -115,11 +109,11 @@ TEST_P(VecDot, MatchesGgmlGenericBitForBit) {
 TEST_P(VecDot, ReadsUnalignedBlocks) {
   const GgmlType wtype = GetParam();
   const GgmlType atype = strata::format::vec_dot_type(wtype);
-  const std::vector<unsigned char> weights = read_quant_file(type_file_name(wtype) + ".blocks");
-  const std::vector<unsigned char> acts = read_quant_file("act_" + type_file_name(atype) + ".blocks");
+  const std::vector<uint8_t> weights = read_blocks(type_file_name(wtype));
+  const std::vector<uint8_t> acts = read_blocks("act_" + type_file_name(atype));
   const int64_t n = 512;
   const float aligned = strata::format::vec_dot(wtype, weights.data(), acts.data(), n);
-  std::vector<unsigned char> w1(strata::format::row_bytes(wtype, n) + 1), a1(strata::format::row_bytes(atype, n) + 3);
+  std::vector<uint8_t> w1(strata::format::row_bytes(wtype, n) + 1), a1(strata::format::row_bytes(atype, n) + 3);
   std::memcpy(w1.data() + 1, weights.data(), w1.size() - 1);
   std::memcpy(a1.data() + 3, acts.data(), a1.size() - 3);
   const float unaligned = strata::format::vec_dot(wtype, w1.data() + 1, a1.data() + 3, n);
@@ -133,7 +127,7 @@ TEST(VecDotCoverage, EveryDotFileIsTestedOrAKnownExtra) {
   std::set<std::string> tested;
   for (GgmlType t : kDotTypes) tested.insert(type_file_name(t));
   int files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(kQuantDir)) {
+  for (const auto& entry : std::filesystem::directory_iterator(quant_dir())) {
     const std::string name = entry.path().filename().string();
     if (name.rfind("dot_", 0) != 0 || entry.path().extension() != ".tsv") continue;
     ++files;
@@ -158,7 +152,7 @@ TEST(VecDotErrors, RejectsTypesWithoutADotAndPartialBlocks) {
   EXPECT_FALSE(strata::format::has_vec_dot(GgmlType::F32));
   EXPECT_FALSE(strata::format::has_vec_dot(GgmlType::Q8_K));
   EXPECT_THROW(strata::format::vec_dot_type(GgmlType::BF16), strata::Error);
-  std::vector<unsigned char> buf(4096);
+  std::vector<uint8_t> buf(4096);
   EXPECT_THROW(strata::format::vec_dot(GgmlType::F16, buf.data(), buf.data(), 32), strata::Error);
   EXPECT_THROW(strata::format::vec_dot(GgmlType::Q4_K, buf.data(), buf.data(), 128), strata::Error);
   EXPECT_THROW(strata::format::vec_dot(GgmlType::Q8_0, buf.data(), buf.data(), 48), strata::Error);
