@@ -36,7 +36,8 @@ void quantize_asymmetric_k(const float* x, const AsymmetricK& cfg, uint8_t* pack
     const float av_x = std::sqrt(sum_x2 / kSub);
     float weights[kSub];
     for (int l = 0; l < kSub; ++l) weights[l] = av_x + std::fabs(xs[l]);
-    scales[j] = fit_scale_and_min(kSub, cfg.nmax, xs, weights, L + kSub * j, &mins[j], cfg.rmin, 0.1f, cfg.nstep);
+    scales[j] = fit_scale_and_min(kSub, cfg.nmax, xs, weights, L + kSub * j, &mins[j], cfg.rmin, 0.1f, cfg.nstep,
+                                  FitError::squared);
     if (scales[j] > max_scale) max_scale = scales[j];
     if (mins[j] > max_min) max_min = mins[j];
   }

@@ -18,7 +18,8 @@ namespace {
 using strata::format::GgmlType;
 using strata::test::quant_dir;
 
-const GgmlType kQuantizedTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+const GgmlType kQuantizedTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
+                                    GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 // The data files are named by ggml's type name in upper case: "Q4_K.blocks".
 std::string file_stem(GgmlType type) {
