@@ -12,7 +12,7 @@ namespace strata::format {
 // Whether quantize_row can write `type`: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
 bool has_quantize(GgmlType type);
 
-// Quantizes n floats into row_bytes(type, n) bytes at `blocks` (no alignment needed). Throws strata::Error when
+// Quantizes n finite floats into row_bytes(type, n) bytes at `blocks` (no alignment needed). Throws strata::Error when
 // `type` has no quantizer or n is not a whole number of blocks.
 void quantize_row(GgmlType type, const float* x, void* blocks, int64_t n);
 
