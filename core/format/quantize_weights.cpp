@@ -1,0 +1,58 @@
+#include "strata/format/quantize_weights.hpp"
+
+#include <cstring>
+#include <string>
+
+#include "quantize_kernels.hpp"
+#include "strata/error.hpp"
+
+namespace strata::format {
+namespace {
+
+// Quantizes block by block into a local struct and copies it out: `blocks` may sit at any byte offset.
+template <typename Block, int kElems>
+void quantize_blocks(void (*quantize_block)(const float*, Block&), const float* x, void* blocks, int64_t n) {
+  auto* out = static_cast<unsigned char*>(blocks);
+  for (int64_t i = 0; i < n / kElems; ++i) {
+    Block block{};
+    quantize_block(x + i * kElems, block);
+    std::memcpy(out + i * static_cast<int64_t>(sizeof(Block)), &block, sizeof(Block));
+  }
+}
+
+}  // namespace
+
+bool has_quantize(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q4_0:
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void quantize_row(GgmlType type, const float* x, void* blocks, int64_t n) {
+  const TypeTraits& tr = traits(type);
+  if (!has_quantize(type)) {
+    throw Error("quantize_row: no reference quantizer for type " + std::string(tr.name) +
+                " (supported: q4_0, q8_0, q4_K, q5_K, q6_K)");
+  }
+  if (n < 0 || n % tr.block_elems != 0) {
+    throw Error("quantize_row: " + std::to_string(n) + " values is not a whole number of " + std::string(tr.name) +
+                " blocks of " + std::to_string(tr.block_elems) + "; pad the row to a multiple of the block size");
+  }
+  switch (type) {
+    case GgmlType::Q4_0: return quantize_blocks<block_q4_0, QK4_0>(detail::quantize_block_q4_0, x, blocks, n);
+    case GgmlType::Q8_0: return quantize_blocks<block_q8_0, QK8_0>(detail::quantize_block_q8_0, x, blocks, n);
+    case GgmlType::Q4_K: return quantize_blocks<block_q4_K, QK_K>(detail::quantize_block_q4_k, x, blocks, n);
+    case GgmlType::Q5_K: return quantize_blocks<block_q5_K, QK_K>(detail::quantize_block_q5_k, x, blocks, n);
+    case GgmlType::Q6_K: return quantize_blocks<block_q6_K, QK_K>(detail::quantize_block_q6_k, x, blocks, n);
+    default: return;  // has_quantize rejected every other type above
+  }
+}
+
+}  // namespace strata::format
