@@ -36,7 +36,8 @@ void quantize_asymmetric_k(const float* x, const AsymmetricK& cfg, uint8_t* pack
     const float av_x = std::sqrt(sum_x2 / kSub);
     float weights[kSub];
     for (int l = 0; l < kSub; ++l) weights[l] = av_x + std::fabs(xs[l]);
-    scales[j] = fit_scale_and_min(kSub, cfg.nmax, xs, weights, L + kSub * j, &mins[j], cfg.rmin, 0.1f, cfg.nstep);
+    scales[j] = fit_scale_and_min(kSub, cfg.nmax, xs, weights, L + kSub * j, &mins[j], cfg.rmin, 0.1f, cfg.nstep,
+                                  FitError::squared);
     if (scales[j] > max_scale) max_scale = scales[j];
     if (mins[j] > max_min) max_min = mins[j];
   }
@@ -150,7 +151,8 @@ void quantize_block_q6_k(const float* x, block_q6_K& y) {
     for (int l = 0; l < 32; ++l) {
       ql[l] = static_cast<uint8_t>((Lh[l] & 0xF) | (Lh[l + 64] & 0xF) << 4);
       ql[l + 32] = static_cast<uint8_t>((Lh[l + 32] & 0xF) | (Lh[l + 96] & 0xF) << 4);
-      qh[l] = static_cast<uint8_t>((Lh[l] >> 4) | (Lh[l + 32] >> 4) << 2 | (Lh[l + 64] >> 4) << 4 | (Lh[l + 96] >> 4) << 6);
+      qh[l] = static_cast<uint8_t>((Lh[l] >> 4) | (Lh[l + 32] >> 4) << 2 | (Lh[l + 64] >> 4) << 4 |
+                                   (Lh[l + 96] >> 4) << 6);
     }
   }
 }

@@ -7,7 +7,11 @@
 namespace strata::format::detail {
 
 void quantize_block_q4_0(const float* x, block_q4_0& y);  // 32 values
-void quantize_block_q8_0(const float* x, block_q8_0& y);  // 32 values
+void quantize_block_q4_1(const float* x, block_q4_1& y);  // 32 values
+void quantize_block_q5_0(const float* x, block_q5_0& y);  // 32 values
+void quantize_block_q5_1(const float* x, block_q5_1& y);  // 32 values
+void quantize_block_q2_k(const float* x, block_q2_K& y);  // 256 values
+void quantize_block_q3_k(const float* x, block_q3_K& y);  // 256 values
 void quantize_block_q4_k(const float* x, block_q4_K& y);  // 256 values
 void quantize_block_q5_k(const float* x, block_q5_K& y);  // 256 values
 void quantize_block_q6_k(const float* x, block_q6_K& y);  // 256 values

@@ -16,21 +16,36 @@ int nearest_int(float v) {
 
 namespace {
 
-// Weighted squared error of x against scale * q + min (min <= 0 is the negated offset).
-float grid_error(int n, const float* x, const float* weights, const uint8_t* q, float scale, float min) {
+// Weighted error of x against scale * q + min (min <= 0 is the negated offset).
+float grid_error(int n, const float* x, const float* weights, const uint8_t* q, float scale, float min,
+                 FitError kind) {
   float error = 0;
   for (int i = 0; i < n; ++i) {
     float diff = scale * static_cast<float>(q[i]) + min - x[i];
-    diff = diff * diff;
+    diff = kind == FitError::absolute ? std::fabs(diff) : diff * diff;
     error += weights[i] * diff;
   }
   return error;
 }
 
+// The value of largest magnitude, with its sign (the first one on ties).
+float signed_absmax(int n, const float* x) {
+  float max = 0;
+  float amax = 0;
+  for (int i = 0; i < n; ++i) {
+    const float ax = std::fabs(x[i]);
+    if (ax > amax) {
+      amax = ax;
+      max = x[i];
+    }
+  }
+  return max;
+}
+
 }  // namespace
 
 float fit_scale_and_min(int n, int nmax, const float* x, const float* weights, uint8_t* q, float* min_out,
-                        float rmin, float rdelta, int nstep) {
+                        float rmin, float rdelta, int nstep, FitError error_kind) {
   float min = x[0];
   float max = x[0];
   float sum_w = weights[0];
@@ -58,7 +73,7 @@ float fit_scale_and_min(int n, int nmax, const float* x, const float* weights, u
   float iscale = fnmax / (max - min);
   float scale = 1 / iscale;
   quantize_at(iscale, q);
-  float best_error = grid_error(n, x, weights, q, scale, min);
+  float best_error = grid_error(n, x, weights, q, scale, min, error_kind);
 
   // Each candidate grid starts at the best fit's min so far, as in ggml.
   uint8_t candidate[256];
@@ -81,7 +96,7 @@ float fit_scale_and_min(int n, int nmax, const float* x, const float* weights, u
       this_min = 0;
       this_scale = sum_xl / sum_l2;
     }
-    const float error = grid_error(n, x, weights, candidate, this_scale, this_min);
+    const float error = grid_error(n, x, weights, candidate, this_scale, this_min, error_kind);
     if (error < best_error) {
       std::copy(candidate, candidate + n, q);
       best_error = error;
@@ -94,16 +109,8 @@ float fit_scale_and_min(int n, int nmax, const float* x, const float* weights, u
 }
 
 float fit_signed_scale(int n, int nmax, const float* x, int8_t* q) {
-  float max = 0;
-  float amax = 0;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
-  if (amax < 1e-15f) {
+  const float max = signed_absmax(n, x);
+  if (std::fabs(max) < 1e-15f) {
     std::fill(q, q + n, int8_t{0});
     return 0.0f;
   }
@@ -143,6 +150,49 @@ float fit_signed_scale(int n, int nmax, const float* x, int8_t* q) {
     }
   }
   return scale;
+}
+
+float fit_signed_scale_by_moves(int n, int nmax, const float* x, int8_t* q) {
+  const float max = signed_absmax(n, x);
+  if (std::fabs(max) < 1e-15f) {
+    std::fill(q, q + n, int8_t{0});
+    return 0.0f;
+  }
+  const float iscale = -static_cast<float>(nmax) / max;
+  float sumlx = 0;
+  float suml2 = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+    q[i] = static_cast<int8_t>(l);
+    const float w = x[i] * x[i];
+    sumlx += w * x[i] * static_cast<float>(l);
+    suml2 += w * static_cast<float>(l) * static_cast<float>(l);
+  }
+  for (int pass = 0; pass < 5; ++pass) {
+    int changed = 0;
+    for (int i = 0; i < n; ++i) {
+      // The sums without quant i; the best level for x[i] under their scale is x[i] / scale.
+      const float w = x[i] * x[i];
+      const float li = static_cast<float>(q[i]);
+      float slx = sumlx - w * x[i] * li;
+      if (!(slx > 0)) continue;
+      float sl2 = suml2 - w * li * li;
+      const int new_l = std::clamp(nearest_int(x[i] * sl2 / slx), -nmax, nmax - 1);
+      if (new_l == q[i]) continue;
+      slx += w * x[i] * static_cast<float>(new_l);
+      sl2 += w * static_cast<float>(new_l) * static_cast<float>(new_l);
+      // Keeps the move when sumlx^2 / suml2 (the error reduction of the least-squares scale) grows.
+      if (sl2 > 0 && slx * slx * suml2 > sumlx * sumlx * sl2) {
+        q[i] = static_cast<int8_t>(new_l);
+        sumlx = slx;
+        suml2 = sl2;
+        ++changed;
+      }
+    }
+    if (changed == 0) break;
+  }
+  for (int i = 0; i < n; ++i) q[i] = static_cast<int8_t>(q[i] + nmax);
+  return sumlx / suml2;
 }
 
 }  // namespace strata::format::detail
