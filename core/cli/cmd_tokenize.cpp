@@ -69,7 +69,7 @@ std::string summary() {
     s += " " + n;
     col += n.size() + 1;
   }
-  return s + "\n";
+  return s;
 }
 
 }  // namespace

@@ -60,6 +60,11 @@ size_t run_class(const CodePoints& t, size_t i, size_t end, CharClass mask) {
   return i;
 }
 
+// \p{N}{1,max} (or no match: pos)
+size_t digit_run(const CodePoints& t, size_t pos, size_t end, size_t max) {
+  return run_class(t, pos, std::min(end, pos + max), kNumber);
+}
+
 template <class Pred>
 size_t run_while(const CodePoints& t, size_t i, size_t end, Pred pred) {
   while (i < end && pred(t.cp[i], t.cls[i])) ++i;
@@ -154,7 +159,7 @@ size_t llama3_words(const CodePoints& t, size_t pos, size_t end) {
     return run_class(t, pos + 1, end, Word);
   }
   if (has(t, pos, end, Word)) return run_class(t, pos, end, Word);
-  if (has(t, pos, end, kNumber)) return std::min(run_class(t, pos, end, kNumber), pos + MaxDigits);
+  if (has(t, pos, end, kNumber)) return digit_run(t, pos, end, MaxDigits);
   const size_t m = optional_space_run(
       t, pos, end, [](uint32_t, CharClass k) { return (k & NotOther) == 0; }, kNewline);
   if (m != pos) return m;
@@ -189,7 +194,7 @@ size_t cased_words(const CodePoints& t, size_t pos, size_t end) {
   if (m == kNoMatch && prefix) m = upper_run(pos + 1);
   if (m == kNoMatch) m = upper_run(pos);
   if (m != kNoMatch) return m;
-  if (has(t, pos, end, kNumber)) return std::min(run_class(t, pos, end, kNumber), pos + MaxDigits);
+  if (has(t, pos, end, kNumber)) return digit_run(t, pos, end, MaxDigits);
   m = optional_space_run(t, pos, end, is_other, kNewlineOrSlash);
   if (m != pos) return m;
   return space_alternatives(t, pos, end);
@@ -295,7 +300,7 @@ size_t trailing_spaces(const CodePoints& t, size_t pos, size_t end) {
 
 // \p{N}{1,3}
 size_t digits_up_to_three(const CodePoints& t, size_t pos, size_t end) {
-  return has(t, pos, end, kNumber) ? std::min(run_class(t, pos, end, kNumber), pos + 3) : pos;
+  return digit_run(t, pos, end, 3);
 }
 
 // [0-9][0-9][0-9]
