@@ -248,7 +248,6 @@ class File {
  private:
   File();
   std::unique_ptr<detail::Store> store_;
-  Metadata metadata_;
 };
 
 // The parts of a split model's file name: `<prefix>-00002-of-00005.gguf` -> {prefix, 2, 5}.
