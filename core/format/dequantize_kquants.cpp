@@ -1,0 +1,157 @@
+// The K-quants: 256-value super-blocks split into 16- or 32-value sub-blocks whose scales (and mins) are
+// themselves quantized against the super-block's f16 d (and dmin). Value = d*scale*q - dmin*min, with the
+// products formed and rounded in the order ggml forms them.
+#include <cstring>
+
+#include "block_io.hpp"
+#include "dequantize_kernels.hpp"
+#include "strata/format/blocks.hpp"
+#include "strata/format/fp16.hpp"
+
+namespace strata::format::kernels {
+namespace {
+
+// Q4_K/Q5_K pack eight 6-bit scales and eight 6-bit mins into 12 bytes: sub-blocks 0-3 use the low 6 bits of
+// bytes 0-3 (scale) and 4-7 (min); sub-blocks 4-7 take their low nibbles from bytes 8-11 and their top two bits
+// from the spare high bits of bytes 0-7.
+struct ScaleMin {
+  uint8_t scale;
+  uint8_t min;
+};
+
+ScaleMin scale_min_k4(int j, const uint8_t (&s)[K_SCALE_SIZE]) {
+  if (j < 4) return {static_cast<uint8_t>(s[j] & 63), static_cast<uint8_t>(s[j + 4] & 63)};
+  return {static_cast<uint8_t>((s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4)),
+          static_cast<uint8_t>((s[j + 4] >> 4) | ((s[j] >> 6) << 4))};
+}
+
+// Q3_K packs sixteen 6-bit scales (biased by 32) into 12 bytes: low nibbles in bytes 0-7 (scale k and k+8 share
+// byte k mod 8), the top two bits in bytes 8-11 (two bits per scale, scale k at byte 8 + k%4, bit 2*(k/4)).
+int q3k_scale(int k, const uint8_t (&s)[12]) {
+  const int low = (k < 8) ? (s[k] & 0x0f) : (s[k - 8] >> 4);
+  const int high = (s[8 + k % 4] >> (2 * (k / 4))) & 3;
+  return (low | (high << 4)) - 32;
+}
+
+}  // namespace
+
+void dequantize_q2_K(const void* blocks, float* out, int64_t nblocks) {
+  for (int64_t i = 0; i < nblocks; ++i) {
+    const auto b = load_block<block_q2_K>(blocks, i);
+    const float d = fp16_to_fp32(b.d);
+    const float dmin = fp16_to_fp32(b.dmin);
+    int sub = 0;
+    // Two halves of 128 values, each reading 32 bytes of qs four times at shifts 0, 2, 4, 6.
+    for (int half = 0; half < 2; ++half) {
+      const uint8_t* q = b.qs + 32 * half;
+      for (int shift = 0; shift < 8; shift += 2) {
+        for (int part = 0; part < 2; ++part, ++sub) {
+          const float dl = d * static_cast<float>(b.scales[sub] & 0x0f);
+          const float ml = dmin * static_cast<float>(b.scales[sub] >> 4);
+          for (int l = 0; l < 16; ++l) {
+            const int qv = (q[16 * part + l] >> shift) & 3;
+            *out++ = dl * static_cast<float>(qv) - ml;
+          }
+        }
+      }
+    }
+  }
+}
+
+void dequantize_q3_K(const void* blocks, float* out, int64_t nblocks) {
+  for (int64_t i = 0; i < nblocks; ++i) {
+    const auto b = load_block<block_q3_K>(blocks, i);
+    const float d = fp16_to_fp32(b.d);
+    int sub = 0;
+    uint8_t mask = 1;  // hmask bit of the current 32-value group; a clear bit subtracts 4
+    for (int half = 0; half < 2; ++half) {
+      const uint8_t* q = b.qs + 32 * half;
+      for (int shift = 0; shift < 8; shift += 2, mask = static_cast<uint8_t>(mask << 1)) {
+        for (int part = 0; part < 2; ++part, ++sub) {
+          const float dl = d * static_cast<float>(q3k_scale(sub, b.scales));
+          for (int l = 16 * part; l < 16 * part + 16; ++l) {
+            const int qv = ((q[l] >> shift) & 3) - ((b.hmask[l] & mask) ? 0 : 4);
+            *out++ = dl * static_cast<float>(qv);
+          }
+        }
+      }
+    }
+  }
+}
+
+void dequantize_q4_K(const void* blocks, float* out, int64_t nblocks) {
+  for (int64_t i = 0; i < nblocks; ++i) {
+    const auto b = load_block<block_q4_K>(blocks, i);
+    const float d = fp16_to_fp32(b.d);
+    const float dmin = fp16_to_fp32(b.dmin);
+    // Each 64 values: 32 bytes of qs, low nibbles first (sub-block 2k), then high nibbles (sub-block 2k+1).
+    for (int k = 0; k < 4; ++k) {
+      const uint8_t* q = b.qs + 32 * k;
+      const ScaleMin lo = scale_min_k4(2 * k, b.scales);
+      const ScaleMin hi = scale_min_k4(2 * k + 1, b.scales);
+      const float d1 = d * static_cast<float>(lo.scale), m1 = dmin * static_cast<float>(lo.min);
+      const float d2 = d * static_cast<float>(hi.scale), m2 = dmin * static_cast<float>(hi.min);
+      for (int l = 0; l < 32; ++l) *out++ = d1 * static_cast<float>(q[l] & 0x0f) - m1;
+      for (int l = 0; l < 32; ++l) *out++ = d2 * static_cast<float>(q[l] >> 4) - m2;
+    }
+  }
+}
+
+void dequantize_q5_K(const void* blocks, float* out, int64_t nblocks) {
+  for (int64_t i = 0; i < nblocks; ++i) {
+    const auto b = load_block<block_q5_K>(blocks, i);
+    const float d = fp16_to_fp32(b.d);
+    const float dmin = fp16_to_fp32(b.dmin);
+    // As Q4_K, plus a fifth bit: bit 2k of qh[l] for the low nibbles of group k, bit 2k+1 for the high ones.
+    for (int k = 0; k < 4; ++k) {
+      const uint8_t* q = b.qs + 32 * k;
+      const ScaleMin lo = scale_min_k4(2 * k, b.scales);
+      const ScaleMin hi = scale_min_k4(2 * k + 1, b.scales);
+      const float d1 = d * static_cast<float>(lo.scale), m1 = dmin * static_cast<float>(lo.min);
+      const float d2 = d * static_cast<float>(hi.scale), m2 = dmin * static_cast<float>(hi.min);
+      const uint8_t bit_lo = static_cast<uint8_t>(1u << (2 * k));
+      const uint8_t bit_hi = static_cast<uint8_t>(2u << (2 * k));
+      for (int l = 0; l < 32; ++l) {
+        const int qv = (q[l] & 0x0f) + ((b.qh[l] & bit_lo) ? 16 : 0);
+        *out++ = d1 * static_cast<float>(qv) - m1;
+      }
+      for (int l = 0; l < 32; ++l) {
+        const int qv = (q[l] >> 4) + ((b.qh[l] & bit_hi) ? 16 : 0);
+        *out++ = d2 * static_cast<float>(qv) - m2;
+      }
+    }
+  }
+}
+
+void dequantize_q6_K(const void* blocks, float* out, int64_t nblocks) {
+  for (int64_t i = 0; i < nblocks; ++i) {
+    const auto b = load_block<block_q6_K>(blocks, i);
+    const float d = fp16_to_fp32(b.d);
+    // Each 128 values use 64 bytes of ql (low nibbles) and 32 of qh (two bits per value, four values per byte).
+    for (int half = 0; half < 2; ++half, out += 128) {
+      const uint8_t* ql = b.ql + 64 * half;
+      const uint8_t* qh = b.qh + 32 * half;
+      const int8_t* sc = b.scales + 8 * half;
+      for (int l = 0; l < 32; ++l) {
+        const int s = l / 16;
+        const int q1 = ((ql[l] & 0x0f) | (((qh[l] >> 0) & 3) << 4)) - 32;
+        const int q2 = ((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4)) - 32;
+        const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+        const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+        out[l] = d * static_cast<float>(sc[s]) * static_cast<float>(q1);
+        out[l + 32] = d * static_cast<float>(sc[s + 2]) * static_cast<float>(q2);
+        out[l + 64] = d * static_cast<float>(sc[s + 4]) * static_cast<float>(q3);
+        out[l + 96] = d * static_cast<float>(sc[s + 6]) * static_cast<float>(q4);
+      }
+    }
+  }
+}
+
+void dequantize_q8_K(const void* blocks, float* out, int64_t nblocks) {
+  for (int64_t i = 0; i < nblocks; ++i, out += QK_K) {
+    const auto b = load_block<block_q8_K>(blocks, i);
+    for (int j = 0; j < QK_K; ++j) out[j] = b.d * static_cast<float>(b.qs[j]);
+  }
+}
+
+}  // namespace strata::format::kernels
