@@ -1,0 +1,37 @@
+# `strata inspect` on good files: stories260K (a llama model) as text and JSON, and a vocabulary-only file.
+include(${CMAKE_CURRENT_LIST_DIR}/inspect/expect.cmake)
+set(stories ${SRC}/models/stories260K.gguf)
+
+run_inspect(${stories})
+expect_rc(0 "inspect stories260K")
+expect_contains("${out}" "GGUF version 3, alignment 32, 19 metadata keys, 48 tensors" "file facts")
+expect_contains("${out}" "size: 1185376 bytes (1.13 MiB)" "file size")
+expect_contains("${out}" "architecture: llama" "architecture")
+expect_contains("${out}" "  general.architecture                    string \"llama\"" "metadata")
+expect_contains("${out}" "array of 512 string: [\"<unk>\", \"<s>\", \"</s>\"," "array summary")
+expect_contains("${out}" "  token_embd.weight         f32      64 x 512                       131072  embeddings"
+                "tensor table")
+expect_contains("${out}" "  f32                    48       292800       1.12 MiB  100.0%   32.00" "bytes by type")
+expect_contains("${out}" "bits per weight: 32.00 overall" "bits per weight")
+expect_contains("${out}" "dense model: 1040384 bytes" "bytes per token")
+
+run_inspect(${stories} --json)
+expect_rc(0 "inspect --json")
+string(JSON bpw GET "${out}" total bits_per_weight)
+expect_equal("${bpw}" "32.0" "JSON total.bits_per_weight")
+string(JSON n LENGTH "${out}" tensors)
+expect_equal("${n}" "48" "JSON tensor count")
+string(JSON attention GET "${out}" bytes_by_part attention bytes)
+expect_equal("${attention}" "245760" "JSON attention bytes")
+string(JSON dense GET "${out}" per_token dense_bytes)
+expect_equal("${dense}" "1040384" "JSON per_token.dense_bytes")
+
+run_inspect(${DATA}/vocab/ggml-vocab-gpt-2.gguf)
+expect_rc(0 "inspect a vocabulary-only file")
+expect_contains("${out}" "tokenizer.ggml.tokens              array of 50257 string: [\"!\", \"\\\"\", \"#\"," "tokens")
+expect_contains("${out}" ", ... ]" "long arrays are cut")
+expect_contains("${out}" "tensors: none" "no tensors")
+
+run_inspect(${stories} --help)
+expect_rc(0 "inspect --help")
+expect_contains("${out}" "--tensor" "help lists --tensor")
