@@ -12,8 +12,9 @@
  *                          expert_pool 1, balancer 1, link 1.
  *
  * Family changelogs (family major.minor):
- *   backend 1.0      devices: count and properties (name, kind, memory, compute units, score reason).
- *   expert_pool 1.0  pool size, and compute(batch): one weighted row per (token, expert), never a summed row.
+ *   backend 1.0      devices (count, properties); ops described by strata_op (supports_op, compute); the op list
+ *                    of strata_op_kind; strata_moe_op for expert-grouped MoE.
+ *   expert_pool 1.0  worker_count; compute(moe): one weighted row per (token, expert), never a summed row.
  *   balancer 1.0     observe(samples) after a window; choose(layer, misses) -> how many go over PCIe.
  *   link 1.0         peer residency lookup and liveness of the other engine.
  *
@@ -134,11 +135,87 @@ typedef struct strata_device_info {
   uint32_t reserved0;
 } strata_device_info;
 
+/* A tensor the host describes. `data` is memory the backend can address (host memory for a CPU backend, memory
+ * from buffer_alloc for a GPU). ne[0] is the innermost dimension (ggml's order); nb[] are byte strides; rows of
+ * block types are whole blocks. Unused dimensions have ne = 1. */
+typedef struct strata_tensor {
+  void* data;
+  uint32_t type;     /* ggml type id (F32 = 0, F16 = 1, I32 = 26, quantized types as GGUF stores them) */
+  uint32_t n_dims;
+  int64_t ne[4];
+  uint64_t nb[4];
+} strata_tensor;
+
+/* The ops a backend runs. Shapes are given per op; "rows" are ne[0]-long vectors, one per token unless said.
+ * Every op's exact semantics (and its reference implementation) is in core/src/reference/; matrix products and
+ * experts follow docs/CANONICAL_ARITHMETIC.md bit for bit. */
+typedef enum strata_op_kind {
+  STRATA_OP_GET_ROWS = 1,    /* dst f32 [n_embd, n_tok] = src0 (table [n_embd, n_vocab], any type) rows at src1 (i32 [n_tok]) */
+  STRATA_OP_RMS_NORM = 2,    /* dst f32 = src0 f32 [n, rows] * (1/sqrt(mean(x^2) + f[0] eps)) * src1 f32 [n] */
+  STRATA_OP_MUL_MAT = 3,     /* dst f32 [n_out, n_tok] = src0 (weight [n_in, n_out], any type) x src1 f32 [n_in, n_tok] */
+  STRATA_OP_ADD = 4,         /* dst = src0 + src1 (same shape, or src1 one row broadcast) */
+  STRATA_OP_MUL = 5,         /* dst = src0 * src1 (same shape, or src1 one row broadcast) */
+  STRATA_OP_SWIGLU = 6,      /* dst = silu(src0) * src1 (canonical: exp_c, one division) */
+  STRATA_OP_ROPE = 7,        /* dst f32 [head_dim, n_head, n_tok] = rope(src0) at positions src1 (i32 [n_tok]);
+                              * i[0] mode (0 = adjacent pairs, 2 = neox halves), i[1] n_rot; f[0] freq_base, f[1] freq_scale */
+  STRATA_OP_KV_STORE = 8,    /* dst (cache [kv_dim, n_ctx], f16 or q8_0) columns at src1 (i32 [n_tok] positions) = src0 f32 [kv_dim, n_tok] */
+  STRATA_OP_ATTENTION = 9,   /* dst f32 [head_dim * n_head, n_tok] = attention of src0 (q f32 [head_dim, n_head, n_tok]) over
+                              * src1 (k cache) and src2 (v cache) [head_dim * n_kv_head, n_ctx], causal at positions src3
+                              * (i32 [n_tok]: token t sees cache columns 0..pos_t); i[0] n_head, i[1] n_kv_head, f[0] scale */
+  STRATA_OP_ROUTER = 10,     /* src0 logits f32 [n_expert, n_tok] -> dst i32 ids [k, n_tok] and src2 f32 weights [k, n_tok]
+                              * (an output); i[0] k, i[1] gating (0 softmax, 1 sigmoid), i[2] normalize top-k weights;
+                              * f[0] weight scale; src1 optional f32 [n_expert] selection bias (or data NULL) */
+  STRATA_OP_MOE = 11,        /* experts of a window: `extra` is a strata_moe_op; dst f32 [n_embd, n_tok] = for each token the
+                              * sum of its experts' weighted rows in ascending expert id (canonical arithmetic) */
+  STRATA_OP_SOFTMAX = 12,    /* dst = softmax(src0 * f[0]) per row */
+} strata_op_kind;
+
+#define STRATA_OP_MAX_SRC 4
+#define STRATA_OP_MAX_PARAMS 8
+
+typedef struct strata_op {
+  uint32_t struct_size;
+  uint32_t kind; /* strata_op_kind */
+  strata_tensor dst;
+  strata_tensor src[STRATA_OP_MAX_SRC];
+  int32_t i[STRATA_OP_MAX_PARAMS];
+  float f[STRATA_OP_MAX_PARAMS];
+  const void* extra; /* op-specific (STRATA_OP_MOE: const strata_moe_op*) */
+} strata_op;
+
+/* One expert's matrices (ggml blocks), wherever they live: host RAM, a VRAM cache slot, a staging slot. */
+typedef struct strata_expert_weights {
+  const void* gate; /* [n_embd, n_ff] (ggml ne order: rows of n_embd) */
+  const void* up;   /* [n_embd, n_ff] */
+  const void* down; /* [n_ff, n_embd] */
+  uint32_t gate_type, up_type, down_type;
+  uint32_t reserved0;
+} strata_expert_weights;
+
+/* The experts of one layer for one window: for each listed expert, the tokens routed to it. */
+typedef struct strata_moe_op {
+  uint32_t n_embd, n_ff;
+  uint32_t n_tok, n_experts;             /* tokens in the window; entries in `experts` */
+  const uint32_t* expert_ids;            /* [n_experts] ascending */
+  const strata_expert_weights* weights;  /* [n_experts] */
+  const uint32_t* token_offsets;         /* [n_experts + 1] into token_index/route_weight (CSR) */
+  const uint32_t* token_index;           /* which window row each (expert, token) pair reads */
+  const float* route_weight;             /* the router's weight of each pair */
+  const float* x;                        /* [n_embd, n_tok] the normed input rows (f32) */
+  float* rows;                           /* [n_embd, n_pairs] out: one weighted row per pair, never summed; may be NULL
+                                          * when only dst (the per-token sums) is wanted */
+} strata_moe_op;
+
 typedef struct strata_backend_v1 {
   strata_interface_header header;
   /* 1.0 */
   uint32_t (*device_count)(void* ctx);
   strata_status* (*device_info)(void* ctx, uint32_t index, strata_device_info* out);
+  /* 1 when `device` can run `op` with these types and shapes, 0 otherwise ("not supported" is not an error). */
+  uint32_t (*supports_op)(void* ctx, uint32_t device, const strata_op* op);
+  /* Runs ops in order on `device`; returns once all are done (GPU backends: once they are enqueued and
+   * synchronized; later minors add streams). */
+  strata_status* (*compute)(void* ctx, uint32_t device, const strata_op* ops, size_t n_ops);
 } strata_backend_v1;
 
 /* ---- family: expert_pool ---------------------------------------------------------------------------------- */
@@ -147,46 +224,14 @@ typedef struct strata_backend_v1 {
 #define STRATA_EXPERT_POOL_VERSION 1u
 #define STRATA_EXPERT_POOL_MINOR 0u
 
-/* One expert's matrices in host memory, as ggml blocks (type ids are ggml's). */
-typedef struct strata_expert_weights {
-  const void* gate; /* [n_ff, n_embd] */
-  const void* up;   /* [n_ff, n_embd] */
-  const void* down; /* [n_embd, n_ff] */
-  uint32_t gate_type, up_type, down_type;
-  uint32_t n_embd, n_ff;
-  uint32_t reserved0;
-} strata_expert_weights;
-
-/* One expert's share of a window: the activation rows it reads and where its weighted output rows go. */
-typedef struct strata_expert_task {
-  uint32_t layer;
-  uint32_t expert;
-  strata_expert_weights weights;
-  uint32_t n_rows;
-  uint32_t reserved0;
-  const uint32_t* token_index; /* [n_rows] row of the window's activation block */
-  const float* route_weight;   /* [n_rows] the router's weight for this (token, expert) */
-  float* out;                  /* [n_rows, n_embd] weighted rows, one per (token, expert) */
-} strata_expert_task;
-
-typedef struct strata_expert_batch {
-  uint32_t n_tasks;
-  uint32_t n_tokens;
-  const strata_expert_task* tasks;
-  const void* activations;  /* [n_tokens] rows in the canonical activation format */
-  uint32_t activation_type; /* ggml type id of those rows */
-  uint32_t reserved0;
-  volatile uint32_t* done_flag; /* set to done_value once every row is written (may be NULL) */
-  uint32_t done_value;
-  uint32_t reserved1;
-} strata_expert_batch;
-
 typedef struct strata_expert_pool_v1 {
   strata_interface_header header;
   /* 1.0 */
   uint32_t (*worker_count)(void* ctx);
-  /* Computes every task; returns when all rows are written (and done_flag is set). */
-  strata_status* (*compute)(void* ctx, const strata_expert_batch* batch);
+  /* Computes every pair of `moe` from host memory and writes its weighted row to moe->rows (one row per
+   * (token, expert) pair, never summed), then stores done_value to *done_flag (when not NULL) with release
+   * ordering. Returns when all rows are written. */
+  strata_status* (*compute)(void* ctx, const strata_moe_op* moe, volatile uint32_t* done_flag, uint32_t done_value);
 } strata_expert_pool_v1;
 
 /* ---- family: balancer ------------------------------------------------------------------------------------- */
