@@ -14,6 +14,7 @@ expect_contains("${out}" "  token_embd.weight         f32      64 x 512         
 expect_contains("${out}" "  f32                    48       292800       1.12 MiB  100.0%   32.00" "bytes by type")
 expect_contains("${out}" "bits per weight: 32.00 overall" "bits per weight")
 expect_contains("${out}" "dense model: 1040384 bytes" "bytes per token")
+expect_contains("${out}" "architecture check (llama): passed" "architecture check")
 
 run_inspect(${stories} --json)
 expect_rc(0 "inspect --json")
@@ -25,6 +26,8 @@ string(JSON attention GET "${out}" bytes_by_part attention bytes)
 expect_equal("${attention}" "245760" "JSON attention bytes")
 string(JSON dense GET "${out}" per_token dense_bytes)
 expect_equal("${dense}" "1040384" "JSON per_token.dense_bytes")
+string(JSON issues LENGTH "${out}" arch_issues)
+expect_equal("${issues}" "0" "JSON arch_issues")
 
 run_inspect(${DATA}/vocab/ggml-vocab-gpt-2.gguf)
 expect_rc(0 "inspect a vocabulary-only file")

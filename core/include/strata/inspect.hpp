@@ -69,7 +69,10 @@ struct Report {
   Tally total;
   uint64_t data_bytes = 0;              // sum over files of (size - data_offset): tensor bytes plus alignment padding
   std::optional<TokenReads> per_token;  // for models with tensors, when the expert counts are known
-  std::vector<std::string> warnings;    // architecture check and inconsistencies; never fatal here
+  // The architecture's tensor check (missing, misshapen, unexpected tensors); nullopt when it did not run (not a
+  // model, no tensors, unreadable hyperparameters).
+  std::optional<std::vector<std::string>> arch_issues;
+  std::vector<std::string> warnings;  // what could not be read or checked, and why; never fatal here
 
   const Tally& part(TensorPart p) const { return by_part[static_cast<size_t>(p)]; }
 };

@@ -89,8 +89,9 @@ Report analyze(const gguf::Model& model) {
   }
   if (!report.architecture || model.tensors().empty()) return report;
 
-  const ModelFacts facts = read_model_facts(model, *report.architecture, has_routed);
-  report.warnings.insert(report.warnings.end(), facts.warnings.begin(), facts.warnings.end());
+  ModelFacts facts = read_model_facts(model, has_routed);
+  report.arch_issues = std::move(facts.issues);
+  report.warnings = std::move(facts.warnings);
   if (facts.experts) report.per_token = token_reads(model, report.roles, *facts.experts);
   return report;
 }

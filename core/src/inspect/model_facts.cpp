@@ -1,46 +1,47 @@
 #include "model_facts.hpp"
 
+#include <algorithm>
+
+#include "strata/arch.hpp"
+#include "strata/hparams.hpp"
+
 namespace strata::inspect {
 namespace {
 
-// A u32 count under `key`, or nullopt (with a warning when the key is there but holds something else).
-std::optional<uint32_t> read_count(const gguf::Metadata& meta, const std::string& key,
-                                   std::vector<std::string>* warnings) {
-  const gguf::KeyValue* kv = meta.find(key);
-  if (kv == nullptr) return std::nullopt;
-  const auto v = kv->value.as_u64();
-  if (!v || *v > UINT32_MAX) {
-    warnings->push_back(key + " should be a count, found " + kv->value.describe());
-    return std::nullopt;
-  }
-  return static_cast<uint32_t>(*v);
-}
+// The check lists every expected tensor; a block_count far beyond the tensors present (a hostile or a partial
+// file) would list millions of missing ones, so it is skipped past this many layers.
+constexpr uint32_t kMaxCheckedLayers = 1024;
 
 }  // namespace
 
-ModelFacts read_model_facts(const gguf::Model& model, const std::string& architecture, bool has_routed) {
+ModelFacts read_model_facts(const gguf::Model& model, bool has_routed) {
   ModelFacts facts;
-  const std::string count_key = architecture + ".expert_count";
-  const std::string used_key = architecture + ".expert_used_count";
-  const auto n_expert = read_count(model.metadata(), count_key, &facts.warnings);
-  const auto n_used = read_count(model.metadata(), used_key, &facts.warnings);
-  if (!has_routed) {
-    if (n_expert.value_or(0) > 0) {
-      facts.warnings.push_back(count_key + " is " + std::to_string(*n_expert) +
-                               " but the file has no routed-expert tensors (blk.N.ffn_*_exps)");
+  HParams hp;
+  try {
+    hp = read_hparams(model.metadata());
+  } catch (const Error& e) {
+    facts.warnings.push_back(std::string("hyperparameters: ") + e.what() + "; architecture check skipped");
+    if (has_routed) {
+      facts.warnings.push_back("expert counts unknown: bytes per token not computed");
+    } else {
+      facts.experts = ExpertCounts{};
     }
-    facts.experts = ExpertCounts{};
     return facts;
   }
-  if (n_expert.value_or(0) == 0 || n_used.value_or(0) == 0) {
-    facts.warnings.push_back("the file has routed-expert tensors but " +
-                             (n_expert.value_or(0) == 0 ? count_key : used_key) +
-                             " is missing or 0: bytes per token not computed");
-  } else if (*n_used > *n_expert) {
-    facts.warnings.push_back(used_key + " (" + std::to_string(*n_used) + ") exceeds " + count_key + " (" +
-                             std::to_string(*n_expert) + "): bytes per token not computed");
+
+  if (hp.n_layer > std::max<uint64_t>(kMaxCheckedLayers, model.tensors().size())) {
+    facts.warnings.push_back("block_count is " + std::to_string(hp.n_layer) + " but the file has only " +
+                             std::to_string(model.tensors().size()) + " tensors; architecture check skipped");
   } else {
-    facts.experts = ExpertCounts{*n_expert, *n_used};
+    facts.issues.emplace();
+    for (const ArchIssue& issue : check_tensors(hp, model)) facts.issues->push_back(issue.message);
+  }
+  if (has_routed && hp.n_expert == 0) {
+    facts.warnings.push_back(
+        "the file has routed-expert tensors but its metadata describes a dense model: bytes per "
+        "token not computed");
+  } else {
+    facts.experts = ExpertCounts{hp.n_expert, hp.n_expert_used};
   }
   return facts;
 }

@@ -1,5 +1,5 @@
-// What inspect needs to know about a file meant as a model: its expert counts, and the architecture's own check
-// of its tensors, each problem a warning.
+// What inspect needs from the model layer for a file meant as a model: the expert counts (from the
+// hyperparameters) and the architecture's check of the tensors. Problems become warnings, never errors.
 #pragma once
 
 #include <cstdint>
@@ -17,11 +17,12 @@ struct ExpertCounts {
 };
 
 struct ModelFacts {
-  std::optional<ExpertCounts> experts;  // nullopt when they are needed but unknown or inconsistent
-  std::vector<std::string> warnings;
+  std::optional<ExpertCounts> experts;             // nullopt when needed but unknown
+  std::optional<std::vector<std::string>> issues;  // the architecture check's findings; nullopt: not run
+  std::vector<std::string> warnings;               // why something could not be read or checked
 };
 
 // `has_routed`: the file holds routed-expert tensors.
-ModelFacts read_model_facts(const gguf::Model& model, const std::string& architecture, bool has_routed);
+ModelFacts read_model_facts(const gguf::Model& model, bool has_routed);
 
 }  // namespace strata::inspect

@@ -149,6 +149,7 @@ std::string render_json(const gguf::Model& model, const Report& report, const Li
   } else {
     out["per_token"] = nullptr;
   }
+  out["arch_issues"] = report.arch_issues ? Json(*report.arch_issues) : Json(nullptr);
   out["warnings"] = report.warnings;
   return dump(out);
 }

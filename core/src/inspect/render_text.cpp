@@ -11,6 +11,8 @@ namespace {
 
 // Widest column allowed for key and tensor names; longer ones push their row's other columns right.
 constexpr size_t kMaxNameWidth = 48;
+// Architecture issues listed in text; a file missing whole blocks has hundreds, and the first few tell the story.
+constexpr size_t kMaxIssuesShown = 20;
 
 void appendf(std::string* out, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 void appendf(std::string* out, const char* fmt, ...) {
@@ -164,6 +166,23 @@ void token_section(std::string* out, const Report& r) {
           detail::human_bytes(t.total()).c_str());
 }
 
+void check_section(std::string* out, const Report& r) {
+  if (!r.arch_issues) return;
+  const auto& issues = *r.arch_issues;
+  appendf(out, "\narchitecture check (%s): ", r.architecture->c_str());
+  if (issues.empty()) {
+    appendf(out, "passed: every tensor it needs is present with the expected shape\n");
+    return;
+  }
+  appendf(out,
+          "%zu issue%s (inspect shows them; loading the model for inference refuses missing or misshapen "
+          "tensors)\n",
+          issues.size(), issues.size() == 1 ? "" : "s");
+  const size_t shown = std::min(issues.size(), kMaxIssuesShown);
+  for (size_t i = 0; i < shown; ++i) appendf(out, "warning: %s\n", issues[i].c_str());
+  if (shown < issues.size()) appendf(out, "... and %zu more (--json lists them all)\n", issues.size() - shown);
+}
+
 }  // namespace
 
 std::string render_text(const gguf::Model& model, const Report& report, const Limits& limits) {
@@ -173,6 +192,7 @@ std::string render_text(const gguf::Model& model, const Report& report, const Li
   tensor_section(&out, model, report);
   tally_sections(&out, report);
   token_section(&out, report);
+  check_section(&out, report);
   if (!report.warnings.empty()) out += "\n";
   for (const auto& w : report.warnings) out += "warning: " + w + "\n";
   return out;
