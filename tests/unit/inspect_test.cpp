@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -87,6 +88,8 @@ TEST(Inspect, StoriesBytesByPartAddUpToTheDataSection) {
     }
   }
   EXPECT_TRUE(r.warnings.empty());
+  ASSERT_TRUE(r.arch_issues.has_value());
+  EXPECT_TRUE(r.arch_issues->empty()) << r.arch_issues->front();
 }
 
 TEST(Inspect, StoriesIsDenseSoATokenReadsEverythingButTheEmbeddingTable) {
@@ -173,6 +176,7 @@ TEST(Inspect, VocabFilesHaveNoTensorsAndSummarizedArrays) {
     EXPECT_EQ(r.total.bytes, 0u);
     EXPECT_EQ(r.data_bytes, 0u);
     EXPECT_FALSE(r.per_token.has_value());
+    EXPECT_FALSE(r.arch_issues.has_value());
     EXPECT_TRUE(r.warnings.empty());
 
     const auto tokens = model.metadata().get_string_array("tokenizer.ggml.tokens");
@@ -257,29 +261,41 @@ struct MoeShape {
   uint32_t n_layer = 2, n_expert = 8, n_used = 2;
 };
 
-void write_moe(gguf::Writer& w, const MoeShape& s) {
+// Writes a qwen3moe model's keys and tensors, leaving out the tensors named in `skip`.
+void write_moe(gguf::Writer& w, const MoeShape& s, const std::set<std::string>& skip = {}) {
+  const auto add = [&](const std::string& name, GgmlType type, std::vector<uint64_t> ne) {
+    if (skip.count(name) == 0) w.add_tensor(name, type, ne);
+  };
   w.set_string("general.architecture", "qwen3moe");
   w.set_u32("qwen3moe.block_count", s.n_layer);
+  w.set_u32("qwen3moe.context_length", 256);
   w.set_u32("qwen3moe.embedding_length", static_cast<uint32_t>(s.n_embd));
+  w.set_u32("qwen3moe.attention.head_count", static_cast<uint32_t>(s.n_q / s.n_head_dim));
+  w.set_u32("qwen3moe.attention.head_count_kv", static_cast<uint32_t>(s.n_kv / s.n_head_dim));
+  w.set_u32("qwen3moe.attention.key_length", static_cast<uint32_t>(s.n_head_dim));
+  w.set_u32("qwen3moe.attention.value_length", static_cast<uint32_t>(s.n_head_dim));
+  w.set_f32("qwen3moe.attention.layer_norm_rms_epsilon", 1e-6f);
+  w.set_u32("qwen3moe.vocab_size", static_cast<uint32_t>(s.n_vocab));
   w.set_u32("qwen3moe.expert_count", s.n_expert);
   w.set_u32("qwen3moe.expert_used_count", s.n_used);
-  add(w, "token_embd.weight", GgmlType::F16, {s.n_embd, s.n_vocab});
-  add(w, "output_norm.weight", GgmlType::F32, {s.n_embd});
-  add(w, "output.weight", GgmlType::Q8_0, {s.n_embd, s.n_vocab});
+  w.set_u32("qwen3moe.expert_feed_forward_length", static_cast<uint32_t>(s.n_ff_exp));
+  add("token_embd.weight", GgmlType::F16, {s.n_embd, s.n_vocab});
+  add("output_norm.weight", GgmlType::F32, {s.n_embd});
+  add("output.weight", GgmlType::Q8_0, {s.n_embd, s.n_vocab});
   for (uint32_t l = 0; l < s.n_layer; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
-    add(w, b + "attn_norm.weight", GgmlType::F32, {s.n_embd});
-    add(w, b + "attn_q.weight", GgmlType::Q8_0, {s.n_embd, s.n_q});
-    add(w, b + "attn_k.weight", GgmlType::Q8_0, {s.n_embd, s.n_kv});
-    add(w, b + "attn_v.weight", GgmlType::Q8_0, {s.n_embd, s.n_kv});
-    add(w, b + "attn_output.weight", GgmlType::Q8_0, {s.n_q, s.n_embd});
-    add(w, b + "attn_q_norm.weight", GgmlType::F32, {s.n_head_dim});
-    add(w, b + "attn_k_norm.weight", GgmlType::F32, {s.n_head_dim});
-    add(w, b + "ffn_norm.weight", GgmlType::F32, {s.n_embd});
-    add(w, b + "ffn_gate_inp.weight", GgmlType::F32, {s.n_embd, s.n_expert});
-    add(w, b + "ffn_gate_exps.weight", GgmlType::Q8_0, {s.n_embd, s.n_ff_exp, s.n_expert});
-    add(w, b + "ffn_up_exps.weight", GgmlType::Q8_0, {s.n_embd, s.n_ff_exp, s.n_expert});
-    add(w, b + "ffn_down_exps.weight", GgmlType::Q8_0, {s.n_ff_exp, s.n_embd, s.n_expert});
+    add(b + "attn_norm.weight", GgmlType::F32, {s.n_embd});
+    add(b + "attn_q.weight", GgmlType::Q8_0, {s.n_embd, s.n_q});
+    add(b + "attn_k.weight", GgmlType::Q8_0, {s.n_embd, s.n_kv});
+    add(b + "attn_v.weight", GgmlType::Q8_0, {s.n_embd, s.n_kv});
+    add(b + "attn_output.weight", GgmlType::Q8_0, {s.n_q, s.n_embd});
+    add(b + "attn_q_norm.weight", GgmlType::F32, {s.n_head_dim});
+    add(b + "attn_k_norm.weight", GgmlType::F32, {s.n_head_dim});
+    add(b + "ffn_norm.weight", GgmlType::F32, {s.n_embd});
+    add(b + "ffn_gate_inp.weight", GgmlType::F32, {s.n_embd, s.n_expert});
+    add(b + "ffn_gate_exps.weight", GgmlType::Q8_0, {s.n_embd, s.n_ff_exp, s.n_expert});
+    add(b + "ffn_up_exps.weight", GgmlType::Q8_0, {s.n_embd, s.n_ff_exp, s.n_expert});
+    add(b + "ffn_down_exps.weight", GgmlType::Q8_0, {s.n_ff_exp, s.n_embd, s.n_expert});
   }
 }
 
@@ -317,8 +333,11 @@ TEST(Inspect, MoeBytesPerTokenFollowTheExpertArithmetic) {
   EXPECT_EQ(r.per_token->dense, 65040u);
   EXPECT_EQ(r.per_token->total(), 91152u);
   EXPECT_TRUE(r.warnings.empty()) << r.warnings.front();
+  ASSERT_TRUE(r.arch_issues.has_value());
+  EXPECT_TRUE(r.arch_issues->empty()) << r.arch_issues->front();
 
   const std::string text = inspect::render_text(model, r);
+  EXPECT_NE(text.find("architecture check (qwen3moe): passed"), std::string::npos) << text;
   EXPECT_NE(text.find("  routed experts:          26112 bytes (25.50 KiB): 2 of 8 experts per layer"),
             std::string::npos)
       << text;
@@ -338,9 +357,57 @@ TEST(Inspect, MoeWithoutUsedCountWarnsAndSkipsBytesPerToken) {
   const auto model = gguf::Model::open(path);
   const inspect::Report r = inspect::analyze(model);
   EXPECT_FALSE(r.per_token.has_value());
-  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_FALSE(r.arch_issues.has_value());
+  ASSERT_EQ(r.warnings.size(), 2u);
   EXPECT_NE(r.warnings[0].find("qwen3moe.expert_used_count"), std::string::npos) << r.warnings[0];
-  EXPECT_NE(inspect::render_text(model, r).find("warning: "), std::string::npos);
+  EXPECT_NE(r.warnings[1].find("bytes per token not computed"), std::string::npos) << r.warnings[1];
+  EXPECT_NE(inspect::render_text(model, r).find("warning: hyperparameters: "), std::string::npos);
+  std::filesystem::remove(path);
+}
+
+TEST(Inspect, ArchitectureIssuesAreWarnings) {
+  const MoeShape s;
+  gguf::Writer w;
+  // blk.1.ffn_down_exps missing, blk.0.attn_v too narrow, and a tensor qwen3moe does not have.
+  write_moe(w, s, {"blk.1.ffn_down_exps.weight", "blk.0.attn_v.weight"});
+  add(w, "blk.0.attn_v.weight", GgmlType::Q8_0, {s.n_embd, s.n_kv / 2});
+  add(w, "blk.0.ffn_up_shexp.weight", GgmlType::Q8_0, {s.n_embd, 32});
+  const std::string path = write_temp(w, "qwen3moe_broken");
+  const auto model = gguf::Model::open(path);
+  const inspect::Report r = inspect::analyze(model);
+  ASSERT_TRUE(r.arch_issues.has_value());
+  ASSERT_EQ(r.arch_issues->size(), 3u);
+  const auto has = [&](const std::string& needle) {
+    for (const auto& issue : *r.arch_issues) {
+      if (issue.find(needle) != std::string::npos) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(has("blk.1.ffn_down_exps.weight: missing"));
+  EXPECT_TRUE(has("blk.0.attn_v.weight: shape [64, 64] expected, file has [64, 32]"));
+  EXPECT_TRUE(has("blk.0.ffn_up_shexp.weight: not a tensor of a qwen3moe model"));
+  // Still a report: routed bytes of the layer that lost a third of its experts shrink accordingly.
+  ASSERT_TRUE(r.per_token.has_value());
+  EXPECT_EQ(r.per_token->routed, (3 + 2) * 17408u * 2 / 8);
+  const std::string text = inspect::render_text(model, r);
+  EXPECT_NE(text.find("architecture check (qwen3moe): 3 issues"), std::string::npos) << text;
+  EXPECT_NE(text.find("warning: blk.1.ffn_down_exps.weight: missing"), std::string::npos);
+  const auto j = nlohmann::json::parse(inspect::render_json(model, r));
+  EXPECT_EQ(j["arch_issues"].size(), 3u);
+  std::filesystem::remove(path);
+}
+
+TEST(Inspect, AHugeBlockCountSkipsTheCheckInsteadOfListingMillionsOfTensors) {
+  gguf::Writer w;
+  write_moe(w, MoeShape{});
+  w.set_u32("qwen3moe.block_count", 4000000000u);
+  const std::string path = write_temp(w, "qwen3moe_huge_block_count");
+  const auto model = gguf::Model::open(path);
+  const inspect::Report r = inspect::analyze(model);
+  EXPECT_FALSE(r.arch_issues.has_value());
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find("block_count is 4000000000 but the file has only 27 tensors"), std::string::npos)
+      << r.warnings[0];
   std::filesystem::remove(path);
 }
 
