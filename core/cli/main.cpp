@@ -24,6 +24,8 @@ const Command kCommands[] = {
      strata::cli::cmd_plugins},
     {"config", "check a launch (config check FILE) or print the effective launch (config show FILE)",
      strata::cli::cmd_config},
+    {"mkmodel", "write a synthetic model (any shape, quant mix, routing skew) or upcycle a dense one",
+     strata::cli::cmd_mkmodel},
 };
 
 void print_usage(FILE* out) {
