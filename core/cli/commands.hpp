@@ -14,5 +14,7 @@ int cmd_config(const Args& args);
 int cmd_tokenize(const Args& args);
 int cmd_inspect(const Args& args);
 int cmd_mkmodel(const Args& args);
+int cmd_run(const Args& args);
+int cmd_bench(const Args& args);
 
 }  // namespace strata::cli

@@ -29,6 +29,10 @@ const Command kCommands[] = {
      strata::cli::cmd_inspect},
     {"mkmodel", "write a synthetic model (any shape, quant mix, routing skew) or upcycle a dense one",
      strata::cli::cmd_mkmodel},
+    {"run", "generate text from a prompt, streaming it (summary line on stderr; --json for one JSON object)",
+     strata::cli::cmd_run},
+    {"bench", "prefill and decode tokens/s (pp512, tg128; repetitions, median and spread; markdown or JSON)",
+     strata::cli::cmd_bench},
 };
 
 void print_usage(FILE* out) {

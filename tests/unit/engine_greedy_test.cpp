@@ -59,4 +59,29 @@ TEST(EngineGreedy, Stories260KMatchesRunCOnEveryBackend) {
   EXPECT_GT(ran, 0) << "no backend ran the greedy cases";
 }
 
+// models/stories260K-moe.gguf is stories260K upcycled (`strata mkmodel --upcycle`): every expert a copy of the
+// dense FFN, top-2 routing with renormalised weights. Its output must be the dense model's, token for token.
+TEST(EngineGreedy, UpcycledMoeEqualsTheDenseModelOnEveryBackend) {
+  const std::vector<GreedyCase> cases = greedy_cases();
+  int ran = 0;
+  for (const std::string& backend : strata::test::backends_under_test()) {
+    auto dense = strata::test::open_engine(stories(), backend);
+    auto moe = strata::test::open_engine(strata::test::models_dir() + "/stories260K-moe.gguf", backend);
+    ASSERT_GT(moe->model().hparams().n_expert, 1u);
+    ASSERT_TRUE(moe->model().weights().layers.front().has_experts());
+    for (const GreedyCase& c : cases) {
+      SCOPED_TRACE(backend + ", prompt '" + c.prompt + "'");
+      strata::GenerateOptions opt;
+      opt.n_predict = 64;
+      const strata::GenerateResult want = strata::generate(*dense, 0, c.prompt, opt);
+      const strata::GenerateResult got = strata::generate(*moe, 0, c.prompt, opt);
+      EXPECT_EQ(got.prompt_ids, want.prompt_ids);
+      EXPECT_EQ(got.generated_ids, want.generated_ids);
+      EXPECT_EQ(got.text, want.text);
+      ++ran;
+    }
+  }
+  EXPECT_GT(ran, 0) << "no backend ran the upcycled model";
+}
+
 }  // namespace

@@ -70,13 +70,6 @@ void require_expressible(const HParams& hp, const ModelWeights& w, const std::st
       if (lw.routing.gating == GatingFunc::SoftmaxWeight || lw.routing.n_group > 0) {
         throw Error(file + ": this routing (softmax over the chosen experts, or grouped) is not supported yet");
       }
-      for (Tensor t : {lw.experts.gate, lw.experts.up, lw.experts.down}) {
-        const auto block = format::traits(t->type).block_elems;
-        if (t->ne[0] % std::max<uint32_t>(block, 32) != 0) {
-          throw Error(file + ": " + std::string(t->name) + " rows of " + std::to_string(t->ne[0]) +
-                      " values are not a multiple of 32, which expert activations need");
-        }
-      }
     }
   }
 }
