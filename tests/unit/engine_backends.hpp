@@ -38,9 +38,15 @@ inline std::unique_ptr<Backend> open_backend(const std::string& name) {
   return make_plugin_backend(built_plugins().instantiate(name));
 }
 
+// Test engines hold 512 positions unless told otherwise.
+inline EngineSettings test_settings() {
+  EngineSettings s;
+  s.context = 512;
+  return s;
+}
+
 inline std::unique_ptr<Engine> open_engine(const std::string& model_path, const std::string& backend,
-                                           EngineSettings settings = {}) {
-  if (settings.context == 4096) settings.context = 512;
+                                           const EngineSettings& settings = test_settings()) {
   return std::make_unique<Engine>(Model::load(model_path), open_backend(backend), settings);
 }
 
