@@ -114,7 +114,8 @@ void ThreadPool::dispatch(PartFn fn, void* ctx) {
 }
 
 void ThreadPool::worker_main(unsigned index) {
-  uint32_t seen = generation_.load(std::memory_order_acquire);
+  // Generation 0 is the one before the first run; a worker that starts late must still take run 1.
+  uint32_t seen = 0;
   for (;;) {
     const auto started = [&] { return generation_.load(std::memory_order_acquire) != seen; };
     while (!spin_until(started)) {
