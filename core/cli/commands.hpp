@@ -11,5 +11,6 @@ using Args = std::vector<std::string>;
 
 int cmd_plugins(const Args& args);
 int cmd_config(const Args& args);
+int cmd_tokenize(const Args& args);
 
 }  // namespace strata::cli

@@ -24,6 +24,7 @@ const Command kCommands[] = {
      strata::cli::cmd_plugins},
     {"config", "check a launch (config check FILE) or print the effective launch (config show FILE)",
      strata::cli::cmd_config},
+    {"tokenize", "print the token ids of a text under a model's vocabulary", strata::cli::cmd_tokenize},
 };
 
 void print_usage(FILE* out) {

@@ -300,6 +300,8 @@ class ArrayBuilder {
   ArrayBuilder& add_bool(bool v);
   ArrayBuilder& add_string(std::string_view v);
   ArrayBuilder& add_array(const ArrayBuilder& v);
+  // Copies a value read from a file (an element of another array, say), bytes as they are.
+  ArrayBuilder& add(const Value& v);
 
   ValueType element_type() const { return element_type_; }
   uint64_t size() const { return count_; }

@@ -1,0 +1,90 @@
+// ATTENTION: dst f32 [head_dim * n_head, n_tok] = causal attention of the queries src0 f32 [head_dim, n_head,
+// n_tok] over the caches src1 (keys) and src2 (values), each [head_dim * n_kv_head, n_ctx] of F16, Q8_0 or F32,
+// at the positions src3 i32 [n_tok]. i[0] n_head, i[1] n_kv_head (dividing n_head); f[0] the score scale.
+// Query head h reads kv head h / (n_head / n_kv_head) (grouped-query attention). For token t at position P,
+// over cache columns j = 0..P (decoded by dequantize_row):
+//   s_j = scale * sum_d q[d] k_j[d]; w_j = exp(s_j - max s) / sum_j' exp(s_j' - max s); out[d] = sum_j w_j v_j[d]
+// all in double, out rounded to float. Head h fills dst[h * head_dim, (h + 1) * head_dim) of column t.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "ops.hpp"
+#include "rows.hpp"
+#include "strata/error.hpp"
+#include "strata/op_tensor.hpp"
+
+namespace strata::reference {
+
+void attention(const strata_op& op) {
+  const char* name = "ATTENTION";
+  const strata_tensor& q = op.src[0];
+  const strata_tensor& kc = op.src[1];
+  const strata_tensor& vc = op.src[2];
+  const strata_tensor& pos = op.src[3];
+  const strata_tensor& dst = op.dst;
+  const int64_t n_head = op.i[0];
+  const int64_t n_kv_head = op.i[1];
+  require_type(name, "src0 (q)", q, GgmlType::F32);
+  require_contiguous_rows(name, "src0 (q)", q);
+  const int64_t head_dim = q.ne[0];
+  require(n_head > 0 && n_kv_head > 0 && n_head % n_kv_head == 0 && q.ne[1] == n_head, name, "src0 (q)", q,
+          "[head_dim, i[0] = n_head, n_tok] with i[1] = n_kv_head dividing n_head");
+  for (const strata_tensor* c : {&kc, &vc}) {
+    const GgmlType ct = tensor_type(*c);
+    require(ct == GgmlType::F16 || ct == GgmlType::Q8_0 || ct == GgmlType::F32, name, "a cache", *c,
+            "f16, q8_0 or f32");
+    require(c->ne[0] == head_dim * n_kv_head, name, "a cache", *c,
+            "[" + std::to_string(head_dim * n_kv_head) + ", n_ctx]");
+    require_contiguous_rows(name, "a cache", *c);
+  }
+  require(kc.ne[1] == vc.ne[1], name, "src2 (v cache)", vc, "as many columns as the k cache");
+  require_type(name, "src3 (positions)", pos, GgmlType::I32);
+  require(pos.ne[0] == q.ne[2], name, "src3 (positions)", pos, "one position per token");
+  require_type(name, "dst", dst, GgmlType::F32);
+  require(dst.ne[0] == head_dim * n_head && dst.ne[1] == q.ne[2], name, "dst", dst,
+          "[" + std::to_string(head_dim * n_head) + ", " + std::to_string(q.ne[2]) + "]");
+  const double scale = static_cast<double>(op.f[0]);
+  const int64_t group = n_head / n_kv_head;
+  std::vector<float> out(static_cast<size_t>(head_dim * n_head));
+  for (int64_t t = 0; t < q.ne[2]; ++t) {
+    const int32_t p = read_i32(pos, t);
+    if (p < 0 || p >= kc.ne[1]) {
+      throw Error("ATTENTION: position " + std::to_string(p) + " is outside the cache's " +
+                  std::to_string(kc.ne[1]) + " columns");
+    }
+    // Decode the cache columns this token sees once for all heads.
+    std::vector<std::vector<float>> keys, values;
+    for (int64_t j = 0; j <= p; ++j) {
+      keys.push_back(read_row(kc, j));
+      values.push_back(read_row(vc, j));
+    }
+    for (int64_t h = 0; h < n_head; ++h) {
+      const std::vector<float> qh = read_row(q, h, t);
+      const size_t off = static_cast<size_t>((h / group) * head_dim);
+      std::vector<double> s(static_cast<size_t>(p) + 1);
+      for (size_t j = 0; j < s.size(); ++j) {
+        double dot = 0.0;
+        for (size_t d = 0; d < static_cast<size_t>(head_dim); ++d) {
+          dot += static_cast<double>(qh[d]) * static_cast<double>(keys[j][off + d]);
+        }
+        s[j] = scale * dot;
+      }
+      const double max_s = *std::max_element(s.begin(), s.end());
+      double total = 0.0;
+      for (double& v : s) {
+        v = std::exp(v - max_s);
+        total += v;
+      }
+      for (size_t d = 0; d < static_cast<size_t>(head_dim); ++d) {
+        double acc = 0.0;
+        for (size_t j = 0; j < s.size(); ++j) acc += s[j] / total * static_cast<double>(values[j][off + d]);
+        out[static_cast<size_t>(h * head_dim) + d] = static_cast<float>(acc);
+      }
+    }
+    write_row(dst, out.data(), t);
+  }
+}
+
+}  // namespace strata::reference

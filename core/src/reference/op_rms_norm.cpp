@@ -1,0 +1,49 @@
+// RMS_NORM: dst f32 = src0 f32 (rows of n = ne[0], over ne[1..3]) normalised, times the weight src1 f32 [n]
+// (absent when src1.data is NULL). f[0] is eps. Per row:
+//   s = sum of x_i^2 (double, ascending i); scale = (float)(1 / sqrt(s / n + eps));
+//   dst_i = (x_i * scale) * w_i (float products, rounded each).
+#include <cmath>
+#include <vector>
+
+#include "ops.hpp"
+#include "rows.hpp"
+
+namespace strata::reference {
+
+void rms_norm(const strata_op& op) {
+  const char* name = "RMS_NORM";
+  const strata_tensor& x = op.src[0];
+  const strata_tensor& w = op.src[1];
+  const strata_tensor& dst = op.dst;
+  require_type(name, "src0", x, GgmlType::F32);
+  require_type(name, "dst", dst, GgmlType::F32);
+  require_contiguous_rows(name, "src0", x);
+  require(dst.ne[0] == x.ne[0] && dst.ne[1] == x.ne[1] && dst.ne[2] == x.ne[2] && dst.ne[3] == x.ne[3], name, "dst",
+          dst, "the shape of src0");
+  std::vector<float> weight;
+  if (w.data != nullptr) {
+    require_type(name, "src1 (weight)", w, GgmlType::F32);
+    require(w.ne[0] == x.ne[0], name, "src1 (weight)", w, "one row as long as src0's");
+    weight = read_row(w, 0);
+  }
+  const int64_t n = x.ne[0];
+  const double eps = static_cast<double>(op.f[0]);
+  for (int64_t i3 = 0; i3 < x.ne[3]; ++i3) {
+    for (int64_t i2 = 0; i2 < x.ne[2]; ++i2) {
+      for (int64_t i1 = 0; i1 < x.ne[1]; ++i1) {
+        std::vector<float> row = read_row(x, i1, i2, i3);
+        double sum = 0.0;
+        for (float v : row) sum += static_cast<double>(v) * static_cast<double>(v);
+        const auto scale = static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(n) + eps));
+        for (int64_t i = 0; i < n; ++i) {
+          float y = row[static_cast<size_t>(i)] * scale;
+          if (!weight.empty()) y = y * weight[static_cast<size_t>(i)];
+          row[static_cast<size_t>(i)] = y;
+        }
+        write_row(dst, row.data(), i1, i2, i3);
+      }
+    }
+  }
+}
+
+}  // namespace strata::reference

@@ -1,0 +1,54 @@
+// ROPE: dst f32 [head_dim, n_head, n_tok] = src0 f32 of that shape rotated at the positions src1 i32 [n_tok].
+// i[0] mode: 0 rotates adjacent pairs (2p, 2p+1) (llama), 2 rotates the halves' pairs (p, p + n_rot/2) (neox,
+// qwen3moe); i[1] n_rot (even, at most head_dim); f[0] freq_base; f[1] freq_scale. For pair p < n_rot/2 of a
+// token at position pos:
+//   theta = pos * freq_scale * freq_base^(-2p / n_rot)               (double)
+//   (a, b) -> (a cos theta - b sin theta, a sin theta + b cos theta)   (double, rounded to float)
+// Values at n_rot and beyond are copied unchanged.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "ops.hpp"
+#include "rows.hpp"
+
+namespace strata::reference {
+
+void rope(const strata_op& op) {
+  const char* name = "ROPE";
+  const strata_tensor& x = op.src[0];
+  const strata_tensor& pos = op.src[1];
+  const strata_tensor& dst = op.dst;
+  const int mode = op.i[0];
+  const int n_rot = op.i[1];
+  require_type(name, "src0", x, GgmlType::F32);
+  require_contiguous_rows(name, "src0", x);
+  require_type(name, "src1 (positions)", pos, GgmlType::I32);
+  require_type(name, "dst", dst, GgmlType::F32);
+  require(pos.ne[0] == x.ne[2], name, "src1 (positions)", pos, "one position per token (" + std::to_string(x.ne[2]) + ")");
+  require(dst.ne[0] == x.ne[0] && dst.ne[1] == x.ne[1] && dst.ne[2] == x.ne[2], name, "dst", dst, "src0's shape");
+  require(mode == 0 || mode == 2, name, "src0", x, "i[0] (mode) 0 or 2, not " + std::to_string(mode));
+  require(n_rot > 0 && n_rot % 2 == 0 && n_rot <= x.ne[0], name, "src0", x,
+          "i[1] (n_rot) even and at most head_dim, not " + std::to_string(n_rot));
+  const double base = static_cast<double>(op.f[0]);
+  const double scale = static_cast<double>(op.f[1]);
+  const int half = n_rot / 2;
+  for (int64_t t = 0; t < x.ne[2]; ++t) {
+    const double p = static_cast<double>(read_i32(pos, t));
+    for (int64_t h = 0; h < x.ne[1]; ++h) {
+      std::vector<float> row = read_row(x, h, t);
+      for (int k = 0; k < half; ++k) {
+        const double theta = p * scale * std::pow(base, -2.0 * k / n_rot);
+        const size_t ia = mode == 0 ? static_cast<size_t>(2 * k) : static_cast<size_t>(k);
+        const size_t ib = mode == 0 ? static_cast<size_t>(2 * k + 1) : static_cast<size_t>(k + half);
+        const double a = static_cast<double>(row[ia]);
+        const double b = static_cast<double>(row[ib]);
+        row[ia] = static_cast<float>(a * std::cos(theta) - b * std::sin(theta));
+        row[ib] = static_cast<float>(a * std::sin(theta) + b * std::cos(theta));
+      }
+      write_row(dst, row.data(), h, t);
+    }
+  }
+}
+
+}  // namespace strata::reference

@@ -1,0 +1,21 @@
+// Internal to the reference: one function per op kind (a file each); reference_backend.cpp dispatches.
+#pragma once
+
+#include "strata/plugin_api.h"
+
+namespace strata::reference {
+
+void get_rows(const strata_op& op);
+void rms_norm(const strata_op& op);
+void mul_mat(const strata_op& op);
+void add(const strata_op& op);
+void mul(const strata_op& op);
+void swiglu(const strata_op& op);
+void rope(const strata_op& op);
+void kv_store(const strata_op& op);
+void attention(const strata_op& op);
+void router(const strata_op& op);
+void moe(const strata_op& op);
+void softmax(const strata_op& op);
+
+}  // namespace strata::reference

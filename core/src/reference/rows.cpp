@@ -1,0 +1,48 @@
+#include "rows.hpp"
+
+#include <cstring>
+
+#include "strata/error.hpp"
+#include "strata/format/dequantize.hpp"
+#include "strata/op_tensor.hpp"
+
+namespace strata::reference {
+
+std::vector<float> read_row(const strata_tensor& t, int64_t i1, int64_t i2, int64_t i3) {
+  std::vector<float> row(static_cast<size_t>(t.ne[0]));
+  format::dequantize_row(tensor_type(t), tensor_row(t, i1, i2, i3), row.data(), t.ne[0]);
+  return row;
+}
+
+void write_row(const strata_tensor& t, const float* values, int64_t i1, int64_t i2, int64_t i3) {
+  std::memcpy(tensor_row(t, i1, i2, i3), values, static_cast<size_t>(t.ne[0]) * sizeof(float));
+}
+
+int32_t read_i32(const strata_tensor& t, int64_t i0, int64_t i1) {
+  int32_t v;
+  std::memcpy(&v, tensor_row(t, i1) + static_cast<uint64_t>(i0) * t.nb[0], sizeof v);
+  return v;
+}
+
+void write_i32(const strata_tensor& t, int32_t value, int64_t i0, int64_t i1) {
+  std::memcpy(tensor_row(t, i1) + static_cast<uint64_t>(i0) * t.nb[0], &value, sizeof value);
+}
+
+void require(bool ok, const char* op, const char* what, const strata_tensor& t, const std::string& expected) {
+  if (!ok) throw Error(std::string(op) + ": " + what + " is " + describe_tensor(t) + ", expected " + expected);
+}
+
+void require_type(const char* op, const char* what, const strata_tensor& t, GgmlType type) {
+  require(t.type == static_cast<uint32_t>(type), op, what, t, std::string(format::traits(type).name));
+}
+
+void require_contiguous_rows(const char* op, const char* what, const strata_tensor& t) {
+  const auto tr = format::type_traits(t.type);
+  require(tr.has_value() && t.nb[0] == tr->block_bytes, op, what, t, "rows of contiguous elements");
+}
+
+void require_data(const char* op, const char* what, const strata_tensor& t) {
+  require(t.data != nullptr, op, what, t, "a tensor with data");
+}
+
+}  // namespace strata::reference

@@ -1,0 +1,31 @@
+// Internal to the reference: rows of host tensors read into floats and written back (through memcpy, so any
+// alignment is fine), and the checks every op makes of its operands.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "strata/format/types.hpp"
+#include "strata/plugin_api.h"
+
+namespace strata::reference {
+
+using format::GgmlType;
+
+// Row (i1, i2, i3) of any decodable type as ne[0] floats.
+std::vector<float> read_row(const strata_tensor& t, int64_t i1, int64_t i2 = 0, int64_t i3 = 0);
+// Writes ne[0] floats into row (i1, i2, i3) of an F32 tensor.
+void write_row(const strata_tensor& t, const float* values, int64_t i1, int64_t i2 = 0, int64_t i3 = 0);
+// Element (i0, i1) of an I32 tensor (token ids, positions, expert ids).
+int32_t read_i32(const strata_tensor& t, int64_t i0, int64_t i1 = 0);
+void write_i32(const strata_tensor& t, int32_t value, int64_t i0, int64_t i1 = 0);
+
+// Throws strata::Error "<OP>: <what> is <tensor>, expected <expected>" unless `ok`.
+void require(bool ok, const char* op, const char* what, const strata_tensor& t, const std::string& expected);
+void require_type(const char* op, const char* what, const strata_tensor& t, GgmlType type);
+// Rows are contiguous: nb[0] is one element or block.
+void require_contiguous_rows(const char* op, const char* what, const strata_tensor& t);
+void require_data(const char* op, const char* what, const strata_tensor& t);
+
+}  // namespace strata::reference

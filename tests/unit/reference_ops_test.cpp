@@ -1,0 +1,370 @@
+// The reference backend's ops on small inputs whose results are known independently (by hand, or from the
+// format library's own functions for the canonical parts), and its refusals of bad operands.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "strata/error.hpp"
+#include "strata/format/canonical.hpp"
+#include "strata/format/dequantize.hpp"
+#include "strata/format/fp16.hpp"
+#include "strata/format/quantize_activation.hpp"
+#include "strata/format/quantize_weights.hpp"
+#include "strata/op_tensor.hpp"
+#include "strata/reference_backend.hpp"
+
+namespace {
+
+using strata::make_tensor;
+using strata::run_reference;
+using strata::tensor_f32;
+using strata::tensor_i32;
+using strata::format::GgmlType;
+namespace fmt = strata::format;
+
+strata_op make_op(strata_op_kind kind) {
+  strata_op op{};
+  op.struct_size = sizeof(strata_op);
+  op.kind = kind;
+  for (strata_tensor& s : op.src) s = strata::no_tensor();
+  op.dst = strata::no_tensor();
+  return op;
+}
+
+std::vector<float> ramp(size_t n, float scale = 0.1f, float offset = -1.0f) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = offset + scale * static_cast<float>((i * 7) % 23);
+  return v;
+}
+
+TEST(ReferenceOps, GetRowsDecodesTheChosenRows) {
+  const int64_t n = 64, rows = 5;
+  const std::vector<float> src = ramp(n * rows);
+  std::vector<uint8_t> table(fmt::row_bytes(GgmlType::Q8_0, n) * rows);
+  fmt::quantize_row(GgmlType::Q8_0, src.data(), table.data(), n * rows);
+  const std::vector<int32_t> ids = {4, 0, 4};
+  std::vector<float> dst(n * 3);
+  strata_op op = make_op(STRATA_OP_GET_ROWS);
+  op.src[0] = make_tensor(table.data(), GgmlType::Q8_0, {n, rows});
+  op.src[1] = tensor_i32(ids.data(), {3});
+  op.dst = tensor_f32(dst.data(), {n, 3});
+  run_reference(op);
+  std::vector<float> want(n);
+  for (size_t t = 0; t < 3; ++t) {
+    fmt::dequantize_row(GgmlType::Q8_0, table.data() + fmt::row_bytes(GgmlType::Q8_0, n) * ids[t], want.data(), n);
+    EXPECT_EQ(0, std::memcmp(want.data(), dst.data() + t * n, n * sizeof(float))) << t;
+  }
+  const std::vector<int32_t> bad = {5};
+  op.src[1] = tensor_i32(bad.data(), {1});
+  op.dst = tensor_f32(dst.data(), {n, 1});
+  EXPECT_THROW(run_reference(op), strata::Error);
+}
+
+TEST(ReferenceOps, RmsNormByHand) {
+  const std::vector<float> x = {1, 2, 3, 4, -2, 0, 0, 2};  // two rows of 4
+  const std::vector<float> w = {1, 0.5f, 2, -1};
+  std::vector<float> dst(8);
+  strata_op op = make_op(STRATA_OP_RMS_NORM);
+  op.src[0] = tensor_f32(x.data(), {4, 2});
+  op.src[1] = tensor_f32(w.data(), {4});
+  op.dst = tensor_f32(dst.data(), {4, 2});
+  op.f[0] = 1e-5f;
+  run_reference(op);
+  const double r0 = 1.0 / std::sqrt(30.0 / 4 + 1e-5), r1 = 1.0 / std::sqrt(8.0 / 4 + 1e-5);
+  const double want[8] = {1 * r0, 2 * r0 * 0.5, 3 * r0 * 2, -4 * r0, -2 * r1, 0, 0, -2 * r1};
+  for (int i = 0; i < 8; ++i) EXPECT_NEAR(static_cast<double>(dst[i]), want[i], 1e-6) << i;
+  op.src[1] = strata::no_tensor();  // no weight: plain normalisation
+  run_reference(op);
+  EXPECT_NEAR(static_cast<double>(dst[3]), 4 * r0, 1e-6);
+}
+
+TEST(ReferenceOps, MulMatIsTheCanonicalDotPerRowAndColumn) {
+  const int64_t n_in = 256, n_out = 3, n_tok = 2;
+  const std::vector<float> wsrc = ramp(n_in * n_out, 0.01f, -0.1f);
+  const std::vector<float> x = ramp(n_in * n_tok, 0.2f, -2.0f);
+  std::vector<float> dst(n_out * n_tok);
+  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::F32}) {
+    std::vector<uint8_t> w(fmt::row_bytes(t, n_in) * n_out);
+    if (t == GgmlType::F32) {
+      std::memcpy(w.data(), wsrc.data(), w.size());
+    } else {
+      fmt::quantize_row(t, wsrc.data(), w.data(), n_in * n_out);
+    }
+    strata_op op = make_op(STRATA_OP_MUL_MAT);
+    op.src[0] = make_tensor(w.data(), t, {n_in, n_out});
+    op.src[1] = tensor_f32(x.data(), {n_in, n_tok});
+    op.dst = tensor_f32(dst.data(), {n_out, n_tok});
+    run_reference(op);
+    for (int64_t c = 0; c < n_tok; ++c) {
+      std::vector<fmt::block_q8_1> xq(n_in / 32);
+      fmt::quantize_row_q8_1(x.data() + c * n_in, xq.data(), n_in);
+      for (int64_t o = 0; o < n_out; ++o) {
+        const uint8_t* row = w.data() + fmt::row_bytes(t, n_in) * o;
+        const float want = t == GgmlType::F32 ? fmt::canonical_dot_f(t, row, x.data() + c * n_in, n_in)
+                                              : fmt::canonical_dot(t, row, xq.data(), n_in);
+        EXPECT_EQ(fmt::f32_bits(want), fmt::f32_bits(dst[c * n_out + o])) << fmt::traits(t).name;
+      }
+    }
+  }
+}
+
+TEST(ReferenceOps, MulMatOfAnIdentityIsTheInput) {
+  const int64_t n = 8;
+  std::vector<float> eye(n * n, 0.0f);
+  for (int64_t i = 0; i < n; ++i) eye[i * n + i] = 1.0f;
+  const std::vector<float> x = ramp(n * 3);
+  std::vector<float> dst(n * 3);
+  strata_op op = make_op(STRATA_OP_MUL_MAT);
+  op.src[0] = tensor_f32(eye.data(), {n, n});
+  op.src[1] = tensor_f32(x.data(), {n, 3});
+  op.dst = tensor_f32(dst.data(), {n, 3});
+  run_reference(op);
+  EXPECT_EQ(x, dst);
+  op.dst = tensor_f32(dst.data(), {n, 2});
+  EXPECT_THROW(run_reference(op), strata::Error);
+}
+
+TEST(ReferenceOps, AddMulBroadcastAndSwiglu) {
+  const std::vector<float> a = {1, 2, 3, 4, 5, 6};
+  const std::vector<float> row = {10, 20, 30};
+  std::vector<float> dst(6);
+  strata_op op = make_op(STRATA_OP_ADD);
+  op.src[0] = tensor_f32(a.data(), {3, 2});
+  op.src[1] = tensor_f32(row.data(), {3});
+  op.dst = tensor_f32(dst.data(), {3, 2});
+  run_reference(op);
+  EXPECT_EQ(dst, (std::vector<float>{11, 22, 33, 14, 25, 36}));
+  op.kind = STRATA_OP_MUL;
+  run_reference(op);
+  EXPECT_EQ(dst, (std::vector<float>{10, 40, 90, 40, 100, 180}));
+  op.src[1] = tensor_f32(a.data(), {3, 2});
+  run_reference(op);
+  EXPECT_EQ(dst, (std::vector<float>{1, 4, 9, 16, 25, 36}));
+  op.kind = STRATA_OP_SWIGLU;
+  const std::vector<float> g = {-3, -0.5f, 0, 0.5f, 3, 20};
+  op.src[0] = tensor_f32(g.data(), {3, 2});
+  run_reference(op);
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(fmt::f32_bits(dst[i]), fmt::f32_bits(fmt::swiglu_c(g[i], a[i])));
+    const double silu = static_cast<double>(g[i]) / (1.0 + std::exp(-static_cast<double>(g[i])));
+    EXPECT_NEAR(static_cast<double>(dst[i]), silu * static_cast<double>(a[i]), 1e-5);
+  }
+  op.src[1] = tensor_f32(row.data(), {3});  // SWIGLU takes no broadcast
+  EXPECT_THROW(run_reference(op), strata::Error);
+}
+
+TEST(ReferenceOps, RopeRotatesThePairsOfEachMode) {
+  // One head of 6 values, n_rot 4, base 100: pair p turns by pos * 100^(-2p/4) = pos * {1, 0.1}.
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6};
+  const std::vector<int32_t> pos = {0, 3};
+  std::vector<float> dst(12);
+  strata_op op = make_op(STRATA_OP_ROPE);
+  op.src[0] = tensor_f32(x.data(), {6, 1, 2});
+  op.src[1] = tensor_i32(pos.data(), {2});
+  op.dst = tensor_f32(dst.data(), {6, 1, 2});
+  op.i[1] = 4;
+  op.f[0] = 100.0f;
+  op.f[1] = 1.0f;
+  const auto rot = [](double a, double b, double th) {
+    return std::pair<double, double>{a * std::cos(th) - b * std::sin(th), a * std::sin(th) + b * std::cos(th)};
+  };
+  for (int mode : {0, 2}) {
+    op.i[0] = mode;
+    run_reference(op);
+    for (int i = 0; i < 6; ++i) EXPECT_EQ(dst[i], x[i]) << "position 0 is the identity";
+    const int a0 = 0, b0 = mode == 0 ? 1 : 2, a1 = mode == 0 ? 2 : 1, b1 = 3;
+    const auto p0 = rot(x[a0], x[b0], 3.0), p1 = rot(x[a1], x[b1], 0.3);
+    EXPECT_NEAR(static_cast<double>(dst[6 + a0]), p0.first, 1e-6);
+    EXPECT_NEAR(static_cast<double>(dst[6 + b0]), p0.second, 1e-6);
+    EXPECT_NEAR(static_cast<double>(dst[6 + a1]), p1.first, 1e-6);
+    EXPECT_NEAR(static_cast<double>(dst[6 + b1]), p1.second, 1e-6);
+    EXPECT_EQ(dst[10], 5.0f);
+    EXPECT_EQ(dst[11], 6.0f);
+  }
+  op.i[0] = 1;
+  EXPECT_THROW(run_reference(op), strata::Error);
+}
+
+TEST(ReferenceOps, KvStoreWritesOnlyTheGivenColumns) {
+  const int64_t dim = 64, ctx = 4;
+  const std::vector<float> x = ramp(dim * 2, 0.37f, -4.0f);
+  const std::vector<int32_t> pos = {2, 0};
+  for (GgmlType t : {GgmlType::F16, GgmlType::Q8_0}) {
+    const size_t col = fmt::row_bytes(t, dim);
+    std::vector<uint8_t> cache(col * ctx, 0xab);
+    strata_op op = make_op(STRATA_OP_KV_STORE);
+    op.dst = make_tensor(cache.data(), t, {dim, ctx});
+    op.src[0] = tensor_f32(x.data(), {dim, 2});
+    op.src[1] = tensor_i32(pos.data(), {2});
+    run_reference(op);
+    for (int c = 0; c < 2; ++c) {
+      std::vector<uint8_t> want(col);
+      if (t == GgmlType::F16) {
+        for (int64_t i = 0; i < dim; ++i) {
+          const uint16_t h = fmt::fp32_to_fp16(x[c * dim + i]);
+          std::memcpy(want.data() + 2 * i, &h, 2);
+        }
+      } else {
+        fmt::quantize_row_q8_0(x.data() + c * dim, reinterpret_cast<fmt::block_q8_0*>(want.data()), dim);
+      }
+      EXPECT_EQ(0, std::memcmp(want.data(), cache.data() + col * pos[c], col)) << fmt::traits(t).name;
+    }
+    for (int untouched : {1, 3}) {
+      for (size_t b = 0; b < col; ++b) ASSERT_EQ(cache[col * untouched + b], 0xab);
+    }
+  }
+}
+
+// An F16 cache of columns given as floats (exact in f16).
+std::vector<uint16_t> f16_cache(const std::vector<float>& v) {
+  std::vector<uint16_t> c(v.size());
+  for (size_t i = 0; i < v.size(); ++i) c[i] = fmt::fp32_to_fp16(v[i]);
+  return c;
+}
+
+TEST(ReferenceOps, AttentionIsCausalAndGrouped) {
+  // head_dim 2, 4 query heads over 2 kv heads, 3 cache columns.
+  const std::vector<float> k = {1, 0, 0, 1,  0, 1, 1, 0,  1, 1, -1, 0};
+  const std::vector<float> v = {1, 2, 3, 4,  5, 6, 7, 8,  9, 10, 11, 12};
+  const auto kc = f16_cache(k), vc = f16_cache(v);
+  const std::vector<float> q = {2, 0, 0, 2, 1, 1, 0, 0,   2, 0, 0, 2, 1, 1, 0, 0};  // 2 tokens
+  const std::vector<int32_t> pos = {0, 2};
+  std::vector<float> dst(16);
+  strata_op op = make_op(STRATA_OP_ATTENTION);
+  op.src[0] = tensor_f32(q.data(), {2, 4, 2});
+  op.src[1] = make_tensor(kc.data(), GgmlType::F16, {4, 3});
+  op.src[2] = make_tensor(vc.data(), GgmlType::F16, {4, 3});
+  op.src[3] = tensor_i32(pos.data(), {2});
+  op.dst = tensor_f32(dst.data(), {8, 2});
+  op.i[0] = 4;
+  op.i[1] = 2;
+  op.f[0] = 0.5f;
+  run_reference(op);
+  // Token 0 sees only column 0: every head returns its kv head's first value row.
+  const std::vector<float> first = {1, 2, 1, 2, 3, 4, 3, 4};
+  for (int i = 0; i < 8; ++i) EXPECT_FLOAT_EQ(dst[i], first[i]) << i;
+  // Token 1, head 0 (kv head 0): scores 0.5 * q.k = {1, 0, 1}.
+  const double e1 = std::exp(1.0), e0 = 1.0, z = 2 * e1 + e0;
+  EXPECT_NEAR(static_cast<double>(dst[8]), (e1 * 1 + e0 * 5 + e1 * 9) / z, 1e-6);
+  EXPECT_NEAR(static_cast<double>(dst[9]), (e1 * 2 + e0 * 6 + e1 * 10) / z, 1e-6);
+  // Head 3 (kv head 1) has a zero query: equal weights over the three columns.
+  EXPECT_NEAR(static_cast<double>(dst[14]), (3 + 7 + 11) / 3.0, 1e-6);
+  EXPECT_NEAR(static_cast<double>(dst[15]), (4 + 8 + 12) / 3.0, 1e-6);
+  op.i[1] = 3;  // does not divide n_head
+  EXPECT_THROW(run_reference(op), strata::Error);
+}
+
+TEST(ReferenceOps, RouterSoftmaxTopKNormalizedAndBiased) {
+  const std::vector<float> logits = {0.0f, 2.0f, 1.0f, 2.0f};  // a tie between experts 1 and 3
+  std::vector<int32_t> ids(2);
+  std::vector<float> w(2);
+  strata_op op = make_op(STRATA_OP_ROUTER);
+  op.src[0] = tensor_f32(logits.data(), {4, 1});
+  op.dst = tensor_i32(ids.data(), {2, 1});
+  op.src[2] = tensor_f32(w.data(), {2, 1});
+  op.i[0] = 2;
+  op.f[0] = 1.0f;
+  run_reference(op);
+  const double z = 1 + 2 * std::exp(2.0) + std::exp(1.0);
+  EXPECT_EQ(ids, (std::vector<int32_t>{1, 3}));  // ties go to the lower id first
+  EXPECT_NEAR(static_cast<double>(w[0]), std::exp(2.0) / z, 1e-7);
+  op.i[2] = 1;  // normalise
+  op.f[0] = 2.0f;
+  run_reference(op);
+  EXPECT_FLOAT_EQ(w[0], 1.0f);
+  EXPECT_FLOAT_EQ(w[1], 1.0f);
+  // A bias selects expert 0 but does not enter its weight.
+  const std::vector<float> bias = {1.0f, 0.0f, 0.0f, 0.0f};
+  op.src[1] = tensor_f32(bias.data(), {4});
+  op.i[1] = 1;  // sigmoid
+  op.i[2] = 0;
+  op.f[0] = 1.0f;
+  run_reference(op);
+  EXPECT_EQ(ids, (std::vector<int32_t>{0, 1}));  // 0.5 + 1 > sigmoid(2) = 0.88
+  EXPECT_NEAR(static_cast<double>(w[0]), 0.5, 1e-7);
+  EXPECT_NEAR(static_cast<double>(w[1]), 1 / (1 + std::exp(-2.0)), 1e-7);
+}
+
+TEST(ReferenceOps, SoftmaxByHand) {
+  const std::vector<float> x = {1, 2, 3, 0, 0, 0};
+  std::vector<float> dst(6);
+  strata_op op = make_op(STRATA_OP_SOFTMAX);
+  op.src[0] = tensor_f32(x.data(), {3, 2});
+  op.dst = tensor_f32(dst.data(), {3, 2});
+  op.f[0] = 2.0f;
+  run_reference(op);
+  const double z = std::exp(2.0) + std::exp(4.0) + std::exp(6.0);
+  EXPECT_NEAR(static_cast<double>(dst[2]), std::exp(6.0) / z, 1e-7);
+  EXPECT_NEAR(static_cast<double>(dst[4]), 1.0 / 3, 1e-7);
+}
+
+// A small expert set: 3 experts of Q8_0 (n_embd 64, n_ff 32), stored one after the other.
+struct Experts {
+  std::vector<std::vector<uint8_t>> gate, up, down;
+  std::vector<strata_expert_weights> weights;
+};
+
+Experts make_experts(int n, int64_t n_embd, int64_t n_ff) {
+  Experts e;
+  for (int i = 0; i < n; ++i) {
+    const auto quant = [&](int64_t rows, int64_t cols, float scale) {
+      std::vector<float> v = ramp(rows * cols, scale * static_cast<float>(i + 1), -0.3f);
+      std::vector<uint8_t> q(fmt::row_bytes(GgmlType::Q8_0, cols) * rows);
+      fmt::quantize_row(GgmlType::Q8_0, v.data(), q.data(), rows * cols);
+      return q;
+    };
+    e.gate.push_back(quant(n_ff, n_embd, 0.02f));
+    e.up.push_back(quant(n_ff, n_embd, 0.03f));
+    e.down.push_back(quant(n_embd, n_ff, 0.01f));
+  }
+  for (int i = 0; i < n; ++i) {
+    const uint32_t q8 = static_cast<uint32_t>(GgmlType::Q8_0);
+    e.weights.push_back({e.gate[i].data(), e.up[i].data(), e.down[i].data(), q8, q8, q8, 0});
+  }
+  return e;
+}
+
+TEST(ReferenceOps, MoeSumsWeightedRowsInAscendingExpertOrder) {
+  const int64_t n_embd = 64, n_ff = 32;
+  const Experts ex = make_experts(3, n_embd, n_ff);
+  const std::vector<float> x = ramp(n_embd * 3, 0.15f, -1.5f);  // 3 tokens; token 2 is routed nowhere
+  // Experts 0 and 2 are listed: expert 0 takes tokens 1 and 0, expert 2 takes token 0.
+  const uint32_t expert_ids[] = {0, 2};
+  const strata_expert_weights weights[] = {ex.weights[0], ex.weights[2]};
+  const uint32_t offsets[] = {0, 2, 3};
+  const uint32_t token_index[] = {1, 0, 0};
+  const float route_weight[] = {0.75f, 0.25f, 0.5f};
+  std::vector<float> rows(n_embd * 3), dst(n_embd * 3, 123.0f);
+  strata_moe_op m{static_cast<uint32_t>(n_embd), static_cast<uint32_t>(n_ff), 3, 2, expert_ids, weights,
+                  offsets, token_index, route_weight, x.data(), rows.data()};
+  strata_op op = make_op(STRATA_OP_MOE);
+  op.dst = tensor_f32(dst.data(), {n_embd, 3});
+  op.extra = &m;
+  run_reference(op);
+  std::vector<float> r(n_embd);
+  for (int p = 0; p < 3; ++p) {
+    const strata_expert_weights& w = weights[p < 2 ? 0 : 1];
+    const fmt::ExpertMatrices e{GgmlType::Q8_0, GgmlType::Q8_0, GgmlType::Q8_0, w.gate, w.up, w.down, n_embd, n_ff};
+    fmt::canonical_expert_row(e, x.data() + token_index[p] * n_embd, route_weight[p], r.data());
+    EXPECT_EQ(0, std::memcmp(r.data(), rows.data() + p * n_embd, n_embd * sizeof(float))) << "pair " << p;
+  }
+  for (int64_t d = 0; d < n_embd; ++d) {
+    EXPECT_EQ(fmt::f32_bits(dst[n_embd + d]), fmt::f32_bits(rows[d]));                     // token 1: one row
+    EXPECT_EQ(fmt::f32_bits(dst[d]), fmt::f32_bits(rows[n_embd + d] + rows[2 * n_embd + d]));  // token 0: e0 + e2
+    EXPECT_EQ(dst[2 * n_embd + d], 0.0f);                                                   // token 2: none
+  }
+  const uint32_t descending[] = {2, 0};
+  m.expert_ids = descending;
+  EXPECT_THROW(run_reference(op), strata::Error);
+}
+
+TEST(ReferenceOps, UnknownKindIsRefused) {
+  strata_op op = make_op(STRATA_OP_ADD);
+  op.kind = 99;
+  EXPECT_THROW(run_reference(op), strata::Error);
+  EXPECT_STREQ(strata::op_kind_name(STRATA_OP_MUL_MAT), "MUL_MAT");
+}
+
+}  // namespace
