@@ -1,5 +1,5 @@
 // ATTENTION: causal grouped-query attention of q (src0 [head_dim, n_head, n_tok]) over the k and v caches
-// (src1, src2: f16 or q8_0 [head_dim * n_kv_head, n_ctx]); token t sees cache columns 0..pos_t (src3). Per
+// (src1, src2: f16, q8_0 or f32 [head_dim * n_kv_head, n_ctx]); token t sees cache columns 0..pos_t (src3). Per
 // (token, head): scores = scale * (q . k_j), softmax with exp_c, out = sum_j p_j v_j. Heads share kv heads in
 // groups of n_head / n_kv_head. Workers split the (token, head) pairs.
 #include <cstring>
@@ -18,6 +18,11 @@ void load_head(const strata_tensor& cache, int64_t j, int64_t kv_head, int64_t h
   const unsigned char* col = row_ptr<const unsigned char>(cache, j);
   if (is_type(cache, format::GgmlType::F16)) {
     f16_to_f32_row(reinterpret_cast<const uint16_t*>(col) + kv_head * head_dim, out, head_dim);
+    return;
+  }
+  if (is_type(cache, format::GgmlType::F32)) {
+    std::memcpy(out, col + kv_head * head_dim * static_cast<int64_t>(sizeof(float)),
+                static_cast<size_t>(head_dim) * sizeof(float));
     return;
   }
   const int64_t first = kv_head * head_dim / 32;
@@ -43,8 +48,9 @@ Check check_attention(const strata_op& op) {
   if (q.ne[1] != n_head || q.ne[3] != 1) return std::string("q must be [head_dim, n_head, n_tok]");
   for (const strata_tensor* c : {&k, &v}) {
     const char* what = c == &k ? "src1 (k cache)" : "src2 (v cache)";
-    if (!is_type(*c, format::GgmlType::F16) && !is_type(*c, format::GgmlType::Q8_0)) {
-      return std::string(what) + " type " + type_name(c->type) + " (known: f16, q8_0)";
+    if (!is_type(*c, format::GgmlType::F16) && !is_type(*c, format::GgmlType::Q8_0) &&
+        !is_type(*c, format::GgmlType::F32)) {
+      return std::string(what) + " type " + type_name(c->type) + " (known: f16, q8_0, f32)";
     }
     if (auto e = check_matrix(*c, what)) return e;
     if (c->ne[0] != head_dim * n_kv_head) return std::string(what) + " columns are not head_dim * n_kv_head long";
