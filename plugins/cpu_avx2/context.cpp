@@ -1,0 +1,13 @@
+#include "context.hpp"
+
+namespace strata::cpu {
+
+Context::Context(const strata_host_api* host, const Options& options)
+    : host_(host),
+      options_(options),
+      path_(choose_path(detect_isa(), options.force_avx2)),
+      kernels_(&kernel_table(path_)),
+      pool_(options.workers, options.host_worker),
+      device_name_(cpu_model_name()) {}
+
+}  // namespace strata::cpu

@@ -1,0 +1,38 @@
+// The matrix-vector kernels: one per weight type and ISA path, each computing rows x tokens dot products with
+// the canonical arithmetic (docs/CANONICAL_ARITHMETIC.md sections 2 and 4). Both paths give the same bits.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "isa.hpp"
+#include "quant_act.hpp"
+
+namespace strata::cpu {
+
+// out[t * out_stride + r] = dot(weight row r, activation row t) for r < rows, t < n_tok.
+// w: row r starts at w + r * w_stride; n: values per row (a whole number of the type's blocks, and of 32).
+using QuantMatVec = void (*)(const unsigned char* w, size_t w_stride, int64_t rows, int64_t n, const QuantRow* acts,
+                             int n_tok, float* out, int64_t out_stride);
+// The same for F32/F16/BF16 weights against float activations (x[t] points at row t's n floats).
+using FloatMatVec = void (*)(const unsigned char* w, size_t w_stride, int64_t rows, int64_t n, const float* const* x,
+                             int n_tok, float* out, int64_t out_stride);
+
+constexpr int kMaxTypeId = 40;
+
+struct KernelTable {
+  QuantMatVec quant[kMaxTypeId] = {};
+  FloatMatVec floating[kMaxTypeId] = {};
+};
+
+// The table of a path (filled once).
+const KernelTable& kernel_table(IsaPath path);
+
+// Each family file fills its types into both tables.
+void add_legacy_kernels(KernelTable& avx2, KernelTable& avx512);
+void add_kquant_kernels(KernelTable& avx2, KernelTable& avx512);
+void add_iquant_kernels(KernelTable& avx2, KernelTable& avx512);
+void add_ternary_kernels(KernelTable& avx2, KernelTable& avx512);
+void add_float_kernels(KernelTable& avx2, KernelTable& avx512);
+
+}  // namespace strata::cpu

@@ -1,0 +1,186 @@
+// Kernels of the K-quants (256-value super-blocks): one block is one group of eight spans. Q4_K/Q5_K have one
+// 32-value sub-block per span with a min (offset); Q2_K, Q3_K and Q6_K have two 16-value sub-blocks per span.
+#include "quant_matvec.hpp"
+#include "strata/format/blocks.hpp"
+
+namespace strata::cpu {
+namespace {
+
+using namespace format;
+
+STRATA_INLINE_AVX2 float f16_at(const unsigned char* p) { return fp16_to_fp32(load_scalar<uint16_t>(p)); }
+
+// Bit `kBit` of every byte moved to bit `kTo` (all other bits cleared). The 16-bit shifts carry bits across
+// bytes, but only bits that come from the same byte survive the mask.
+template <int kBit, int kTo>
+STRATA_INLINE_AVX2 __m256i move_bit(__m256i v) {
+  const __m256i mask = _mm256_set1_epi8(static_cast<char>(1 << kTo));
+  if constexpr (kBit > kTo) return _mm256_and_si256(_mm256_srli_epi16(v, kBit - kTo), mask);
+  if constexpr (kBit < kTo) return _mm256_and_si256(_mm256_slli_epi16(v, kTo - kBit), mask);
+  return _mm256_and_si256(v, mask);
+}
+
+STRATA_INLINE_AVX2 __m256i low_nibbles(__m256i v) { return _mm256_and_si256(v, _mm256_set1_epi8(0x0f)); }
+STRATA_INLINE_AVX2 __m256i high_nibbles(__m256i v) {
+  return _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0f));
+}
+
+// Splits sixteen per-16-value int8 scales into even (first sub-block of each span) and odd ones, as floats.
+STRATA_INLINE_AVX2 void split_scales16(__m128i scales, __m256& even, __m256& odd) {
+  const __m128i deinterleaved =
+      _mm_shuffle_epi8(scales, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+  even = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(deinterleaved));
+  odd = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(deinterleaved, deinterleaved)));
+}
+
+// Q4_K/Q5_K's twelve bytes of 6-bit scales and mins, unpacked to eight of each.
+STRATA_INLINE_AVX2 void k4_scales(const unsigned char* s, uint64_t& scales, uint64_t& mins) {
+  const uint32_t a = load_scalar<uint32_t>(s), b = load_scalar<uint32_t>(s + 4), c = load_scalar<uint32_t>(s + 8);
+  const uint32_t sc_lo = a & 0x3f3f3f3fu, sc_hi = (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u);
+  const uint32_t m_lo = b & 0x3f3f3f3fu, m_hi = ((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u);
+  scales = sc_lo | static_cast<uint64_t>(sc_hi) << 32;
+  mins = m_lo | static_cast<uint64_t>(m_hi) << 32;
+}
+
+STRATA_INLINE_AVX2 __m256 negate(__m256 v) { return _mm256_xor_ps(v, _mm256_set1_ps(-0.0f)); }
+
+struct Q2_K {
+  static constexpr int kBlockValues = 256, kBlockBytes = sizeof(block_q2_K), kBias = 0;
+  static constexpr bool kSigned = false, kTwoSub = true, kOffset = true;
+  STRATA_INLINE_AVX2 static void decode(const unsigned char* p, int, Group& g) {
+    // Value 128h + 32s + l is bits 2s..2s+1 of qs[32h + l]: span 4h + s.
+    for (int h = 0; h < 2; ++h) {
+      const __m256i q = load256(p + 16 + 32 * h);
+      const __m256i three = _mm256_set1_epi8(3);
+      g.w[4 * h + 0] = _mm256_and_si256(q, three);
+      g.w[4 * h + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 2), three);
+      g.w[4 * h + 2] = _mm256_and_si256(_mm256_srli_epi16(q, 4), three);
+      g.w[4 * h + 3] = _mm256_and_si256(_mm256_srli_epi16(q, 6), three);
+    }
+    // Scale byte k (sub-block k of 16): low nibble scales, high nibble is the min.
+    const __m128i sc = load128(p);
+    const __m128i m = _mm_set1_epi8(0x0f);
+    __m256 sc_even, sc_odd, min_even, min_odd;
+    split_scales16(_mm_and_si128(sc, m), sc_even, sc_odd);
+    split_scales16(_mm_and_si128(_mm_srli_epi16(sc, 4), m), min_even, min_odd);
+    const __m256 d = _mm256_set1_ps(f16_at(p + 80)), dmin = _mm256_set1_ps(f16_at(p + 82));
+    g.c0 = _mm256_mul_ps(d, sc_even);
+    g.c1 = _mm256_mul_ps(d, sc_odd);
+    g.b0 = negate(_mm256_mul_ps(dmin, min_even));
+    g.b1 = negate(_mm256_mul_ps(dmin, min_odd));
+  }
+};
+
+struct Q3_K {
+  static constexpr int kBlockValues = 256, kBlockBytes = sizeof(block_q3_K), kBias = 4;
+  static constexpr bool kSigned = false, kTwoSub = true, kOffset = false;
+  template <int kShift>
+  STRATA_INLINE_AVX2 static __m256i span(__m256i q, __m256i hmask) {
+    // u = q + 4 * hbit, so that g = u - 4 (a clear hmask bit subtracts 4).
+    constexpr int kSpan = kShift / 2;
+    return _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, kShift), _mm256_set1_epi8(3)),
+                           move_bit<kSpan, 2>(hmask));
+  }
+  STRATA_INLINE_AVX2 static void decode(const unsigned char* p, int, Group& g) {
+    // Value 128h + 32s + l is bits 2s..2s+1 of qs[32h + l] and bit 4h + s of hmask[l].
+    const __m256i hm = load256(p);
+    const __m256i hm_hi = _mm256_srli_epi16(hm, 4);  // bits 4..7 moved to 0..3 for the second half
+    for (int h = 0; h < 2; ++h) {
+      const __m256i q = load256(p + 32 + 32 * h);
+      const __m256i bits = h == 0 ? hm : hm_hi;
+      g.w[4 * h + 0] = span<0>(q, bits);
+      g.w[4 * h + 1] = span<2>(q, bits);
+      g.w[4 * h + 2] = span<4>(q, bits);
+      g.w[4 * h + 3] = span<6>(q, bits);
+    }
+    // Sixteen 6-bit scales biased by 32: low nibbles in bytes 0..7, top bit pairs in bytes 8..11.
+    const unsigned char* s = p + 96;
+    const uint32_t a = load_scalar<uint32_t>(s), b = load_scalar<uint32_t>(s + 4), c = load_scalar<uint32_t>(s + 8);
+    const uint32_t w0 = (a & 0x0f0f0f0fu) | ((c & 0x03030303u) << 4);
+    const uint32_t w1 = (b & 0x0f0f0f0fu) | (((c >> 2) & 0x03030303u) << 4);
+    const uint32_t w2 = ((a >> 4) & 0x0f0f0f0fu) | (((c >> 4) & 0x03030303u) << 4);
+    const uint32_t w3 = ((b >> 4) & 0x0f0f0f0fu) | (((c >> 6) & 0x03030303u) << 4);
+    const __m128i scales = _mm_sub_epi8(_mm_setr_epi32(static_cast<int>(w0), static_cast<int>(w1),
+                                                       static_cast<int>(w2), static_cast<int>(w3)),
+                                        _mm_set1_epi8(32));
+    __m256 even, odd;
+    split_scales16(scales, even, odd);
+    const __m256 d = _mm256_set1_ps(f16_at(p + 108));
+    g.c0 = _mm256_mul_ps(d, even);
+    g.c1 = _mm256_mul_ps(d, odd);
+  }
+};
+
+struct Q4_K {
+  static constexpr int kBlockValues = 256, kBlockBytes = sizeof(block_q4_K), kBias = 0;
+  static constexpr bool kSigned = false, kTwoSub = false, kOffset = true;
+  STRATA_INLINE_AVX2 static void decode(const unsigned char* p, int, Group& g) {
+    // Each 64 values: 32 bytes of qs, low nibbles first (span 2k), then high nibbles (span 2k + 1).
+    for (int k = 0; k < 4; ++k) {
+      const __m256i q = load256(p + 16 + 32 * k);
+      g.w[2 * k] = low_nibbles(q);
+      g.w[2 * k + 1] = high_nibbles(q);
+    }
+    uint64_t scales, mins;
+    k4_scales(p + 4, scales, mins);
+    g.c0 = _mm256_mul_ps(_mm256_set1_ps(f16_at(p)), u8x8_to_ps(scales));
+    g.b0 = negate(_mm256_mul_ps(_mm256_set1_ps(f16_at(p + 2)), u8x8_to_ps(mins)));
+  }
+};
+
+struct Q5_K {
+  static constexpr int kBlockValues = 256, kBlockBytes = sizeof(block_q5_K), kBias = 0;
+  static constexpr bool kSigned = false, kTwoSub = false, kOffset = true;
+  template <int k>
+  STRATA_INLINE_AVX2 static void pair(const unsigned char* p, __m256i qh, Group& g) {
+    // As Q4_K, with bit 2k (2k + 1) of qh[l] as the fifth bit of span 2k (2k + 1).
+    const __m256i q = load256(p + 48 + 32 * k);
+    g.w[2 * k] = _mm256_or_si256(low_nibbles(q), move_bit<2 * k, 4>(qh));
+    g.w[2 * k + 1] = _mm256_or_si256(high_nibbles(q), move_bit<2 * k + 1, 4>(qh));
+  }
+  STRATA_INLINE_AVX2 static void decode(const unsigned char* p, int, Group& g) {
+    const __m256i qh = load256(p + 16);
+    pair<0>(p, qh, g);
+    pair<1>(p, qh, g);
+    pair<2>(p, qh, g);
+    pair<3>(p, qh, g);
+    uint64_t scales, mins;
+    k4_scales(p + 4, scales, mins);
+    g.c0 = _mm256_mul_ps(_mm256_set1_ps(f16_at(p)), u8x8_to_ps(scales));
+    g.b0 = negate(_mm256_mul_ps(_mm256_set1_ps(f16_at(p + 2)), u8x8_to_ps(mins)));
+  }
+};
+
+struct Q6_K {
+  static constexpr int kBlockValues = 256, kBlockBytes = sizeof(block_q6_K), kBias = 32;
+  static constexpr bool kSigned = false, kTwoSub = true, kOffset = false;
+  STRATA_INLINE_AVX2 static void decode(const unsigned char* p, int, Group& g) {
+    // Each 128 values: 64 bytes of ql (low nibbles), 32 of qh (two high bits per value); u = q, g = q - 32.
+    const __m256i m30 = _mm256_set1_epi8(0x30);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i l0 = load256(p + 64 * h), l1 = load256(p + 64 * h + 32);
+      const __m256i qh = load256(p + 128 + 32 * h);
+      g.w[4 * h + 0] = _mm256_or_si256(low_nibbles(l0), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+      g.w[4 * h + 1] = _mm256_or_si256(low_nibbles(l1), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+      g.w[4 * h + 2] = _mm256_or_si256(high_nibbles(l0), _mm256_and_si256(qh, m30));
+      g.w[4 * h + 3] = _mm256_or_si256(high_nibbles(l1), _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
+    }
+    __m256 even, odd;
+    split_scales16(load128(p + 192), even, odd);
+    const __m256 d = _mm256_set1_ps(f16_at(p + 208));
+    g.c0 = _mm256_mul_ps(d, even);
+    g.c1 = _mm256_mul_ps(d, odd);
+  }
+};
+
+}  // namespace
+
+void add_kquant_kernels(KernelTable& avx2, KernelTable& avx512) {
+  add_quant_kernel<Q2_K>(avx2, avx512, GgmlType::Q2_K);
+  add_quant_kernel<Q3_K>(avx2, avx512, GgmlType::Q3_K);
+  add_quant_kernel<Q4_K>(avx2, avx512, GgmlType::Q4_K);
+  add_quant_kernel<Q5_K>(avx2, avx512, GgmlType::Q5_K);
+  add_quant_kernel<Q6_K>(avx2, avx512, GgmlType::Q6_K);
+}
+
+}  // namespace strata::cpu

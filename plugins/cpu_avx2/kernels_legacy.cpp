@@ -1,0 +1,129 @@
+// Kernels of the 32-value block types: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, and the table-mapped IQ4_NL and MXFP4.
+// One block is one span, so a group is eight consecutive blocks (fewer at the end of a row).
+#include "quant_matvec.hpp"
+#include "strata/format/blocks.hpp"
+#include "strata/format/tables.hpp"
+
+namespace strata::cpu {
+namespace {
+
+using namespace format;
+
+// The f16 at byte `offset` of each of the group's blocks (0 for spans that do not exist).
+template <int kBytes>
+STRATA_INLINE_AVX2 __m256 block_f16(const unsigned char* p, int spans, int offset) {
+  uint16_t h[8] = {};
+  for (int s = 0; s < spans; ++s) h[s] = load_scalar<uint16_t>(p + s * kBytes + offset);
+  return f16x8_to_ps(h);
+}
+
+// The fifth bit of each value (Q5_0/Q5_1), as 16 where set.
+STRATA_INLINE_AVX2 __m256i fifth_bits(const unsigned char* qh) {
+  return _mm256_and_si256(bits_to_bytes(load_scalar<uint32_t>(qh)), _mm256_set1_epi8(16));
+}
+
+// A 16-entry int8 table applied to a span's nibbles.
+STRATA_INLINE_AVX2 __m256i lookup16(const int8_t (&table)[16], __m256i nibbles) {
+  return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(load128(table)), nibbles);
+}
+
+STRATA_INLINE_AVX2 void zero_missing(Group& g, int spans) {
+  for (int s = spans; s < 8; ++s) g.w[s] = _mm256_setzero_si256();
+}
+
+struct Q4_0 {
+  static constexpr int kBlockValues = 32, kBlockBytes = sizeof(block_q4_0), kBias = 8;
+  static constexpr bool kSigned = false, kTwoSub = false, kOffset = false;
+  STRATA_INLINE_AVX2 static void decode(const unsigned char* p, int spans, Group& g) {
+    for (int s = 0; s < spans; ++s) g.w[s] = nibbles_32(p + s * kBlockBytes + 2);
+    zero_missing(g, spans);
+    g.c0 = block_f16<kBlockBytes>(p, spans, 0);
+  }
+};
+
+struct Q4_1 {
+  static constexpr int kBlockValues = 32, kBlockBytes = sizeof(block_q4_1), kBias = 0;
+  static constexpr bool kSigned = false, kTwoSub = false, kOffset = true;
+  STRATA_INLINE_AVX2 static void decode(const unsigned char* p, int spans, Group& g) {
+    for (int s = 0; s < spans; ++s) g.w[s] = nibbles_32(p + s * kBlockBytes + 4);
+    zero_missing(g, spans);
+    g.c0 = block_f16<kBlockBytes>(p, spans, 0);
+    g.b0 = block_f16<kBlockBytes>(p, spans, 2);
+  }
+};
+
+struct Q5_0 {
+  static constexpr int kBlockValues = 32, kBlockBytes = sizeof(block_q5_0), kBias = 16;
+  static constexpr bool kSigned = false, kTwoSub = false, kOffset = false;
+  STRATA_INLINE_AVX2 static void decode(const unsigned char* p, int spans, Group& g) {
+    for (int s = 0; s < spans; ++s) {
+      const unsigned char* b = p + s * kBlockBytes;
+      g.w[s] = _mm256_or_si256(nibbles_32(b + 6), fifth_bits(b + 2));
+    }
+    zero_missing(g, spans);
+    g.c0 = block_f16<kBlockBytes>(p, spans, 0);
+  }
+};
+
+struct Q5_1 {
+  static constexpr int kBlockValues = 32, kBlockBytes = sizeof(block_q5_1), kBias = 0;
+  static constexpr bool kSigned = false, kTwoSub = false, kOffset = true;
+  STRATA_INLINE_AVX2 static void decode(const unsigned char* p, int spans, Group& g) {
+    for (int s = 0; s < spans; ++s) {
+      const unsigned char* b = p + s * kBlockBytes;
+      g.w[s] = _mm256_or_si256(nibbles_32(b + 8), fifth_bits(b + 4));
+    }
+    zero_missing(g, spans);
+    g.c0 = block_f16<kBlockBytes>(p, spans, 0);
+    g.b0 = block_f16<kBlockBytes>(p, spans, 2);
+  }
+};
+
+struct Q8_0 {
+  static constexpr int kBlockValues = 32, kBlockBytes = sizeof(block_q8_0), kBias = 0;
+  static constexpr bool kSigned = true, kTwoSub = false, kOffset = false;
+  STRATA_INLINE_AVX2 static void decode(const unsigned char* p, int spans, Group& g) {
+    for (int s = 0; s < spans; ++s) g.w[s] = load256(p + s * kBlockBytes + 2);
+    zero_missing(g, spans);
+    g.c0 = block_f16<kBlockBytes>(p, spans, 0);
+  }
+};
+
+struct IQ4_NL {
+  static constexpr int kBlockValues = 32, kBlockBytes = sizeof(block_iq4_nl), kBias = 0;
+  static constexpr bool kSigned = true, kTwoSub = false, kOffset = false;
+  STRATA_INLINE_AVX2 static void decode(const unsigned char* p, int spans, Group& g) {
+    for (int s = 0; s < spans; ++s) g.w[s] = lookup16(kvalues_iq4nl, nibbles_32(p + s * kBlockBytes + 2));
+    zero_missing(g, spans);
+    g.c0 = block_f16<kBlockBytes>(p, spans, 0);
+  }
+};
+
+struct MXFP4 {
+  static constexpr int kBlockValues = 32, kBlockBytes = sizeof(block_mxfp4), kBias = 0;
+  static constexpr bool kSigned = true, kTwoSub = false, kOffset = false;
+  STRATA_INLINE_AVX2 static void decode(const unsigned char* p, int spans, Group& g) {
+    float c[8] = {};
+    for (int s = 0; s < spans; ++s) {
+      const unsigned char* b = p + s * kBlockBytes;
+      g.w[s] = lookup16(kvalues_mxfp4, nibbles_32(b + 1));
+      c[s] = e8m0_to_fp32_half(b[0]);
+    }
+    zero_missing(g, spans);
+    g.c0 = _mm256_loadu_ps(c);
+  }
+};
+
+}  // namespace
+
+void add_legacy_kernels(KernelTable& avx2, KernelTable& avx512) {
+  add_quant_kernel<Q4_0>(avx2, avx512, GgmlType::Q4_0);
+  add_quant_kernel<Q4_1>(avx2, avx512, GgmlType::Q4_1);
+  add_quant_kernel<Q5_0>(avx2, avx512, GgmlType::Q5_0);
+  add_quant_kernel<Q5_1>(avx2, avx512, GgmlType::Q5_1);
+  add_quant_kernel<Q8_0>(avx2, avx512, GgmlType::Q8_0);
+  add_quant_kernel<IQ4_NL>(avx2, avx512, GgmlType::IQ4_NL);
+  add_quant_kernel<MXFP4>(avx2, avx512, GgmlType::MXFP4);
+}
+
+}  // namespace strata::cpu

@@ -1,0 +1,221 @@
+#include "moe.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "simd.hpp"
+#include "strata/format/types.hpp"
+#include "vec_math.hpp"
+
+namespace strata::cpu {
+namespace {
+
+// Work ranges start on 16-row boundaries inside an expert so two workers never share a cache line of output.
+constexpr int64_t kRowAlign = 16;
+
+bool quantized(const KernelTable& k, uint32_t type) { return type < kMaxTypeId && k.quant[type] != nullptr; }
+
+std::optional<std::string> check_type(const KernelTable& k, uint32_t type, uint32_t row_len, const char* what,
+                                      uint32_t expert) {
+  const auto tr = format::type_traits(type);
+  const std::string where = std::string(what) + " of expert " + std::to_string(expert);
+  if (!tr || type >= kMaxTypeId || (k.quant[type] == nullptr && k.floating[type] == nullptr)) {
+    return where + " has type " + (tr ? std::string(tr->name) : std::to_string(type)) + ", which has no kernel";
+  }
+  if (row_len % tr->block_elems != 0 || (k.quant[type] != nullptr && row_len % 32 != 0)) {
+    return where + ": rows of " + std::to_string(row_len) + " values are not whole " + std::string(tr->name) + " blocks";
+  }
+  return std::nullopt;
+}
+
+// A part's share of the rows of all experts, walked expert by expert: fn(expert, first row, end row).
+template <class Fn>
+void for_expert_rows(uint32_t n_experts, int64_t rows_per_expert, unsigned part, unsigned parts, Fn fn) {
+  const int64_t chunks_per_expert = (rows_per_expert + kRowAlign - 1) / kRowAlign;
+  const Range r = split_range(static_cast<int64_t>(n_experts) * chunks_per_expert, part, parts);
+  for (int64_t c = r.begin; c < r.end;) {
+    const int64_t e = c / chunks_per_expert;
+    const int64_t stop = std::min(r.end, (e + 1) * chunks_per_expert);
+    const int64_t row0 = (c - e * chunks_per_expert) * kRowAlign;
+    const int64_t row1 = std::min(rows_per_expert, (stop - e * chunks_per_expert) * kRowAlign);
+    fn(static_cast<uint32_t>(e), row0, row1);
+    c = stop;
+  }
+}
+
+// One matrix's rows [row0, row1) for the pairs of one expert: quantized or float kernel as the type says.
+struct MatrixInputs {
+  const QuantRow* q;       // per pair (quantized matrices)
+  const float* const* f;   // per pair (float matrices)
+};
+
+void run_rows(const KernelTable& k, uint32_t type, const void* matrix, int64_t row_len, int64_t row0, int64_t row1,
+              const MatrixInputs& in, int n_pairs, float* out, int64_t out_stride) {
+  const uint64_t stride = format::row_bytes(static_cast<format::GgmlType>(type), static_cast<uint64_t>(row_len));
+  const auto* w = static_cast<const unsigned char*>(matrix) + static_cast<uint64_t>(row0) * stride;
+  if (k.quant[type] != nullptr) {
+    k.quant[type](w, stride, row1 - row0, row_len, in.q, n_pairs, out + row0, out_stride);
+  } else {
+    k.floating[type](w, stride, row1 - row0, row_len, in.f, n_pairs, out + row0, out_stride);
+  }
+}
+
+STRATA_AVX2 void scale_row(float* row, int64_t n, float w) {
+  const __m256 wv = _mm256_set1_ps(w);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(row + i, _mm256_mul_ps(wv, _mm256_loadu_ps(row + i)));
+  for (; i < n; ++i) row[i] = w * row[i];
+}
+
+STRATA_AVX2 void add_row(float* acc, const float* row, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i), _mm256_loadu_ps(row + i)));
+  for (; i < n; ++i) acc[i] = acc[i] + row[i];
+}
+
+}  // namespace
+
+std::optional<std::string> check_moe_op(const Context& ctx, const strata_moe_op& m, bool need_rows) {
+  const KernelTable& k = ctx.kernels();
+  if (m.n_embd == 0 || m.n_ff == 0) return std::string("n_embd and n_ff must be positive");
+  if (m.n_experts > 0 && (m.expert_ids == nullptr || m.weights == nullptr || m.token_offsets == nullptr)) {
+    return std::string("expert_ids, weights and token_offsets must be set");
+  }
+  if (m.token_offsets != nullptr && m.token_offsets[0] != 0) return std::string("token_offsets[0] must be 0");
+  for (uint32_t e = 0; e < m.n_experts; ++e) {
+    if (e > 0 && m.expert_ids[e] <= m.expert_ids[e - 1]) {
+      return "expert_ids must be strictly ascending (entry " + std::to_string(e) + " is " +
+             std::to_string(m.expert_ids[e]) + " after " + std::to_string(m.expert_ids[e - 1]) + ")";
+    }
+    if (m.token_offsets[e + 1] < m.token_offsets[e]) return "token_offsets decrease at entry " + std::to_string(e + 1);
+    const strata_expert_weights& w = m.weights[e];
+    if (w.gate == nullptr || w.up == nullptr || w.down == nullptr) {
+      return "expert " + std::to_string(m.expert_ids[e]) + " has a missing matrix";
+    }
+    if (auto err = check_type(k, w.gate_type, m.n_embd, "gate", m.expert_ids[e])) return err;
+    if (auto err = check_type(k, w.up_type, m.n_embd, "up", m.expert_ids[e])) return err;
+    if (auto err = check_type(k, w.down_type, m.n_ff, "down", m.expert_ids[e])) return err;
+  }
+  const uint32_t pairs = m.n_experts > 0 ? m.token_offsets[m.n_experts] : 0;
+  if (pairs > 0 && (m.token_index == nullptr || m.route_weight == nullptr || m.x == nullptr)) {
+    return std::string("token_index, route_weight and x must be set");
+  }
+  for (uint32_t p = 0; p < pairs; ++p) {
+    if (m.token_index[p] >= m.n_tok) {
+      return "token_index[" + std::to_string(p) + "] = " + std::to_string(m.token_index[p]) + " is not below n_tok " +
+             std::to_string(m.n_tok);
+    }
+  }
+  if (need_rows && pairs > 0 && m.rows == nullptr) return std::string("rows must be set");
+  return std::nullopt;
+}
+
+void compute_expert_rows(Context& ctx, const strata_moe_op& m, float* rows) {
+  if (m.n_experts == 0 || m.token_offsets[m.n_experts] == 0) return;
+  const KernelTable& k = ctx.kernels();
+  ThreadPool& pool = ctx.pool();
+  Scratch& s = ctx.scratch();
+  const uint32_t n_pairs = m.token_offsets[m.n_experts];
+  const int64_t n_embd = m.n_embd, n_ff = m.n_ff;
+
+  bool any_quant_in = false, any_quant_down = false;
+  for (uint32_t e = 0; e < m.n_experts; ++e) {
+    any_quant_in = any_quant_in || quantized(k, m.weights[e].gate_type) || quantized(k, m.weights[e].up_type);
+    any_quant_down = any_quant_down || quantized(k, m.weights[e].down_type);
+  }
+
+  // Per pair: its input row (quantized and float) and its hidden row (quantized and float).
+  auto* tables = s.index.as<unsigned char>(static_cast<size_t>(n_pairs) * 2 * (sizeof(QuantRow) + sizeof(float*)));
+  auto* x_q = reinterpret_cast<QuantRow*>(tables);
+  auto* h_q = x_q + n_pairs;
+  auto* x_f = reinterpret_cast<const float**>(h_q + n_pairs);
+  auto* h_f = x_f + n_pairs;
+  float* h = s.h.as<float>(static_cast<size_t>(n_pairs) * static_cast<size_t>(n_ff));
+  float* u = s.u.as<float>(static_cast<size_t>(n_pairs) * static_cast<size_t>(n_ff));
+  if (any_quant_in) s.act.resize(m.n_tok, n_embd);
+  if (any_quant_down) s.hidden.resize(n_pairs, n_ff);
+  for (uint32_t p = 0; p < n_pairs; ++p) {
+    x_f[p] = m.x + static_cast<size_t>(m.token_index[p]) * m.n_embd;
+    h_f[p] = h + static_cast<size_t>(p) * m.n_ff;
+    if (any_quant_in) x_q[p] = s.act.row(m.token_index[p]);
+    if (any_quant_down) h_q[p] = s.hidden.row(p);
+  }
+
+  // 1. Q8_1 of the window's input rows.
+  if (any_quant_in) {
+    pool.run([&](unsigned part, unsigned parts) {
+      const Range r = split_range(m.n_tok, part, parts);
+      for (int64_t t = r.begin; t < r.end; ++t) s.act.quantize(t, m.x + t * n_embd);
+    });
+  }
+  // 2. gate and up rows of every expert for its tokens, then SwiGLU on the same rows.
+  pool.run([&](unsigned part, unsigned parts) {
+    for_expert_rows(m.n_experts, n_ff, part, parts, [&](uint32_t e, int64_t r0, int64_t r1) {
+      const strata_expert_weights& w = m.weights[e];
+      const uint32_t p0 = m.token_offsets[e];
+      const int np = static_cast<int>(m.token_offsets[e + 1] - p0);
+      if (np == 0) return;
+      const MatrixInputs in{x_q + p0, x_f + p0};
+      float* g_out = h + static_cast<size_t>(p0) * n_ff;
+      float* u_out = u + static_cast<size_t>(p0) * n_ff;
+      run_rows(k, w.gate_type, w.gate, n_embd, r0, r1, in, np, g_out, n_ff);
+      run_rows(k, w.up_type, w.up, n_embd, r0, r1, in, np, u_out, n_ff);
+      for (int t = 0; t < np; ++t) swiglu_row(g_out + t * n_ff + r0, u_out + t * n_ff + r0, g_out + t * n_ff + r0, r1 - r0);
+    });
+  });
+  // 3. Q8_1 of the hidden rows.
+  if (any_quant_down) {
+    pool.run([&](unsigned part, unsigned parts) {
+      const Range r = split_range(n_pairs, part, parts);
+      for (int64_t p = r.begin; p < r.end; ++p) s.hidden.quantize(p, h + p * n_ff);
+    });
+  }
+  // 4. down rows of every expert for its tokens, each output row times its route weight.
+  pool.run([&](unsigned part, unsigned parts) {
+    for_expert_rows(m.n_experts, n_embd, part, parts, [&](uint32_t e, int64_t r0, int64_t r1) {
+      const strata_expert_weights& w = m.weights[e];
+      const uint32_t p0 = m.token_offsets[e];
+      const int np = static_cast<int>(m.token_offsets[e + 1] - p0);
+      if (np == 0) return;
+      const MatrixInputs in{h_q + p0, h_f + p0};
+      float* out = rows + static_cast<size_t>(p0) * n_embd;
+      run_rows(k, w.down_type, w.down, n_ff, r0, r1, in, np, out, n_embd);
+      for (int t = 0; t < np; ++t) scale_row(out + t * n_embd + r0, r1 - r0, m.route_weight[p0 + t]);
+    });
+  });
+}
+
+void sum_expert_rows(Context& ctx, const strata_moe_op& m, const float* rows, float* dst, int64_t dst_stride) {
+  const uint32_t n_pairs = m.n_experts > 0 ? m.token_offsets[m.n_experts] : 0;
+  // Each token's pairs in ascending expert id: pairs are listed expert by expert in ascending id, so a stable
+  // bucketing by token keeps that order.
+  Scratch& s = ctx.scratch();
+  auto* start = s.index.as<uint32_t>(static_cast<size_t>(m.n_tok) + 1 + n_pairs);
+  uint32_t* order = start + m.n_tok + 1;
+  std::memset(start, 0, (static_cast<size_t>(m.n_tok) + 1) * sizeof(uint32_t));
+  for (uint32_t p = 0; p < n_pairs; ++p) ++start[m.token_index[p] + 1];
+  for (uint32_t t = 0; t < m.n_tok; ++t) start[t + 1] += start[t];
+  {
+    uint32_t* fill = s.work.as<uint32_t>(m.n_tok > 0 ? m.n_tok : 1);
+    std::memcpy(fill, start, static_cast<size_t>(m.n_tok) * sizeof(uint32_t));
+    for (uint32_t p = 0; p < n_pairs; ++p) order[fill[m.token_index[p]]++] = p;
+  }
+  ctx.pool().run([&](unsigned part, unsigned parts) {
+    const Range cols = split_range(m.n_embd, part, parts, kRowAlign);
+    const int64_t n = cols.end - cols.begin;
+    if (n <= 0) return;
+    for (uint32_t t = 0; t < m.n_tok; ++t) {
+      float* out = dst + t * dst_stride + cols.begin;
+      if (start[t] == start[t + 1]) {
+        std::memset(out, 0, static_cast<size_t>(n) * sizeof(float));
+        continue;
+      }
+      std::memcpy(out, rows + static_cast<size_t>(order[start[t]]) * m.n_embd + cols.begin, static_cast<size_t>(n) * sizeof(float));
+      for (uint32_t i = start[t] + 1; i < start[t + 1]; ++i) {
+        add_row(out, rows + static_cast<size_t>(order[i]) * m.n_embd + cols.begin, n);
+      }
+    }
+  });
+}
+
+}  // namespace strata::cpu

@@ -1,0 +1,116 @@
+// ATTENTION: causal grouped-query attention of q (src0 [head_dim, n_head, n_tok]) over the k and v caches
+// (src1, src2: f16, q8_0 or f32 [head_dim * n_kv_head, n_ctx]); token t sees cache columns 0..pos_t (src3). Per
+// (token, head): scores = scale * (q . k_j), softmax with exp_c, out = sum_j p_j v_j. Heads share kv heads in
+// groups of n_head / n_kv_head. Workers split the (token, head) pairs.
+#include <cstring>
+
+#include "ops.hpp"
+#include "row_math.hpp"
+#include "strata/format/blocks.hpp"
+#include "strata/format/fp16.hpp"
+#include "tensor_view.hpp"
+
+namespace strata::cpu {
+namespace {
+
+// head_dim floats of one kv head in cache column j.
+void load_head(const strata_tensor& cache, int64_t j, int64_t kv_head, int64_t head_dim, float* out) {
+  const unsigned char* col = row_ptr<const unsigned char>(cache, j);
+  if (is_type(cache, format::GgmlType::F16)) {
+    f16_to_f32_row(reinterpret_cast<const uint16_t*>(col) + kv_head * head_dim, out, head_dim);
+    return;
+  }
+  if (is_type(cache, format::GgmlType::F32)) {
+    std::memcpy(out, col + kv_head * head_dim * static_cast<int64_t>(sizeof(float)),
+                static_cast<size_t>(head_dim) * sizeof(float));
+    return;
+  }
+  const int64_t first = kv_head * head_dim / 32;
+  for (int64_t b = 0; b < head_dim / 32; ++b) {
+    format::block_q8_0 blk;
+    std::memcpy(&blk, col + (first + b) * static_cast<int64_t>(sizeof blk), sizeof blk);
+    const float d = format::fp16_to_fp32(blk.d);
+    for (int i = 0; i < 32; ++i) out[32 * b + i] = static_cast<float>(blk.qs[i]) * d;
+  }
+}
+
+}  // namespace
+
+Check check_attention(const strata_op& op) {
+  const strata_tensor &q = op.src[0], &k = op.src[1], &v = op.src[2], &pos = op.src[3], &d = op.dst;
+  if (auto e = check_rows(q, "src0 (q)", format::GgmlType::F32)) return e;
+  if (auto e = check_rows(pos, "src3 (positions)", format::GgmlType::I32)) return e;
+  if (auto e = check_matrix(d, "dst", format::GgmlType::F32)) return e;
+  const int64_t head_dim = q.ne[0], n_head = op.i[0], n_kv_head = op.i[1];
+  if (n_head <= 0 || n_kv_head <= 0 || n_head % n_kv_head != 0) {
+    return "n_head " + std::to_string(n_head) + " must be a positive multiple of n_kv_head " + std::to_string(n_kv_head);
+  }
+  if (q.ne[1] != n_head || q.ne[3] != 1) return std::string("q must be [head_dim, n_head, n_tok]");
+  for (const strata_tensor* c : {&k, &v}) {
+    const char* what = c == &k ? "src1 (k cache)" : "src2 (v cache)";
+    if (!is_type(*c, format::GgmlType::F16) && !is_type(*c, format::GgmlType::Q8_0) &&
+        !is_type(*c, format::GgmlType::F32)) {
+      return std::string(what) + " type " + type_name(c->type) + " (known: f16, q8_0, f32)";
+    }
+    if (auto e = check_matrix(*c, what)) return e;
+    if (c->ne[0] != head_dim * n_kv_head) return std::string(what) + " columns are not head_dim * n_kv_head long";
+    if (is_type(*c, format::GgmlType::Q8_0) && head_dim % 32 != 0) {
+      return std::string("a q8_0 cache needs head_dim to be a multiple of 32");
+    }
+  }
+  if (k.ne[1] != v.ne[1]) return std::string("k and v caches have different lengths");
+  if (row_count(pos) != 1 || pos.ne[0] != q.ne[2]) return std::string("src3 must hold one position per token");
+  if (d.ne[0] != head_dim * n_head || d.ne[1] != q.ne[2]) return std::string("dst must be [head_dim * n_head, n_tok]");
+  return std::nullopt;
+}
+
+void run_attention(Context& ctx, const strata_op& op) {
+  const strata_tensor &q = op.src[0], &k = op.src[1], &v = op.src[2], &pos = op.src[3], &d = op.dst;
+  const int64_t head_dim = q.ne[0], n_head = op.i[0], group = n_head / op.i[1], n_tok = q.ne[2];
+  const int64_t n_ctx = k.ne[1];
+  const float scale_f = op.f[0];
+  const auto* p = static_cast<const int32_t*>(pos.data);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    if (p[t] < 0 || p[t] >= n_ctx) {
+      throw OpFailure(STRATA_ERR_INVALID_ARGUMENT, "ATTENTION: position " + std::to_string(p[t]) + " of token " +
+                                                      std::to_string(t) + " is outside the cache's " +
+                                                      std::to_string(n_ctx) + " columns");
+    }
+  }
+  const unsigned parts = ctx.pool().parts();
+  const int64_t per_part = n_ctx + 2 * head_dim + 16;
+  float* work = ctx.scratch().work.as<float>(static_cast<size_t>(per_part) * parts);
+  const auto body = [&](unsigned part, int64_t begin, int64_t end) {
+    float* scores = work + per_part * part;
+    float* row = scores + n_ctx;
+    float* acc = row + head_dim;
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t t = item / n_head, h = item % n_head, kvh = h / group;
+      const float* qh = row_ptr<const float>(q, t * n_head + h);
+      const int64_t len = static_cast<int64_t>(p[t]) + 1;
+      for (int64_t j = 0; j < len; ++j) {
+        load_head(k, j, kvh, head_dim, row);
+        scores[j] = scale_f * dot_f32(qh, row, head_dim);
+      }
+      const float mx = max_row(scores, len);
+      const float sum = exp_shifted_sum(scores, mx, scores, len);
+      std::memset(acc, 0, static_cast<size_t>(head_dim) * sizeof(float));
+      for (int64_t j = 0; j < len; ++j) {
+        load_head(v, j, kvh, head_dim, row);
+        axpy(scores[j], row, acc, head_dim);
+      }
+      scale(acc, 1.0f / sum, row_ptr<float>(d, t) + h * head_dim, head_dim);
+    }
+  };
+  const int64_t items = n_tok * n_head;
+  if (parts == 1 || items == 1) {
+    body(0, 0, items);
+    return;
+  }
+  ctx.pool().run([&](unsigned part, unsigned n_parts) {
+    const Range r = split_range(items, part, n_parts);
+    body(part, r.begin, r.end);
+  });
+}
+
+}  // namespace strata::cpu

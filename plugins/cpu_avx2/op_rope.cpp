@@ -1,0 +1,65 @@
+// ROPE: rotary position embedding of rows of head_dim (src0 [head_dim, n_head, n_tok]) at positions src1;
+// mode 0 rotates adjacent pairs (x[2i], x[2i+1]), mode 2 (neox) the halves (x[i], x[i + n_rot/2]); values past
+// n_rot are copied. The angle of pair i is pos * freq_scale * freq_base^(-2i / n_rot).
+#include <cmath>
+#include <vector>
+
+#include "ops.hpp"
+#include "tensor_view.hpp"
+
+namespace strata::cpu {
+namespace {
+
+constexpr int kModeAdjacent = 0, kModeNeox = 2;
+
+}  // namespace
+
+Check check_rope(const strata_op& op) {
+  const strata_tensor &x = op.src[0], &pos = op.src[1], &d = op.dst;
+  if (auto e = check_rows(x, "src0", format::GgmlType::F32)) return e;
+  if (auto e = check_rows(pos, "src1 (positions)", format::GgmlType::I32)) return e;
+  if (auto e = check_rows(d, "dst", format::GgmlType::F32)) return e;
+  if (x.ne[3] != 1 || d.ne[0] != x.ne[0] || d.ne[1] != x.ne[1] || d.ne[2] != x.ne[2] || d.ne[3] != 1) {
+    return std::string("dst shape differs from src0 [head_dim, n_head, n_tok]");
+  }
+  if (row_count(pos) != 1 || pos.ne[0] != x.ne[2]) return std::string("src1 must hold one position per token");
+  const int mode = op.i[0], n_rot = op.i[1];
+  if (mode != kModeAdjacent && mode != kModeNeox) return "rope mode " + std::to_string(mode) + " (known: 0, 2)";
+  if (n_rot <= 0 || n_rot % 2 != 0 || n_rot > x.ne[0]) {
+    return "n_rot " + std::to_string(n_rot) + " must be even and within head_dim " + std::to_string(x.ne[0]);
+  }
+  return std::nullopt;
+}
+
+void run_rope(Context& ctx, const strata_op& op) {
+  const strata_tensor &x = op.src[0], &pos = op.src[1], &d = op.dst;
+  const int64_t head_dim = x.ne[0], n_head = x.ne[1], n_tok = x.ne[2];
+  const int mode = op.i[0], n_rot = op.i[1], half = n_rot / 2;
+  const double base = op.f[0], freq_scale = op.f[1];
+  const auto* positions = static_cast<const int32_t*>(pos.data);
+  for_items(ctx, n_tok, head_dim * n_head * 2, [&](int64_t b, int64_t e) {
+    std::vector<float> cos_t(static_cast<size_t>(half)), sin_t(static_cast<size_t>(half));
+    for (int64_t t = b; t < e; ++t) {
+      for (int i = 0; i < half; ++i) {
+        const double theta = positions[t] * freq_scale * std::pow(base, -2.0 * i / n_rot);
+        cos_t[static_cast<size_t>(i)] = static_cast<float>(std::cos(theta));
+        sin_t[static_cast<size_t>(i)] = static_cast<float>(std::sin(theta));
+      }
+      for (int64_t h = 0; h < n_head; ++h) {
+        const float* in = row_ptr<const float>(x, t * n_head + h);
+        float* out = row_ptr<float>(d, t * n_head + h);
+        for (int i = 0; i < half; ++i) {
+          const int64_t i0 = mode == kModeNeox ? i : 2 * i;
+          const int64_t i1 = mode == kModeNeox ? i + half : 2 * i + 1;
+          const float c = cos_t[static_cast<size_t>(i)], s = sin_t[static_cast<size_t>(i)];
+          const float x0 = in[i0], x1 = in[i1];
+          out[i0] = x0 * c - x1 * s;
+          out[i1] = x0 * s + x1 * c;
+        }
+        for (int64_t i = n_rot; i < head_dim; ++i) out[i] = in[i];
+      }
+    }
+  });
+}
+
+}  // namespace strata::cpu

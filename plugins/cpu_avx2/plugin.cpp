@@ -1,0 +1,160 @@
+// The plugin's entry points: the descriptor (score 0 without AVX2+FMA+F16C), init (options), and the backend
+// and expert_pool family tables. Exceptions never cross: every entry catches and returns a status.
+#include <memory>
+#include <new>
+#include <string>
+#include <thread>
+
+#include <sched.h>
+
+#include "context.hpp"
+#include "moe.hpp"
+#include "ops.hpp"
+
+namespace strata::cpu {
+namespace {
+
+constexpr const char* kName = "cpu_avx2";
+
+unsigned usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return static_cast<unsigned>(CPU_COUNT(&set));
+  const unsigned n = std::thread::hardware_concurrency();
+  return n > 0 ? n : 1;
+}
+
+strata_plugin_descriptor make_descriptor() {
+  const IsaFeatures f = detect_isa();
+  strata_plugin_descriptor d{};
+  d.struct_size = sizeof d;
+  d.abi_major = STRATA_ABI_MAJOR;
+  d.abi_minor = STRATA_ABI_MINOR;
+  d.kind = STRATA_KIND_BACKEND;
+  d.name = kName;
+  d.version = "0.1.0";
+  d.families = "backend,expert_pool";
+  // The host picks the best score for `auto`: GPU backends score higher; AVX-512 ranks above AVX2 only among CPUs.
+  d.score = !f.usable() ? 0 : (f.avx512() && f.avx512vnni ? 20 : 10);
+  d.score_reason = !f.usable() ? "no AVX2/FMA/F16C" : (f.avx512() && f.avx512vnni ? "AVX2+FMA+F16C, AVX-512 VNNI" : "AVX2+FMA+F16C");
+  return d;
+}
+
+// Runs `body` and turns an escaping exception into a status of the context's host.
+template <class Body>
+strata_status* guarded(Context* ctx, Body body) noexcept {
+  try {
+    return body();
+  } catch (const OpFailure& e) {
+    return ctx->error(e.code, e.what());
+  } catch (const std::bad_alloc&) {
+    return ctx->error(STRATA_ERR_OUT_OF_MEMORY, "cpu_avx2: out of memory for scratch buffers");
+  } catch (const std::exception& e) {
+    return ctx->error(STRATA_ERR_INTERNAL, std::string("cpu_avx2: ") + e.what());
+  } catch (...) {
+    return ctx->error(STRATA_ERR_INTERNAL, "cpu_avx2: unknown exception");
+  }
+}
+
+uint32_t device_count(void*) { return 1; }
+
+strata_status* device_info(void* c, uint32_t index, strata_device_info* out) {
+  auto* ctx = static_cast<Context*>(c);
+  return guarded(ctx, [&]() -> strata_status* {
+    if (index != 0) return ctx->error(STRATA_ERR_INVALID_ARGUMENT, "cpu_avx2 has one device (0), not " + std::to_string(index));
+    out->struct_size = sizeof *out;
+    out->kind = STRATA_DEVICE_CPU;
+    out->name = ctx->device_name().c_str();
+    out->arch = path_arch(ctx->path());
+    out->memory_total = memory_total_bytes();
+    out->memory_free = memory_available_bytes();
+    out->compute_units = ctx->pool().parts();
+    out->reserved0 = 0;
+    return nullptr;
+  });
+}
+
+uint32_t supports_op(void* c, uint32_t device, const strata_op* op) {
+  try {
+    return device == 0 && op != nullptr && !check_op(*static_cast<Context*>(c), *op) ? 1u : 0u;
+  } catch (...) {
+    return 0;
+  }
+}
+
+strata_status* compute(void* c, uint32_t device, const strata_op* ops, size_t n_ops) {
+  auto* ctx = static_cast<Context*>(c);
+  return guarded(ctx, [&]() -> strata_status* {
+    if (device != 0) return ctx->error(STRATA_ERR_INVALID_ARGUMENT, "cpu_avx2 has one device (0), not " + std::to_string(device));
+    std::lock_guard<std::mutex> lock(ctx->mutex());
+    for (size_t i = 0; i < n_ops; ++i) {
+      if (auto why = check_op(*ctx, ops[i])) {
+        return ctx->error(STRATA_ERR_UNSUPPORTED, "cpu_avx2: op " + std::to_string(i) + " (kind " +
+                                                      std::to_string(ops[i].kind) + "): " + *why);
+      }
+      run_op(*ctx, ops[i]);
+    }
+    return nullptr;
+  });
+}
+
+uint32_t worker_count(void* c) { return static_cast<Context*>(c)->pool().parts(); }
+
+strata_status* pool_compute(void* c, const strata_moe_op* moe, volatile uint32_t* done_flag, uint32_t done_value) {
+  auto* ctx = static_cast<Context*>(c);
+  return guarded(ctx, [&]() -> strata_status* {
+    if (moe == nullptr) return ctx->error(STRATA_ERR_INVALID_ARGUMENT, "expert_pool.compute: moe is NULL");
+    std::lock_guard<std::mutex> lock(ctx->mutex());
+    if (auto why = check_moe_op(*ctx, *moe, true)) {
+      return ctx->error(STRATA_ERR_INVALID_ARGUMENT, "expert_pool.compute: " + *why);
+    }
+    compute_expert_rows(*ctx, *moe, moe->rows);
+    if (done_flag != nullptr) __atomic_store_n(const_cast<uint32_t*>(done_flag), done_value, __ATOMIC_RELEASE);
+    return nullptr;
+  });
+}
+
+const strata_backend_v1 kBackend = {
+    {sizeof(strata_backend_v1), STRATA_BACKEND_MINOR}, device_count, device_info, supports_op, compute};
+const strata_expert_pool_v1 kExpertPool = {
+    {sizeof(strata_expert_pool_v1), STRATA_EXPERT_POOL_MINOR}, worker_count, pool_compute};
+
+const void* get_interface(void*, const char* family, uint32_t version) {
+  if (family == nullptr) return nullptr;
+  const std::string f = family;
+  if (f == STRATA_BACKEND_FAMILY && version == STRATA_BACKEND_VERSION) return &kBackend;
+  if (f == STRATA_EXPERT_POOL_FAMILY && version == STRATA_EXPERT_POOL_VERSION) return &kExpertPool;
+  return nullptr;
+}
+
+void destroy(void* c) { delete static_cast<Context*>(c); }
+
+const strata_plugin_descriptor* query() {
+  static const strata_plugin_descriptor d = make_descriptor();
+  return &d;
+}
+
+strata_status* init(const strata_host_api* host, const char* const* options, size_t n, strata_plugin_instance* out) {
+  if (!detect_isa().usable()) {
+    return host->status_new(STRATA_ERR_UNSUPPORTED, "cpu_avx2: this CPU lacks AVX2, FMA or F16C");
+  }
+  Options opts;
+  std::string error;
+  if (!parse_options(options, n, usable_cores(), &opts, &error)) {
+    return host->status_new(STRATA_ERR_INVALID_ARGUMENT, ("cpu_avx2: " + error).c_str());
+  }
+  auto ctx = std::make_unique<Context>(host, opts);
+  ctx->log(STRATA_LOG_INFO, std::string(path_arch(ctx->path())) + ", " + std::to_string(ctx->pool().workers()) +
+                                " workers" + (opts.host_worker ? " + the calling thread" : ""));
+  out->struct_size = sizeof *out;
+  out->reserved0 = 0;
+  out->ctx = ctx.release();
+  out->get_interface = get_interface;
+  out->destroy = destroy;
+  return nullptr;
+}
+
+}  // namespace
+}  // namespace strata::cpu
+
+STRATA_PLUGIN_DEFINE(strata::cpu::query, strata::cpu::init)

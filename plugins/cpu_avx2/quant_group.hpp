@@ -1,0 +1,58 @@
+// What a weight type's decoder hands the shared matrix-vector driver (quant_matvec.inc): one group of eight
+// 32-value spans (256 values) as small integers, and the float scale and offset of each span's sub-blocks
+// (section 2 of docs/CANONICAL_ARITHMETIC.md: w = c_k * g + b_k).
+//
+// A decoder is a struct with
+//   kBlockValues, kBlockBytes   the type's block (32 or 256 values)
+//   kSigned                     g is stored as int8 in w[] (else as uint8 u with g = u - kBias)
+//   kBias                       see above (0 when u is g itself)
+//   kTwoSub                     16-value sub-blocks: c1 (and b1) hold the second sub-block of each span
+//   kOffset                     b_k != 0: b0 (and b1) hold the offsets
+//   static void decode(const unsigned char* p, int spans, Group& g)
+// where p points at the group's first block and spans (1..8) says how many spans exist (only types with
+// 32-value blocks get fewer than 8, at the end of a row); the rest must be zeroed.
+#pragma once
+
+#include "simd.hpp"
+#include "strata/format/fp16.hpp"
+
+namespace strata::cpu {
+
+struct Group {
+  __m256i w[8];  // span s: its 32 values in order
+  __m256 c0, c1, b0, b1;
+};
+
+// Sign-extends/zero-extends eight bytes to a float vector.
+STRATA_INLINE_AVX2 __m256 u8x8_to_ps(uint64_t bytes) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(bytes))));
+}
+STRATA_INLINE_AVX2 __m256 i8x8_to_ps(uint64_t bytes) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(static_cast<long long>(bytes))));
+}
+
+// Eight f16 values (exact conversion; F16C's vcvtph2ps equals format::fp16_to_fp32, subnormals included).
+STRATA_INLINE_AVX2 __m256 f16x8_to_ps(const uint16_t (&h)[8]) { return _mm256_cvtph_ps(load128(h)); }
+
+// Splits 16 packed bytes into a span of 32 nibbles: low nibbles are values 0..15, high nibbles values 16..31.
+STRATA_INLINE_AVX2 __m256i nibbles_32(const unsigned char* p) {
+  const __m128i b = load128(p);
+  const __m128i m = _mm_set1_epi8(0x0f);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m), _mm_and_si128(b, m));
+}
+
+// Byte j of the result is 0xff when bit j of `bits` is set.
+STRATA_INLINE_AVX2 __m256i bits_to_bytes(uint32_t bits) {
+  const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
+                                             _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101,
+                                                                0x0202020202020202, 0x0303030303030303));
+  const __m256i select = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
+  return _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
+}
+
+// Negates the int8 values of q where mask bytes are 0xff (q is never -128: activations are within +-127).
+STRATA_INLINE_AVX2 __m256i negate_where(__m256i q, __m256i mask) {
+  return _mm256_sub_epi8(_mm256_xor_si256(q, mask), mask);
+}
+
+}  // namespace strata::cpu

@@ -1,0 +1,73 @@
+// The plugin's worker threads: one pinned thread per core, plus (optionally) the calling thread. An op is split
+// into one part per participant; part p always runs on the same thread, and the parts' outputs never overlap,
+// so results do not depend on timing. Between ops workers spin briefly, then sleep on a futex, so an idle
+// engine does not burn CPU.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+namespace strata::cpu {
+
+class ThreadPool {
+ public:
+  // workers: threads started here; host_worker: the caller of run() also computes a part.
+  ThreadPool(unsigned workers, bool host_worker);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  // How many parts run() splits work into.
+  unsigned parts() const { return parts_; }
+  unsigned workers() const { return static_cast<unsigned>(threads_.size()); }
+  // The CPUs the workers are pinned to (empty entries: not pinned).
+  const std::vector<int>& pinned_cpus() const { return pinned_; }
+
+  // Calls fn(part, parts()) once for every part and returns when all have returned. One run at a time
+  // (callers serialise); an exception thrown by a part is rethrown here after all parts finish.
+  template <class Fn>
+  void run(Fn&& fn) {
+    using F = std::remove_reference_t<Fn>;
+    dispatch(&invoke<F>, const_cast<void*>(static_cast<const void*>(&fn)));
+  }
+
+ private:
+  using PartFn = void (*)(void* ctx, unsigned part, unsigned parts);
+  template <class Fn>
+  static void invoke(void* ctx, unsigned part, unsigned parts) {
+    (*static_cast<Fn*>(ctx))(part, parts);  // Fn may be const-qualified: the cast restores it
+  }
+
+  void dispatch(PartFn fn, void* ctx);
+  void worker_main(unsigned index);
+  void run_part(unsigned part);
+
+  unsigned parts_ = 1;
+  bool host_worker_ = true;
+  std::vector<std::thread> threads_;
+  std::vector<int> pinned_;
+
+  PartFn fn_ = nullptr;
+  void* ctx_ = nullptr;
+  std::atomic<uint32_t> generation_{0};  // bumped once per run; workers wait for it to change
+  std::atomic<uint32_t> pending_{0};     // parts not yet finished
+  std::atomic<uint32_t> sleepers_{0};    // workers asleep on generation_
+  std::atomic<uint32_t> host_sleeping_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex error_mutex_;
+  std::exception_ptr error_;
+};
+
+// The range [begin, end) of part `part` when n items are split into `parts` contiguous ranges whose starts are
+// multiples of `align` (the last range takes the rest).
+struct Range {
+  int64_t begin, end;
+};
+Range split_range(int64_t n, unsigned part, unsigned parts, int64_t align = 1);
+
+}  // namespace strata::cpu

@@ -1,0 +1,591 @@
+// The op cases of the parity suite: one struct per op, each with the shapes and types it varies (odd sizes that
+// leave partial vectors and partial groups, token counts around the kernels' 8-token chunks), seeded random
+// inputs, and how its outputs are compared with the reference backend.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+#include "backend_ops_harness.hpp"
+#include "strata/format/fp16.hpp"
+#include "strata/format/types.hpp"
+#include "strata/op_tensor.hpp"
+
+namespace strata::test {
+namespace {
+
+using format::GgmlType;
+
+std::string tname(GgmlType t) { return std::string(format::traits(t).name); }
+
+std::vector<float> normal_floats(std::mt19937& rng, size_t n, float sigma = 1.0f) {
+  std::normal_distribution<float> nd(0.0f, sigma);
+  std::vector<float> v(n);
+  for (float& x : v) x = nd(rng);
+  return v;
+}
+
+// Replaces a few values by NaN, +Inf and -Inf (never two specials at one index).
+void add_specials(std::vector<float>& v, std::mt19937& rng) {
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity()};
+  for (float s : specials) v[rng() % v.size()] = s;
+}
+
+void put_f16(unsigned char* p, float v) {
+  const uint16_t h = format::fp32_to_fp16(v);
+  std::memcpy(p, &h, 2);
+}
+
+// Gives a random block sane scales: f16 fields in [5e-4, 1e-2) (random bits would make NaN and Inf scales),
+// MXFP4's exponent near 2^-8. Everything else stays random, so every bit pattern of the values is exercised.
+void sane_scales(GgmlType t, unsigned char* b, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(5e-4f, 1e-2f);
+  switch (t) {
+    case GgmlType::Q4_0: case GgmlType::Q5_0: case GgmlType::Q8_0: case GgmlType::IQ2_XXS: case GgmlType::IQ2_XS:
+    case GgmlType::IQ2_S: case GgmlType::IQ3_XXS: case GgmlType::IQ3_S: case GgmlType::IQ1_S: case GgmlType::IQ4_NL:
+    case GgmlType::IQ4_XS:
+      put_f16(b, u(rng));
+      break;
+    case GgmlType::Q4_1: case GgmlType::Q5_1: case GgmlType::Q4_K: case GgmlType::Q5_K:
+      put_f16(b, u(rng));
+      put_f16(b + 2, u(rng));
+      break;
+    case GgmlType::Q2_K:
+      put_f16(b + 80, u(rng));
+      put_f16(b + 82, u(rng));
+      break;
+    case GgmlType::Q3_K: put_f16(b + 108, u(rng)); break;
+    case GgmlType::Q6_K: put_f16(b + 208, u(rng)); break;
+    case GgmlType::TQ1_0: put_f16(b + 52, u(rng)); break;
+    case GgmlType::TQ2_0: put_f16(b + 64, u(rng)); break;
+    case GgmlType::MXFP4: b[0] = static_cast<unsigned char>(115 + rng() % 12); break;
+    case GgmlType::IQ1_M: {
+      // The f16 scale lives in the top nibbles of the four scale words.
+      const uint16_t h = format::fp32_to_fp16(u(rng));
+      for (int i = 0; i < 4; ++i) {
+        uint16_t w;
+        std::memcpy(&w, b + 48 + 2 * i, 2);
+        w = static_cast<uint16_t>((w & 0x0fff) | (((h >> (4 * i)) & 0xf) << 12));
+        std::memcpy(b + 48 + 2 * i, &w, 2);
+      }
+      break;
+    }
+    default: break;
+  }
+}
+
+// rows x n weights of `type`: normal values for float types, random blocks with sane scales otherwise.
+std::vector<unsigned char> random_weights(GgmlType type, int64_t rows, int64_t n, std::mt19937& rng) {
+  const uint64_t rb = format::row_bytes(type, static_cast<uint64_t>(n));
+  std::vector<unsigned char> w(rb * static_cast<uint64_t>(rows));
+  if (type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16) {
+    const std::vector<float> f = normal_floats(rng, static_cast<size_t>(rows * n), 0.05f);
+    for (size_t i = 0; i < f.size(); ++i) {
+      if (type == GgmlType::F32) {
+        std::memcpy(&w[4 * i], &f[i], 4);
+      } else {
+        const uint16_t h = type == GgmlType::F16 ? format::fp32_to_fp16(f[i]) : format::fp32_to_bf16(f[i]);
+        std::memcpy(&w[2 * i], &h, 2);
+      }
+    }
+    return w;
+  }
+  for (auto& c : w) c = static_cast<unsigned char>(rng());
+  const format::TypeTraits& tr = format::traits(type);
+  for (size_t b = 0; b < w.size() / tr.block_bytes; ++b) sane_scales(type, &w[b * tr.block_bytes], rng);
+  return w;
+}
+
+Output f32_output(const std::string& name, int64_t count, Compare cmp) {
+  Output o;
+  o.name = name;
+  o.bytes = static_cast<size_t>(count) * sizeof(float);
+  o.compare = cmp;
+  return o;
+}
+
+template <class... Args>
+std::string vars_of(const char* op, const Args&... kv) {
+  std::ostringstream s;
+  s << op << "(";
+  const char* sep = "";
+  ((s << sep << kv, sep = ","), ...);
+  s << ")";
+  return s.str();
+}
+
+template <class T>
+std::string kv(const char* k, const T& v) {
+  std::ostringstream s;
+  s << k << "=" << v;
+  return s.str();
+}
+
+// ---- the cases ------------------------------------------------------------------------------------------------
+
+struct MulMatCase : OpCase {
+  GgmlType type;
+  int64_t n_in, n_out, n_tok;
+  MulMatCase(GgmlType t, int64_t i, int64_t o, int64_t k) : type(t), n_in(i), n_out(o), n_tok(k) {}
+  std::string vars() const override {
+    return vars_of("MUL_MAT", kv("type", tname(type)), kv("n_in", n_in), kv("n_out", n_out), kv("n_tok", n_tok));
+  }
+  Instance build(std::mt19937& rng) const override {
+    Instance inst;
+    const unsigned char* w = inst.keep(random_weights(type, n_out, n_in, rng));
+    const float* x = inst.keep(normal_floats(rng, static_cast<size_t>(n_in * n_tok)));
+    inst.outputs.push_back(f32_output("dst", n_out * n_tok, Compare::Bytes));
+    const GgmlType t = type;
+    const int64_t ni = n_in, no = n_out, nt = n_tok;
+    inst.bind = [=](const std::vector<void*>& out) {
+      strata_op op{};
+      op.struct_size = sizeof op;
+      op.kind = STRATA_OP_MUL_MAT;
+      op.src[0] = make_tensor(w, t, {ni, no});
+      op.src[1] = tensor_f32(x, {ni, nt});
+      op.dst = tensor_f32(static_cast<float*>(out[0]), {no, nt});
+      return op;
+    };
+    return inst;
+  }
+};
+
+struct MoeCase : OpCase {
+  GgmlType in_type, down_type;
+  int64_t n_embd, n_ff, n_tok, k;
+  bool with_rows;
+  MoeCase(GgmlType in, GgmlType down, int64_t embd, int64_t ff, int64_t tok, int64_t top_k, bool rows)
+      : in_type(in), down_type(down), n_embd(embd), n_ff(ff), n_tok(tok), k(top_k), with_rows(rows) {}
+  std::string vars() const override {
+    return vars_of("MOE", kv("gate_up", tname(in_type)), kv("down", tname(down_type)), kv("n_embd", n_embd),
+                   kv("n_ff", n_ff), kv("n_tok", n_tok), kv("k", k), kv("rows", with_rows ? "yes" : "no"));
+  }
+  Instance build(std::mt19937& rng) const override {
+    Instance inst;
+    // Six listed experts out of 16 ids (ascending); the last one gets no tokens.
+    const std::vector<uint32_t> ids = {1, 4, 5, 9, 12, 15};
+    const size_t ne = ids.size();
+    std::vector<std::vector<uint32_t>> tokens(ne);
+    for (int64_t t = 0; t < n_tok; ++t) {
+      std::vector<size_t> pick(ne - 1);
+      for (size_t i = 0; i < pick.size(); ++i) pick[i] = i;
+      std::shuffle(pick.begin(), pick.end(), rng);
+      for (int64_t j = 0; j < k; ++j) tokens[pick[static_cast<size_t>(j)]].push_back(static_cast<uint32_t>(t));
+    }
+    std::vector<uint32_t> offsets{0}, index;
+    for (const auto& tl : tokens) {
+      index.insert(index.end(), tl.begin(), tl.end());
+      offsets.push_back(static_cast<uint32_t>(index.size()));
+    }
+    std::uniform_real_distribution<float> wd(0.05f, 1.0f);
+    std::vector<float> route(index.size());
+    for (float& r : route) r = wd(rng);
+    std::vector<strata_expert_weights> weights(ne);
+    for (size_t e = 0; e < ne; ++e) {
+      weights[e].gate = inst.keep(random_weights(in_type, n_ff, n_embd, rng));
+      weights[e].up = inst.keep(random_weights(in_type, n_ff, n_embd, rng));
+      weights[e].down = inst.keep(random_weights(down_type, n_embd, n_ff, rng));
+      weights[e].gate_type = weights[e].up_type = static_cast<uint32_t>(in_type);
+      weights[e].down_type = static_cast<uint32_t>(down_type);
+    }
+    strata_moe_op m{};
+    m.n_embd = static_cast<uint32_t>(n_embd);
+    m.n_ff = static_cast<uint32_t>(n_ff);
+    m.n_tok = static_cast<uint32_t>(n_tok);
+    m.n_experts = static_cast<uint32_t>(ne);
+    m.expert_ids = inst.keep(ids);
+    m.weights = inst.keep(weights);
+    m.token_offsets = inst.keep(offsets);
+    m.token_index = inst.keep(index);
+    m.route_weight = inst.keep(route);
+    m.x = inst.keep(normal_floats(rng, static_cast<size_t>(n_embd * n_tok)));
+    inst.outputs.push_back(f32_output("dst", n_embd * n_tok, Compare::Bytes));
+    if (with_rows) inst.outputs.push_back(f32_output("moe.rows", n_embd * static_cast<int64_t>(index.size()), Compare::Bytes));
+    // Each bind gets its own descriptor (with its own rows pointer) at a stable address.
+    auto bound_ops = std::make_shared<std::deque<strata_moe_op>>();
+    inst.owned.push_back(bound_ops);
+    const bool rows = with_rows;
+    const int64_t embd = n_embd, nt = n_tok;
+    inst.bind = [bound_ops, m, rows, embd, nt](const std::vector<void*>& out) {
+      strata_moe_op& bound = bound_ops->emplace_back(m);
+      bound.rows = rows ? static_cast<float*>(out[1]) : nullptr;
+      strata_op op{};
+      op.struct_size = sizeof op;
+      op.kind = STRATA_OP_MOE;
+      op.dst = tensor_f32(static_cast<float*>(out[0]), {embd, nt});
+      op.extra = &bound;
+      return op;
+    };
+    return inst;
+  }
+};
+
+struct GetRowsCase : OpCase {
+  GgmlType type;
+  int64_t n_embd, n_rows, n_ids;
+  GetRowsCase(GgmlType t, int64_t e, int64_t r, int64_t i) : type(t), n_embd(e), n_rows(r), n_ids(i) {}
+  std::string vars() const override {
+    return vars_of("GET_ROWS", kv("type", tname(type)), kv("n_embd", n_embd), kv("n_rows", n_rows), kv("n_ids", n_ids));
+  }
+  Instance build(std::mt19937& rng) const override {
+    Instance inst;
+    const unsigned char* table = inst.keep(random_weights(type, n_rows, n_embd, rng));
+    std::vector<int32_t> ids(static_cast<size_t>(n_ids));
+    for (auto& i : ids) i = static_cast<int32_t>(rng() % static_cast<uint32_t>(n_rows));
+    const int32_t* id = inst.keep(ids);
+    inst.outputs.push_back(f32_output("dst", n_embd * n_ids, Compare::Bytes));
+    const GgmlType t = type;
+    const int64_t e = n_embd, r = n_rows, n = n_ids;
+    inst.bind = [=](const std::vector<void*>& out) {
+      strata_op op{};
+      op.struct_size = sizeof op;
+      op.kind = STRATA_OP_GET_ROWS;
+      op.src[0] = make_tensor(table, t, {e, r});
+      op.src[1] = tensor_i32(id, {n});
+      op.dst = tensor_f32(static_cast<float*>(out[0]), {e, n});
+      return op;
+    };
+    return inst;
+  }
+};
+
+struct RmsNormCase : OpCase {
+  int64_t n, rows;
+  bool weight, specials;
+  RmsNormCase(int64_t n_, int64_t r, bool w, bool s) : n(n_), rows(r), weight(w), specials(s) {}
+  std::string vars() const override {
+    return vars_of("RMS_NORM", kv("n", n), kv("rows", rows), kv("weight", weight ? "yes" : "no"),
+                   kv("nan_inf", specials ? "yes" : "no"));
+  }
+  double max_nmse() const override { return 1e-12; }
+  Instance build(std::mt19937& rng) const override {
+    Instance inst;
+    std::vector<float> xv = normal_floats(rng, static_cast<size_t>(n * rows));
+    if (specials) add_specials(xv, rng);
+    const float* x = inst.keep(xv);
+    const float* w = weight ? inst.keep(normal_floats(rng, static_cast<size_t>(n))) : nullptr;
+    inst.outputs.push_back(f32_output("dst", n * rows, Compare::Nmse));
+    const int64_t nn = n, rr = rows;
+    inst.bind = [=](const std::vector<void*>& out) {
+      strata_op op{};
+      op.struct_size = sizeof op;
+      op.kind = STRATA_OP_RMS_NORM;
+      op.src[0] = tensor_f32(x, {nn, rr});
+      op.src[1] = w != nullptr ? tensor_f32(w, {nn}) : no_tensor();
+      op.dst = tensor_f32(static_cast<float*>(out[0]), {nn, rr});
+      op.f[0] = 1e-6f;
+      return op;
+    };
+    return inst;
+  }
+};
+
+// ADD, MUL (one rounded operation each: the bits must match) and SWIGLU (canonical).
+struct ElementwiseCase : OpCase {
+  uint32_t kind;
+  int64_t n, rows;
+  bool broadcast, specials;
+  ElementwiseCase(uint32_t k, int64_t n_, int64_t r, bool b, bool s) : kind(k), n(n_), rows(r), broadcast(b), specials(s) {}
+  std::string vars() const override {
+    const char* name = kind == STRATA_OP_ADD ? "ADD" : kind == STRATA_OP_MUL ? "MUL" : "SWIGLU";
+    return vars_of(name, kv("n", n), kv("rows", rows), kv("broadcast", broadcast ? "yes" : "no"),
+                   kv("nan_inf", specials ? "yes" : "no"));
+  }
+  Instance build(std::mt19937& rng) const override {
+    Instance inst;
+    // SWIGLU's gate spans exp_c's whole range: overflow, the subnormal results and underflow to zero.
+    std::vector<float> a = normal_floats(rng, static_cast<size_t>(n * rows), kind == STRATA_OP_SWIGLU ? 40.0f : 1.0f);
+    if (specials) add_specials(a, rng);
+    const float* x = inst.keep(a);
+    const float* y = inst.keep(normal_floats(rng, static_cast<size_t>(n * (broadcast ? 1 : rows))));
+    inst.outputs.push_back(f32_output("dst", n * rows, Compare::Bytes));
+    const uint32_t k = kind;
+    const int64_t nn = n, rr = rows;
+    const bool b = broadcast;
+    inst.bind = [=](const std::vector<void*>& out) {
+      strata_op op{};
+      op.struct_size = sizeof op;
+      op.kind = k;
+      op.src[0] = tensor_f32(x, {nn, rr});
+      op.src[1] = b ? tensor_f32(y, {nn}) : tensor_f32(y, {nn, rr});
+      op.dst = tensor_f32(static_cast<float*>(out[0]), {nn, rr});
+      return op;
+    };
+    return inst;
+  }
+};
+
+struct RopeCase : OpCase {
+  int mode;
+  int64_t head_dim, n_head, n_tok;
+  int n_rot;
+  RopeCase(int m, int64_t hd, int64_t nh, int64_t nt, int nr) : mode(m), head_dim(hd), n_head(nh), n_tok(nt), n_rot(nr) {}
+  std::string vars() const override {
+    return vars_of("ROPE", kv("mode", mode), kv("head_dim", head_dim), kv("n_head", n_head), kv("n_tok", n_tok),
+                   kv("n_rot", n_rot));
+  }
+  double max_nmse() const override { return 1e-11; }
+  Instance build(std::mt19937& rng) const override {
+    Instance inst;
+    const float* x = inst.keep(normal_floats(rng, static_cast<size_t>(head_dim * n_head * n_tok)));
+    std::vector<int32_t> pos(static_cast<size_t>(n_tok));
+    for (auto& p : pos) p = static_cast<int32_t>(rng() % 40000);
+    const int32_t* ps = inst.keep(pos);
+    inst.outputs.push_back(f32_output("dst", head_dim * n_head * n_tok, Compare::Nmse));
+    const int md = mode, nr = n_rot;
+    const int64_t hd = head_dim, nh = n_head, nt = n_tok;
+    inst.bind = [=](const std::vector<void*>& out) {
+      strata_op op{};
+      op.struct_size = sizeof op;
+      op.kind = STRATA_OP_ROPE;
+      op.src[0] = tensor_f32(x, {hd, nh, nt});
+      op.src[1] = tensor_i32(ps, {nt});
+      op.dst = tensor_f32(static_cast<float*>(out[0]), {hd, nh, nt});
+      op.i[0] = md;
+      op.i[1] = nr;
+      op.f[0] = 1000000.0f;
+      op.f[1] = 1.0f;
+      return op;
+    };
+    return inst;
+  }
+};
+
+// A random cache of `type`: columns of kv_dim values (f16/f32 from normal floats, q8_0 blocks with sane scales).
+std::vector<unsigned char> random_cache(GgmlType type, int64_t kv_dim, int64_t n_ctx, std::mt19937& rng) {
+  if (type == GgmlType::Q8_0) {
+    std::vector<unsigned char> c = random_weights(type, n_ctx, kv_dim, rng);
+    // Activation-like values: q within +-127 and scales near 1/127.
+    for (size_t b = 0; b < c.size() / 34; ++b) {
+      put_f16(&c[b * 34], 1.0f / 127.0f);
+      for (int i = 0; i < 32; ++i) {
+        if (c[b * 34 + 2 + static_cast<size_t>(i)] == 0x80) c[b * 34 + 2 + static_cast<size_t>(i)] = 0x81;
+      }
+    }
+    return c;
+  }
+  return random_weights(type, n_ctx, kv_dim, rng);
+}
+
+struct KvStoreCase : OpCase {
+  GgmlType type;
+  int64_t kv_dim, n_ctx, n_tok;
+  KvStoreCase(GgmlType t, int64_t kd, int64_t nc, int64_t nt) : type(t), kv_dim(kd), n_ctx(nc), n_tok(nt) {}
+  std::string vars() const override {
+    return vars_of("KV_STORE", kv("type", tname(type)), kv("kv_dim", kv_dim), kv("n_ctx", n_ctx), kv("n_tok", n_tok));
+  }
+  Instance build(std::mt19937& rng) const override {
+    Instance inst;
+    const float* x = inst.keep(normal_floats(rng, static_cast<size_t>(kv_dim * n_tok)));
+    std::vector<int32_t> pos(static_cast<size_t>(n_ctx));
+    for (size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<int32_t>(i);
+    std::shuffle(pos.begin(), pos.end(), rng);
+    pos.resize(static_cast<size_t>(n_tok));
+    const int32_t* ps = inst.keep(pos);
+    Output cache;
+    cache.name = "dst (cache)";
+    cache.initial = random_cache(type, kv_dim, n_ctx, rng);
+    cache.bytes = cache.initial.size();
+    cache.compare = Compare::Bytes;
+    inst.outputs.push_back(cache);
+    const GgmlType t = type;
+    const int64_t kd = kv_dim, nc = n_ctx, nt = n_tok;
+    inst.bind = [=](const std::vector<void*>& out) {
+      strata_op op{};
+      op.struct_size = sizeof op;
+      op.kind = STRATA_OP_KV_STORE;
+      op.src[0] = tensor_f32(x, {kd, nt});
+      op.src[1] = tensor_i32(ps, {nt});
+      op.dst = make_tensor(out[0], t, {kd, nc});
+      return op;
+    };
+    return inst;
+  }
+};
+
+struct AttentionCase : OpCase {
+  GgmlType type;
+  int64_t head_dim, n_head, n_kv_head, n_ctx, n_tok;
+  AttentionCase(GgmlType t, int64_t hd, int64_t nh, int64_t nkv, int64_t nc, int64_t nt)
+      : type(t), head_dim(hd), n_head(nh), n_kv_head(nkv), n_ctx(nc), n_tok(nt) {}
+  std::string vars() const override {
+    return vars_of("ATTENTION", kv("cache", tname(type)), kv("head_dim", head_dim), kv("n_head", n_head),
+                   kv("n_kv_head", n_kv_head), kv("n_ctx", n_ctx), kv("n_tok", n_tok));
+  }
+  double max_nmse() const override { return 1e-10; }
+  Instance build(std::mt19937& rng) const override {
+    Instance inst;
+    const float* q = inst.keep(normal_floats(rng, static_cast<size_t>(head_dim * n_head * n_tok)));
+    const unsigned char* k = inst.keep(random_cache(type, head_dim * n_kv_head, n_ctx, rng));
+    const unsigned char* v = inst.keep(random_cache(type, head_dim * n_kv_head, n_ctx, rng));
+    // A window at the end of the context, and one token near its start.
+    std::vector<int32_t> pos(static_cast<size_t>(n_tok));
+    for (int64_t t = 0; t < n_tok; ++t) pos[static_cast<size_t>(t)] = static_cast<int32_t>(n_ctx - n_tok + t);
+    pos[0] = 2;
+    const int32_t* ps = inst.keep(pos);
+    inst.outputs.push_back(f32_output("dst", head_dim * n_head * n_tok, Compare::Nmse));
+    const GgmlType t = type;
+    const int64_t hd = head_dim, nh = n_head, nkv = n_kv_head, nc = n_ctx, nt = n_tok;
+    inst.bind = [=](const std::vector<void*>& out) {
+      strata_op op{};
+      op.struct_size = sizeof op;
+      op.kind = STRATA_OP_ATTENTION;
+      op.src[0] = tensor_f32(q, {hd, nh, nt});
+      op.src[1] = make_tensor(k, t, {hd * nkv, nc});
+      op.src[2] = make_tensor(v, t, {hd * nkv, nc});
+      op.src[3] = tensor_i32(ps, {nt});
+      op.dst = tensor_f32(static_cast<float*>(out[0]), {hd * nh, nt});
+      op.i[0] = static_cast<int32_t>(nh);
+      op.i[1] = static_cast<int32_t>(nkv);
+      op.f[0] = 1.0f / std::sqrt(static_cast<float>(hd));
+      return op;
+    };
+    return inst;
+  }
+};
+
+struct RouterCase : OpCase {
+  int64_t n_expert, k, n_tok;
+  int gating;
+  bool normalize, bias;
+  RouterCase(int64_t ne, int64_t k_, int64_t nt, int g, bool n, bool b)
+      : n_expert(ne), k(k_), n_tok(nt), gating(g), normalize(n), bias(b) {}
+  std::string vars() const override {
+    return vars_of("ROUTER", kv("n_expert", n_expert), kv("k", k), kv("n_tok", n_tok),
+                   kv("gating", gating == 0 ? "softmax" : "sigmoid"), kv("normalize", normalize ? "yes" : "no"),
+                   kv("bias", bias ? "yes" : "no"));
+  }
+  double max_nmse() const override { return 1e-12; }
+  Instance build(std::mt19937& rng) const override {
+    Instance inst;
+    const float* l = inst.keep(normal_floats(rng, static_cast<size_t>(n_expert * n_tok), 2.0f));
+    const float* b = bias ? inst.keep(normal_floats(rng, static_cast<size_t>(n_expert), 0.1f)) : nullptr;
+    Output ids;
+    ids.name = "dst (ids)";
+    ids.bytes = static_cast<size_t>(k * n_tok) * sizeof(int32_t);
+    inst.outputs.push_back(ids);
+    inst.outputs.push_back(f32_output("src2 (weights)", k * n_tok, Compare::Nmse));
+    const int64_t ne = n_expert, kk = k, nt = n_tok;
+    const int g = gating, norm = normalize ? 1 : 0;
+    inst.bind = [=](const std::vector<void*>& out) {
+      strata_op op{};
+      op.struct_size = sizeof op;
+      op.kind = STRATA_OP_ROUTER;
+      op.src[0] = tensor_f32(l, {ne, nt});
+      op.src[1] = b != nullptr ? tensor_f32(b, {ne}) : no_tensor();
+      op.src[2] = tensor_f32(static_cast<float*>(out[1]), {kk, nt});
+      op.dst = tensor_i32(static_cast<int32_t*>(out[0]), {kk, nt});
+      op.i[0] = static_cast<int32_t>(kk);
+      op.i[1] = g;
+      op.i[2] = norm;
+      op.f[0] = 2.5f;
+      return op;
+    };
+    return inst;
+  }
+};
+
+struct SoftmaxCase : OpCase {
+  int64_t n, rows;
+  float scale;
+  bool masked;
+  SoftmaxCase(int64_t n_, int64_t r, float s, bool m) : n(n_), rows(r), scale(s), masked(m) {}
+  std::string vars() const override {
+    return vars_of("SOFTMAX", kv("n", n), kv("rows", rows), kv("scale", scale), kv("masked", masked ? "yes" : "no"));
+  }
+  double max_nmse() const override { return 1e-12; }
+  Instance build(std::mt19937& rng) const override {
+    Instance inst;
+    std::vector<float> xv = normal_floats(rng, static_cast<size_t>(n * rows), 3.0f);
+    if (masked) {
+      // -inf entries (a mask) weigh zero; every row keeps finite entries.
+      for (size_t i = 0; i < xv.size(); ++i) {
+        if (i % static_cast<size_t>(n) != 0 && rng() % 4 == 0) xv[i] = -std::numeric_limits<float>::infinity();
+      }
+    }
+    const float* x = inst.keep(xv);
+    inst.outputs.push_back(f32_output("dst", n * rows, Compare::Nmse));
+    const int64_t nn = n, rr = rows;
+    const float s = scale;
+    inst.bind = [=](const std::vector<void*>& out) {
+      strata_op op{};
+      op.struct_size = sizeof op;
+      op.kind = STRATA_OP_SOFTMAX;
+      op.src[0] = tensor_f32(x, {nn, rr});
+      op.dst = tensor_f32(static_cast<float*>(out[0]), {nn, rr});
+      op.f[0] = s;
+      return op;
+    };
+    return inst;
+  }
+};
+
+std::vector<std::shared_ptr<const OpCase>> make_cases() {
+  std::vector<std::shared_ptr<const OpCase>> c;
+  const GgmlType quant[] = {GgmlType::Q4_0,    GgmlType::Q4_1,   GgmlType::Q5_0,    GgmlType::Q5_1,  GgmlType::Q8_0,
+                            GgmlType::Q2_K,    GgmlType::Q3_K,   GgmlType::Q4_K,    GgmlType::Q5_K,  GgmlType::Q6_K,
+                            GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S,   GgmlType::IQ3_XXS, GgmlType::IQ3_S,
+                            GgmlType::IQ1_S,   GgmlType::IQ1_M,  GgmlType::IQ4_NL,  GgmlType::IQ4_XS, GgmlType::MXFP4,
+                            GgmlType::TQ1_0,   GgmlType::TQ2_0};
+  for (GgmlType t : quant) {
+    // 32-value types get a row of 7 spans (a partial group of 8); 256-value types three super-blocks.
+    const int64_t n_in = format::traits(t).block_elems == 256 ? 768 : 224;
+    for (int64_t n_tok : {1, 5, 9}) c.push_back(std::make_shared<MulMatCase>(t, n_in, 37, n_tok));
+  }
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
+    for (int64_t n_tok : {1, 9}) c.push_back(std::make_shared<MulMatCase>(t, 203, 37, n_tok));
+  }
+  // Expert types of the placement-invariance issue, a q4_k_m-style mix, and float experts.
+  const std::pair<GgmlType, GgmlType> moe_types[] = {
+      {GgmlType::Q4_K, GgmlType::Q4_K},     {GgmlType::Q5_K, GgmlType::Q5_K},   {GgmlType::Q6_K, GgmlType::Q6_K},
+      {GgmlType::Q8_0, GgmlType::Q8_0},     {GgmlType::IQ2_XS, GgmlType::IQ2_XS}, {GgmlType::IQ3_S, GgmlType::IQ3_S},
+      {GgmlType::IQ4_XS, GgmlType::IQ4_XS}, {GgmlType::MXFP4, GgmlType::MXFP4}, {GgmlType::Q4_K, GgmlType::Q6_K},
+      {GgmlType::F16, GgmlType::F16},       {GgmlType::Q4_K, GgmlType::F32}};
+  for (const auto& [in, down] : moe_types) {
+    c.push_back(std::make_shared<MoeCase>(in, down, 512, 256, 1, 2, true));
+    c.push_back(std::make_shared<MoeCase>(in, down, 512, 256, 7, 3, true));
+  }
+  c.push_back(std::make_shared<MoeCase>(GgmlType::Q4_K, GgmlType::Q6_K, 512, 256, 5, 2, false));
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::IQ4_NL}) {
+    c.push_back(std::make_shared<GetRowsCase>(t, format::traits(t).block_elems == 256 ? 512 : 96, 11, 5));
+  }
+  for (bool w : {true, false}) {
+    for (bool s : {false, true}) c.push_back(std::make_shared<RmsNormCase>(203, 5, w, s));
+  }
+  c.push_back(std::make_shared<RmsNormCase>(2048, 3, true, false));
+  for (uint32_t kind : {STRATA_OP_ADD, STRATA_OP_MUL}) {
+    c.push_back(std::make_shared<ElementwiseCase>(kind, 203, 5, false, true));
+    c.push_back(std::make_shared<ElementwiseCase>(kind, 203, 5, true, false));
+  }
+  c.push_back(std::make_shared<ElementwiseCase>(STRATA_OP_SWIGLU, 203, 5, false, false));
+  c.push_back(std::make_shared<ElementwiseCase>(STRATA_OP_SWIGLU, 203, 5, false, true));
+  c.push_back(std::make_shared<RopeCase>(0, 64, 5, 3, 64));
+  c.push_back(std::make_shared<RopeCase>(2, 128, 3, 4, 128));
+  c.push_back(std::make_shared<RopeCase>(2, 80, 2, 3, 32));
+  for (GgmlType t : {GgmlType::F16, GgmlType::Q8_0}) {
+    c.push_back(std::make_shared<KvStoreCase>(t, 256, 13, 1));
+    c.push_back(std::make_shared<KvStoreCase>(t, 96, 13, 5));
+  }
+  for (GgmlType t : {GgmlType::F16, GgmlType::Q8_0, GgmlType::F32}) {
+    c.push_back(std::make_shared<AttentionCase>(t, 64, 4, 4, 37, 1));
+    c.push_back(std::make_shared<AttentionCase>(t, 128, 8, 2, 29, 5));
+  }
+  c.push_back(std::make_shared<RouterCase>(128, 8, 3, 0, true, false));
+  c.push_back(std::make_shared<RouterCase>(60, 4, 5, 0, false, false));
+  c.push_back(std::make_shared<RouterCase>(64, 6, 3, 1, true, true));
+  c.push_back(std::make_shared<RouterCase>(8, 2, 7, 0, true, false));
+  c.push_back(std::make_shared<SoftmaxCase>(203, 5, 0.7f, false));
+  c.push_back(std::make_shared<SoftmaxCase>(37, 6, 1.0f, true));
+  return c;
+}
+
+}  // namespace
+
+const std::vector<std::shared_ptr<const OpCase>>& all_cases() {
+  static const std::vector<std::shared_ptr<const OpCase>> cases = make_cases();
+  return cases;
+}
+
+}  // namespace strata::test

@@ -1,0 +1,197 @@
+#include "backend_ops_harness.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <sstream>
+
+#include "strata/reference_backend.hpp"
+
+namespace strata::test {
+namespace {
+
+constexpr size_t kGuard = 64;           // sentinel bytes before and after every output
+constexpr unsigned char kGuardByte = 0xa5;
+constexpr unsigned char kFillByte = 0x7f;  // initial output bytes: 0x7f7f7f7f, a large finite float
+
+// An output region with its guards, for one run.
+struct GuardedBuffer {
+  std::vector<unsigned char> mem;
+  explicit GuardedBuffer(const Output& o) : mem(o.bytes + 2 * kGuard, kGuardByte) {
+    if (o.initial.empty()) {
+      std::memset(mem.data() + kGuard, kFillByte, o.bytes);
+    } else {
+      std::memcpy(mem.data() + kGuard, o.initial.data(), o.bytes);
+    }
+  }
+  void* data() { return mem.data() + kGuard; }
+  bool guards_intact() const {
+    for (size_t i = 0; i < kGuard; ++i) {
+      if (mem[i] != kGuardByte || mem[mem.size() - 1 - i] != kGuardByte) return false;
+    }
+    return true;
+  }
+  std::vector<unsigned char> contents() const {
+    return {mem.begin() + static_cast<std::ptrdiff_t>(kGuard), mem.end() - static_cast<std::ptrdiff_t>(kGuard)};
+  }
+};
+
+template <class Run>
+RunResult run_with(Instance& inst, Run run) {
+  std::vector<GuardedBuffer> bufs;
+  bufs.reserve(inst.outputs.size());
+  std::vector<void*> ptrs;
+  for (const Output& o : inst.outputs) {
+    bufs.emplace_back(o);
+    ptrs.push_back(bufs.back().data());
+  }
+  const strata_op op = inst.bind(ptrs);
+  RunResult r;
+  run(op, r);
+  for (size_t i = 0; i < bufs.size(); ++i) {
+    r.out.push_back(bufs[i].contents());
+    if (!bufs[i].guards_intact()) r.guard_damage.push_back(inst.outputs[i].name);
+  }
+  return r;
+}
+
+struct Discovered {
+  std::unique_ptr<PluginRegistry> registry;
+  std::vector<std::unique_ptr<PluginInstance>> instances;
+  std::vector<BackendUnderTest> backends;
+
+  Discovered() {
+    PluginSearchPath path;
+    path.folders.push_back(STRATA_BUILD_PLUGIN_DIR);
+    path.origins.push_back("build plugin folder");
+    registry = std::make_unique<PluginRegistry>(path);
+    for (const PluginCandidate& c : registry->candidates()) {
+      if (c.verdict != PluginCandidate::Verdict::Usable || c.kind != STRATA_KIND_BACKEND) continue;
+      add(c.name, c.name, {});
+      if (c.name == "cpu_avx2") add(c.name, "cpu_avx2_force_avx2", {"force_avx2=true"});
+    }
+  }
+
+  void add(const std::string& plugin, const std::string& label, const std::vector<std::string>& options) {
+    auto inst = registry->instantiate(plugin, options);
+    const auto* be = inst->get<strata_backend_v1>(STRATA_BACKEND_FAMILY, STRATA_BACKEND_VERSION);
+    if (be == nullptr || be->device_count(inst->ctx()) == 0) return;
+    if (label != plugin) {
+      // A variant only counts when it runs another code path than the plugin's default.
+      const auto devs = inst->devices();
+      const BackendUnderTest* base = nullptr;
+      for (const auto& b : backends) {
+        if (b.label == plugin) base = &b;
+      }
+      if (base == nullptr || base->instance->devices().at(0).arch == devs.at(0).arch) return;
+    }
+    backends.push_back({label, be, inst->ctx(), inst.get()});
+    instances.push_back(std::move(inst));
+  }
+};
+
+Discovered& discovered() {
+  static Discovered d;
+  return d;
+}
+
+}  // namespace
+
+std::string test_name(const std::string& vars) {
+  std::string s;
+  for (char c : vars) {
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (alnum) {
+      s += c;
+    } else if (!s.empty() && s.back() != '_') {
+      s += '_';
+    }
+  }
+  while (!s.empty() && s.back() == '_') s.pop_back();
+  return s;
+}
+
+const std::vector<BackendUnderTest>& backends_under_test() { return discovered().backends; }
+
+std::vector<std::string> backend_labels() {
+  std::vector<std::string> out;
+  for (const auto& b : backends_under_test()) out.push_back(b.label);
+  return out;
+}
+
+const BackendUnderTest* find_backend(const std::string& label) {
+  for (const auto& b : backends_under_test()) {
+    if (b.label == label) return &b;
+  }
+  return nullptr;
+}
+
+RunResult run_on_backend(const BackendUnderTest& b, Instance& inst) {
+  return run_with(inst, [&](const strata_op& op, RunResult& r) {
+    if (b.backend->supports_op(b.ctx, 0, &op) == 0) {
+      r.supported = false;
+      return;
+    }
+    if (strata_status* st = b.backend->compute(b.ctx, 0, &op, 1)) {
+      const auto [code, message] = take_status(st);
+      r.error = std::string(status_code_name(code)) + ": " + message;
+    }
+  });
+}
+
+RunResult run_on_reference(Instance& inst) {
+  return run_with(inst, [&](const strata_op& op, RunResult& r) {
+    try {
+      run_reference(op);
+    } catch (const std::exception& e) {
+      r.error = e.what();
+    }
+  });
+}
+
+std::string compare_output(const Output& o, const std::vector<unsigned char>& want,
+                           const std::vector<unsigned char>& got, double max_nmse) {
+  std::ostringstream msg;
+  if (want.size() != got.size()) return o.name + ": sizes differ";
+  if (o.compare == Compare::Bytes) {
+    if (std::memcmp(want.data(), got.data(), want.size()) == 0) return "";
+    size_t i = 0;
+    while (want[i] == got[i]) ++i;
+    const size_t word = i / 4;
+    uint32_t a = 0, b = 0;
+    std::memcpy(&a, want.data() + 4 * word, std::min<size_t>(4, want.size() - 4 * word));
+    std::memcpy(&b, got.data() + 4 * word, std::min<size_t>(4, got.size() - 4 * word));
+    float fa, fb;
+    std::memcpy(&fa, &a, 4);
+    std::memcpy(&fb, &b, 4);
+    size_t bad = 0;
+    for (size_t k = 0; k < want.size(); ++k) bad += want[k] != got[k];
+    msg << o.name << ": " << bad << " of " << want.size() << " bytes differ; first at byte " << i << " (word "
+        << word << ": want 0x" << std::hex << a << " got 0x" << b << std::dec << ", as f32 " << fa << " vs " << fb
+        << ")";
+    return msg.str();
+  }
+  const size_t n = want.size() / 4;
+  std::vector<float> w(n), g(n);
+  std::memcpy(w.data(), want.data(), 4 * n);
+  std::memcpy(g.data(), got.data(), 4 * n);
+  double err = 0.0, norm = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    const bool wn = std::isnan(w[i]), gn = std::isnan(g[i]);
+    const bool wi = std::isinf(w[i]), gi = std::isinf(g[i]);
+    if (wn != gn || wi != gi || (wi && w[i] != g[i])) {
+      msg << o.name << ": NaN/Inf parity differs at " << i << " (want " << w[i] << ", got " << g[i] << ")";
+      return msg.str();
+    }
+    if (wn || wi) continue;
+    const double d = static_cast<double>(w[i]) - static_cast<double>(g[i]);
+    err += d * d;
+    norm += static_cast<double>(w[i]) * static_cast<double>(w[i]);
+  }
+  const double nmse = norm > 0.0 ? err / norm : err;
+  if (nmse <= max_nmse) return "";
+  msg << o.name << ": NMSE " << nmse << " > " << max_nmse;
+  return msg.str();
+}
+
+}  // namespace strata::test

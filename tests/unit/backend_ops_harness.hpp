@@ -1,0 +1,92 @@
+// The op-parity harness: op cases (one small struct per op and shape), the backends under test (every backend
+// plugin the registry finds usable, plus cpu_avx2 forced onto its AVX2 path where the CPU has AVX-512), and the
+// comparison of a backend's outputs with the reference backend's: memcmp for the canonical ops, NMSE with
+// NaN/Inf parity for the others, and guard bytes around every output.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "strata/plugin_api.h"
+#include "strata/plugin_host.hpp"
+
+namespace strata::test {
+
+// How an output is compared with the reference's.
+enum class Compare {
+  Bytes,  // memcmp (canonical arithmetic, exact conversions, integer outputs)
+  Nmse,   // f32 values: NaN and Inf at the same places, normalized mean squared error of the rest <= max_nmse
+};
+
+struct Output {
+  std::string name;                  // "dst", "src2 (weights)", "moe.rows"
+  size_t bytes = 0;
+  std::vector<unsigned char> initial;  // the contents before the op (empty: a sentinel pattern)
+  Compare compare = Compare::Bytes;
+};
+
+// One built case: its inputs (owned), its outputs, and the op over any memory given for the outputs.
+struct Instance {
+  std::vector<Output> outputs;
+  std::function<strata_op(const std::vector<void*>& outputs)> bind;
+  std::vector<std::shared_ptr<void>> owned;  // input buffers and descriptors the op points at
+
+  // Keeps `v` alive as long as the instance and returns its data.
+  template <class T>
+  T* keep(std::vector<T> v) {
+    auto p = std::make_shared<std::vector<T>>(std::move(v));
+    owned.push_back(p);
+    return p->data();
+  }
+};
+
+class OpCase {
+ public:
+  virtual ~OpCase() = default;
+  // The op and its parameters: "MUL_MAT(type=q4_K,n_in=768,n_out=37,n_tok=5)".
+  virtual std::string vars() const = 0;
+  // Largest NMSE accepted for Compare::Nmse outputs.
+  virtual double max_nmse() const { return 1e-9; }
+  virtual Instance build(std::mt19937& rng) const = 0;
+};
+
+// Every case of the suite, in a fixed order.
+const std::vector<std::shared_ptr<const OpCase>>& all_cases();
+// A name gtest accepts made from vars(): "MUL_MAT_type_q4_K_n_in_768_...".
+std::string test_name(const std::string& vars);
+
+// A backend under test.
+struct BackendUnderTest {
+  std::string label;                 // "cpu_avx2", "cpu_avx2_force_avx2"
+  const strata_backend_v1* backend;  // device 0 is used
+  void* ctx;
+  PluginInstance* instance;
+};
+
+// Discovered once: the usable backend plugins in the build's plugin folder. The forced-AVX2 variant of cpu_avx2
+// is listed only when its device reports another arch than the default (the CPU has the AVX-512 path).
+const std::vector<BackendUnderTest>& backends_under_test();
+std::vector<std::string> backend_labels();
+const BackendUnderTest* find_backend(const std::string& label);
+
+// The outcome of running one case on one backend.
+struct RunResult {
+  bool supported = true;
+  std::string error;                            // a failed compute (empty: ok)
+  std::vector<std::vector<unsigned char>> out;  // each output's bytes
+  std::vector<std::string> guard_damage;        // outputs whose guard bytes changed
+};
+
+RunResult run_on_backend(const BackendUnderTest& b, Instance& inst);
+RunResult run_on_reference(Instance& inst);
+
+// "" when `got` matches `want` under `cmp`, else what differs (first index and values).
+std::string compare_output(const Output& o, const std::vector<unsigned char>& want, const std::vector<unsigned char>& got,
+                           double max_nmse);
+
+}  // namespace strata::test
