@@ -42,7 +42,7 @@ int cmd_bench(const Args& args) {
               "Measures prefill (ppN: N prompt tokens fed as one prompt, in windows of runtime.batch) and decode\n"
               "(tgN: N tokens, one window each) speed in tokens per second, like llama-bench: each test runs -r\n"
               "times from an empty context after a warm-up; the table gives the median and the standard deviation.\n"
-              "A last line (stderr) compares the peak resident memory with the model file plus the KV cache.");
+              "A last line (stderr) compares the resident memory the model added with its file plus the KV cache.");
   LaunchOptions launch_options;
   launch_options.declare(p);
   std::string model, backend;
@@ -73,6 +73,7 @@ int cmd_bench(const Args& args) {
   for (const BenchTest& t : tests) longest = std::max(longest, t.n_tokens);
   launch.runtime.context = std::max<int>(launch.runtime.context, static_cast<int>(longest));
 
+  const uint64_t rss_before = resident_bytes();
   std::unique_ptr<Engine> engine = Engine::from_launch(launch);
   const Model& m = engine->model();
   const std::string model_name = std::filesystem::path(m.file().name()).filename().string();
@@ -107,11 +108,16 @@ int cmd_bench(const Args& args) {
                   engine->backend().name().c_str(), r.test.name().c_str(), r.median, r.stddev, r.min, r.max);
     }
   }
+  // What the model added to the process (its mapped pages, the KV cache, the activations) against the budget.
   const uint64_t peak = peak_resident_bytes();
+  const uint64_t added = peak > rss_before ? peak - rss_before : 0;
   const uint64_t budget = m.file_bytes() + engine->kv().bytes();
-  std::fprintf(stderr, "strata bench: peak RSS %s; model file %s + KV cache %s = %s (RSS is %.1f%% of that)\n",
-               format_mib(peak).c_str(), format_mib(m.file_bytes()).c_str(), format_mib(engine->kv().bytes()).c_str(),
-               format_mib(budget).c_str(), 100.0 * static_cast<double>(peak) / static_cast<double>(budget));
+  std::fprintf(stderr,
+               "strata bench: peak RSS %s, of which %s since before loading; model file %s + KV cache %s = %s "
+               "(the added RSS is %.1f%% of that)\n",
+               format_mib(peak).c_str(), format_mib(added).c_str(), format_mib(m.file_bytes()).c_str(),
+               format_mib(engine->kv().bytes()).c_str(), format_mib(budget).c_str(),
+               100.0 * static_cast<double>(added) / static_cast<double>(budget));
   return 0;
 }
 
