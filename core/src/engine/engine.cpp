@@ -61,8 +61,8 @@ std::span<const float> Engine::feed(uint32_t slot, std::span<const TokenId> toke
 
 std::span<const float> Engine::feed_window(uint32_t slot, std::span<const TokenId> tokens) {
   if (tokens.empty() || tokens.size() > act_.max_logit_rows) {
-    throw Error("feed_window: " + std::to_string(tokens.size()) + " tokens; a window with every token's logits holds 1 to " +
-                std::to_string(act_.max_logit_rows));
+    throw Error("feed_window: " + std::to_string(tokens.size()) +
+                " tokens; a window with every token's logits holds 1 to " + std::to_string(act_.max_logit_rows));
   }
   run(Window{tokens, kv_.length(slot), slot, true});
   return {act_.logits.data(), size_t{model_->hparams().n_vocab} * tokens.size()};
