@@ -16,6 +16,7 @@
 #include "strata/generate.hpp"
 #include "strata/mkmodel.hpp"
 #include "strata/process_memory.hpp"
+#include "strata/reference_backend.hpp"
 
 namespace {
 
@@ -197,6 +198,68 @@ TEST(Engine, GeneratedQwen3MoeRuns) {
     ++ran;
   }
   EXPECT_GT(ran, 0);
+  fs::remove(path);
+}
+
+// The host step of a MoE layer: the router's choices become the MOE op, experts ascending, every (token, expert,
+// weight) choice once, each expert's matrices the right slice of the stacked tensors.
+TEST(Engine, MoeOpGroupsTheRoutersChoices) {
+  strata::mkmodel::ModelSpec spec = *strata::mkmodel::shape_preset("tiny", strata::Arch::Qwen3Moe);
+  spec.n_layer = 1;
+  spec.quant = strata::mkmodel::QuantPreset::Q8_0;
+  const fs::path path = scratch("qwen3moe-routing.gguf");
+  strata::mkmodel::write_model(spec, path.string(), {});
+  const auto model = strata::Model::load(path.string());
+  const strata::HParams& hp = model->hparams();
+  strata::KvCache kv(hp.n_layer, model->kv_dim(), 64, 1, strata::format::GgmlType::F16);
+  strata::Activations act = model->make_activations(16, 1);
+  std::vector<TokenId> ids;
+  for (TokenId i = 0; i < 16; ++i) ids.push_back(1 + 211 * i);
+  const std::vector<strata::Stage> stages = model->build_window({ids, 0, 0, false}, act, kv);
+  int host_steps = 0;
+  for (const strata::Stage& st : stages) {
+    strata::run_reference(st.ops.data(), st.ops.size());
+    if (!st.host) continue;
+    st.host();
+    ++host_steps;
+    const strata_moe_op& m = act.moe;
+    const strata::ExpertStack& ex = model->weights().layers[0].experts;
+    ASSERT_EQ(m.n_tok, ids.size());
+    ASSERT_EQ(m.token_offsets[m.n_experts], hp.n_expert_used * ids.size());
+    std::vector<int> seen(ids.size() * hp.n_expert, 0);
+    for (uint32_t i = 0; i < m.n_experts; ++i) {
+      if (i > 0) {
+        EXPECT_LT(m.expert_ids[i - 1], m.expert_ids[i]);
+      }
+      const uint32_t e = m.expert_ids[i];
+      const uint64_t gate_stride = strata::format::row_bytes(ex.gate->type, ex.gate->ne[0]) * ex.gate->ne[1];
+      const uint64_t down_stride = strata::format::row_bytes(ex.down->type, ex.down->ne[0]) * ex.down->ne[1];
+      EXPECT_EQ(m.weights[i].gate, ex.gate->data + e * gate_stride);
+      EXPECT_EQ(m.weights[i].down, ex.down->data + e * down_stride);
+      for (uint32_t pair = m.token_offsets[i]; pair < m.token_offsets[i + 1]; ++pair) {
+        const uint32_t t = m.token_index[pair];
+        if (pair > m.token_offsets[i]) {
+          EXPECT_LT(m.token_index[pair - 1], t) << "tokens in window order";
+        }
+        // The router chose e for t with exactly this weight.
+        bool chosen = false;
+        for (uint32_t j = 0; j < hp.n_expert_used; ++j) {
+          chosen |= act.expert_ids[t * hp.n_expert_used + j] == static_cast<int32_t>(e) &&
+                    act.expert_weights[t * hp.n_expert_used + j] == m.route_weight[pair];
+        }
+        EXPECT_TRUE(chosen) << "expert " << e << " token " << t;
+        ++seen[t * hp.n_expert + e];
+      }
+    }
+    for (int count : seen) EXPECT_LE(count, 1);
+    // Renormalised top-k weights sum to 1 per token.
+    for (size_t t = 0; t < ids.size(); ++t) {
+      float sum = 0;
+      for (uint32_t j = 0; j < hp.n_expert_used; ++j) sum += act.expert_weights[t * hp.n_expert_used + j];
+      EXPECT_NEAR(sum, 1.0f, 1e-6f);
+    }
+  }
+  EXPECT_EQ(host_steps, 1);
   fs::remove(path);
 }
 
