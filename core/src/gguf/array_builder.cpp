@@ -56,6 +56,14 @@ ArrayBuilder& ArrayBuilder::add_array(const ArrayBuilder& v) {
   return *this;
 }
 
+ArrayBuilder& ArrayBuilder::add(const Value& v) {
+  expect(v.type());
+  const std::span<const uint8_t> bytes = v.encoded();
+  detail::append_bytes(elements_, bytes.data(), bytes.size());
+  ++count_;
+  return *this;
+}
+
 std::vector<uint8_t> ArrayBuilder::encode() const {
   std::vector<uint8_t> out;
   out.reserve(12 + elements_.size());
