@@ -13,5 +13,6 @@ int cmd_plugins(const Args& args);
 int cmd_config(const Args& args);
 int cmd_inspect(const Args& args);
 int cmd_tokenize(const Args& args);
+int cmd_mkmodel(const Args& args);
 
 }  // namespace strata::cli
