@@ -125,7 +125,7 @@ int cmd_mkmodel(const Args& args) {
   long long chunk_mib = 8;
   bool progress = false, dry_run = false, list = false;
 
-  p.option("-o|--out", "FILE", "the GGUF to write", &out);
+  p.option("--out", "FILE", "the GGUF to write", &out);
   p.option("--arch", "A", "llama or qwen3moe (default qwen3moe)", &arch_text);
   p.option("--shape", "S", mkmodel::shape_names() + " (default tiny)", &shape);
   p.option("--quant", "Q", preset_list() + " (default q4_k_m)", &quant_text);
