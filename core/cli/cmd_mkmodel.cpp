@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -48,7 +49,9 @@ class ProgressBar {
     const double secs = std::chrono::duration<double>(now - start_).count();
     std::string bar(30, '.');
     for (size_t i = 0; i < static_cast<size_t>(frac * 30); ++i) bar[i] = '#';
-    std::fprintf(stderr, "\r[%s] %5.1f%%  %.2f/%.2f GB  %.2f GB/s ", bar.c_str(), 100 * frac, done / 1e9, total / 1e9,
+    // Rounded down, so that 100% means done.
+    const double percent = std::floor(frac * 1000) / 10;
+    std::fprintf(stderr, "\r[%s] %5.1f%%  %.2f/%.2f GB  %.2f GB/s ", bar.c_str(), percent, done / 1e9, total / 1e9,
                  secs > 0 ? done / 1e9 / secs : 0.0);
     if (done == total) std::fputc('\n', stderr);
     std::fflush(stderr);
@@ -81,7 +84,9 @@ void print_router(const mkmodel::RouterReport& r, double exponent) {
   std::printf("router skew zipf:%g: share of tokens routed to the most popular experts (target in brackets):\n",
               exponent);
   const size_t n = std::min<size_t>(8, r.achieved.size());
-  for (size_t i = 0; i < n; ++i) std::printf("  rank %zu: %5.1f%% (%5.1f%%)\n", i + 1, 100 * r.achieved[i], 100 * r.target[i]);
+  for (size_t i = 0; i < n; ++i) {
+    std::printf("  rank %zu: %5.1f%% (%5.1f%%)\n", i + 1, 100 * r.achieved[i], 100 * r.target[i]);
+  }
   std::printf("  last:   %5.1f%% (%5.1f%%)\n", 100 * r.achieved.back(), 100 * r.target.back());
 }
 
@@ -120,7 +125,7 @@ int cmd_mkmodel(const Args& args) {
   long long chunk_mib = 8;
   bool progress = false, dry_run = false, list = false;
 
-  p.option("-o|--out", "FILE", "the GGUF to write", &out);
+  p.option("--out", "FILE", "the GGUF to write", &out);
   p.option("--arch", "A", "llama or qwen3moe (default qwen3moe)", &arch_text);
   p.option("--shape", "S", mkmodel::shape_names() + " (default tiny)", &shape);
   p.option("--quant", "Q", preset_list() + " (default q4_k_m)", &quant_text);
@@ -151,7 +156,8 @@ int cmd_mkmodel(const Args& args) {
   }
   p.option("--vocab", "N|FILE", "vocabulary size of the built-in vocabulary, or a GGUF whose tokenizer is copied",
            &vocab);
-  p.option("--rope-theta", "F", "rope.freq_base", [&](const std::string& v) { rope_theta = parse_double("--rope-theta", v, 1e-3, 1e12); });
+  p.option("--rope-theta", "F", "rope.freq_base",
+           [&](const std::string& v) { rope_theta = parse_double("--rope-theta", v, 1e-3, 1e12); });
   p.option("--rms-eps", "F", "attention.layer_norm_rms_epsilon",
            [&](const std::string& v) { rms_eps = parse_double("--rms-eps", v, 1e-12, 1.0); });
   p.option("--router-skew", "zipf:S", "expert popularity falling as 1/rank^S (S in 0..8)", &skew);

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include <cmath>
@@ -27,10 +28,25 @@ using strata::gguf::Model;
 using strata::mkmodel::ModelSpec;
 using strata::mkmodel::QuantPreset;
 
+// Files of this test process, removed when its tests end (a directory per process: test runs may overlap).
+fs::path temp_dir() {
+  static const fs::path dir = fs::temp_directory_path() / "strata_mkmodel_test" / std::to_string(::getpid());
+  return dir;
+}
+
+class RemoveTempDir : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(temp_dir(), ec);
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kRemoveTempDir =
+    ::testing::AddGlobalTestEnvironment(new RemoveTempDir);
+
 std::string temp_path(const std::string& name) {
-  const auto dir = fs::temp_directory_path() / "strata_mkmodel_test";
-  fs::create_directories(dir);
-  return (dir / name).string();
+  fs::create_directories(temp_dir());
+  return (temp_dir() / name).string();
 }
 
 std::vector<uint8_t> file_bytes(const std::string& path) {
@@ -403,7 +419,10 @@ TEST(Mkmodel, RouterSkewFollowsZipf) {
   const std::vector<float> router = decode(model.tensor("blk.0.ffn_gate_inp.weight"));
   std::vector<double> norms(16, 0.0);
   for (size_t e = 0; e < 16; ++e) {
-    for (size_t i = 0; i < 256; ++i) norms[e] += static_cast<double>(router[e * 256 + i]) * router[e * 256 + i];
+    for (size_t i = 0; i < 256; ++i) {
+      const auto x = static_cast<double>(router[e * 256 + i]);
+      norms[e] += x * x;
+    }
   }
   EXPECT_GT(*std::max_element(norms.begin(), norms.end()), 4 * *std::min_element(norms.begin(), norms.end()));
 }

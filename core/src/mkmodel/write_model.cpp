@@ -22,7 +22,8 @@ std::vector<std::vector<float>> router_row_scales(const ModelSpec& spec, const P
     std::vector<float> rows(static_cast<size_t>(n_embd) * n_expert);
     draw_elements(format::GgmlType::F32, fills[i].rms, spec.seed, i, 0, rows.size(),
                   reinterpret_cast<uint8_t*>(rows.data()));
-    const RouterSkew skew = calibrate_router_skew(spec.router_skew, plan.hparams.n_expert_used, n_embd, rows, spec.seed);
+    const RouterSkew skew =
+        calibrate_router_skew(spec.router_skew, plan.hparams.n_expert_used, n_embd, rows, spec.seed);
     report = skew.report;
     scales.resize(plan.hparams.n_layer);
     for (uint32_t il = 0; il < plan.hparams.n_layer; ++il) {
