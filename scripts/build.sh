@@ -11,4 +11,7 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
 elif [ $# -gt 0 ]; then
   cmake "$build" "$@"
 fi
-cmake --build "$build" -j "$jobs"
+# STRATA_BUILD_TARGETS: build only these targets (space-separated); everything when unset.
+targets=()
+for t in ${STRATA_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
+cmake --build "$build" -j "$jobs" "${targets[@]}"

@@ -28,7 +28,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   ctest --test-dir "$root/build-asan" --output-on-failure -j "$jobs" -LE 'gpu|fuzz|slow'
 
 step "fuzz pass (${fuzz_seconds}s per target)"
-STRATA_BUILD_DIR="$root/build-fuzz" "$root/scripts/build.sh" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+STRATA_BUILD_DIR="$root/build-fuzz" STRATA_BUILD_TARGETS=strata_fuzzers "$root/scripts/build.sh" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DSTRATA_FUZZ=ON -DSTRATA_TESTS=ON \
   -DSTRATA_CUDA=OFF -DSTRATA_HIP=OFF -DSTRATA_FUZZ_SECONDS="$fuzz_seconds"
 ctest --test-dir "$root/build-fuzz" --output-on-failure -L fuzz

@@ -24,7 +24,11 @@ const Command kCommands[] = {
      strata::cli::cmd_plugins},
     {"config", "check a launch (config check FILE) or print the effective launch (config show FILE)",
      strata::cli::cmd_config},
+    {"inspect", "show a GGUF file: metadata, tensors, bytes by part and type, bytes per token",
+     strata::cli::cmd_inspect},
     {"tokenize", "print the token ids of a text under a model's vocabulary", strata::cli::cmd_tokenize},
+    {"mkmodel", "write a synthetic model (any shape, quant mix, routing skew) or upcycle a dense one",
+     strata::cli::cmd_mkmodel},
 };
 
 void print_usage(FILE* out) {

@@ -52,7 +52,15 @@ struct FakeContext {
   return nullptr;
 }
 
-[[maybe_unused]] const strata_backend_v1 kBackend = {{sizeof(strata_backend_v1), STRATA_BACKEND_MINOR}, device_count, device_info};
+// A fake device runs no ops: it says so, and refuses any that are sent anyway.
+[[maybe_unused]] uint32_t supports_op(void*, uint32_t, const strata_op*) { return 0; }
+
+[[maybe_unused]] strata_status* compute(void* ctx, uint32_t, const strata_op*, size_t) {
+  return static_cast<FakeContext*>(ctx)->host->status_new(STRATA_ERR_UNSUPPORTED, "a fake device runs no ops");
+}
+
+[[maybe_unused]] const strata_backend_v1 kBackend = {
+    {sizeof(strata_backend_v1), STRATA_BACKEND_MINOR}, device_count, device_info, supports_op, compute};
 
 [[maybe_unused]] const void* get_interface(void* ctx, const char* family, uint32_t version) {
   (void)ctx;

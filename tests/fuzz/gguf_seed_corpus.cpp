@@ -106,7 +106,9 @@ int main(int argc, char** argv) {
     write(out / "small.gguf", gguf::samples::small_file());
     write(out / "nested.gguf", gguf::samples::nested_arrays_file(4));
     write(out / "every_type.gguf", every_type());
-    for (const gguf::samples::BadFile& b : gguf::samples::bad_files()) write(out / ("bad_" + b.name + ".gguf"), b.bytes);
+    for (const gguf::samples::BadFile& b : gguf::samples::bad_files()) {
+      write(out / ("bad_" + b.name + ".gguf"), b.bytes);
+    }
     for (int i = 2; i < argc; ++i) {
       const gguf::File f = gguf::File::open(argv[i]);
       const std::string stem = fs::path(argv[i]).stem().string();

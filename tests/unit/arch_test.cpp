@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -12,6 +13,7 @@
 
 namespace {
 
+namespace fs = std::filesystem;
 using strata::ArchIssue;
 using strata::HParams;
 using strata::TensorSpec;
@@ -19,10 +21,25 @@ using strata::gguf::GgmlType;
 using strata::gguf::Model;
 using strata::gguf::Writer;
 
+// Files of this test process, removed when its tests end (a directory per process: test runs may overlap).
+fs::path temp_dir() {
+  static const fs::path dir = fs::temp_directory_path() / "strata_arch_test" / std::to_string(::getpid());
+  return dir;
+}
+
+class RemoveTempDir : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(temp_dir(), ec);
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kRemoveTempDir =
+    ::testing::AddGlobalTestEnvironment(new RemoveTempDir);
+
 std::string temp_path(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / "strata_arch_test";
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
+  fs::create_directories(temp_dir());
+  return (temp_dir() / name).string();
 }
 
 void small_qwen3moe_keys(Writer& w) {

@@ -133,3 +133,18 @@ TEST(ConfigSchema, DocsReferenceIsGeneratedFromTheSchema) {
                   << "; copy it over";
   }
 }
+
+TEST(ConfigSchema, ReadmeReferenceIsGeneratedFromTheSchema) {
+  const std::filesystem::path readme = std::filesystem::path(STRATA_SOURCE_DIR) / "README.md";
+  std::ifstream in(readme, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string s = text.str();
+  const std::string begin = "<!-- config-reference:begin -->\n", end = "<!-- config-reference:end -->";
+  const size_t a = s.find(begin), b = s.find(end);
+  ASSERT_NE(a, std::string::npos) << "README.md lost its config-reference markers";
+  ASSERT_NE(b, std::string::npos);
+  EXPECT_EQ(s.substr(a + begin.size(), b - a - begin.size()), cfg::reference_markdown())
+      << "README.md's configuration reference is out of date: paste the output of `strata config reference` "
+         "between the markers";
+}

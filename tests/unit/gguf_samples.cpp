@@ -95,7 +95,7 @@ std::vector<BadFile> bad_files() {
   v.push_back({"truncated_header", truncated(good, 20), 16,
                "kv count (8 bytes) runs past the end of the file (size 20)"});
   v.push_back({"huge_tensor_count", patched<uint64_t>(good, 8, huge40), 8,
-               "tensor count 1099511627776 (each tensor info at least 24 bytes) runs past the end of the file (size 672)"});
+               "tensor count 1099511627776 (each tensor info at least 24 bytes) runs past the end of the file" + size});
   v.push_back({"huge_kv_count", patched<uint64_t>(good, 16, huge40), 16,
                "kv count 1099511627776 (each key/value at least 13 bytes) runs past the end of the file (size 672)"});
   // Key/values.

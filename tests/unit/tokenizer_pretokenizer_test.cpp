@@ -79,11 +79,12 @@ TEST(PreTokenizerNames, EveryKnownNameMapsToItsRules) {
   for (const std::string& n : pre_tokenizer_names()) EXPECT_TRUE(pre_tokenizer_from_name(n).has_value()) << n;
 }
 
-// Pathological inputs stay linear: long runs of one class, and white space before a non-space.
+// Pathological inputs stay linear: long runs of one class, and white space before a non-space (200,000
+// characters each: linear takes well under a second, quadratic tens of seconds).
 TEST(PreTokenizerSpeed, LongRunsStayLinear) {
-  const std::string spaces = std::string(50000, ' ') + "x";
-  const std::string upper(50000, 'A');
-  const std::string digits(50000, '7');
+  const std::string spaces = std::string(200000, ' ') + "x";
+  const std::string upper(200000, 'A');
+  const std::string digits(200000, '7');
   for (const PreTokenizer k : {PreTokenizer::Gpt2, PreTokenizer::Llama3, PreTokenizer::DeepseekLlm,
                                PreTokenizer::DeepseekV3, PreTokenizer::Gpt4o, PreTokenizer::Default}) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -93,7 +94,7 @@ TEST(PreTokenizerSpeed, LongRunsStayLinear) {
     }
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_EQ(covered, spaces.size() + upper.size() + digits.size());
-    EXPECT_LT(ms, 2000.0) << "pre-tokenizer " << static_cast<int>(k);
+    EXPECT_LT(ms, 10000.0) << "pre-tokenizer " << static_cast<int>(k);
   }
 }
 

@@ -52,8 +52,8 @@ TEST_P(TokenizerVectors, DecodeGivesTheInputBack) {
   }
 }
 
-// Milliseconds for all cases, and a 100 KB text made of them; generous bounds that only a quadratic blow-up or
-// a debug build on a busy machine would approach.
+// Milliseconds for all cases, and a 100 KB text made of them (Release: about 50 ms). The bound is loose enough
+// for sanitizer builds on a busy machine; a quadratic step would take minutes.
 TEST_P(TokenizerVectors, EncodingIsFast) {
   const auto path = test::vocab_path(GetParam());
   const Tokenizer tok = Tokenizer::from_file(path.string());
@@ -73,7 +73,7 @@ TEST_P(TokenizerVectors, EncodingIsFast) {
   const double ms_big = std::chrono::duration<double, std::milli>(t2 - t1).count();
   std::printf("%s: all cases %.2f ms (%zu tokens); %zu bytes %.2f ms (%zu tokens)\n", GetParam().c_str(), ms_all,
               n_all, big.size(), ms_big, n_big);
-  EXPECT_LT(ms_big, 2000.0);
+  EXPECT_LT(ms_big, 10000.0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Vocabs, TokenizerVectors, ::testing::Values("gpt-2", "deepseek-llm", "phi-3"),

@@ -17,7 +17,8 @@
 
 namespace strata::config {
 
-// How much VRAM the expert cache takes: `auto` (planner decides), a share of free VRAM (`25%`), or bytes.
+// How much VRAM the expert cache takes: `auto` (what is left after KV and activations), a share of the routed
+// experts' bytes (`25%`), or bytes.
 struct CacheSize {
   enum class Kind { Auto, Percent, Bytes };
   Kind kind = Kind::Auto;

@@ -109,7 +109,6 @@ class Value {
 
  private:
   friend class ArrayView;
-  friend struct detail::Store;
   friend class detail::Parser;
 
   const detail::Store* store_ = nullptr;
@@ -248,7 +247,6 @@ class File {
  private:
   File();
   std::unique_ptr<detail::Store> store_;
-  Metadata metadata_;
 };
 
 // The parts of a split model's file name: `<prefix>-00002-of-00005.gguf` -> {prefix, 2, 5}.
@@ -365,7 +363,8 @@ class Writer {
   size_t add_tensor(std::string_view name, GgmlType type, std::span<const uint64_t> ne);
   size_t tensor_count() const { return tensors_.size(); }
 
-  // The layout (computed from the current metadata and tensors; fixed once open() was called).
+  // The layout, computed from the current metadata and tensors on first use after a change; fixed by open(),
+  // after which these are safe to call from any thread.
   uint32_t alignment() const;
   uint64_t data_offset() const;
   uint64_t tensor_offset(size_t i) const;  // relative to the data section, as the header stores it

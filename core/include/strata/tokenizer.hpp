@@ -105,7 +105,7 @@ struct DecodeOptions {
 class Tokenizer {
  public:
   // Validates the spec (message names the source, the key and the id); throws strata::Error.
-  explicit Tokenizer(const VocabSpec& spec);
+  explicit Tokenizer(VocabSpec spec);
   static Tokenizer from_metadata(const gguf::Metadata& metadata);
   // Opens a GGUF (only its metadata is read).
   static Tokenizer from_file(const std::string& path);

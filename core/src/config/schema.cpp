@@ -76,7 +76,7 @@ std::vector<Key> build_schema() {
 
       section("experts", T::Section, "the expert cache (core's, shared by the GPU backends)"),
       value("experts.cache", T::CacheSize, "auto",
-            "VRAM for expert slots: auto, a share of free VRAM (25%) or a size (8GiB)",
+            "VRAM for expert slots: auto (what is left after KV and activations), a share of the routed experts' bytes (25%) or a size (8GiB)",
             [](Launch& l) -> Field { return &l.experts.cache; }),
       number("experts.pcie_frac", T::FloatOrAuto, "auto", kUnit,
              "share of a layer's missed experts read over PCIe; auto = measured by the link probe",

@@ -3,7 +3,7 @@
 
 namespace strata::gguf {
 
-File::File() : store_(std::make_unique<detail::Store>()) { metadata_.store_ = store_.get(); }
+File::File() : store_(std::make_unique<detail::Store>()) { store_->metadata.store_ = store_.get(); }
 File::File(File&&) noexcept = default;
 File& File::operator=(File&&) noexcept = default;
 File::~File() = default;
@@ -46,7 +46,7 @@ uint32_t File::alignment() const { return store_->alignment; }
 uint64_t File::size() const { return store_->size; }
 uint64_t File::data_offset() const { return store_->data_offset; }
 std::span<const uint8_t> File::bytes() const { return {store_->base, store_->size}; }
-const Metadata& File::metadata() const { return metadata_; }
+const Metadata& File::metadata() const { return store_->metadata; }
 std::span<const TensorView> File::tensors() const { return store_->tensors; }
 
 const TensorView* File::find_tensor(std::string_view name) const {

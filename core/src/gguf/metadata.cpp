@@ -159,15 +159,14 @@ std::vector<int32_t> Metadata::get_i32_array(std::string_view key) const {
   const KeyValue& kv = *find(key);
   if (!is_integer(a.element_type())) wrong_type(*store_, kv, "array of integers (i32)");
   std::optional<std::vector<int32_t>> v = a.to_i32();
-  if (!v) {
-    for (uint64_t i = 0; i < a.size(); ++i) {
-      const std::optional<int64_t> e = a[i].as_i64();
-      if (!e || *e < INT32_MIN || *e > INT32_MAX) {
-        wrong(*store_, kv, ": element [" + std::to_string(i) + "] (" + a[i].describe() + ") does not fit in i32");
-      }
-    }
-  }
-  return std::move(*v);
+  if (v) return std::move(*v);
+  const auto fits = [](const Value& e) {
+    const std::optional<int64_t> x = e.as_i64();
+    return x && *x >= INT32_MIN && *x <= INT32_MAX;
+  };
+  uint64_t i = 0;
+  while (fits(a[i])) ++i;
+  wrong(*store_, kv, ": element [" + std::to_string(i) + "] (" + a[i].describe() + ") does not fit in i32");
 }
 
 std::vector<float> Metadata::get_f32_array(std::string_view key) const {

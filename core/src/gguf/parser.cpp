@@ -10,7 +10,6 @@
 namespace strata::gguf::detail {
 namespace {
 
-constexpr uint64_t kHeaderBytes = 4 + 4 + 8 + 8;
 // Smallest encodings, for bounding counts before looping: key length + empty key + type + a u8 value;
 // name length + empty name + n_dims + type + offset; string length; array element type + count.
 constexpr uint64_t kMinKvBytes = 8 + 4 + 1;
@@ -127,10 +126,9 @@ class Parser {
       past_end(kvs_at, "kv count " + str(n_kvs_) + " (each key/value at least " + str(kMinKvBytes) + " bytes)");
     }
     if (n_tensors_ > remaining() / kMinTensorInfoBytes) {
-      past_end(tensors_at,
-               "tensor count " + str(n_tensors_) + " (each tensor info at least " + str(kMinTensorInfoBytes) + " bytes)");
+      past_end(tensors_at, "tensor count " + str(n_tensors_) + " (each tensor info at least " +
+                               str(kMinTensorInfoBytes) + " bytes)");
     }
-    static_assert(kHeaderBytes == 24);
   }
 
   void read_kvs() {
@@ -203,7 +201,7 @@ class Parser {
     if (element == ValueType::String) {
       v.pool_begin_ = s_.string_pool.size();
       s_.string_pool.reserve(s_.string_pool.size() + count);
-      enter_array();
+      ++depth_;
       for (uint64_t i = 0; i < count; ++i) {
         index_[depth_ - 1] = i;
         s_.string_pool.push_back(read_string([&] { return kv_label() + " string"; }));
@@ -217,7 +215,7 @@ class Parser {
       const uint64_t begin = s_.array_pool.size();
       v.pool_begin_ = begin;
       s_.array_pool.resize(begin + count);
-      enter_array();
+      ++depth_;
       for (uint64_t i = 0; i < count; ++i) {
         index_[depth_ - 1] = i;
         const Value element_value = read_value(ValueType::Array);
@@ -226,7 +224,7 @@ class Parser {
       --depth_;
     } else {
       if (element == ValueType::Bool) {
-        enter_array();
+        ++depth_;
         for (uint64_t i = 0; i < count; ++i) {
           index_[depth_ - 1] = i;
           check_bool(pos_ + i);
@@ -236,8 +234,6 @@ class Parser {
       pos_ += count * min_bytes;
     }
   }
-
-  void enter_array() { ++depth_; }
 
   void read_alignment() {
     const auto it = s_.kv_index.find(kAlignmentKey);
@@ -297,8 +293,8 @@ class Parser {
         fail(dims_at, label() + " row length ne[0] = " + str(t.ne[0]) + " is not a multiple of the " +
                           std::string(traits->name) + " block size " + str(traits->block_elems));
       }
-      // n_elements < 2^63 and block_bytes < 2^9, so this can overflow only for types wider than their blocks'
-      // element count allows (8 bytes per value at most): checked rather than assumed.
+      // Up to 8 bytes per element (f64, i64) times up to 2^63-1 elements can overflow: an overflowing size is
+      // marked here and reported as data past the end of the file below.
       if (__builtin_mul_overflow(t.n_elements / traits->block_elems, uint64_t{traits->block_bytes}, &t.n_bytes)) {
         t.n_bytes = UINT64_MAX;
       }

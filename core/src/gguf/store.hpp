@@ -42,6 +42,7 @@ struct Store {
   std::vector<Value> array_pool;              // elements of arrays of arrays
   std::vector<TensorView> tensors;
   std::unordered_map<std::string_view, uint32_t> tensor_index;
+  Metadata metadata;  // here rather than in File, so references to it survive moving the File
 
   // Fills everything above from [base, base + size); throws FormatError.
   void parse();

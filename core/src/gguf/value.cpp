@@ -245,7 +245,8 @@ std::optional<std::vector<int32_t>> ArrayView::to_i32() const {
 }
 
 std::optional<std::vector<uint32_t>> ArrayView::to_u32() const {
-  return convert_all<uint32_t>(*this, ValueType::U32, [](const Value& v) { return fit_unsigned<uint32_t>(v.as_u64()); });
+  return convert_all<uint32_t>(*this, ValueType::U32,
+                               [](const Value& v) { return fit_unsigned<uint32_t>(v.as_u64()); });
 }
 
 std::optional<std::vector<double>> ArrayView::to_f64() const {

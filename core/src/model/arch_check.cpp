@@ -21,7 +21,9 @@ std::vector<ArchIssue> check_tensors(const HParams& hp, const gguf::Model& model
   // Tensors a present fused form stands in for.
   std::unordered_set<std::string> replaced;
   for (const TensorSpec& s : specs) {
-    if (!s.replaces.empty() && model.find_tensor(s.name) != nullptr) replaced.insert(s.replaces.begin(), s.replaces.end());
+    if (!s.replaces.empty() && model.find_tensor(s.name) != nullptr) {
+      replaced.insert(s.replaces.begin(), s.replaces.end());
+    }
   }
 
   std::vector<ArchIssue> issues;

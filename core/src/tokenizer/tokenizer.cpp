@@ -28,7 +28,7 @@ void append_escaped_spaces(std::string& out, std::string_view text) {
 
 }  // namespace
 
-Tokenizer::Tokenizer(const VocabSpec& spec) : impl_(std::make_unique<Impl>(build_vocab(spec))) {}
+Tokenizer::Tokenizer(VocabSpec spec) : impl_(std::make_unique<Impl>(build_vocab(std::move(spec)))) {}
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;

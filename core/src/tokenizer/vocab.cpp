@@ -69,7 +69,7 @@ size_t checked_index(const Vocab& vocab, TokenId id) {
   return static_cast<size_t>(id);
 }
 
-Vocab build_vocab(const VocabSpec& spec) {
+Vocab build_vocab(VocabSpec spec) {
   Vocab v;
   v.source = spec.source;
   if (spec.model == "llama") {
@@ -92,7 +92,7 @@ Vocab build_vocab(const VocabSpec& spec) {
                 " entries for " + std::to_string(n) + " tokens");
   }
 
-  v.text = spec.tokens;
+  v.text = std::move(spec.tokens);
   v.score.resize(n, 0.0f);
   v.type.resize(n, TokenType::Normal);
   v.ids.reserve(n);

@@ -56,6 +56,6 @@ struct Vocab {
 size_t checked_index(const Vocab& vocab, TokenId id);
 
 // Throws strata::Error naming spec.source and the field at fault.
-Vocab build_vocab(const VocabSpec& spec);
+Vocab build_vocab(VocabSpec spec);
 
 }  // namespace strata::tokenizer_detail

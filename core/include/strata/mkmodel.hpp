@@ -1,0 +1,119 @@
+// `strata mkmodel`: synthetic GGUF models with llama.cpp's tensor names and keys, any shape, a choice of quant
+// mixes, random weights drawn directly in each block format (zero-mean, sized so activations stay finite), an
+// optional routing skew, and dense-to-MoE upcycling. Files are streamed to disk by all cores; the model is never
+// held in memory.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "strata/format/types.hpp"
+#include "strata/hparams.hpp"
+
+namespace strata::mkmodel {
+
+enum class QuantPreset {
+  F32,         // every tensor F32
+  Q8_0,        // every quantizable weight Q8_0
+  Q4_K_M,      // llama.cpp's Q4_K_M recipe (llama_tensor_get_type)
+  Q4_K_Q8_0,   // routed experts Q4_K, every other weight Q8_0 (the recipe of the peer figures' file)
+  IQ3_S,       // llama.cpp's IQ3_S recipe
+  IQ2_XS,      // llama.cpp's IQ2_XS recipe
+  UD_Q4_K_XL,  // a mix in the spirit of Unsloth's dynamic Q4_K_XL (see quant_recipe.cpp)
+};
+
+struct PresetInfo {
+  QuantPreset preset;
+  std::string_view name;  // as typed on the command line: "q4_k_m", "ud-q4_k_xl"
+  uint32_t file_type;     // general.file_type (llama_ftype)
+  std::string_view summary;
+};
+
+std::span<const PresetInfo> quant_presets();
+const PresetInfo& preset_info(QuantPreset preset);
+std::optional<QuantPreset> quant_preset_from_name(std::string_view name);
+
+// What to generate. Dimensions follow llama.cpp's keys; for llama with experts, n_ff is each expert's width.
+struct ModelSpec {
+  Arch arch = Arch::Qwen3Moe;
+  uint32_t n_layer = 0;
+  uint32_t n_embd = 0;
+  uint32_t n_ff = 0;      // feed_forward_length (dense FFN; qwen3moe records it although no tensor uses it)
+  uint32_t n_ff_exp = 0;  // expert_feed_forward_length (qwen3moe)
+  uint32_t n_head = 0;
+  uint32_t n_head_kv = 0;
+  uint32_t head_dim = 0;
+  uint32_t n_expert = 0;  // 0: dense (llama only)
+  uint32_t n_expert_used = 0;
+  uint32_t n_vocab = 0;
+  uint32_t n_ctx = 0;
+  float rope_theta = 10000.0f;
+  float rms_eps = 1e-6f;
+  QuantPreset quant = QuantPreset::Q4_K_M;
+  uint64_t seed = 1;
+  std::string vocab_file;    // copy the tokenizer of this GGUF; empty: a built-in vocabulary of n_vocab tokens
+  double router_skew = 0.0;  // Zipf exponent of expert popularity; 0: routing spread evenly
+  std::string name;          // general.name; empty: derived from the shape
+};
+
+// The named shapes: "tiny", "qwen3-30b-a3b", "qwen3-235b-a22b"; nullopt for another name.
+std::optional<ModelSpec> shape_preset(std::string_view name, Arch arch);
+std::string shape_names();
+
+// One tensor of the planned file.
+struct PlannedTensor {
+  std::string name;
+  format::GgmlType type;
+  std::vector<uint64_t> ne;
+  uint64_t n_bytes;
+};
+
+using ProgressFn = std::function<void(uint64_t bytes_done, uint64_t bytes_total)>;
+
+struct WriteOptions {
+  unsigned threads = 0;               // 0: every core
+  uint64_t chunk_bytes = 8ull << 20;  // work unit of a thread; peak memory is about threads x chunk_bytes
+  ProgressFn progress;                // called from worker threads after each chunk
+};
+
+struct RouterReport {
+  std::vector<double> target;    // wanted share of tokens routed to the expert of each popularity rank
+  std::vector<double> achieved;  // measured on fresh Gaussian hidden states
+};
+
+struct WriteStats {
+  uint64_t file_bytes = 0;
+  size_t tensors = 0;
+  double seconds = 0;
+  std::optional<RouterReport> router;  // when a skew was asked for
+};
+
+// The hyperparameters the file will carry, its tensors with their types, and the file's size.
+struct Plan {
+  HParams hparams;
+  std::vector<PlannedTensor> tensors;
+  uint64_t file_bytes = 0;
+};
+
+// Checks the spec (strata::Error naming the field and the fix) and lays out the file without writing it.
+Plan plan_model(const ModelSpec& spec);
+WriteStats write_model(const ModelSpec& spec, const std::string& path, const WriteOptions& options);
+
+// A Mixtral-style llama MoE from a dense llama GGUF: every key and tensor copied byte for byte, plus
+// llama.expert_count/expert_used_count; each block's ffn_gate/up/down become ffn_{gate,up,down}_exps holding
+// n_expert copies of the dense bytes, and a seeded random router ffn_gate_inp (F32). llama.cpp renormalizes the
+// top-k weights of llama models, so the output equals the dense model's.
+struct UpcycleSpec {
+  std::string dense_path;
+  uint32_t n_expert = 0;
+  uint32_t n_expert_used = 0;
+  uint64_t seed = 1;
+};
+WriteStats upcycle(const UpcycleSpec& spec, const std::string& path, const WriteOptions& options);
+
+}  // namespace strata::mkmodel

@@ -1,0 +1,29 @@
+// The tokenizer keys of a generated model: a built-in vocabulary of any size, or a copy of another GGUF's.
+#pragma once
+
+#include <cstdint>
+
+#include "strata/gguf.hpp"
+#include "strata/hparams.hpp"
+
+namespace strata::mkmodel {
+
+// SentencePiece-style (tokenizer.ggml.model "llama"): <unk>, <s>, </s>, the 256 byte tokens <0x00>..<0xFF>, then
+// pieces with descending scores. At least kMinSpmVocab tokens.
+inline constexpr uint32_t kMinSpmVocab = 300;
+void write_spm_vocab(gguf::Writer& w, uint32_t n_vocab);
+
+// Byte-level BPE ("gpt2", pre-tokenizer "qwen2"): the 256 byte tokens, tokens built by merges (every merge joins
+// two earlier tokens into the next token), then <|endoftext|>, <|im_start|>, <|im_end|> and a ChatML template.
+inline constexpr uint32_t kMinBpeVocab = 300;
+void write_bpe_vocab(gguf::Writer& w, uint32_t n_vocab);
+
+// The built-in vocabulary the architecture's real models use: SentencePiece for llama, BPE otherwise.
+void write_builtin_vocab(gguf::Writer& w, Arch arch, uint32_t n_vocab);
+uint32_t min_builtin_vocab(Arch arch);
+
+// Copies every tokenizer.* key of `source`, values byte for byte; returns its number of tokens. strata::Error
+// when it has no tokenizer.ggml.tokens.
+uint32_t copy_vocab(gguf::Writer& w, const gguf::Metadata& source);
+
+}  // namespace strata::mkmodel

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Builds here what the GPU machine runs, and puts it in .device/ (ignored by git; the device call carries it).
+#
+# The GPU machine has CMake, ninja and nvcc but none of Debian's -dev packages, so everything is built here:
+# yaml-cpp is static, Boost.DLL runs on std::filesystem and the CUDA runtime is static. The binaries then need
+# only libc, libstdc++, libgcc_s and libm. Plugins sit beside `strata` (the executable's folder is searched).
+#
+# Usage: scripts/device-pack.sh            then, in the device call: carry [".device"], run scripts/gpu-check.sh
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="$root/build-device"
+pack="$root/.device"
+
+STRATA_BUILD_DIR="$build" "$root/scripts/build.sh" -DCMAKE_BUILD_TYPE=Release -DSTRATA_HIP=OFF \
+  -DCMAKE_CUDA_ARCHITECTURES=90
+
+rm -rf "$pack"
+mkdir -p "$pack/bin"
+cp "$build/strata" "$pack/bin/"
+cp "$build"/plugins/*.so "$pack/bin/" 2>/dev/null || true
+cp "$build/tests/strata_tests" "$pack/bin/"
+for tool in "$build"/bench/*; do
+  if [ -f "$tool" ] && [ -x "$tool" ]; then cp "$tool" "$pack/bin/"; fi
+done
+# The peer, when it was built here (see docs/PERFORMANCE.md: never committed, built from a fetched copy).
+if [ -x "$root/.peer/build-cpu/bin/llama-bench" ]; then
+  mkdir -p "$pack/peer-cpu"
+  cp "$root/.peer/build-cpu/bin/llama-bench" "$pack/peer-cpu/"
+fi
+
+# Anything beyond the base libraries would not be on the GPU machine.
+for f in "$pack"/bin/* "$pack"/peer-*/* ; do
+  [ -f "$f" ] || continue
+  extra=$(ldd "$f" 2>/dev/null | awk '{print $1}' |
+          grep -vE '^(linux-vdso|/lib64/ld-linux|libc\.so|libm\.so|libstdc\+\+\.so|libgcc_s\.so|libgomp\.so|libdl\.so|libpthread\.so|librt\.so)' || true)
+  if [ -n "$extra" ]; then echo "device-pack: warning: $(basename "$f") needs $extra" >&2; fi
+done
+du -sh "$pack"

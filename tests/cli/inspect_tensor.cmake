@@ -1,0 +1,40 @@
+# `strata inspect FILE --tensor NAME`: facts, first values, --raw dumps; an unknown name is exit 2 with a suggestion.
+include(${CMAKE_CURRENT_LIST_DIR}/inspect/expect.cmake)
+set(stories ${SRC}/models/stories260K.gguf)
+file(MAKE_DIRECTORY ${WORK})
+
+run_inspect(${stories} --tensor token_embd.weight --values 4)
+expect_rc(0 "--tensor token_embd.weight")
+expect_contains("${out}" "type: f32" "type")
+expect_contains("${out}" "shape: 64 x 512" "shape")
+expect_contains("${out}" "bytes: 131072" "bytes")
+expect_contains("${out}" "first 4 values (dequantized to f32):" "values header")
+
+# --raw writes n_elements * 4 bytes; for an f32 tensor they are the tensor's own bytes in the file.
+set(raw ${WORK}/token_embd.f32)
+file(REMOVE ${raw})
+run_inspect(${stories} --tensor token_embd.weight --raw ${raw} --json)
+expect_rc(0 "--raw")
+file(SIZE ${raw} size)
+expect_equal("${size}" "131072" "--raw file size (32768 values x 4 bytes)")
+string(JSON offset GET "${out}" offset)
+string(JSON bytes GET "${out}" bytes)
+file(READ ${raw} raw_hex HEX)
+file(READ ${stories} file_hex OFFSET ${offset} LIMIT ${bytes} HEX)
+if(NOT raw_hex STREQUAL file_hex)
+  message(FATAL_ERROR "--raw values of token_embd.weight differ from its bytes at offset ${offset}")
+endif()
+string(JSON n LENGTH "${out}" values)
+expect_equal("${n}" "16" "--values defaults to 16")
+
+run_inspect(${stories} --tensor token_embd.weigth)
+expect_rc(2 "unknown --tensor")
+expect_contains("${err}" "strata: error: " "error prefix")
+expect_contains("${err}" "token_embd.weight" "nearest tensor name suggested")
+
+run_inspect(${stories} --raw ${raw})
+expect_rc(2 "--raw without --tensor")
+expect_contains("${err}" "--tensor" "--raw needs --tensor")
+
+run_inspect(${stories} --tensor output.weight --values -1)
+expect_rc(2 "negative --values")
