@@ -5,7 +5,5 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/install-deps.sh"
 "$root/scripts/build.sh"
 build="${STRATA_BUILD_DIR:-$root/build}"
-# Until the engine exists, the default launch shows the plugins and the effective launch.
-"$build/strata" plugins --config "$root/configs/default.yaml"
-echo
-"$build/strata" config show "$root/configs/default.yaml"
+# The default launch: the upcycled stories260K MoE on the best backend found, greedy, telling a story.
+"$build/strata" run --config "$root/configs/default.yaml" --prompt "Once upon a time"

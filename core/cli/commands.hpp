@@ -11,8 +11,10 @@ using Args = std::vector<std::string>;
 
 int cmd_plugins(const Args& args);
 int cmd_config(const Args& args);
-int cmd_inspect(const Args& args);
 int cmd_tokenize(const Args& args);
+int cmd_inspect(const Args& args);
 int cmd_mkmodel(const Args& args);
+int cmd_run(const Args& args);
+int cmd_bench(const Args& args);
 
 }  // namespace strata::cli

@@ -24,11 +24,15 @@ const Command kCommands[] = {
      strata::cli::cmd_plugins},
     {"config", "check a launch (config check FILE) or print the effective launch (config show FILE)",
      strata::cli::cmd_config},
+    {"tokenize", "print the token ids of a text under a model's vocabulary", strata::cli::cmd_tokenize},
     {"inspect", "show a GGUF file: metadata, tensors, bytes by part and type, bytes per token",
      strata::cli::cmd_inspect},
-    {"tokenize", "print the token ids of a text under a model's vocabulary", strata::cli::cmd_tokenize},
     {"mkmodel", "write a synthetic model (any shape, quant mix, routing skew) or upcycle a dense one",
      strata::cli::cmd_mkmodel},
+    {"run", "generate text from a prompt, streaming it (summary line on stderr; --json for one JSON object)",
+     strata::cli::cmd_run},
+    {"bench", "prefill and decode tokens/s (pp512, tg128; repetitions, median and spread; markdown or JSON)",
+     strata::cli::cmd_bench},
 };
 
 void print_usage(FILE* out) {

@@ -104,14 +104,16 @@ TEST(ConfigSchema, EnumNamesMapToTheirValues) {
 }
 
 TEST(ConfigSchema, ShippedConfigsPassCheck) {
-  for (const char* name : {"default.yaml", "cpu.yaml"}) {
+  // The default launch runs the upcycled MoE; the CPU one the dense model.
+  for (const auto& [name, model] : {std::pair{"default.yaml", "stories260K-moe.gguf"},
+                                    std::pair{"cpu.yaml", "stories260K.gguf"}}) {
     const std::filesystem::path file = std::filesystem::path(STRATA_SOURCE_DIR) / "configs" / name;
     const std::vector<cfg::Diagnostic> d = cfg::check_file(file, {}, {});
     for (const cfg::Diagnostic& x : d) ADD_FAILURE() << x.text();
     const cfg::Launch l = cfg::load(file, {}, {});
     ASSERT_TRUE(l.model.has_value());
     EXPECT_EQ(std::filesystem::path(*l.model),
-              (std::filesystem::path(STRATA_SOURCE_DIR) / "models" / "stories260K.gguf").lexically_normal());
+              (std::filesystem::path(STRATA_SOURCE_DIR) / "models" / model).lexically_normal());
     EXPECT_EQ(l.backend, "auto");
     EXPECT_EQ(l.sampling.temperature, 0.0);
   }

@@ -404,8 +404,8 @@ std::vector<uint8_t> quantized_matrix(GgmlType t, int64_t rows, int64_t cols, ui
   for (int64_t r = 0; r < rows; ++r) {
     std::vector<float> v = seeded_activations(seed + static_cast<uint64_t>(r), cols);
     for (float& x : v) x *= 0.05f;
-    fmt::quantize_row(t, v.data(), bytes.data() + static_cast<size_t>(r) * fmt::row_bytes(t, static_cast<uint64_t>(cols)),
-                      cols);
+    const size_t stride = fmt::row_bytes(t, static_cast<uint64_t>(cols));
+    fmt::quantize_row(t, v.data(), bytes.data() + static_cast<size_t>(r) * stride, cols);
   }
   return bytes;
 }

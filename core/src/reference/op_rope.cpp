@@ -25,7 +25,8 @@ void rope(const strata_op& op) {
   require_contiguous_rows(name, "src0", x);
   require_type(name, "src1 (positions)", pos, GgmlType::I32);
   require_type(name, "dst", dst, GgmlType::F32);
-  require(pos.ne[0] == x.ne[2], name, "src1 (positions)", pos, "one position per token (" + std::to_string(x.ne[2]) + ")");
+  require(pos.ne[0] == x.ne[2], name, "src1 (positions)", pos,
+          "one position per token (" + std::to_string(x.ne[2]) + ")");
   require(dst.ne[0] == x.ne[0] && dst.ne[1] == x.ne[1] && dst.ne[2] == x.ne[2], name, "dst", dst, "src0's shape");
   require(mode == 0 || mode == 2, name, "src0", x, "i[0] (mode) 0 or 2, not " + std::to_string(mode));
   require(n_rot > 0 && n_rot % 2 == 0 && n_rot <= x.ne[0], name, "src0", x,

@@ -1,0 +1,124 @@
+// `strata bench`: prefill (ppN) and decode (tgN) tokens per second, llama-bench style: repetitions, median and
+// spread, a markdown table or JSON.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "args.hpp"
+#include "commands.hpp"
+#include "launch_options.hpp"
+#include "strata/bench.hpp"
+#include "strata/engine.hpp"
+#include "strata/plugin_host.hpp"
+#include "strata/process_memory.hpp"
+
+namespace strata::cli {
+namespace {
+
+// "512,1024" -> {512, 1024}; "0" -> none.
+std::vector<uint32_t> parse_counts(const std::string& option, const std::string& value) {
+  std::vector<uint32_t> out;
+  std::stringstream ss(value);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const auto n = static_cast<uint32_t>(parse_int(option, item, 0, 1 << 20));
+    if (n > 0) out.push_back(n);
+  }
+  return out;
+}
+
+uint64_t parameter_count(const Model& m) {
+  uint64_t n = 0;
+  for (const gguf::TensorView& t : m.file().tensors()) n += t.n_elements;
+  return n;
+}
+
+}  // namespace
+
+int cmd_bench(const Args& args) {
+  ArgParser p("strata bench", "[--config FILE] [--model FILE] [-p N[,N...]] [-n N[,N...]] [-r N] [--json]",
+              "Measures prefill (ppN: N prompt tokens fed as one prompt, in windows of runtime.batch) and decode\n"
+              "(tgN: N tokens, one window each) speed in tokens per second, like llama-bench: each test runs -r\n"
+              "times from an empty context after a warm-up; the table gives the median and the standard deviation.\n"
+              "A last line (stderr) compares the resident memory the model added with its file plus the KV cache.");
+  LaunchOptions launch_options;
+  launch_options.declare(p);
+  std::string model, backend;
+  std::vector<uint32_t> n_prompt = {512}, n_gen = {128};
+  long long reps = 5;
+  bool json = false;
+  p.option("-m|--model", "FILE", "the GGUF model (overrides the launch's model)", &model);
+  p.option("--backend", "NAME", "auto, reference, or a backend plugin's name", &backend);
+  p.option("-p|--n-prompt", "N", "prompt lengths to test, comma-separated (0: none; default 512)",
+           [&](const std::string& v) { n_prompt = parse_counts("--n-prompt", v); });
+  p.option("-n|--n-gen", "N", "decode lengths to test, comma-separated (0: none; default 128)",
+           [&](const std::string& v) { n_gen = parse_counts("--n-gen", v); });
+  p.option("-r|--repetitions", "N", "runs per test (default 5)",
+           [&](const std::string& v) { reps = parse_int("--repetitions", v, 1, 1000); });
+  p.flag("--json", "print the results as JSON instead of a markdown table", &json);
+  if (!p.parse(args)) return 0;
+
+  LaunchContext ctx = launch_options.resolve(false);
+  config::Launch& launch = ctx.launch;
+  if (p.given("--model")) launch.model = std::filesystem::absolute(model).string();
+  if (p.given("--backend")) launch.backend = backend;
+  std::vector<BenchTest> tests;
+  for (uint32_t n : n_prompt) tests.push_back({BenchTest::Kind::Prompt, n});
+  for (uint32_t n : n_gen) tests.push_back({BenchTest::Kind::Generate, n});
+  if (tests.empty()) throw UsageError("nothing to measure: -p and -n are both 0");
+  // The context holds the longest test.
+  uint32_t longest = 0;
+  for (const BenchTest& t : tests) longest = std::max(longest, t.n_tokens);
+  launch.runtime.context = std::max<int>(launch.runtime.context, static_cast<int>(longest));
+
+  const uint64_t rss_before = resident_bytes();
+  std::unique_ptr<Engine> engine = Engine::from_launch(launch);
+  const Model& m = engine->model();
+  const std::string model_name = std::filesystem::path(m.file().name()).filename().string();
+  std::vector<BenchResult> results;
+  for (const BenchTest& t : tests) results.push_back(run_bench(*engine, t, static_cast<int>(reps)));
+
+  if (json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const BenchResult& r : results) {
+      out.push_back({{"model", model_name},
+                     {"model_bytes", m.file_bytes()},
+                     {"params", parameter_count(m)},
+                     {"backend", engine->backend().name()},
+                     {"batch", engine->settings().batch},
+                     {"test", r.test.name()},
+                     {"n_tokens", r.test.n_tokens},
+                     {"repetitions", r.tokens_per_second.size()},
+                     {"samples_ts", r.tokens_per_second},
+                     {"median_ts", r.median},
+                     {"avg_ts", r.mean},
+                     {"stddev_ts", r.stddev},
+                     {"min_ts", r.min},
+                     {"max_ts", r.max}});
+    }
+    std::printf("%s\n", out.dump(1).c_str());
+  } else {
+    std::printf("| model | size | params | backend | test | t/s (median ± sd) | min .. max |\n");
+    std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: |\n");
+    for (const BenchResult& r : results) {
+      std::printf("| %s | %s | %.2f M | %s | %s | %.2f ± %.2f | %.2f .. %.2f |\n", model_name.c_str(),
+                  format_mib(m.file_bytes()).c_str(), static_cast<double>(parameter_count(m)) / 1e6,
+                  engine->backend().name().c_str(), r.test.name().c_str(), r.median, r.stddev, r.min, r.max);
+    }
+  }
+  // What the model added to the process (its mapped pages, the KV cache, the activations) against the budget.
+  const uint64_t peak = peak_resident_bytes();
+  const uint64_t added = peak > rss_before ? peak - rss_before : 0;
+  const uint64_t budget = m.file_bytes() + engine->kv().bytes();
+  std::fprintf(stderr,
+               "strata bench: peak RSS %s, of which %s since before loading; model file %s + KV cache %s = %s "
+               "(the added RSS is %.1f%% of that)\n",
+               format_mib(peak).c_str(), format_mib(added).c_str(), format_mib(m.file_bytes()).c_str(),
+               format_mib(engine->kv().bytes()).c_str(), format_mib(budget).c_str(),
+               100.0 * static_cast<double>(added) / static_cast<double>(budget));
+  return 0;
+}
+
+}  // namespace strata::cli

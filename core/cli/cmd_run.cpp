@@ -1,0 +1,110 @@
+// `strata run`: generate text from a prompt on the launch's backend, streaming it to stdout, with a summary line
+// (prompt and decode speed, tokens, peak memory) on stderr. --json makes stdout one JSON object instead.
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "args.hpp"
+#include "commands.hpp"
+#include "launch_options.hpp"
+#include "strata/engine.hpp"
+#include "strata/generate.hpp"
+#include "strata/process_memory.hpp"
+
+namespace strata::cli {
+namespace {
+
+std::string read_prompt_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot read --file '" + path + "': " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+double per_second(size_t n, double seconds) { return seconds > 0 ? static_cast<double>(n) / seconds : 0.0; }
+
+}  // namespace
+
+int cmd_run(const Args& args) {
+  ArgParser p("strata run", "[--config FILE] [--model FILE] (--prompt TEXT | --file FILE) [options]",
+              "Generates text from a raw prompt (no chat template): BOS and the vocabulary's dummy-prefix space are\n"
+              "added, the prompt is fed in chunks of runtime.batch tokens, then tokens are sampled with the\n"
+              "launch's sampling settings and streamed to stdout (the prompt first, as its tokens decode). A summary\n"
+              "line goes to stderr. Flags override the launch (--config, then -o, then these).\n\n"
+              "--json: stdout is exactly one JSON object {\"prompt_ids\": [...], \"generated_ids\": [...], \"text\": "
+              "\"...\"}\nwhere text is the generated text without the prompt; everything else goes to stderr.");
+  LaunchOptions launch_options;
+  launch_options.declare(p);
+  std::string model, prompt, file, backend;
+  long long n_predict = 0, seed = 0;
+  double temperature = 0;
+  bool json = false;
+  std::vector<std::string> stops;
+  p.option("-m|--model", "FILE", "the GGUF model (overrides the launch's model)", &model);
+  p.option("-p|--prompt", "TEXT", "the prompt", &prompt);
+  p.option("-f|--file", "FILE", "read the prompt from this file (its bytes exactly)", &file);
+  p.option("-n|--n-predict", "N", "tokens to generate (-1: until end of text or the context is full)",
+           [&](const std::string& v) { n_predict = parse_int("--n-predict", v, -1, 1LL << 31); });
+  p.option("--temperature", "T", "0 = greedy", [&](const std::string& v) {
+    temperature = parse_double("--temperature", v, 0.0, 100.0);
+  });
+  p.option("--seed", "N", "sampling seed", [&](const std::string& v) { seed = parse_int("--seed", v, 0, LLONG_MAX); });
+  p.option("--backend", "NAME", "auto, reference, or a backend plugin's name (overrides the launch)", &backend);
+  p.repeated("--stop", "TEXT", "stop when the generated text contains TEXT (repeatable)", &stops);
+  p.flag("--json", "print one JSON object (prompt_ids, generated_ids, text) instead of streaming text", &json);
+  if (!p.parse(args)) return 0;
+  if (p.given("--prompt") == p.given("--file")) {
+    throw UsageError("'strata run' needs exactly one of --prompt TEXT and --file FILE");
+  }
+  if (p.given("--file")) prompt = read_prompt_file(file);
+
+  LaunchContext ctx = launch_options.resolve(false);
+  config::Launch& launch = ctx.launch;
+  if (p.given("--model")) launch.model = std::filesystem::absolute(model).string();
+  if (p.given("--backend")) launch.backend = backend;
+  GenerateOptions gen;
+  gen.sampling = sampling_from(launch.sampling);
+  gen.n_predict = launch.sampling.n_predict;
+  if (p.given("--n-predict")) gen.n_predict = static_cast<int>(n_predict);
+  if (p.given("--temperature")) gen.sampling.temperature = static_cast<float>(temperature);
+  if (p.given("--seed")) gen.sampling.seed = static_cast<uint64_t>(seed);
+  gen.stop = stops;
+
+  std::unique_ptr<Engine> engine = Engine::from_launch(launch);
+  if (!json) {
+    // The prompt as its tokens decode, then the generated text as it comes.
+    const Tokenizer& tok = engine->model().tokenizer();
+    std::vector<TokenId> ids = tok.encode(prompt, {.add_bos = false, .add_eos = false, .parse_special = false});
+    std::fputs(tok.decode(ids).c_str(), stdout);
+    std::fflush(stdout);
+  }
+  const GenerateResult r = generate(*engine, 0, prompt, gen, [&](std::string_view text) {
+    if (json) return;
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  });
+  if (json) {
+    const nlohmann::json out = {{"prompt_ids", r.prompt_ids}, {"generated_ids", r.generated_ids}, {"text", r.text}};
+    std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else {
+    std::fputc('\n', stdout);
+  }
+  std::fflush(stdout);
+  std::fprintf(stderr,
+               "strata run: prompt %zu tokens in %.3f s (%.1f tokens/s), decode %zu tokens in %.3f s (%.1f tokens/s), "
+               "generated %zu (%s), peak RSS %s (model file %s, KV cache %s), backend %s\n",
+               r.prompt_ids.size(), r.prompt_seconds, per_second(r.prompt_ids.size(), r.prompt_seconds),
+               r.decode_tokens, r.decode_seconds, per_second(r.decode_tokens, r.decode_seconds), r.generated_ids.size(),
+               r.stop_reason.c_str(), format_mib(peak_resident_bytes()).c_str(),
+               format_mib(engine->model().file_bytes()).c_str(), format_mib(engine->kv().bytes()).c_str(),
+               engine->backend().describe().c_str());
+  return 0;
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,40 @@
+// Where a window's ops run: the in-core reference (always there), or a backend plugin (plugin_api.h's backend
+// family), chosen by a launch's `backend` key. The engine sees both through one interface.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+
+#include "strata/config.hpp"
+#include "strata/plugin_api.h"
+
+namespace strata {
+
+class PluginInstance;
+class PluginRegistry;
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // "reference", "cpu_avx2", ...
+  virtual const std::string& name() const = 0;
+  // A line for logs and summaries: the name, and the device where there is one.
+  virtual std::string describe() const = 0;
+  // Runs the ops in order; returns once all are done. Throws strata::Error when the backend fails.
+  virtual void compute(std::span<const strata_op> ops) = 0;
+};
+
+// The scalar reference of core/src/reference (single-threaded).
+std::unique_ptr<Backend> make_reference_backend();
+
+// A backend plugin's device 0. The ops it says it cannot run (supports_op) run on the reference instead, which
+// works because a CPU backend's tensors are host memory; such ops are logged once per kind.
+std::unique_ptr<Backend> make_plugin_backend(std::unique_ptr<PluginInstance> plugin);
+
+// The launch's backend: "reference"; a plugin by name (loaded with its options from the launch); or "auto": the
+// best-scoring usable backend plugin that the launch does not disable, else the reference (logged).
+// Throws strata::Error naming the plugin when a named one cannot be used.
+std::unique_ptr<Backend> select_backend(const config::Launch& launch, const PluginRegistry& registry);
+
+}  // namespace strata

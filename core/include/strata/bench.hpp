@@ -1,0 +1,31 @@
+// Prefill and decode speed as llama-bench measures them: ppN feeds N prompt tokens as one prompt (in windows of
+// runtime.batch), tgN decodes N tokens one window at a time, each repetition from an empty slot, after one
+// untimed warm-up. Tokens are drawn from a fixed seed (BOS first), so every run feeds the same ids.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "strata/engine.hpp"
+
+namespace strata {
+
+struct BenchTest {
+  enum class Kind { Prompt, Generate };
+  Kind kind;
+  uint32_t n_tokens;
+  std::string name() const;  // "pp512", "tg128"
+};
+
+struct BenchResult {
+  BenchTest test;
+  std::vector<double> tokens_per_second;  // one per repetition
+  double median = 0, mean = 0, stddev = 0, min = 0, max = 0;
+};
+
+// Runs `test` `repetitions` times on slot 0 (the slot is cut back to 0 before each run). The engine's context
+// must hold n_tokens.
+BenchResult run_bench(Engine& engine, const BenchTest& test, int repetitions);
+
+}  // namespace strata

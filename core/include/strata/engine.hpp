@@ -1,0 +1,63 @@
+// The engine: a model, its KV cache and a backend, running windows of tokens. A prompt is fed in chunks of
+// runtime.batch tokens and each decoded token as a window of one; both take the same path (Model::build_window,
+// then each stage's ops on the backend and its host step).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "strata/backend.hpp"
+#include "strata/config.hpp"
+#include "strata/format/types.hpp"
+#include "strata/kv_cache.hpp"
+#include "strata/model.hpp"
+
+namespace strata {
+
+struct EngineSettings {
+  uint32_t context = 4096;  // positions per slot
+  uint32_t slots = 1;
+  uint32_t batch = 512;     // prefill chunk
+  uint32_t max_window_logits = 16;  // feed_window's limit: every token's logits are kept
+  format::GgmlType kv_type = format::GgmlType::F16;
+};
+
+// runtime.context, runtime.slots, runtime.batch and runtime.kv_type of a launch.
+EngineSettings settings_from(const config::Launch& launch);
+
+class Engine {
+ public:
+  Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, const EngineSettings& settings);
+  // Loads launch.model and the launch's backend (select_backend; plugins found on the launch's search path).
+  static std::unique_ptr<Engine> from_launch(const config::Launch& launch);
+  ~Engine();
+
+  const Model& model() const { return *model_; }
+  Backend& backend() { return *backend_; }
+  const KvCache& kv() const { return kv_; }
+  const EngineSettings& settings() const { return settings_; }
+
+  // Appends `tokens` to `slot`'s sequence (windows of at most `batch` tokens) and returns the logits of the last
+  // one: n_vocab floats, valid until the next call. Throws strata::Error when the context is full.
+  std::span<const float> feed(uint32_t slot, std::span<const TokenId> tokens);
+  // One window whose every token's logits are kept ([n_vocab] per token, token-major); at most
+  // max_window_logits tokens (verify windows are short).
+  std::span<const float> feed_window(uint32_t slot, std::span<const TokenId> tokens);
+  // Positions `slot` holds; cut(slot, p) forgets those from p on.
+  uint32_t position(uint32_t slot) const { return kv_.length(slot); }
+  void cut(uint32_t slot, uint32_t position) { kv_.cut(slot, position); }
+
+ private:
+  void run(const Window& w);
+  // Declared first, destroyed last: it keeps the plugin libraries loaded while the backend lives.
+  std::unique_ptr<PluginRegistry> registry_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Backend> backend_;
+  EngineSettings settings_;
+  KvCache kv_;
+  Activations act_;
+};
+
+}  // namespace strata

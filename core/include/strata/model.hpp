@@ -1,0 +1,185 @@
+// A model loaded from a GGUF, and the op lists of its forward pass.
+//
+// Weights stay memory-mapped: every weight below is a view of the file's bytes (nothing is copied), checked at
+// load against the architecture's tensor list (arch.hpp). For each window of tokens (a prefill chunk, one decode
+// token, later a verify window) the model emits its program as stages: a stage's ops (plugin_api.h's strata_op)
+// run on any backend, then its host step, if any, runs (MoE layers: the router's choices become the MOE op of
+// the next stage; this is where the GPU path's planner will sit). One file per architecture builds the layers
+// (core/src/model/<arch>_graph.cpp); only llama and qwen3moe are built so far, but the weight and routing
+// structs already carry what the later ones need (shared experts, sigmoid and grouped routing with a
+// correction bias, expert biases and clamped SwiGLU, attention sinks, compressed MLA attention).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "strata/gguf.hpp"
+#include "strata/hparams.hpp"
+#include "strata/plugin_api.h"
+#include "strata/tokenizer.hpp"
+
+namespace strata {
+
+class KvCache;
+
+using Tensor = const gguf::TensorView*;  // a weight in the mapped file; nullptr when the model has none
+
+// ---- weights ----------------------------------------------------------------------------------------------
+
+// How a layer's attention is computed.
+struct AttentionSpec {
+  uint32_t n_head = 0, n_head_kv = 0;
+  uint32_t head_dim = 0;      // of queries and keys (and values: the ATTENTION op has one head size)
+  float scale = 0.0f;         // applied to q.k: 1/sqrt(head_dim) unless the architecture says otherwise
+  int rope_mode = 0;          // 0 adjacent pairs (llama), 2 neox halves (qwen3moe)
+  uint32_t n_rot = 0;
+  float rope_freq_base = 10000.0f, rope_freq_scale = 1.0f;
+  uint32_t sliding_window = 0;  // gpt-oss's banded layers; 0 = full attention
+};
+
+struct AttentionWeights {
+  Tensor norm = nullptr;                                  // attn_norm (F32)
+  Tensor q = nullptr, k = nullptr, v = nullptr, o = nullptr;
+  Tensor qkv = nullptr;                                   // fused attn_qkv, in place of q, k, v
+  Tensor q_bias = nullptr, k_bias = nullptr, v_bias = nullptr, o_bias = nullptr;
+  Tensor q_norm = nullptr, k_norm = nullptr;              // per-head RMS norms (qwen3moe)
+  Tensor sinks = nullptr;                                 // attention sinks (gpt-oss): one logit per head
+  // DeepSeek's multi-head latent attention (compressed KV): q through a low-rank pair, k/v from a shared latent.
+  Tensor q_a = nullptr, q_a_norm = nullptr, q_b = nullptr;
+  Tensor kv_a_mqa = nullptr, kv_a_norm = nullptr, kv_b = nullptr, k_b = nullptr, v_b = nullptr;
+};
+
+// How a MoE layer picks its experts and weighs them (the ROUTER op's parameters, and what it cannot say yet).
+struct RoutingSpec {
+  uint32_t n_expert = 0, k = 0;
+  GatingFunc gating = GatingFunc::Softmax;
+  bool normalize = false;       // divide the k weights by their sum
+  float scale = 1.0f;           // multiplies every weight
+  Tensor selection_bias = nullptr;  // exp_probs_b: the correction bias that only selects (deepseek2, glm4moe)
+  uint32_t n_group = 0, topk_group = 0;  // grouped routing (DeepSeek V3): 0 = off
+};
+
+// A layer's routed experts, stacked along ne[2] of each tensor.
+struct ExpertStack {
+  Tensor gate = nullptr, up = nullptr, down = nullptr;  // [n_embd, n_ff, E], [n_embd, n_ff, E], [n_ff, n_embd, E]
+  Tensor gate_up = nullptr;                             // fused [n_embd, 2 n_ff, E]: gate rows, then up rows
+  Tensor gate_bias = nullptr, up_bias = nullptr, down_bias = nullptr;  // gpt-oss
+  float swiglu_limit = 0.0f;  // gpt-oss's clamp; 0 = plain SwiGLU
+  uint32_t n_ff = 0;
+
+  // Expert e's matrices as the MOE op takes them: pointers into the mapped stacks.
+  strata_expert_weights expert(uint32_t e) const;
+};
+
+// Experts every token passes through (qwen2moe, deepseek2), added after the routed ones.
+struct SharedExperts {
+  Tensor gate = nullptr, up = nullptr, down = nullptr;
+  Tensor gate_inp = nullptr;  // qwen2moe: a sigmoid gate on the shared expert's output
+};
+
+struct LayerWeights {
+  AttentionWeights attn;
+  AttentionSpec attn_spec;
+  Tensor ffn_norm = nullptr;
+  // Dense FFN (and deepseek2's leading dense blocks).
+  Tensor ffn_gate = nullptr, ffn_up = nullptr, ffn_down = nullptr;
+  Tensor ffn_gate_bias = nullptr, ffn_up_bias = nullptr, ffn_down_bias = nullptr;
+  // MoE.
+  Tensor router = nullptr;  // ffn_gate_inp [n_embd, n_expert]
+  RoutingSpec routing;
+  ExpertStack experts;
+  SharedExperts shared;
+
+  bool has_experts() const { return router != nullptr; }
+};
+
+struct ModelWeights {
+  Tensor token_embd = nullptr;
+  Tensor output_norm = nullptr;
+  Tensor output = nullptr;  // token_embd when the head is tied to the embeddings
+  std::vector<LayerWeights> layers;
+};
+
+// ---- windows and their programs ---------------------------------------------------------------------------
+
+// Host memory for the activations of one window, sized for the largest window (max_tokens).
+struct Activations {
+  uint32_t max_tokens = 0;
+  std::vector<int32_t> tokens, positions;  // [max_tokens]
+  std::vector<float> x;                    // the residual stream [n_embd, n]
+  std::vector<float> xn;                   // normed rows [n_embd, n]
+  std::vector<float> q, k, v;              // [n_head * head_dim, n], [n_head_kv * head_dim, n] twice
+  std::vector<float> q_alt, k_alt;         // second buffers for q and k: ops never write over their inputs
+  std::vector<float> attn;                 // attention output [n_head * head_dim, n]
+  std::vector<float> out;                  // a block's output before the residual add [n_embd, n]
+  std::vector<float> ffn_gate, ffn_up;     // [widest FFN, n]
+  std::vector<float> router_logits;        // [n_expert, n]
+  std::vector<int32_t> expert_ids;         // [k, n]
+  std::vector<float> expert_weights;       // [k, n]
+  uint32_t max_logit_rows = 0;
+  std::vector<float> logits;               // [n_vocab, max_logit_rows]
+
+  // The MOE op of the current layer, built from the router's outputs (moe_routing.cpp).
+  std::vector<uint32_t> moe_expert_ids, moe_token_offsets, moe_token_index;
+  std::vector<float> moe_route_weight;
+  std::vector<strata_expert_weights> moe_weights;
+  strata_moe_op moe{};
+};
+
+// A window: consecutive tokens of one sequence (slot of the KV cache) at consecutive positions.
+struct Window {
+  std::span<const TokenId> tokens;
+  uint32_t first_position = 0;
+  uint32_t slot = 0;
+  bool all_logits = false;  // logits of every token (verify windows), or of the last one only
+};
+
+// Ops to run in order on a backend, then an optional host step.
+struct Stage {
+  std::vector<strata_op> ops;
+  std::function<void()> host;
+};
+
+class Model {
+ public:
+  // Opens the GGUF (memory-mapped), reads its hyperparameters and tokenizer, and checks that every tensor of
+  // the architecture is there with its shape. Throws strata::Error naming the file and what is wrong; an
+  // architecture whose graph is not built yet is refused by name.
+  static std::unique_ptr<Model> load(const std::string& path);
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const HParams& hparams() const { return hp_; }
+  const gguf::Model& file() const { return *file_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const ModelWeights& weights() const { return weights_; }
+  // The mapped files' total size in bytes.
+  uint64_t file_bytes() const;
+  // The KV cache width of a layer (keys and values alike here).
+  uint32_t kv_dim() const;
+
+  // Activations for windows of up to max_tokens tokens, keeping the logits of up to max_logit_rows of them.
+  Activations make_activations(uint32_t max_tokens, uint32_t max_logit_rows) const;
+
+  // The whole program of one window: embeddings, every layer, the output head (logits into act.logits: one
+  // column per token when w.all_logits, else one for the last token). Tokens and positions are copied into act;
+  // the caller has made room for them in the KV cache.
+  std::vector<Stage> build_window(const Window& w, Activations& act, const KvCache& kv) const;
+
+  class Graph;  // the architecture's layer builder (core/src/model/<arch>_graph.cpp)
+
+ private:
+  Model() = default;
+  std::unique_ptr<gguf::Model> file_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  HParams hp_;
+  ModelWeights weights_;
+  std::unique_ptr<Graph> graph_;
+};
+
+}  // namespace strata

@@ -1,0 +1,86 @@
+// Choosing the next token from a window's logits: greedy, or a seeded draw after a repetition penalty and
+// top-k, top-p and min-p cuts, at a temperature; and stopping on end-of-text or stop strings.
+//
+// The order is llama.cpp's default sampler chain: penalties, top-k, top-p, min-p (the last two on the
+// probabilities at temperature 1), temperature, draw. Temperature 0 is greedy (the first of the largest logits,
+// after the penalty). Same logits, parameters and seed: the same token, on every machine.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "strata/config.hpp"
+#include "strata/tokenizer.hpp"
+
+namespace strata {
+
+struct SamplingParams {
+  float temperature = 0.0f;   // 0 = greedy
+  int top_k = 0;              // keep the k likeliest (0 = off)
+  float top_p = 1.0f;         // keep the smallest set whose probability reaches p (1 = off)
+  float min_p = 0.0f;         // drop tokens less likely than min_p times the likeliest (0 = off)
+  float repeat_penalty = 1.0f;  // divide positive (multiply negative) logits of recent tokens (1 = off)
+  int repeat_last_n = 64;     // how many recent tokens the penalty looks at (0 = none)
+  uint64_t seed = 1;
+};
+
+// The launch's sampling section.
+SamplingParams sampling_from(const config::SamplingConfig& s);
+
+namespace sampling {
+
+struct Candidate {
+  TokenId id;
+  float logit;
+  double p = 0.0;  // probability among the candidates still in (after softmax)
+};
+
+// The penalty over the distinct tokens among the last `last_n` of `history`.
+void apply_repeat_penalty(std::vector<float>& logits, std::span<const TokenId> history, float penalty, int last_n);
+// All tokens, by logit descending (ties: lower id first).
+std::vector<Candidate> sorted_candidates(std::span<const float> logits);
+// The cuts, on candidates sorted by logit descending. Each keeps at least one candidate.
+void top_k(std::vector<Candidate>& c, int k);
+void softmax(std::vector<Candidate>& c, float temperature);  // fills p
+void top_p(std::vector<Candidate>& c, float p);              // needs p filled; renormalises
+void min_p(std::vector<Candidate>& c, float p);              // needs p filled; renormalises
+// The first index whose cumulative probability exceeds u in [0, 1).
+size_t draw(const std::vector<Candidate>& c, double u);
+// The first of the largest logits.
+TokenId argmax(std::span<const float> logits);
+
+}  // namespace sampling
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplingParams& params);
+  // The next token, given the logits (n_vocab) and the tokens so far (prompt and generated).
+  TokenId sample(std::span<const float> logits, std::span<const TokenId> history);
+  const SamplingParams& params() const { return params_; }
+
+ private:
+  SamplingParams params_;
+  std::mt19937_64 rng_;
+};
+
+// Watches generated text for stop strings. push() returns the text that can be shown now: text that might be
+// the start of a stop string is held back until it cannot be; once a stop string appears, the text before it is
+// released and stopped() is true. finish() releases what is held when generation ends another way.
+class StopStrings {
+ public:
+  explicit StopStrings(std::vector<std::string> stops);
+  std::string push(std::string_view text);
+  std::string finish();
+  bool stopped() const { return stopped_; }
+
+ private:
+  std::vector<std::string> stops_;
+  std::string held_;
+  bool stopped_ = false;
+};
+
+}  // namespace strata

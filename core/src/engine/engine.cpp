@@ -1,0 +1,71 @@
+#include "strata/engine.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "strata/error.hpp"
+#include "strata/log.hpp"
+#include "strata/plugin_host.hpp"
+
+namespace strata {
+
+EngineSettings settings_from(const config::Launch& launch) {
+  EngineSettings s;
+  s.context = static_cast<uint32_t>(launch.runtime.context);
+  s.slots = static_cast<uint32_t>(launch.runtime.slots);
+  s.batch = static_cast<uint32_t>(launch.runtime.batch);
+  s.kv_type = launch.runtime.kv_type == config::KvType::Q8_0 ? format::GgmlType::Q8_0 : format::GgmlType::F16;
+  return s;
+}
+
+Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, const EngineSettings& settings)
+    : model_(std::move(model)),
+      backend_(std::move(backend)),
+      settings_(settings),
+      kv_(model_->hparams().n_layer, model_->kv_dim(), settings.context, settings.slots, settings.kv_type),
+      act_(model_->make_activations(std::max<uint32_t>(settings.batch, 1), settings.max_window_logits)) {}
+
+Engine::~Engine() = default;
+
+std::unique_ptr<Engine> Engine::from_launch(const config::Launch& launch) {
+  if (!launch.model) throw Error("no model: give --model FILE or set `model:` in the launch");
+  const char* env_path = std::getenv("STRATA_PLUGIN_PATH");
+  std::vector<std::filesystem::path> folders(launch.plugin_path.begin(), launch.plugin_path.end());
+  auto registry = std::make_unique<PluginRegistry>(default_search_path(folders, env_path ? env_path : ""));
+  std::unique_ptr<Backend> backend = select_backend(launch, *registry);
+  auto engine = std::make_unique<Engine>(Model::load(*launch.model), std::move(backend), settings_from(launch));
+  engine->registry_ = std::move(registry);
+  log::info("backend: " + engine->backend_->describe());
+  return engine;
+}
+
+void Engine::run(const Window& w) {
+  kv_.check_window(w.slot, w.first_position, static_cast<uint32_t>(w.tokens.size()));
+  const std::vector<Stage> stages = model_->build_window(w, act_, kv_);
+  for (const Stage& s : stages) {
+    backend_->compute(s.ops);
+    if (s.host) s.host();
+  }
+  kv_.set_length(w.slot, w.first_position + static_cast<uint32_t>(w.tokens.size()));
+}
+
+std::span<const float> Engine::feed(uint32_t slot, std::span<const TokenId> tokens) {
+  if (tokens.empty()) throw Error("feed: no tokens");
+  for (size_t start = 0; start < tokens.size(); start += settings_.batch) {
+    const size_t n = std::min<size_t>(settings_.batch, tokens.size() - start);
+    run(Window{tokens.subspan(start, n), kv_.length(slot), slot, false});
+  }
+  return {act_.logits.data(), model_->hparams().n_vocab};
+}
+
+std::span<const float> Engine::feed_window(uint32_t slot, std::span<const TokenId> tokens) {
+  if (tokens.empty() || tokens.size() > act_.max_logit_rows) {
+    throw Error("feed_window: " + std::to_string(tokens.size()) +
+                " tokens; a window with every token's logits holds 1 to " + std::to_string(act_.max_logit_rows));
+  }
+  run(Window{tokens, kv_.length(slot), slot, true});
+  return {act_.logits.data(), size_t{model_->hparams().n_vocab} * tokens.size()};
+}
+
+}  // namespace strata

@@ -1,0 +1,71 @@
+#include "strata/kv_cache.hpp"
+
+#include <string>
+
+#include "strata/error.hpp"
+#include "strata/op_tensor.hpp"
+
+namespace strata {
+
+KvCache::KvCache(uint32_t n_layer, uint32_t kv_dim, uint32_t n_ctx, uint32_t n_slots, format::GgmlType type)
+    : type_(type), n_layer_(n_layer), kv_dim_(kv_dim), n_ctx_(n_ctx), length_(n_slots, 0) {
+  if (type != format::GgmlType::F16 && type != format::GgmlType::Q8_0) {
+    throw Error("KV cache type " + std::string(format::traits(type).name) + " is not supported; use f16 or q8_0");
+  }
+  if (n_layer == 0 || kv_dim == 0 || n_ctx == 0 || n_slots == 0) {
+    throw Error("KV cache: layers, width, context and slots must all be positive (got " + std::to_string(n_layer) +
+                ", " + std::to_string(kv_dim) + ", " + std::to_string(n_ctx) + ", " + std::to_string(n_slots) + ")");
+  }
+  if (type == format::GgmlType::Q8_0 && kv_dim % 32 != 0) {
+    throw Error("KV cache: a q8_0 cache needs a key/value width that is a multiple of 32; this model's is " +
+                std::to_string(kv_dim) + " (runtime.kv_type: f16 works)");
+  }
+  column_bytes_ = format::row_bytes(type, kv_dim);
+  matrix_bytes_ = column_bytes_ * n_ctx;
+  bytes_ = matrix_bytes_ * 2 * n_layer * n_slots;
+  // Left uninitialised: a column is read only after KV_STORE wrote it, so untouched pages stay unmapped.
+  data_ = std::make_unique_for_overwrite<unsigned char[]>(bytes_);
+}
+
+strata_tensor KvCache::matrix(uint32_t layer, uint32_t slot, uint32_t which) const {
+  if (layer >= n_layer_ || slot >= n_slots()) {
+    throw Error("KV cache: layer " + std::to_string(layer) + " slot " + std::to_string(slot) + " out of range");
+  }
+  const uint64_t index = (static_cast<uint64_t>(slot) * n_layer_ + layer) * 2 + which;
+  return make_tensor(data_.get() + index * matrix_bytes_, type_, {kv_dim_, n_ctx_});
+}
+
+strata_tensor KvCache::keys(uint32_t layer, uint32_t slot) const { return matrix(layer, slot, 0); }
+strata_tensor KvCache::values(uint32_t layer, uint32_t slot) const { return matrix(layer, slot, 1); }
+
+uint32_t KvCache::length(uint32_t slot) const { return length_.at(slot); }
+
+void KvCache::check_window(uint32_t slot, uint32_t first_position, uint32_t n) const {
+  if (slot >= n_slots()) {
+    throw Error("slot " + std::to_string(slot) + " does not exist; runtime.slots is " + std::to_string(n_slots()));
+  }
+  if (first_position != length_[slot]) {
+    throw Error("a window at position " + std::to_string(first_position) + " does not continue slot " +
+                std::to_string(slot) + ", which holds " + std::to_string(length_[slot]) +
+                " positions (cut it back first)");
+  }
+  if (static_cast<uint64_t>(first_position) + n > n_ctx_) {
+    throw Error("the context is full: " + std::to_string(first_position) + " + " + std::to_string(n) +
+                " tokens exceed runtime.context " + std::to_string(n_ctx_));
+  }
+}
+
+void KvCache::set_length(uint32_t slot, uint32_t length) {
+  if (length > n_ctx_) throw Error("KV cache: length " + std::to_string(length) + " exceeds the context");
+  length_.at(slot) = length;
+}
+
+void KvCache::cut(uint32_t slot, uint32_t position) {
+  if (position > length(slot)) {
+    throw Error("cannot cut slot " + std::to_string(slot) + " back to position " + std::to_string(position) +
+                ": it holds only " + std::to_string(length(slot)) + " positions");
+  }
+  length_[slot] = position;
+}
+
+}  // namespace strata

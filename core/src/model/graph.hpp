@@ -1,0 +1,73 @@
+// Internal to the model: what an architecture's layer builder gets, the builder interface, and the blocks the
+// architectures share (graph_blocks.cpp). Tensors passed to ops are views of the activations (host memory) and
+// of the mapped weights.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "strata/hparams.hpp"
+#include "strata/kv_cache.hpp"
+#include "strata/model.hpp"
+
+namespace strata {
+
+// One window's place: its activations, its KV slot and its size.
+struct GraphContext {
+  const HParams& hp;
+  Activations& act;
+  const KvCache& kv;
+  uint32_t slot;
+  int64_t n_tok;
+};
+
+// Collects a window's stages: ops go into the open stage; a host step closes it.
+class StageList {
+ public:
+  std::vector<strata_op>& ops();
+  void host(std::function<void()> step);
+  std::vector<Stage> take();
+
+ private:
+  std::vector<Stage> stages_;
+};
+
+class Model::Graph {
+ public:
+  virtual ~Graph() = default;
+  // Fills the model's weights from the file's tensors (which the arch check has already found and measured).
+  virtual void bind(const gguf::Model& file, const HParams& hp, ModelWeights& weights) const = 0;
+  // Layer il's ops for the window.
+  virtual void emit_layer(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, StageList& out) const = 0;
+};
+
+std::unique_ptr<Model::Graph> make_llama_graph();
+std::unique_ptr<Model::Graph> make_qwen3moe_graph();
+
+namespace graph {
+
+// A weight the model needs (the arch check has made sure it is there), or an optional one.
+Tensor need(const gguf::Model& file, uint32_t il, const char* stem, const char* suffix = "weight");
+Tensor maybe(const gguf::Model& file, uint32_t il, const char* stem, const char* suffix = "weight");
+// token_embd, output_norm, output (tied to token_embd when absent).
+void bind_embeddings_and_head(const gguf::Model& file, ModelWeights& w);
+// The routed experts of block il (ffn_gate_exps, ffn_up_exps, ffn_down_exps) and the router ffn_gate_inp.
+void bind_routed_experts(const gguf::Model& file, const HParams& hp, uint32_t il, LayerWeights& lw);
+
+// Residual-stream blocks. Each reads act.x and adds its output to it.
+// Attention: attn_norm, q/k/v projections (with biases when present), per-head q/k norms when present, RoPE,
+// the KV store, grouped-query attention over the slot's cache, the output projection.
+void emit_attention(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, StageList& out);
+// SwiGLU FFN: ffn_norm, gate and up, SWIGLU, down.
+void emit_dense_ffn(const LayerWeights& lw, const GraphContext& ctx, StageList& out);
+// MoE FFN: ffn_norm, router logits, ROUTER; a host step turns the choices into the MOE op; MOE; the add.
+void emit_moe_ffn(const LayerWeights& lw, const GraphContext& ctx, StageList& out);
+
+}  // namespace graph
+
+// moe_routing.cpp: the router's choices (act.expert_ids / act.expert_weights, k per token) as the MOE op over
+// the layer's experts: the distinct experts in ascending id, each with its tokens in window order.
+void build_moe_op(const ExpertStack& experts, uint32_t k, const GraphContext& ctx);
+
+}  // namespace strata

@@ -1,0 +1,218 @@
+// The blocks llama and qwen3moe are made of, as ops over the window's activations. Ops never write over their
+// own inputs, except the element-wise ADD and SWIGLU, whose dst may be their src0 (each element is read before
+// it is written).
+#include <cmath>
+#include <string>
+
+#include "graph.hpp"
+#include "strata/error.hpp"
+#include "strata/op_tensor.hpp"
+
+namespace strata {
+
+std::vector<strata_op>& StageList::ops() {
+  if (stages_.empty() || stages_.back().host) stages_.emplace_back();
+  return stages_.back().ops;
+}
+
+void StageList::host(std::function<void()> step) {
+  ops();  // a host step closes the open stage (opening an empty one if the last stage is closed)
+  stages_.back().host = std::move(step);
+}
+
+std::vector<Stage> StageList::take() { return std::move(stages_); }
+
+namespace graph {
+namespace {
+
+strata_op new_op(strata_op_kind kind) {
+  strata_op op{};
+  op.struct_size = sizeof(strata_op);
+  op.kind = kind;
+  op.dst = no_tensor();
+  for (strata_tensor& s : op.src) s = no_tensor();
+  return op;
+}
+
+strata_tensor rows_of(std::vector<float>& buf, int64_t width, int64_t n) { return tensor_f32(buf.data(), {width, n}); }
+
+strata_tensor weight(Tensor t) { return tensor_of(*t); }
+
+void rms_norm(std::vector<strata_op>& ops, const strata_tensor& dst, const strata_tensor& src, Tensor w, float eps) {
+  strata_op op = new_op(STRATA_OP_RMS_NORM);
+  op.dst = dst;
+  op.src[0] = src;
+  op.src[1] = weight(w);
+  op.f[0] = eps;
+  ops.push_back(op);
+}
+
+// dst = w x, then + bias when there is one.
+void linear(std::vector<strata_op>& ops, const strata_tensor& dst, Tensor w, const strata_tensor& x, Tensor bias) {
+  strata_op op = new_op(STRATA_OP_MUL_MAT);
+  op.dst = dst;
+  op.src[0] = weight(w);
+  op.src[1] = x;
+  ops.push_back(op);
+  if (bias != nullptr) {
+    strata_op add = new_op(STRATA_OP_ADD);
+    add.dst = dst;
+    add.src[0] = dst;
+    add.src[1] = weight(bias);
+    ops.push_back(add);
+  }
+}
+
+void add_into(std::vector<strata_op>& ops, const strata_tensor& x, const strata_tensor& y) {
+  strata_op op = new_op(STRATA_OP_ADD);
+  op.dst = x;
+  op.src[0] = x;
+  op.src[1] = y;
+  ops.push_back(op);
+}
+
+strata_tensor positions(const GraphContext& ctx) { return tensor_i32(ctx.act.positions.data(), {ctx.n_tok}); }
+
+// Per-head norm (when the layer has one) and RoPE of q or k: [head_dim, heads, n] from `buf`, ending in one of
+// the two buffers; returns the tensor holding the result.
+strata_tensor norm_and_rope(std::vector<strata_op>& ops, std::vector<float>& buf, std::vector<float>& alt,
+                            uint32_t heads, Tensor head_norm, const AttentionSpec& s, const GraphContext& ctx) {
+  const int64_t hd = s.head_dim;
+  std::vector<float>* cur = &buf;
+  std::vector<float>* other = &alt;
+  if (head_norm != nullptr) {
+    rms_norm(ops, tensor_f32(other->data(), {hd, heads, ctx.n_tok}), tensor_f32(cur->data(), {hd, heads, ctx.n_tok}),
+             head_norm, ctx.hp.rms_eps);
+    std::swap(cur, other);
+  }
+  strata_op rope = new_op(STRATA_OP_ROPE);
+  rope.dst = tensor_f32(other->data(), {hd, heads, ctx.n_tok});
+  rope.src[0] = tensor_f32(cur->data(), {hd, heads, ctx.n_tok});
+  rope.src[1] = positions(ctx);
+  rope.i[0] = s.rope_mode;
+  rope.i[1] = static_cast<int32_t>(s.n_rot);
+  rope.f[0] = s.rope_freq_base;
+  rope.f[1] = s.rope_freq_scale;
+  ops.push_back(rope);
+  return tensor_f32(other->data(), {hd * heads, ctx.n_tok});
+}
+
+}  // namespace
+
+Tensor maybe(const gguf::Model& file, uint32_t il, const char* stem, const char* suffix) {
+  return file.find_tensor("blk." + std::to_string(il) + "." + stem + "." + suffix);
+}
+
+Tensor need(const gguf::Model& file, uint32_t il, const char* stem, const char* suffix) {
+  return &file.tensor("blk." + std::to_string(il) + "." + stem + "." + suffix);
+}
+
+void bind_embeddings_and_head(const gguf::Model& file, ModelWeights& w) {
+  w.token_embd = &file.tensor("token_embd.weight");
+  w.output_norm = &file.tensor("output_norm.weight");
+  w.output = file.find_tensor("output.weight");
+  if (w.output == nullptr) w.output = w.token_embd;
+}
+
+void bind_routed_experts(const gguf::Model& file, const HParams& hp, uint32_t il, LayerWeights& lw) {
+  lw.router = need(file, il, "ffn_gate_inp");
+  lw.experts.gate = need(file, il, "ffn_gate_exps");
+  lw.experts.up = need(file, il, "ffn_up_exps");
+  lw.experts.down = need(file, il, "ffn_down_exps");
+  lw.experts.n_ff = static_cast<uint32_t>(lw.experts.gate->ne[1]);
+  lw.routing.n_expert = hp.n_expert;
+  lw.routing.k = hp.n_expert_used;
+  lw.routing.gating = hp.gating;
+  lw.routing.normalize = hp.expert_weights_norm;
+  lw.routing.scale = hp.expert_weights_scale;
+}
+
+void emit_attention(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, StageList& out) {
+  const AttentionSpec& s = lw.attn_spec;
+  const AttentionWeights& w = lw.attn;
+  Activations& a = ctx.act;
+  const int64_t n = ctx.n_tok;
+  const int64_t n_q = int64_t{s.n_head} * s.head_dim;
+  const int64_t n_kv = int64_t{s.n_head_kv} * s.head_dim;
+  std::vector<strata_op>& ops = out.ops();
+  rms_norm(ops, rows_of(a.xn, ctx.hp.n_embd, n), rows_of(a.x, ctx.hp.n_embd, n), w.norm, ctx.hp.rms_eps);
+  const strata_tensor xn = rows_of(a.xn, ctx.hp.n_embd, n);
+  linear(ops, rows_of(a.q, n_q, n), w.q, xn, w.q_bias);
+  linear(ops, rows_of(a.k, n_kv, n), w.k, xn, w.k_bias);
+  linear(ops, rows_of(a.v, n_kv, n), w.v, xn, w.v_bias);
+  const strata_tensor q = norm_and_rope(ops, a.q, a.q_alt, s.n_head, w.q_norm, s, ctx);
+  const strata_tensor k = norm_and_rope(ops, a.k, a.k_alt, s.n_head_kv, w.k_norm, s, ctx);
+
+  const strata_tensor keys = ctx.kv.keys(il, ctx.slot);
+  const strata_tensor values = ctx.kv.values(il, ctx.slot);
+  for (const auto& [cache, src] : {std::pair{keys, k}, std::pair{values, rows_of(a.v, n_kv, n)}}) {
+    strata_op store = new_op(STRATA_OP_KV_STORE);
+    store.dst = cache;
+    store.src[0] = src;
+    store.src[1] = positions(ctx);
+    ops.push_back(store);
+  }
+  strata_op att = new_op(STRATA_OP_ATTENTION);
+  att.dst = rows_of(a.attn, n_q, n);
+  att.src[0] = tensor_f32(static_cast<const float*>(q.data), {s.head_dim, s.n_head, n});
+  att.src[1] = keys;
+  att.src[2] = values;
+  att.src[3] = positions(ctx);
+  att.i[0] = static_cast<int32_t>(s.n_head);
+  att.i[1] = static_cast<int32_t>(s.n_head_kv);
+  att.f[0] = s.scale;
+  ops.push_back(att);
+  linear(ops, rows_of(a.out, ctx.hp.n_embd, n), w.o, rows_of(a.attn, n_q, n), w.o_bias);
+  add_into(ops, rows_of(a.x, ctx.hp.n_embd, n), rows_of(a.out, ctx.hp.n_embd, n));
+}
+
+void emit_dense_ffn(const LayerWeights& lw, const GraphContext& ctx, StageList& out) {
+  Activations& a = ctx.act;
+  const int64_t n = ctx.n_tok;
+  const int64_t n_embd = ctx.hp.n_embd;
+  const int64_t n_ff = lw.ffn_gate->ne[1];
+  std::vector<strata_op>& ops = out.ops();
+  rms_norm(ops, rows_of(a.xn, n_embd, n), rows_of(a.x, n_embd, n), lw.ffn_norm, ctx.hp.rms_eps);
+  linear(ops, rows_of(a.ffn_gate, n_ff, n), lw.ffn_gate, rows_of(a.xn, n_embd, n), lw.ffn_gate_bias);
+  linear(ops, rows_of(a.ffn_up, n_ff, n), lw.ffn_up, rows_of(a.xn, n_embd, n), lw.ffn_up_bias);
+  strata_op act = new_op(STRATA_OP_SWIGLU);
+  act.dst = rows_of(a.ffn_gate, n_ff, n);
+  act.src[0] = rows_of(a.ffn_gate, n_ff, n);
+  act.src[1] = rows_of(a.ffn_up, n_ff, n);
+  ops.push_back(act);
+  linear(ops, rows_of(a.out, n_embd, n), lw.ffn_down, rows_of(a.ffn_gate, n_ff, n), lw.ffn_down_bias);
+  add_into(ops, rows_of(a.x, n_embd, n), rows_of(a.out, n_embd, n));
+}
+
+void emit_moe_ffn(const LayerWeights& lw, const GraphContext& ctx, StageList& out) {
+  Activations& a = ctx.act;
+  const int64_t n = ctx.n_tok;
+  const int64_t n_embd = ctx.hp.n_embd;
+  const RoutingSpec& r = lw.routing;
+  std::vector<strata_op>& ops = out.ops();
+  rms_norm(ops, rows_of(a.xn, n_embd, n), rows_of(a.x, n_embd, n), lw.ffn_norm, ctx.hp.rms_eps);
+  linear(ops, rows_of(a.router_logits, r.n_expert, n), lw.router, rows_of(a.xn, n_embd, n), nullptr);
+  strata_op route = new_op(STRATA_OP_ROUTER);
+  route.dst = tensor_i32(a.expert_ids.data(), {r.k, n});
+  route.src[0] = rows_of(a.router_logits, r.n_expert, n);
+  if (r.selection_bias != nullptr) route.src[1] = weight(r.selection_bias);
+  route.src[2] = tensor_f32(a.expert_weights.data(), {r.k, n});
+  route.i[0] = static_cast<int32_t>(r.k);
+  route.i[1] = r.gating == GatingFunc::Sigmoid ? 1 : 0;
+  route.i[2] = r.normalize ? 1 : 0;
+  route.f[0] = r.scale;
+  ops.push_back(route);
+  const ExpertStack* experts = &lw.experts;
+  const uint32_t k = r.k;
+  out.host([experts, k, ctx] { build_moe_op(*experts, k, ctx); });
+
+  std::vector<strata_op>& after = out.ops();
+  strata_op moe = new_op(STRATA_OP_MOE);
+  moe.dst = rows_of(a.out, n_embd, n);
+  moe.extra = &a.moe;
+  after.push_back(moe);
+  add_into(after, rows_of(a.x, n_embd, n), rows_of(a.out, n_embd, n));
+}
+
+}  // namespace graph
+}  // namespace strata

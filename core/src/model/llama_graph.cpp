@@ -1,0 +1,76 @@
+// llama: pre-norm blocks of grouped-query attention with RoPE on adjacent pairs (mode 0), then a SwiGLU FFN,
+// dense or Mixtral-style routed experts (softmax over all experts, top-k, weights renormalised).
+#include <cmath>
+#include <string>
+
+#include "graph.hpp"
+#include "strata/error.hpp"
+
+namespace strata {
+namespace {
+
+class LlamaGraph final : public Model::Graph {
+ public:
+  void bind(const gguf::Model& file, const HParams& hp, ModelWeights& w) const override {
+    if (file.find_tensor("rope_freqs.weight") != nullptr) {
+      throw Error(file.name() + ": rope_freqs.weight (Llama 3 rope frequency factors) is not supported yet");
+    }
+    graph::bind_embeddings_and_head(file, w);
+    w.layers.resize(hp.n_layer);
+    for (uint32_t il = 0; il < hp.n_layer; ++il) {
+      LayerWeights& lw = w.layers[il];
+      if (graph::maybe(file, il, "attn_qkv") != nullptr) {
+        throw Error(file.name() + ": blk." + std::to_string(il) +
+                    ".attn_qkv.weight: fused q/k/v projections are not supported yet");
+      }
+      AttentionWeights& a = lw.attn;
+      a.norm = graph::need(file, il, "attn_norm");
+      a.q = graph::need(file, il, "attn_q");
+      a.k = graph::need(file, il, "attn_k");
+      a.v = graph::need(file, il, "attn_v");
+      a.o = graph::need(file, il, "attn_output");
+      a.q_bias = graph::maybe(file, il, "attn_q", "bias");
+      a.k_bias = graph::maybe(file, il, "attn_k", "bias");
+      a.v_bias = graph::maybe(file, il, "attn_v", "bias");
+      a.o_bias = graph::maybe(file, il, "attn_output", "bias");
+      lw.attn_spec = {hp.n_head,
+                      hp.n_head_kv,
+                      hp.head_dim_k,
+                      1.0f / std::sqrt(static_cast<float>(hp.head_dim_k)),
+                      /*rope_mode=*/0,
+                      hp.n_rot,
+                      hp.rope_freq_base,
+                      hp.rope_freq_scale,
+                      0};
+      lw.ffn_norm = graph::need(file, il, "ffn_norm");
+      if (!hp.has_experts()) {
+        lw.ffn_gate = graph::need(file, il, "ffn_gate");
+        lw.ffn_up = graph::need(file, il, "ffn_up");
+        lw.ffn_down = graph::need(file, il, "ffn_down");
+        lw.ffn_gate_bias = graph::maybe(file, il, "ffn_gate", "bias");
+        lw.ffn_up_bias = graph::maybe(file, il, "ffn_up", "bias");
+        lw.ffn_down_bias = graph::maybe(file, il, "ffn_down", "bias");
+        continue;
+      }
+      if (hp.n_ff_shexp > 0) {
+        throw Error(file.name() + ": shared experts in a llama model (Granite MoE) are not supported yet");
+      }
+      graph::bind_routed_experts(file, hp, il, lw);
+    }
+  }
+
+  void emit_layer(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, StageList& out) const override {
+    graph::emit_attention(il, lw, ctx, out);
+    if (lw.has_experts()) {
+      graph::emit_moe_ffn(lw, ctx, out);
+    } else {
+      graph::emit_dense_ffn(lw, ctx, out);
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Model::Graph> make_llama_graph() { return std::make_unique<LlamaGraph>(); }
+
+}  // namespace strata

@@ -1,0 +1,198 @@
+#include "strata/model.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "graph.hpp"
+#include "strata/arch.hpp"
+#include "strata/error.hpp"
+#include "strata/format/canonical.hpp"
+#include "strata/format/dequantize.hpp"
+#include "strata/kv_cache.hpp"
+#include "strata/op_tensor.hpp"
+
+namespace strata {
+namespace {
+
+std::unique_ptr<Model::Graph> graph_for(const HParams& hp, const std::string& file) {
+  switch (hp.arch) {
+    case Arch::Llama: return make_llama_graph();
+    case Arch::Qwen3Moe: return make_qwen3moe_graph();
+    default:
+      throw Error(file + ": architecture " + std::string(arch_name(hp.arch)) +
+                  " is recognised, but its forward pass is not built yet (llama and qwen3moe are)");
+  }
+}
+
+void require_matrix(Tensor t, const std::string& file) {
+  if (t == nullptr) return;
+  const format::GgmlType type = t->type;
+  if (!format::has_canonical_dot(type) && !format::is_float_weight(type)) {
+    throw Error(file + ": " + std::string(t->name) + " is " + std::string(format::traits(type).name) +
+                ", a type matrix products cannot read");
+  }
+}
+
+void require_f32(Tensor t, const std::string& file) {
+  if (t != nullptr && t->type != format::GgmlType::F32) {
+    throw Error(file + ": " + std::string(t->name) + " is " + std::string(format::traits(t->type).name) +
+                "; norms, biases and router biases must be f32");
+  }
+}
+
+// What the op set (plugin_api.h backend 1.0) cannot express yet, refused by name rather than computed wrongly.
+void require_expressible(const HParams& hp, const ModelWeights& w, const std::string& file) {
+  if (hp.head_dim_k != hp.head_dim_v) {
+    throw Error(file + ": key heads of " + std::to_string(hp.head_dim_k) + " and value heads of " +
+                std::to_string(hp.head_dim_v) + " differ; the attention op takes one head size");
+  }
+  if ((hp.rope_scaling == RopeScaling::Yarn || hp.rope_scaling == RopeScaling::LongRope) &&
+      hp.rope_freq_scale != 1.0f) {
+    throw Error(file + ": YaRN / LongRoPE context extension is not supported yet");
+  }
+  if (!format::has_dequantize(w.token_embd->type)) {
+    throw Error(file + ": token_embd.weight has type " + std::string(format::traits(w.token_embd->type).name) +
+                ", which cannot be decoded");
+  }
+  require_f32(w.output_norm, file);
+  require_matrix(w.output, file);
+  for (const LayerWeights& lw : w.layers) {
+    for (Tensor t : {lw.attn.norm, lw.attn.q_norm, lw.attn.k_norm, lw.ffn_norm, lw.attn.q_bias, lw.attn.k_bias,
+                     lw.attn.v_bias, lw.attn.o_bias, lw.ffn_gate_bias, lw.ffn_up_bias, lw.ffn_down_bias,
+                     lw.routing.selection_bias}) {
+      require_f32(t, file);
+    }
+    for (Tensor t : {lw.attn.q, lw.attn.k, lw.attn.v, lw.attn.o, lw.ffn_gate, lw.ffn_up, lw.ffn_down, lw.router,
+                     lw.experts.gate, lw.experts.up, lw.experts.down}) {
+      require_matrix(t, file);
+    }
+    if (lw.has_experts()) {
+      if (lw.routing.gating == GatingFunc::SoftmaxWeight || lw.routing.n_group > 0) {
+        throw Error(file + ": this routing (softmax over the chosen experts, or grouped) is not supported yet");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+strata_expert_weights ExpertStack::expert(uint32_t e) const {
+  const auto at = [e](Tensor t) {
+    const uint64_t stride = format::row_bytes(t->type, t->ne[0]) * t->ne[1];
+    return static_cast<const void*>(t->data + stride * e);
+  };
+  return strata_expert_weights{at(gate),
+                               at(up),
+                               at(down),
+                               static_cast<uint32_t>(gate->type),
+                               static_cast<uint32_t>(up->type),
+                               static_cast<uint32_t>(down->type),
+                               0};
+}
+
+Model::~Model() = default;
+
+std::unique_ptr<Model> Model::load(const std::string& path) {
+  std::unique_ptr<Model> m(new Model());
+  m->file_ = std::make_unique<gguf::Model>(gguf::Model::open(path));
+  m->hp_ = read_hparams(m->file_->metadata());
+  m->graph_ = graph_for(m->hp_, m->file_->name());
+  require_valid(m->hp_, *m->file_);
+  m->tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::from_metadata(m->file_->metadata()));
+  m->graph_->bind(*m->file_, m->hp_, m->weights_);
+  require_expressible(m->hp_, m->weights_, m->file_->name());
+  return m;
+}
+
+uint64_t Model::file_bytes() const {
+  uint64_t total = 0;
+  for (size_t i = 0; i < file_->part_count(); ++i) total += file_->part(i).size();
+  return total;
+}
+
+uint32_t Model::kv_dim() const { return hp_.n_embd_k_gqa(); }
+
+Activations Model::make_activations(uint32_t max_tokens, uint32_t max_logit_rows) const {
+  if (max_tokens == 0 || max_logit_rows == 0) throw Error("a window needs room for at least one token");
+  const size_t n = max_tokens;
+  uint32_t ffn = 0;
+  for (const LayerWeights& lw : weights_.layers) {
+    if (lw.ffn_gate != nullptr) ffn = std::max(ffn, static_cast<uint32_t>(lw.ffn_gate->ne[1]));
+  }
+  const size_t k = std::max<uint32_t>(hp_.n_expert_used, 1);
+  Activations a;
+  a.max_tokens = max_tokens;
+  a.tokens.resize(n);
+  a.positions.resize(n);
+  a.x.resize(hp_.n_embd * n);
+  a.xn.resize(hp_.n_embd * n);
+  a.q.resize(size_t{hp_.n_embd_q()} * n);
+  a.q_alt.resize(a.q.size());
+  a.k.resize(size_t{hp_.n_embd_k_gqa()} * n);
+  a.k_alt.resize(a.k.size());
+  a.v.resize(size_t{hp_.n_embd_v_gqa()} * n);
+  a.attn.resize(a.q.size());
+  a.out.resize(hp_.n_embd * n);
+  a.ffn_gate.resize(ffn * n);
+  a.ffn_up.resize(ffn * n);
+  a.router_logits.resize(hp_.n_expert * n);
+  a.expert_ids.resize(k * n);
+  a.expert_weights.resize(k * n);
+  a.max_logit_rows = std::min(max_tokens, max_logit_rows);
+  a.logits.resize(size_t{hp_.n_vocab} * a.max_logit_rows);
+  return a;
+}
+
+std::vector<Stage> Model::build_window(const Window& w, Activations& act, const KvCache& kv) const {
+  const auto n = static_cast<int64_t>(w.tokens.size());
+  if (n == 0 || n > act.max_tokens || (w.all_logits && n > act.max_logit_rows)) {
+    throw Error("a window of " + std::to_string(n) + " tokens does not fit activations for " +
+                std::to_string(act.max_tokens) + (w.all_logits ? " (and logits for " +
+                std::to_string(act.max_logit_rows) + ")" : ""));
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const TokenId t = w.tokens[static_cast<size_t>(i)];
+    if (t < 0 || static_cast<uint32_t>(t) >= hp_.n_vocab) {
+      throw Error("token id " + std::to_string(t) + " is outside the vocabulary of " + std::to_string(hp_.n_vocab));
+    }
+    act.tokens[static_cast<size_t>(i)] = t;
+    act.positions[static_cast<size_t>(i)] = static_cast<int32_t>(w.first_position + i);
+  }
+  const GraphContext ctx{hp_, act, kv, w.slot, n};
+  StageList stages;
+  strata_op embed{};
+  embed.struct_size = sizeof(strata_op);
+  embed.kind = STRATA_OP_GET_ROWS;
+  for (strata_tensor& s : embed.src) s = no_tensor();
+  embed.dst = tensor_f32(act.x.data(), {hp_.n_embd, n});
+  embed.src[0] = tensor_of(*weights_.token_embd);
+  embed.src[1] = tensor_i32(act.tokens.data(), {n});
+  stages.ops().push_back(embed);
+
+  for (uint32_t il = 0; il < hp_.n_layer; ++il) graph_->emit_layer(il, weights_.layers[il], ctx, stages);
+
+  // The head reads the last column only, unless every token's logits are wanted.
+  const int64_t cols = w.all_logits ? n : 1;
+  const int64_t first = n - cols;
+  strata_op norm{};
+  norm.struct_size = sizeof(strata_op);
+  norm.kind = STRATA_OP_RMS_NORM;
+  for (strata_tensor& s : norm.src) s = no_tensor();
+  norm.dst = tensor_f32(act.xn.data(), {hp_.n_embd, cols});
+  norm.src[0] = tensor_f32(act.x.data() + first * hp_.n_embd, {hp_.n_embd, cols});
+  norm.src[1] = tensor_of(*weights_.output_norm);
+  norm.f[0] = hp_.rms_eps;
+  strata_op head{};
+  head.struct_size = sizeof(strata_op);
+  head.kind = STRATA_OP_MUL_MAT;
+  for (strata_tensor& s : head.src) s = no_tensor();
+  head.dst = tensor_f32(act.logits.data(), {hp_.n_vocab, cols});
+  head.src[0] = tensor_of(*weights_.output);
+  head.src[1] = tensor_f32(act.xn.data(), {hp_.n_embd, cols});
+  std::vector<strata_op>& ops = stages.ops();
+  ops.push_back(norm);
+  ops.push_back(head);
+  return stages.take();
+}
+
+}  // namespace strata

@@ -1,0 +1,36 @@
+#include <vector>
+
+#include "strata/sampling.hpp"
+
+namespace strata {
+
+SamplingParams sampling_from(const config::SamplingConfig& s) {
+  SamplingParams p;
+  p.temperature = static_cast<float>(s.temperature);
+  p.top_k = s.top_k;
+  p.top_p = static_cast<float>(s.top_p);
+  p.min_p = static_cast<float>(s.min_p);
+  p.repeat_penalty = static_cast<float>(s.repeat_penalty);
+  p.repeat_last_n = s.repeat_last_n;
+  p.seed = static_cast<uint64_t>(s.seed);
+  return p;
+}
+
+Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {}
+
+TokenId Sampler::sample(std::span<const float> logits, std::span<const TokenId> history) {
+  std::vector<float> l(logits.begin(), logits.end());
+  sampling::apply_repeat_penalty(l, history, params_.repeat_penalty, params_.repeat_last_n);
+  if (params_.temperature <= 0.0f) return sampling::argmax(l);
+  std::vector<sampling::Candidate> c = sampling::sorted_candidates(l);
+  sampling::top_k(c, params_.top_k);
+  sampling::softmax(c, 1.0f);
+  sampling::top_p(c, params_.top_p);
+  sampling::min_p(c, params_.min_p);
+  sampling::softmax(c, params_.temperature);
+  // 53 random bits as a double in [0, 1): the same on every standard library.
+  const double u = static_cast<double>(rng_() >> 11) * 0x1p-53;
+  return c[sampling::draw(c, u)].id;
+}
+
+}  // namespace strata
