@@ -10,8 +10,6 @@ namespace {
 
 using namespace format;
 
-STRATA_INLINE_AVX2 float f16_at(const unsigned char* p) { return fp16_to_fp32(load_scalar<uint16_t>(p)); }
-
 // IQ2_XXS/IQ2_XS/IQ2_S's scale of a 4-bit sub-block scale s, as the dequantizer forms it.
 inline float iq2_scale(float d, int s) { return d * (0.5f + static_cast<float>(s)) * 0.25f; }
 
@@ -176,7 +174,7 @@ struct IQ1_M {
     // The f16 super-block scale is spread over the top nibbles of the four scale words.
     const auto d_bits = static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) |
                                               (sc[3] & 0xf000));
-    const float d = fp16_to_fp32(d_bits);
+    const float d = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(d_bits)));
     float c0[8], c1[8];
     for (int ib = 0; ib < 8; ++ib) {
       const uint8_t h0 = qh[2 * ib], h1 = qh[2 * ib + 1];

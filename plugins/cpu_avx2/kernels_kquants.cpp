@@ -8,8 +8,6 @@ namespace {
 
 using namespace format;
 
-STRATA_INLINE_AVX2 float f16_at(const unsigned char* p) { return fp16_to_fp32(load_scalar<uint16_t>(p)); }
-
 // Bit `kBit` of every byte moved to bit `kTo` (all other bits cleared). The 16-bit shifts carry bits across
 // bytes, but only bits that come from the same byte survive the mask.
 template <int kBit, int kTo>

@@ -8,10 +8,6 @@ namespace {
 
 using namespace format;
 
-STRATA_INLINE_AVX2 __m256 f16_broadcast(const unsigned char* p) {
-  return _mm256_set1_ps(fp16_to_fp32(load_scalar<uint16_t>(p)));
-}
-
 struct TQ2_0 {
   static constexpr int kBlockValues = 256, kBlockBytes = sizeof(block_tq2_0), kBias = 1;
   static constexpr bool kSigned = false, kTwoSub = false, kOffset = false;
@@ -25,7 +21,7 @@ struct TQ2_0 {
       g.w[4 * r + 2] = _mm256_and_si256(_mm256_srli_epi16(q, 4), three);
       g.w[4 * r + 3] = _mm256_and_si256(_mm256_srli_epi16(q, 6), three);
     }
-    g.c0 = f16_broadcast(p + 64);
+    g.c0 = f16_splat(p + 64);
   }
 };
 
@@ -53,7 +49,7 @@ struct TQ1_0 {
       for (int m = 48; m < 52; ++m) u[k++] = digit(p[m], n);
     }
     for (int s = 0; s < 8; ++s) g.w[s] = load256(u + 32 * s);
-    g.c0 = f16_broadcast(p + 52);
+    g.c0 = f16_splat(p + 52);
   }
 };
 

@@ -15,6 +15,9 @@ struct QuantRow {
   const float* da;     // one per 32 values: fp16_to_fp32(fp32_to_fp16(amax / 127))
   const int32_t* qlo;  // sum of q over values 0..15 of each block of 32
   const int32_t* qhi;  // sum of q over values 16..31
+  const float* qsum_f; // (float)(qlo + qhi): exact, ready for the offset terms
+  const float* qlo_f;  // (float)qlo
+  const float* qhi_f;  // (float)qhi
 };
 
 inline int64_t padded_values(int64_t n) { return (n + 255) / 256 * 256; }

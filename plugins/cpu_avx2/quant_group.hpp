@@ -34,6 +34,13 @@ STRATA_INLINE_AVX2 __m256 i8x8_to_ps(uint64_t bytes) {
 // Eight f16 values (exact conversion; F16C's vcvtph2ps equals format::fp16_to_fp32, subnormals included).
 STRATA_INLINE_AVX2 __m256 f16x8_to_ps(const uint16_t (&h)[8]) { return _mm256_cvtph_ps(load128(h)); }
 
+// One f16 (exact: F16C's conversion equals format::fp16_to_fp32) read from any alignment, as a float and as a
+// broadcast vector.
+STRATA_INLINE_AVX2 float f16_at(const unsigned char* p) {
+  return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(load_scalar<uint16_t>(p))));
+}
+STRATA_INLINE_AVX2 __m256 f16_splat(const unsigned char* p) { return _mm256_set1_ps(f16_at(p)); }
+
 // Splits 16 packed bytes into a span of 32 nibbles: low nibbles are values 0..15, high nibbles values 16..31.
 STRATA_INLINE_AVX2 __m256i nibbles_32(const unsigned char* p) {
   const __m128i b = load128(p);

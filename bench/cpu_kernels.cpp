@@ -1,0 +1,251 @@
+// strata_bench_cpu_kernels: how close cpu_avx2's kernels come to the machine's memory read bandwidth.
+//
+// Measures, in one process: the read bandwidth of a plain multi-threaded sum over a buffer much larger than the
+// caches (as many threads as the plugin has parts), MUL_MAT on Q4_K, Q6_K and Q8_0 weights of realistic sizes for
+// 1 and 8 tokens, and the expert pool on 1 token x 8 experts of 768x2048 Q4_K. Weights are cycled through enough
+// copies to exceed the caches, so every figure is a memory-bound rate: weight bytes read per second.
+//
+//   strata_bench_cpu_kernels [--workers N] [--force-avx2] [--seconds S] [--memory MiB]
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "strata/format/quantize_weights.hpp"
+#include "strata/format/types.hpp"
+#include "strata/op_tensor.hpp"
+#include "strata/plugin_host.hpp"
+
+namespace {
+
+using strata::format::GgmlType;
+using Clock = std::chrono::steady_clock;
+
+struct Settings {
+  std::vector<std::string> plugin_options;
+  double seconds = 1.0;        // per measurement
+  size_t memory = 1024u << 20;  // bytes of weight copies per measurement (well past the last-level cache)
+};
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+__attribute__((target("avx2"))) uint64_t sum_bytes(const unsigned char* p, size_t n) {
+  __m256i acc0 = _mm256_setzero_si256(), acc1 = _mm256_setzero_si256();
+  for (size_t i = 0; i + 64 <= n; i += 64) {
+    acc0 = _mm256_add_epi64(acc0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)));
+    acc1 = _mm256_add_epi64(acc1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 32)));
+  }
+  alignas(32) uint64_t lanes[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), _mm256_add_epi64(acc0, acc1));
+  return lanes[0] + lanes[1] + lanes[2] + lanes[3];
+}
+
+// Best of a few passes of `threads` threads each reading its slice of `bytes`.
+double read_bandwidth(unsigned threads, size_t bytes, double seconds) {
+  std::vector<unsigned char> buf(bytes);
+  for (size_t i = 0; i < bytes; i += 4096) buf[i] = static_cast<unsigned char>(i >> 12);
+  std::atomic<uint64_t> sink{0};
+  double best = 0.0;
+  const auto start = Clock::now();
+  do {
+    const auto t0 = Clock::now();
+    std::vector<std::thread> ts;
+    for (unsigned t = 0; t < threads; ++t) {
+      ts.emplace_back([&, t] {
+        const size_t b = bytes / threads * t, e = t + 1 == threads ? bytes : bytes / threads * (t + 1);
+        sink += sum_bytes(buf.data() + b, e - b);
+      });
+    }
+    for (auto& t : ts) t.join();
+    best = std::max(best, static_cast<double>(bytes) / since(t0));
+  } while (since(start) < seconds);
+  return best;
+}
+
+// rows x n weights of `type`: a chunk of real quantized rows (normal values through the format library's
+// quantizer), tiled, so scales and values look like a model's.
+std::vector<unsigned char> quantized_matrix(GgmlType type, int64_t rows, int64_t n, std::mt19937& rng) {
+  const uint64_t rb = strata::format::row_bytes(type, static_cast<uint64_t>(n));
+  const int64_t chunk_rows = std::min<int64_t>(rows, 64);
+  std::vector<unsigned char> chunk(rb * static_cast<uint64_t>(chunk_rows));
+  std::normal_distribution<float> nd(0.0f, 0.02f);
+  std::vector<float> f(static_cast<size_t>(n));
+  for (int64_t r = 0; r < chunk_rows; ++r) {
+    for (float& v : f) v = nd(rng);
+    strata::format::quantize_row(type, f.data(), chunk.data() + static_cast<uint64_t>(r) * rb, n);
+  }
+  std::vector<unsigned char> w(rb * static_cast<uint64_t>(rows));
+  for (size_t off = 0; off < w.size(); off += chunk.size()) {
+    std::memcpy(w.data() + off, chunk.data(), std::min(chunk.size(), w.size() - off));
+  }
+  return w;
+}
+
+struct Backend {
+  const strata_backend_v1* backend;
+  const strata_expert_pool_v1* pool;
+  void* ctx;
+  unsigned parts;
+  std::string arch;
+};
+
+void check(strata_status* st, const char* what) {
+  if (st == nullptr) return;
+  const auto [code, message] = strata::take_status(st);
+  std::fprintf(stderr, "%s failed: %s: %s\n", what, strata::status_code_name(code), message.c_str());
+  std::exit(1);
+}
+
+// MUL_MAT of n_in x n_out weights of `type` for n_tok tokens: GB/s of weight bytes.
+double bench_mul_mat(const Backend& be, const Settings& s, GgmlType type, int64_t n_in, int64_t n_out, int64_t n_tok) {
+  std::mt19937 rng(7);
+  const size_t one = strata::format::row_bytes(type, static_cast<uint64_t>(n_in)) * static_cast<uint64_t>(n_out);
+  const size_t copies = std::max<size_t>(1, s.memory / one);
+  std::vector<unsigned char> w = quantized_matrix(type, n_out * static_cast<int64_t>(copies), n_in, rng);
+  std::vector<float> x(static_cast<size_t>(n_in * n_tok)), y(static_cast<size_t>(n_out * n_tok));
+  std::normal_distribution<float> nd;
+  for (float& v : x) v = nd(rng);
+  strata_op op{};
+  op.struct_size = sizeof op;
+  op.kind = STRATA_OP_MUL_MAT;
+  op.src[1] = strata::tensor_f32(x.data(), {n_in, n_tok});
+  op.dst = strata::tensor_f32(y.data(), {n_out, n_tok});
+  size_t done = 0;
+  const auto start = Clock::now();
+  double best = 0.0;
+  do {
+    // One pass over all copies (cold in the caches), timed as a whole.
+    const auto t0 = Clock::now();
+    for (size_t c = 0; c < copies; ++c) {
+      op.src[0] = strata::make_tensor(w.data() + c * one, type, {n_in, n_out});
+      check(be.backend->compute(be.ctx, 0, &op, 1), "MUL_MAT");
+    }
+    best = std::max(best, static_cast<double>(one * copies) / since(t0));
+    done += copies;
+  } while (since(start) < s.seconds);
+  return best;
+}
+
+// The expert pool on n_tok tokens x 8 experts (n_embd x n_ff, all three matrices of `type`), chosen at random among
+// enough experts to exceed the caches: GB/s of expert bytes read.
+double bench_pool(const Backend& be, const Settings& s, GgmlType type, uint32_t n_embd, uint32_t n_ff, uint32_t n_tok) {
+  std::mt19937 rng(11);
+  const size_t mat = strata::format::row_bytes(type, n_embd) * n_ff;
+  const size_t n_total = std::max<size_t>(16, s.memory / (3 * mat));
+  std::vector<unsigned char> w = quantized_matrix(type, static_cast<int64_t>(3 * n_total * n_ff), n_embd, rng);
+  std::vector<float> x(static_cast<size_t>(n_embd) * n_tok), rows(static_cast<size_t>(n_embd) * 8 * n_tok);
+  std::normal_distribution<float> nd;
+  for (float& v : x) v = nd(rng);
+  std::vector<uint32_t> ids(8), offsets(9), index;
+  std::vector<float> route;
+  for (uint32_t e = 0; e < 8; ++e) {
+    offsets[e] = e * n_tok;
+    for (uint32_t t = 0; t < n_tok; ++t) index.push_back(t), route.push_back(0.125f);
+  }
+  offsets[8] = 8 * n_tok;
+  std::vector<strata_expert_weights> ew(8);
+  strata_moe_op m{};
+  m.n_embd = n_embd;
+  m.n_ff = n_ff;
+  m.n_tok = n_tok;
+  m.n_experts = 8;
+  m.expert_ids = ids.data();
+  m.weights = ew.data();
+  m.token_offsets = offsets.data();
+  m.token_index = index.data();
+  m.route_weight = route.data();
+  m.x = x.data();
+  m.rows = rows.data();
+  std::vector<uint32_t> all(n_total);
+  for (uint32_t i = 0; i < n_total; ++i) all[i] = i;
+  const size_t per_call = 8 * 3 * mat;
+  const size_t calls = std::max<size_t>(1, n_total / 8);
+  double best = 0.0;
+  const auto start = Clock::now();
+  do {
+    const auto t0 = Clock::now();
+    for (size_t c = 0; c < calls; ++c) {
+      std::shuffle(all.begin(), all.end(), rng);
+      std::sort(all.begin(), all.begin() + 8);
+      for (uint32_t e = 0; e < 8; ++e) {
+        ids[e] = all[e];
+        const unsigned char* base = w.data() + static_cast<size_t>(all[e]) * 3 * mat;
+        ew[e] = {base, base + mat, base + 2 * mat, static_cast<uint32_t>(type), static_cast<uint32_t>(type),
+                 static_cast<uint32_t>(type), 0};
+      }
+      volatile uint32_t flag = 0;
+      check(be.pool->compute(be.ctx, &m, &flag, 1), "expert_pool.compute");
+    }
+    best = std::max(best, static_cast<double>(per_call * calls) / since(t0));
+  } while (since(start) < s.seconds);
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Settings s;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--workers" && i + 1 < argc) {
+      s.plugin_options.push_back(std::string("workers=") + argv[++i]);
+    } else if (a == "--force-avx2") {
+      s.plugin_options.push_back("force_avx2=true");
+    } else if (a == "--seconds" && i + 1 < argc) {
+      s.seconds = std::atof(argv[++i]);
+    } else if (a == "--memory" && i + 1 < argc) {
+      s.memory = static_cast<size_t>(std::atof(argv[++i]) * 1048576.0);
+    } else {
+      std::fprintf(stderr, "usage: %s [--workers N] [--force-avx2] [--seconds S] [--memory MiB]\n", argv[0]);
+      return 2;
+    }
+  }
+  try {
+    strata::PluginSearchPath path;
+    path.folders.push_back(STRATA_BUILD_PLUGIN_DIR);
+    path.origins.push_back("build plugin folder");
+    strata::PluginRegistry registry(path);
+    auto inst = registry.instantiate("cpu_avx2", s.plugin_options);
+    Backend be{inst->get<strata_backend_v1>(STRATA_BACKEND_FAMILY, STRATA_BACKEND_VERSION),
+               inst->get<strata_expert_pool_v1>(STRATA_EXPERT_POOL_FAMILY, STRATA_EXPERT_POOL_VERSION), inst->ctx(),
+               0, ""};
+    const auto devs = inst->devices();
+    be.parts = devs.at(0).compute_units;
+    be.arch = devs.at(0).arch;
+    std::printf("cpu_avx2 on %s: %s, %u threads\n\n", devs.at(0).name.c_str(), be.arch.c_str(), be.parts);
+    const double read = read_bandwidth(be.parts, std::max<size_t>(s.memory, 256u << 20), s.seconds);
+    std::printf("| measurement | GB/s | of read bandwidth |\n| --- | ---: | ---: |\n");
+    std::printf("| plain read, %u threads | %.1f | 100%% |\n", be.parts, read / 1e9);
+    struct Shape {
+      int64_t n_in, n_out;
+    };
+    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
+      for (Shape sh : {Shape{2048, 768}, Shape{768, 2048}, Shape{2048, 151936}}) {
+        for (int64_t n_tok : {1, 8}) {
+          const double r = bench_mul_mat(be, s, t, sh.n_in, sh.n_out, n_tok);
+          std::printf("| MUL_MAT %s %lldx%lld, %lld token%s | %.1f | %.0f%% |\n",
+                      std::string(strata::format::traits(t).name).c_str(), static_cast<long long>(sh.n_in),
+                      static_cast<long long>(sh.n_out), static_cast<long long>(n_tok), n_tok == 1 ? "" : "s", r / 1e9,
+                      100.0 * r / read);
+        }
+      }
+    }
+    for (uint32_t n_tok : {1u, 4u}) {
+      const double r = bench_pool(be, s, GgmlType::Q4_K, 2048, 768, n_tok);
+      std::printf("| expert pool q4_K 2048x768, %u token%s x 8 experts | %.1f | %.0f%% |\n", n_tok,
+                  n_tok == 1 ? "" : "s", r / 1e9, 100.0 * r / read);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
