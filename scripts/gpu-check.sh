@@ -51,13 +51,8 @@ fi
 if want mkmodel; then
   log mkmodel
   rm -f "$model"
-  start=$(date +%s.%N)
   strata mkmodel --arch qwen3moe --shape qwen3-30b-a3b --quant q4_k_m --seed 1 --out "$model" > "$OUT/mkmodel.txt" 2>&1
-  rc=$?
-  end=$(date +%s.%N)
-  bytes=$(stat -c %s "$model" 2>/dev/null || echo 0)
-  secs=$(echo "$end - $start" | bc)
-  row "mkmodel qwen3-30b-a3b q4_k_m: exit $rc, $bytes bytes in ${secs}s ($(echo "scale=2; $bytes / $secs / 1000000000" | bc) GB/s, $threads cores)"
+  row "mkmodel qwen3-30b-a3b q4_k_m on $threads cores: exit $?; $(tail -1 "$OUT/mkmodel.txt")"
 fi
 
 if want inspect; then
