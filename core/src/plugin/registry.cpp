@@ -173,9 +173,14 @@ std::unique_ptr<PluginInstance> PluginRegistry::instantiate(const std::string& n
   if (c == nullptr) {
     std::string folders;
     for (const auto& f : path_.folders) folders += (folders.empty() ? "" : ", ") + f.string();
+    // A rejected file may be the plugin asked for (its name cannot be trusted): say why each was rejected.
+    std::string rejected;
+    for (const auto& r : candidates_) {
+      if (r.verdict == PluginCandidate::Verdict::Rejected) rejected += "; rejected " + r.file.string() + ": " + r.reason;
+    }
     throw Error("no plugin named '" + name + "' was found" + did_you_mean(name, names()) + "; searched " +
                 (folders.empty() ? "no folders" : folders) +
-                " (add a folder with plugin_path in the launch or STRATA_PLUGIN_PATH)");
+                " (add a folder with plugin_path in the launch or STRATA_PLUGIN_PATH)" + rejected);
   }
   const std::string who = "plugin '" + name + "' (" + c->file.string() + ")";
   if (c->verdict == PluginCandidate::Verdict::Rejected) throw Error(who + " was rejected: " + c->reason);
