@@ -28,18 +28,29 @@ std::optional<std::string> check_type(const KernelTable& k, uint32_t type, uint3
   return std::nullopt;
 }
 
-// A part's share of the rows of all experts, walked expert by expert: fn(expert, first row, end row).
+// A part's share of the rows of all experts, walked expert by expert: fn(expert, first row, end row). Rows go
+// in chunks of kRowAlign; a chunk weighs its decoding plus one dot product per token of its expert, so parts get
+// similar work when experts have different token counts (experts without tokens weigh nothing).
 template <class Fn>
-void for_expert_rows(uint32_t n_experts, int64_t rows_per_expert, unsigned part, unsigned parts, Fn fn) {
-  const int64_t chunks_per_expert = (rows_per_expert + kRowAlign - 1) / kRowAlign;
-  const Range r = split_range(static_cast<int64_t>(n_experts) * chunks_per_expert, part, parts);
-  for (int64_t c = r.begin; c < r.end;) {
-    const int64_t e = c / chunks_per_expert;
-    const int64_t stop = std::min(r.end, (e + 1) * chunks_per_expert);
-    const int64_t row0 = (c - e * chunks_per_expert) * kRowAlign;
-    const int64_t row1 = std::min(rows_per_expert, (stop - e * chunks_per_expert) * kRowAlign);
-    fn(static_cast<uint32_t>(e), row0, row1);
-    c = stop;
+void for_expert_rows(const strata_moe_op& m, int64_t rows_per_expert, unsigned part, unsigned parts, Fn fn) {
+  constexpr int64_t kDecodeCost = 2;
+  const int64_t chunks = (rows_per_expert + kRowAlign - 1) / kRowAlign;
+  const auto cost = [&](uint32_t e) {
+    const int64_t np = m.token_offsets[e + 1] - m.token_offsets[e];
+    return np == 0 ? 0 : kDecodeCost + np;
+  };
+  int64_t total = 0;
+  for (uint32_t e = 0; e < m.n_experts; ++e) total += chunks * cost(e);
+  const int64_t lo = total * part / parts, hi = total * (part + 1) / parts;
+  int64_t base = 0;
+  for (uint32_t e = 0; e < m.n_experts && base < hi; ++e) {
+    const int64_t c = cost(e);
+    if (c == 0) continue;
+    // Chunk k of this expert starts at base + k * c; this part takes the chunks starting in [lo, hi).
+    const int64_t k0 = std::clamp<int64_t>((lo - base + c - 1) / c, 0, chunks);
+    const int64_t k1 = std::clamp<int64_t>((hi - base + c - 1) / c, 0, chunks);
+    if (k1 > k0) fn(e, k0 * kRowAlign, std::min(rows_per_expert, k1 * kRowAlign));
+    base += chunks * c;
   }
 }
 
@@ -150,7 +161,7 @@ void compute_expert_rows(Context& ctx, const strata_moe_op& m, float* rows) {
   }
   // 2. gate and up rows of every expert for its tokens, then SwiGLU on the same rows.
   pool.run([&](unsigned part, unsigned parts) {
-    for_expert_rows(m.n_experts, n_ff, part, parts, [&](uint32_t e, int64_t r0, int64_t r1) {
+    for_expert_rows(m, n_ff, part, parts, [&](uint32_t e, int64_t r0, int64_t r1) {
       const strata_expert_weights& w = m.weights[e];
       const uint32_t p0 = m.token_offsets[e];
       const int np = static_cast<int>(m.token_offsets[e + 1] - p0);
@@ -172,7 +183,7 @@ void compute_expert_rows(Context& ctx, const strata_moe_op& m, float* rows) {
   }
   // 4. down rows of every expert for its tokens, each output row times its route weight.
   pool.run([&](unsigned part, unsigned parts) {
-    for_expert_rows(m.n_experts, n_embd, part, parts, [&](uint32_t e, int64_t r0, int64_t r1) {
+    for_expert_rows(m, n_embd, part, parts, [&](uint32_t e, int64_t r0, int64_t r1) {
       const strata_expert_weights& w = m.weights[e];
       const uint32_t p0 = m.token_offsets[e];
       const int np = static_cast<int>(m.token_offsets[e + 1] - p0);

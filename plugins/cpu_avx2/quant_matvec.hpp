@@ -2,6 +2,8 @@
 // avx512::quant_matvec<Decoder>. They differ only in how the spans' exact integer dot products are formed.
 #pragma once
 
+#include <algorithm>
+
 #include "quant_act.hpp"
 #include "kernels.hpp"
 #include "quant_group.hpp"
