@@ -209,10 +209,9 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    strata::PluginSearchPath path;
-    path.folders.push_back(STRATA_BUILD_PLUGIN_DIR);
-    path.origins.push_back("build plugin folder");
-    strata::PluginRegistry registry(path);
+    // The build's plugin folder, this executable's folder (a packed copy on another machine), STRATA_PLUGIN_PATH.
+    const char* env = std::getenv("STRATA_PLUGIN_PATH");
+    strata::PluginRegistry registry(strata::default_search_path({}, env != nullptr ? env : ""));
     auto inst = registry.instantiate("cpu_avx2", s.plugin_options);
     Backend be{inst->get<strata_backend_v1>(STRATA_BACKEND_FAMILY, STRATA_BACKEND_VERSION),
                inst->get<strata_expert_pool_v1>(STRATA_EXPERT_POOL_FAMILY, STRATA_EXPERT_POOL_VERSION), inst->ctx(),

@@ -2,6 +2,8 @@
 // lane r of one 8-lane accumulator takes fma(w_i, x_i, .) for i = r mod 8 in ascending i, then the fixed tree.
 // The eight accumulators are one register on every path, so the AVX-512 path runs this same code; four rows
 // are interleaved to hide the fma latency.
+#include <algorithm>
+
 #include "kernels.hpp"
 #include "simd.hpp"
 #include "strata/format/types.hpp"
@@ -64,11 +66,16 @@ STRATA_AVX2 void float_rows(const unsigned char* w, size_t w_stride, int64_t n, 
 template <class W>
 STRATA_AVX2 void float_matvec(const unsigned char* w, size_t w_stride, int64_t rows, int64_t n,
                               const float* const* x, int n_tok, float* out, int64_t out_stride) {
-  for (int t = 0; t < n_tok; ++t) {
-    float* o = out + t * out_stride;
-    int64_t r = 0;
-    for (; r + 4 <= rows; r += 4) float_rows<W, 4>(w + r * w_stride, w_stride, n, x[t], o + r, 1);
-    for (; r < rows; ++r) float_rows<W, 1>(w + r * w_stride, w_stride, n, x[t], o + r, 1);
+  // Blocks of rows small enough to stay in the L2 cache while every token passes over them.
+  const int64_t block = std::max<int64_t>(4, (96 << 10) / static_cast<int64_t>(w_stride) / 4 * 4);
+  for (int64_t r0 = 0; r0 < rows; r0 += block) {
+    const int64_t r1 = std::min(rows, r0 + block);
+    for (int t = 0; t < n_tok; ++t) {
+      float* o = out + t * out_stride;
+      int64_t r = r0;
+      for (; r + 4 <= r1; r += 4) float_rows<W, 4>(w + r * w_stride, w_stride, n, x[t], o + r, 1);
+      for (; r < r1; ++r) float_rows<W, 1>(w + r * w_stride, w_stride, n, x[t], o + r, 1);
+    }
   }
 }
 

@@ -109,9 +109,29 @@ struct Q3_K {
   }
 };
 
+// Q4_K/Q5_K: c = d * scale, b = -(dmin * min) per 32-value sub-block (= span).
+STRATA_INLINE_AVX2 void k4_scale_vectors(const unsigned char* p, Group& g) {
+  uint64_t scales, mins;
+  k4_scales(p + 4, scales, mins);
+  g.c0 = _mm256_mul_ps(_mm256_set1_ps(f16_at(p)), u8x8_to_ps(scales));
+  g.b0 = negate(_mm256_mul_ps(_mm256_set1_ps(f16_at(p + 2)), u8x8_to_ps(mins)));
+}
+
+// Per 16-bit lane: `lo` in the low half of a register, `hi` in the high half (per-half shift counts).
+STRATA_AVX512 inline __attribute__((always_inline)) __m512i halves16(int lo, int hi) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16(static_cast<short>(lo))),
+                            _mm256_set1_epi16(static_cast<short>(hi)), 1);
+}
+
+// The 32 bytes at p in both halves of a register, the high half shifted right by `hi_shift` bits per 16-bit lane.
+STRATA_AVX512 inline __attribute__((always_inline)) __m512i twice_shifted(const unsigned char* p, int hi_shift) {
+  return _mm512_srlv_epi16(_mm512_broadcast_i64x4(load256(p)), halves16(0, hi_shift));
+}
+
 struct Q4_K {
   static constexpr int kBlockValues = 256, kBlockBytes = sizeof(block_q4_K), kBias = 0;
   static constexpr bool kSigned = false, kTwoSub = false, kOffset = true;
+  STRATA_INLINE_AVX2 static void scales(const unsigned char* p, Group& g) { k4_scale_vectors(p, g); }
   STRATA_INLINE_AVX2 static void decode(const unsigned char* p, int, Group& g) {
     // Each 64 values: 32 bytes of qs, low nibbles first (span 2k), then high nibbles (span 2k + 1).
     for (int k = 0; k < 4; ++k) {
@@ -119,10 +139,10 @@ struct Q4_K {
       g.w[2 * k] = low_nibbles(q);
       g.w[2 * k + 1] = high_nibbles(q);
     }
-    uint64_t scales, mins;
-    k4_scales(p + 4, scales, mins);
-    g.c0 = _mm256_mul_ps(_mm256_set1_ps(f16_at(p)), u8x8_to_ps(scales));
-    g.b0 = negate(_mm256_mul_ps(_mm256_set1_ps(f16_at(p + 2)), u8x8_to_ps(mins)));
+    scales(p, g);
+  }
+  STRATA_AVX512 inline __attribute__((always_inline)) static void pairs512(const unsigned char* p, __m512i (&w)[4]) {
+    for (int k = 0; k < 4; ++k) w[k] = _mm512_and_si512(twice_shifted(p + 16 + 32 * k, 4), _mm512_set1_epi8(0x0f));
   }
 };
 
@@ -136,22 +156,37 @@ struct Q5_K {
     g.w[2 * k] = _mm256_or_si256(low_nibbles(q), move_bit<2 * k, 4>(qh));
     g.w[2 * k + 1] = _mm256_or_si256(high_nibbles(q), move_bit<2 * k + 1, 4>(qh));
   }
+  STRATA_INLINE_AVX2 static void scales(const unsigned char* p, Group& g) { k4_scale_vectors(p, g); }
   STRATA_INLINE_AVX2 static void decode(const unsigned char* p, int, Group& g) {
     const __m256i qh = load256(p + 16);
     pair<0>(p, qh, g);
     pair<1>(p, qh, g);
     pair<2>(p, qh, g);
     pair<3>(p, qh, g);
-    uint64_t scales, mins;
-    k4_scales(p + 4, scales, mins);
-    g.c0 = _mm256_mul_ps(_mm256_set1_ps(f16_at(p)), u8x8_to_ps(scales));
-    g.b0 = negate(_mm256_mul_ps(_mm256_set1_ps(f16_at(p + 2)), u8x8_to_ps(mins)));
+    scales(p, g);
+  }
+  STRATA_AVX512 inline __attribute__((always_inline)) static void pairs512(const unsigned char* p, __m512i (&w)[4]) {
+    const __m512i qh = _mm512_broadcast_i64x4(load256(p + 16));
+    const __m512i one = _mm512_set1_epi8(1);
+    for (int k = 0; k < 4; ++k) {
+      // The fifth bit: bit 2k of qh[l] for the low half (span 2k), bit 2k + 1 for the high half, moved to bit 4.
+      const __m512i bit = _mm512_and_si512(_mm512_srlv_epi16(qh, halves16(2 * k, 2 * k + 1)), one);
+      const __m512i q = _mm512_and_si512(twice_shifted(p + 48 + 32 * k, 4), _mm512_set1_epi8(0x0f));
+      w[k] = _mm512_or_si512(q, _mm512_slli_epi16(bit, 4));
+    }
   }
 };
 
 struct Q6_K {
   static constexpr int kBlockValues = 256, kBlockBytes = sizeof(block_q6_K), kBias = 32;
   static constexpr bool kSigned = false, kTwoSub = true, kOffset = false;
+  STRATA_INLINE_AVX2 static void scales(const unsigned char* p, Group& g) {
+    __m256 even, odd;
+    split_scales16(load128(p + 192), even, odd);
+    const __m256 d = _mm256_set1_ps(f16_at(p + 208));
+    g.c0 = _mm256_mul_ps(d, even);
+    g.c1 = _mm256_mul_ps(d, odd);
+  }
   STRATA_INLINE_AVX2 static void decode(const unsigned char* p, int, Group& g) {
     // Each 128 values: 64 bytes of ql (low nibbles), 32 of qh (two high bits per value); u = q, g = q - 32.
     const __m256i m30 = _mm256_set1_epi8(0x30);
@@ -163,11 +198,19 @@ struct Q6_K {
       g.w[4 * h + 2] = _mm256_or_si256(high_nibbles(l0), _mm256_and_si256(qh, m30));
       g.w[4 * h + 3] = _mm256_or_si256(high_nibbles(l1), _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
     }
-    __m256 even, odd;
-    split_scales16(load128(p + 192), even, odd);
-    const __m256 d = _mm256_set1_ps(f16_at(p + 208));
-    g.c0 = _mm256_mul_ps(d, even);
-    g.c1 = _mm256_mul_ps(d, odd);
+    scales(p, g);
+  }
+  STRATA_AVX512 inline __attribute__((always_inline)) static void pairs512(const unsigned char* p, __m512i (&w)[4]) {
+    // Spans 4h and 4h + 1 are the low nibbles of ql[64h..64h+64) (one register), with qh's bits 0-1 and 2-3 on
+    // top; spans 4h + 2 and 4h + 3 the high nibbles, with bits 4-5 and 6-7.
+    const __m512i m0f = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+    for (int h = 0; h < 2; ++h) {
+      const __m512i l = _mm512_loadu_si512(p + 64 * h);
+      const __m512i qh = _mm512_broadcast_i64x4(load256(p + 128 + 32 * h));
+      w[2 * h] = _mm512_or_si512(_mm512_and_si512(l, m0f), _mm512_and_si512(_mm512_sllv_epi16(qh, halves16(4, 2)), m30));
+      w[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m0f),
+                                     _mm512_and_si512(_mm512_srlv_epi16(qh, halves16(0, 2)), m30));
+    }
   }
 };
 

@@ -28,18 +28,29 @@ std::optional<std::string> check_type(const KernelTable& k, uint32_t type, uint3
   return std::nullopt;
 }
 
-// A part's share of the rows of all experts, walked expert by expert: fn(expert, first row, end row).
+// A part's share of the rows of all experts, walked expert by expert: fn(expert, first row, end row). Rows go
+// in chunks of kRowAlign; a chunk weighs its decoding plus one dot product per token of its expert, so parts get
+// similar work when experts have different token counts (experts without tokens weigh nothing).
 template <class Fn>
-void for_expert_rows(uint32_t n_experts, int64_t rows_per_expert, unsigned part, unsigned parts, Fn fn) {
-  const int64_t chunks_per_expert = (rows_per_expert + kRowAlign - 1) / kRowAlign;
-  const Range r = split_range(static_cast<int64_t>(n_experts) * chunks_per_expert, part, parts);
-  for (int64_t c = r.begin; c < r.end;) {
-    const int64_t e = c / chunks_per_expert;
-    const int64_t stop = std::min(r.end, (e + 1) * chunks_per_expert);
-    const int64_t row0 = (c - e * chunks_per_expert) * kRowAlign;
-    const int64_t row1 = std::min(rows_per_expert, (stop - e * chunks_per_expert) * kRowAlign);
-    fn(static_cast<uint32_t>(e), row0, row1);
-    c = stop;
+void for_expert_rows(const strata_moe_op& m, int64_t rows_per_expert, unsigned part, unsigned parts, Fn fn) {
+  constexpr int64_t kDecodeCost = 2;
+  const int64_t chunks = (rows_per_expert + kRowAlign - 1) / kRowAlign;
+  const auto cost = [&](uint32_t e) {
+    const int64_t np = m.token_offsets[e + 1] - m.token_offsets[e];
+    return np == 0 ? 0 : kDecodeCost + np;
+  };
+  int64_t total = 0;
+  for (uint32_t e = 0; e < m.n_experts; ++e) total += chunks * cost(e);
+  const int64_t lo = total * part / parts, hi = total * (part + 1) / parts;
+  int64_t base = 0;
+  for (uint32_t e = 0; e < m.n_experts && base < hi; ++e) {
+    const int64_t c = cost(e);
+    if (c == 0) continue;
+    // Chunk k of this expert starts at base + k * c; this part takes the chunks starting in [lo, hi).
+    const int64_t k0 = std::clamp<int64_t>((lo - base + c - 1) / c, 0, chunks);
+    const int64_t k1 = std::clamp<int64_t>((hi - base + c - 1) / c, 0, chunks);
+    if (k1 > k0) fn(e, k0 * kRowAlign, std::min(rows_per_expert, k1 * kRowAlign));
+    base += chunks * c;
   }
 }
 
@@ -119,10 +130,16 @@ void compute_expert_rows(Context& ctx, const strata_moe_op& m, float* rows) {
   const int64_t n_embd = m.n_embd, n_ff = m.n_ff;
 
   bool any_quant_in = false, any_quant_down = false;
+  uint64_t bytes = 0;  // weight bytes read, times tokens
   for (uint32_t e = 0; e < m.n_experts; ++e) {
-    any_quant_in = any_quant_in || quantized(k, m.weights[e].gate_type) || quantized(k, m.weights[e].up_type);
-    any_quant_down = any_quant_down || quantized(k, m.weights[e].down_type);
+    const strata_expert_weights& w = m.weights[e];
+    any_quant_in = any_quant_in || quantized(k, w.gate_type) || quantized(k, w.up_type);
+    any_quant_down = any_quant_down || quantized(k, w.down_type);
+    const auto rb = [](uint32_t type, uint64_t n) { return format::row_bytes(static_cast<format::GgmlType>(type), n); };
+    bytes += (rb(w.gate_type, m.n_embd) * m.n_ff + rb(w.up_type, m.n_embd) * m.n_ff + rb(w.down_type, m.n_ff) * m.n_embd) *
+             (m.token_offsets[e + 1] - m.token_offsets[e]);
   }
+  const bool small = bytes < kSmallWorkBytes;
 
   // Per pair: its input row (quantized and float) and its hidden row (quantized and float).
   auto* tables = s.index.as<unsigned char>(static_cast<size_t>(n_pairs) * 2 * (sizeof(QuantRow) + sizeof(float*)));
@@ -146,11 +163,11 @@ void compute_expert_rows(Context& ctx, const strata_moe_op& m, float* rows) {
     pool.run([&](unsigned part, unsigned parts) {
       const Range r = split_range(m.n_tok, part, parts);
       for (int64_t t = r.begin; t < r.end; ++t) s.act.quantize(t, m.x + t * n_embd);
-    });
+    }, small || m.n_tok < pool.parts());
   }
   // 2. gate and up rows of every expert for its tokens, then SwiGLU on the same rows.
   pool.run([&](unsigned part, unsigned parts) {
-    for_expert_rows(m.n_experts, n_ff, part, parts, [&](uint32_t e, int64_t r0, int64_t r1) {
+    for_expert_rows(m, n_ff, part, parts, [&](uint32_t e, int64_t r0, int64_t r1) {
       const strata_expert_weights& w = m.weights[e];
       const uint32_t p0 = m.token_offsets[e];
       const int np = static_cast<int>(m.token_offsets[e + 1] - p0);
@@ -162,17 +179,17 @@ void compute_expert_rows(Context& ctx, const strata_moe_op& m, float* rows) {
       run_rows(k, w.up_type, w.up, n_embd, r0, r1, in, np, u_out, n_ff);
       for (int t = 0; t < np; ++t) swiglu_row(g_out + t * n_ff + r0, u_out + t * n_ff + r0, g_out + t * n_ff + r0, r1 - r0);
     });
-  });
+  }, small);
   // 3. Q8_1 of the hidden rows.
   if (any_quant_down) {
     pool.run([&](unsigned part, unsigned parts) {
       const Range r = split_range(n_pairs, part, parts);
       for (int64_t p = r.begin; p < r.end; ++p) s.hidden.quantize(p, h + p * n_ff);
-    });
+    }, small);
   }
   // 4. down rows of every expert for its tokens, each output row times its route weight.
   pool.run([&](unsigned part, unsigned parts) {
-    for_expert_rows(m.n_experts, n_embd, part, parts, [&](uint32_t e, int64_t r0, int64_t r1) {
+    for_expert_rows(m, n_embd, part, parts, [&](uint32_t e, int64_t r0, int64_t r1) {
       const strata_expert_weights& w = m.weights[e];
       const uint32_t p0 = m.token_offsets[e];
       const int np = static_cast<int>(m.token_offsets[e + 1] - p0);
@@ -182,7 +199,7 @@ void compute_expert_rows(Context& ctx, const strata_moe_op& m, float* rows) {
       run_rows(k, w.down_type, w.down, n_ff, r0, r1, in, np, out, n_embd);
       for (int t = 0; t < np; ++t) scale_row(out + t * n_embd + r0, r1 - r0, m.route_weight[p0 + t]);
     });
-  });
+  }, small);
 }
 
 void sum_expert_rows(Context& ctx, const strata_moe_op& m, const float* rows, float* dst, int64_t dst_stride) {
@@ -200,6 +217,8 @@ void sum_expert_rows(Context& ctx, const strata_moe_op& m, const float* rows, fl
     std::memcpy(fill, start, static_cast<size_t>(m.n_tok) * sizeof(uint32_t));
     for (uint32_t p = 0; p < n_pairs; ++p) order[fill[m.token_index[p]]++] = p;
   }
+  // Adding rows is cheap next to waking the workers until the window holds many pairs.
+  const bool small = static_cast<uint64_t>(n_pairs) * m.n_embd * sizeof(float) < 4 * kSmallWorkBytes;
   ctx.pool().run([&](unsigned part, unsigned parts) {
     const Range cols = split_range(m.n_embd, part, parts, kRowAlign);
     const int64_t n = cols.end - cols.begin;
@@ -215,7 +234,7 @@ void sum_expert_rows(Context& ctx, const strata_moe_op& m, const float* rows, fl
         add_row(out, rows + static_cast<size_t>(order[i]) * m.n_embd + cols.begin, n);
       }
     }
-  });
+  }, small);
 }
 
 }  // namespace strata::cpu

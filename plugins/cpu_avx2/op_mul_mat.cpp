@@ -37,6 +37,7 @@ void run_mul_mat(Context& ctx, const strata_op& op) {
   const int64_t out_stride = static_cast<int64_t>(d.nb[1] / sizeof(float));
   ThreadPool& pool = ctx.pool();
   Scratch& s = ctx.scratch();
+  const bool small = w.nb[1] * static_cast<uint64_t>(rows) * static_cast<uint64_t>(n_tok) < kSmallWorkBytes;
 
   if (const QuantMatVec kernel = ctx.kernels().quant[w.type]) {
     s.act.resize(n_tok, n);
@@ -45,12 +46,8 @@ void run_mul_mat(Context& ctx, const strata_op& op) {
       const Range r = split_range(n_tok, part, parts);
       for (int64_t t = r.begin; t < r.end; ++t) s.act.quantize(t, row_ptr<const float>(x, t));
     };
-    // A dispatch costs more than quantizing a row or two, so few rows are quantized here.
-    if (static_cast<unsigned>(n_tok) < pool.parts()) {
-      quantize(0, 1);
-    } else {
-      pool.run(quantize);
-    }
+    // A dispatch costs more than quantizing a row or two: few rows are quantized on the calling thread.
+    pool.run(quantize, small || static_cast<unsigned>(n_tok) < pool.parts());
     for (int t = 0; t < n_tok; ++t) views[t] = s.act.row(t);
     pool.run([&](unsigned part, unsigned parts) {
       const Range r = split_range(rows, part, parts, kRowAlign);
@@ -58,7 +55,7 @@ void run_mul_mat(Context& ctx, const strata_op& op) {
         kernel(wdata + static_cast<uint64_t>(r.begin) * w.nb[1], w.nb[1], r.end - r.begin, n, views, n_tok,
                out + r.begin, out_stride);
       }
-    });
+    }, small);
     return;
   }
   const FloatMatVec kernel = ctx.kernels().floating[w.type];
@@ -70,7 +67,7 @@ void run_mul_mat(Context& ctx, const strata_op& op) {
       kernel(wdata + static_cast<uint64_t>(r.begin) * w.nb[1], w.nb[1], r.end - r.begin, n, xs, n_tok,
              out + r.begin, out_stride);
     }
-  });
+  }, small);
 }
 
 }  // namespace strata::cpu

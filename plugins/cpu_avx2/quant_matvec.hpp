@@ -2,6 +2,8 @@
 // avx512::quant_matvec<Decoder>. They differ only in how the spans' exact integer dot products are formed.
 #pragma once
 
+#include <algorithm>
+
 #include "quant_act.hpp"
 #include "kernels.hpp"
 #include "quant_group.hpp"
@@ -16,6 +18,11 @@ struct SpanSumsAvx2 {
   static constexpr int kSignedBias = 0;
   const Group& g;
   STRATA_INLINE_AVX2 explicit SpanSumsAvx2(const Group& group) : g(group) {}
+  template <class D>
+  STRATA_INLINE_AVX2 static SpanSumsAvx2 decode(const unsigned char* p, int spans, Group& group) {
+    D::decode(p, spans, group);
+    return SpanSumsAvx2(group);
+  }
   STRATA_INLINE_AVX2 void sums(const int8_t* q, __m256i& lo, __m256i& hi) const {
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i v[8];
@@ -33,17 +40,42 @@ struct SpanSumsAvx2 {
   }
 };
 
+// A decoder that can also write its values straight into AVX-512 span pairs: `scales(p, g)` fills only the scales
+// and `pairs512(p, w)` the values, span 2j in the low and span 2j + 1 in the high half of w[j].
+template <class D>
+concept HasPairs512 = requires(const unsigned char* p, Group& g, __m512i (&w)[4]) {
+  D::scales(p, g);
+  D::pairs512(p, w);
+};
+
 // AVX-512 VNNI: two spans per register and vpdpbusd (u8 x s8 into int32, no saturation; signed values biased by
 // 128, the bias taken back out with the activation sums), then an unpack tree and one permute.
 template <bool kSigned>
 struct SpanSumsAvx512 {
   static constexpr int kSignedBias = 128;
   __m512i w[4];  // spans 2j (low half) and 2j + 1 (high half)
+  SpanSumsAvx512() = default;
   STRATA_AVX512 inline __attribute__((always_inline)) explicit SpanSumsAvx512(const Group& g) {
-    for (int j = 0; j < 4; ++j) {
-      __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(g.w[2 * j]), g.w[2 * j + 1], 1);
-      if constexpr (kSigned) v = _mm512_xor_si512(v, _mm512_set1_epi8(static_cast<char>(0x80)));
-      w[j] = v;
+    for (int j = 0; j < 4; ++j) w[j] = _mm512_inserti64x4(_mm512_castsi256_si512(g.w[2 * j]), g.w[2 * j + 1], 1);
+    bias();
+  }
+  template <class D>
+  STRATA_AVX512 inline __attribute__((always_inline)) static SpanSumsAvx512 decode(const unsigned char* p, int spans,
+                                                                                  Group& g) {
+    if constexpr (HasPairs512<D>) {
+      SpanSumsAvx512 s;
+      D::scales(p, g);
+      D::pairs512(p, s.w);
+      s.bias();
+      return s;
+    } else {
+      D::decode(p, spans, g);
+      return SpanSumsAvx512(g);
+    }
+  }
+  STRATA_AVX512 inline __attribute__((always_inline)) void bias() {
+    if constexpr (kSigned) {
+      for (__m512i& v : w) v = _mm512_xor_si512(v, _mm512_set1_epi8(static_cast<char>(0x80)));
     }
   }
   STRATA_AVX512 inline __attribute__((always_inline)) void sums(const int8_t* q, __m256i& lo, __m256i& hi) const {

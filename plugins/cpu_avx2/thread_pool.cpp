@@ -24,14 +24,19 @@ void futex_wake_all(std::atomic<uint32_t>* word) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
 }
 
-// Spins (with pause) until `done()` holds or the spin time is over; returns whether it holds.
+// Spins (with pause) until `done()` holds or the spin time is over; returns whether it holds. The spinner yields
+// now and then: when the thread it waits for shares its CPU (the caller's thread is not pinned, and the machine
+// may be busy), a pure spin would hold that thread off for a whole time slice.
 template <class Pred>
 bool spin_until(Pred done) {
   const auto until = std::chrono::steady_clock::now() + kSpin;
   for (unsigned i = 1;; ++i) {
     if (done()) return true;
     _mm_pause();
-    if ((i & 255u) == 0 && std::chrono::steady_clock::now() > until) return done();
+    if ((i & 63u) == 0) {
+      sched_yield();
+      if (std::chrono::steady_clock::now() > until) return done();
+    }
   }
 }
 

@@ -30,6 +30,17 @@ class ThreadPool {
 
   // Calls fn(part, parts()) once for every part and returns when all have returned. One run at a time
   // (callers serialise); an exception thrown by a part is rethrown here after all parts finish.
+  // As run(), or when `here` is set fn(0, 1) on the calling thread alone: for work too small to pay for waking
+  // the workers (a few microseconds).
+  template <class Fn>
+  void run(Fn&& fn, bool here) {
+    if (here) {
+      fn(0u, 1u);
+    } else {
+      run(fn);
+    }
+  }
+
   template <class Fn>
   void run(Fn&& fn) {
     using F = std::remove_reference_t<Fn>;
@@ -62,6 +73,9 @@ class ThreadPool {
   std::mutex error_mutex_;
   std::exception_ptr error_;
 };
+
+// Work below this many weight bytes runs on the calling thread (see ThreadPool::run(fn, here)).
+constexpr uint64_t kSmallWorkBytes = 64u << 10;
 
 // The range [begin, end) of part `part` when n items are split into `parts` contiguous ranges whose starts are
 // multiples of `align` (the last range takes the rest).

@@ -537,6 +537,10 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
   for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
     for (int64_t n_tok : {1, 9}) c.push_back(std::make_shared<MulMatCase>(t, 203, 37, n_tok));
   }
+  // Long rows and many tokens: the kernels walk rows in cache-sized blocks and tokens in chunks of 8.
+  c.push_back(std::make_shared<MulMatCase>(GgmlType::Q8_0, 4096, 61, 17));
+  c.push_back(std::make_shared<MulMatCase>(GgmlType::Q4_K, 8192, 45, 11));
+  c.push_back(std::make_shared<MulMatCase>(GgmlType::F16, 4096, 29, 3));
   // Expert types of the placement-invariance issue, a q4_k_m-style mix, and float experts.
   const std::pair<GgmlType, GgmlType> moe_types[] = {
       {GgmlType::Q4_K, GgmlType::Q4_K},     {GgmlType::Q5_K, GgmlType::Q5_K},   {GgmlType::Q6_K, GgmlType::Q6_K},
