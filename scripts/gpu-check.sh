@@ -15,7 +15,8 @@ OUT="${OUT:-/tmp/strata-out}"
 mkdir -p "$OUT"
 bin="$root/.device/bin"
 steps=",${STRATA_CHECK:-machine,tests,mkmodel,inspect,cpu,peer-cpu},"
-model="${STRATA_MODEL_DIR:-/tmp}/qwen3-30b-a3b-q4_k_m.gguf"
+quant="${STRATA_QUANT:-q4_k_m}"
+model="${STRATA_MODEL_DIR:-/tmp}/qwen3-30b-a3b-$quant.gguf"
 threads="$(nproc)"
 reps="${STRATA_REPS:-3}"
 declare -a table
@@ -34,10 +35,9 @@ if want machine; then
   log machine
   { nproc; lscpu | grep -E 'Model name|Flags' | cut -c1-300; free -g; nvidia-smi -L 2>&1; } > "$OUT/machine.txt" 2>&1
   head -3 "$OUT/machine.txt"
-  if [ -x "$bin/cpu_kernels" ]; then
-    cpu_kernels --threads "$threads" > "$OUT/cpu_kernels.txt" 2>&1
-    bw=$(grep -iE 'read bandwidth' "$OUT/cpu_kernels.txt" | head -1)
-    row "CPU read bandwidth ($threads threads): ${bw:-see cpu_kernels.txt}"
+  if [ -x "$bin/strata_bench_cpu_kernels" ]; then
+    strata_bench_cpu_kernels --workers $((threads - 1)) --seconds 1 > "$OUT/cpu_kernels.txt" 2>&1
+    row "cpu kernels bench (exit $?): $(grep -iE 'read' "$OUT/cpu_kernels.txt" | head -2 | tr '\n' ' ')"
   fi
 fi
 
@@ -51,8 +51,8 @@ fi
 if want mkmodel; then
   log mkmodel
   rm -f "$model"
-  strata mkmodel --arch qwen3moe --shape qwen3-30b-a3b --quant q4_k_m --seed 1 --out "$model" > "$OUT/mkmodel.txt" 2>&1
-  row "mkmodel qwen3-30b-a3b q4_k_m on $threads cores: exit $?; $(tail -1 "$OUT/mkmodel.txt")"
+  strata mkmodel --arch qwen3moe --shape qwen3-30b-a3b --quant "$quant" --seed 1 --out "$model" > "$OUT/mkmodel.txt" 2>&1
+  row "mkmodel qwen3-30b-a3b $quant on $threads cores: exit $?; $(tail -1 "$OUT/mkmodel.txt")"
 fi
 
 if want inspect; then
