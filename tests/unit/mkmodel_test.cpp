@@ -1,4 +1,6 @@
 #include <gtest/gtest.h>
+
+#include "test_temp_dir.hpp"
 #include <unistd.h>
 #include <sys/wait.h>
 
@@ -28,26 +30,7 @@ using strata::gguf::Model;
 using strata::mkmodel::ModelSpec;
 using strata::mkmodel::QuantPreset;
 
-// Files of this test process, removed when its tests end (a directory per process: test runs may overlap).
-fs::path temp_dir() {
-  static const fs::path dir = fs::temp_directory_path() / "strata_mkmodel_test" / std::to_string(::getpid());
-  return dir;
-}
-
-class RemoveTempDir : public ::testing::Environment {
- public:
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(temp_dir(), ec);
-  }
-};
-[[maybe_unused]] ::testing::Environment* const kRemoveTempDir =
-    ::testing::AddGlobalTestEnvironment(new RemoveTempDir);
-
-std::string temp_path(const std::string& name) {
-  fs::create_directories(temp_dir());
-  return (temp_dir() / name).string();
-}
+std::string temp_path(const std::string& name) { return strata::testing_support::test_temp_path("mkmodel", name); }
 
 std::vector<uint8_t> file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
