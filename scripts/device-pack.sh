@@ -26,6 +26,8 @@ done
 if [ -x "$root/.peer/build-cpu/bin/llama-bench" ]; then
   mkdir -p "$pack/peer-cpu"
   cp "$root/.peer/build-cpu/bin/llama-bench" "$pack/peer-cpu/"
+  # Its OpenMP runtime travels with it (gpu-check puts the folder on LD_LIBRARY_PATH).
+  cp "$(ldd "$root/.peer/build-cpu/bin/llama-bench" | awk '/libgomp/ {print $3}')" "$pack/peer-cpu/"
 fi
 
 # Anything beyond the base libraries would not be on the GPU machine.

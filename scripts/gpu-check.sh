@@ -75,7 +75,7 @@ if want peer-cpu; then
   peer="$root/.device/peer-cpu/llama-bench"
   if [ -x "$peer" ]; then
     log "llama.cpp llama-bench, CPU build, $threads threads"
-    "$peer" -m "$model" -p 512 -n 128 -r "$reps" -t "$threads" > "$OUT/bench-peer-cpu.md" 2> "$OUT/bench-peer-cpu.log"
+    LD_LIBRARY_PATH="$(dirname "$peer")" "$peer" -m "$model" -p 512 -n 128 -r "$reps" -t "$threads" > "$OUT/bench-peer-cpu.md" 2> "$OUT/bench-peer-cpu.log"
     rc=$?
     cat "$OUT/bench-peer-cpu.md"
     row "llama.cpp CPU (exit $rc):"

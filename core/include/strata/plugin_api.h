@@ -14,6 +14,9 @@
  * Family changelogs (family major.minor):
  *   backend 1.0      devices (count, properties); ops described by strata_op (supports_op, compute); the op list
  *                    of strata_op_kind; strata_moe_op for expert-grouped MoE.
+ *   backend 1.1      STRATA_OP_MOE_ROUTED with strata_expert_table (experts chosen on the device, no host step);
+ *                    memory of a device: buffer_alloc, buffer_free, copy, synchronize (NULL for a backend whose
+ *                    device addresses host memory, like cpu_avx2).
  *   expert_pool 1.0  worker_count; compute(moe): one weighted row per (token, expert), never a summed row.
  *   balancer 1.0     observe(samples) after a window; choose(layer, misses) -> how many go over PCIe.
  *   link 1.0         peer residency lookup and liveness of the other engine.
@@ -120,7 +123,7 @@ typedef struct strata_interface_header {
 
 #define STRATA_BACKEND_FAMILY "backend"
 #define STRATA_BACKEND_VERSION 1u
-#define STRATA_BACKEND_MINOR 0u
+#define STRATA_BACKEND_MINOR 1u
 
 typedef enum strata_device_kind { STRATA_DEVICE_CPU = 1, STRATA_DEVICE_GPU = 2 } strata_device_kind;
 
@@ -168,6 +171,11 @@ typedef enum strata_op_kind {
   STRATA_OP_MOE = 11,        /* experts of a window: `extra` is a strata_moe_op; dst f32 [n_embd, n_tok] = for each token the
                               * sum of its experts' weighted rows in ascending expert id (canonical arithmetic) */
   STRATA_OP_SOFTMAX = 12,    /* dst = softmax(src0 * f[0]) per row */
+  /* 1.1 */
+  STRATA_OP_MOE_ROUTED = 13, /* experts chosen on the device: `extra` is a strata_expert_table; src0 x f32 [n_embd, n_tok]
+                              * (the normed rows), src1 ids i32 [k, n_tok], src2 weights f32 [k, n_tok] (ROUTER's outputs);
+                              * dst f32 [n_embd, n_tok] = for each token the sum of its k experts' weighted rows in ascending
+                              * expert id (canonical arithmetic), exactly what MOE gives for the same choices */
 } strata_op_kind;
 
 #define STRATA_OP_MAX_SRC 4
@@ -206,6 +214,27 @@ typedef struct strata_moe_op {
                                           * when only dst (the per-token sums) is wanted */
 } strata_moe_op;
 
+/* 1.1: every expert of a layer, indexed by expert id, for STRATA_OP_MOE_ROUTED. All experts of a table share the
+ * three types below (each entry's own types must equal them). `experts` and the matrices it points at are memory
+ * the backend's device addresses; a table can be rewritten between computes (an expert cache moving slots). */
+typedef struct strata_expert_table {
+  uint32_t n_embd, n_ff, n_expert;
+  uint32_t gate_type, up_type, down_type;
+  const strata_expert_weights* experts; /* [n_expert] */
+} strata_expert_table;
+
+/* 1.1: memory of a device. */
+typedef enum strata_buffer_kind {
+  STRATA_BUFFER_DEVICE = 1,      /* device memory */
+  STRATA_BUFFER_HOST_PINNED = 2  /* page-locked host memory the device copies from and to at full speed */
+} strata_buffer_kind;
+
+typedef enum strata_copy_kind {
+  STRATA_COPY_HOST_TO_DEVICE = 1,
+  STRATA_COPY_DEVICE_TO_HOST = 2,
+  STRATA_COPY_DEVICE_TO_DEVICE = 3
+} strata_copy_kind;
+
 typedef struct strata_backend_v1 {
   strata_interface_header header;
   /* 1.0 */
@@ -216,6 +245,14 @@ typedef struct strata_backend_v1 {
   /* Runs ops in order on `device`; returns once all are done (GPU backends: once they are enqueued and
    * synchronized; later minors add streams). */
   strata_status* (*compute)(void* ctx, uint32_t device, const strata_op* ops, size_t n_ops);
+  /* 1.1; all NULL for a backend whose devices address host memory (ops then take host pointers). */
+  /* `bytes` of `kind` on `device`, aligned to 256 bytes; *out is NULL on failure (a status says why). */
+  strata_status* (*buffer_alloc)(void* ctx, uint32_t device, uint64_t bytes, uint32_t kind, void** out);
+  void (*buffer_free)(void* ctx, uint32_t device, void* buffer);
+  /* Copies `bytes` between host and device memory (strata_copy_kind); returns when the copy is done. */
+  strata_status* (*copy)(void* ctx, uint32_t device, void* dst, const void* src, uint64_t bytes, uint32_t kind);
+  /* Waits until everything enqueued on `device` is done. */
+  strata_status* (*synchronize)(void* ctx, uint32_t device);
 } strata_backend_v1;
 
 /* ---- family: expert_pool ---------------------------------------------------------------------------------- */

@@ -1,5 +1,6 @@
 // A backend plugin behind the Backend interface: runs of supported ops go to the plugin in one compute call;
 // an op it does not support runs on the reference in between.
+#include <cstddef>
 #include <set>
 #include <string>
 #include <vector>
@@ -17,7 +18,7 @@ class PluginBackend final : public Backend {
  public:
   explicit PluginBackend(std::unique_ptr<PluginInstance> plugin) : plugin_(std::move(plugin)), name_(plugin_->name()) {
     table_ = static_cast<const strata_backend_v1*>(
-        plugin_->interface(STRATA_BACKEND_FAMILY, STRATA_BACKEND_VERSION, sizeof(strata_backend_v1)));
+        plugin_->interface(STRATA_BACKEND_FAMILY, STRATA_BACKEND_VERSION, offsetof(strata_backend_v1, buffer_alloc)));
     if (table_ == nullptr || table_->compute == nullptr || table_->supports_op == nullptr) {
       throw Error("plugin '" + name_ + "' does not provide the backend interface (family backend, version 1)");
     }

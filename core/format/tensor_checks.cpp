@@ -1,14 +1,15 @@
-#include "tensor_view.hpp"
+// The descriptor checks of tensor_checks.hpp.
+#include "strata/format/tensor_checks.hpp"
 
-namespace strata::cpu {
+namespace strata::format {
 
 std::string type_name(uint32_t type) {
-  const auto tr = format::type_traits(type);
+  const auto tr = type_traits(type);
   return tr ? std::string(tr->name) : "type " + std::to_string(type);
 }
 
 std::optional<std::string> check_matrix(const strata_tensor& t, const char* what) {
-  const auto tr = format::type_traits(t.type);
+  const auto tr = type_traits(t.type);
   if (!tr) return std::string(what) + " has unknown type id " + std::to_string(t.type);
   if (t.data == nullptr) return std::string(what) + " has no data";
   for (int d = 0; d < 4; ++d) {
@@ -20,26 +21,26 @@ std::optional<std::string> check_matrix(const strata_tensor& t, const char* what
            std::string(tr->name) + " blocks";
   }
   if (t.nb[0] != tr->block_bytes) return std::string(what) + " is not contiguous in dimension 0";
-  if (t.ne[1] > 1 && t.nb[1] < format::row_bytes(static_cast<format::GgmlType>(t.type), static_cast<uint64_t>(t.ne[0]))) {
+  if (t.ne[1] > 1 && t.nb[1] < row_bytes(static_cast<GgmlType>(t.type), static_cast<uint64_t>(t.ne[0]))) {
     return std::string(what) + " rows overlap (nb[1] smaller than a row)";
   }
   return std::nullopt;
 }
 
-std::optional<std::string> check_matrix(const strata_tensor& t, const char* what, format::GgmlType type) {
+std::optional<std::string> check_matrix(const strata_tensor& t, const char* what, GgmlType type) {
   if (!is_type(t, type)) {
     return std::string(what) + " is " + type_name(t.type) + ", expected " +
-           std::string(format::traits(type).name);
+           std::string(traits(type).name);
   }
   return check_matrix(t, what);
 }
 
-std::optional<std::string> check_rows(const strata_tensor& t, const char* what, format::GgmlType type) {
+std::optional<std::string> check_rows(const strata_tensor& t, const char* what, GgmlType type) {
   if (!is_type(t, type)) {
-    return std::string(what) + " is " + type_name(t.type) + ", expected " + std::string(format::traits(type).name);
+    return std::string(what) + " is " + type_name(t.type) + ", expected " + std::string(traits(type).name);
   }
   if (t.data == nullptr) return std::string(what) + " has no data";
-  const format::TypeTraits& tr = format::traits(type);
+  const format::TypeTraits& tr = traits(type);
   for (int d = 0; d < 4; ++d) {
     if (t.ne[d] < 1) return std::string(what) + " has ne[" + std::to_string(d) + "] = " + std::to_string(t.ne[d]);
   }
@@ -53,4 +54,4 @@ std::optional<std::string> check_rows(const strata_tensor& t, const char* what, 
   return std::nullopt;
 }
 
-}  // namespace strata::cpu
+}  // namespace strata::format

@@ -1,0 +1,64 @@
+#include <string>
+
+#include "context.hpp"
+#include "ops.hpp"
+
+namespace strata::gpu {
+
+void check_cuda(cudaError_t err, const char* what) {
+  if (err != cudaSuccess) {
+    throw OpFailure(STRATA_ERR_DEVICE, std::string(what) + ": " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")");
+  }
+}
+
+void check_launch(const char* what) { check_cuda(cudaGetLastError(), what); }
+
+Context::Context(const strata_host_api* host, const Options& options) : host_(host), options_(options) {
+  check_cuda(cudaSetDevice(options_.device), "cudaSetDevice");
+  check_cuda(cudaGetDeviceProperties(&props_, options_.device), "cudaGetDeviceProperties");
+  check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  device_name_ = props_.name;
+#ifdef STRATA_GPU_HIP
+  arch_ = props_.gcnArchName;
+#else
+  arch_ = "sm_" + std::to_string(props_.major) + std::to_string(props_.minor);
+#endif
+}
+
+Context::~Context() {
+  if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
+  for (void* p : scratch_) {
+    if (p != nullptr) (void)cudaFree(p);
+  }
+  if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+}
+
+void Context::log(strata_log_level level, const std::string& message) const {
+  host_->log(level, STRATA_GPU_PLUGIN_NAME, message.c_str());
+}
+
+void* Context::scratch(ScratchSlot slot, uint64_t bytes) {
+  const auto i = static_cast<size_t>(slot);
+  if (bytes <= scratch_bytes_[i]) return scratch_[i];
+  if (capturing_) throw OpFailure(STRATA_ERR_INTERNAL, "scratch memory would grow during graph capture");
+  // Round up so that windows of slowly growing size do not reallocate every time.
+  uint64_t want = 1u << 20;
+  while (want < bytes) want *= 2;
+  check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (scratch)");
+  if (scratch_[i] != nullptr) check_cuda(cudaFree(scratch_[i]), "cudaFree (scratch)");
+  scratch_[i] = nullptr;
+  scratch_bytes_[i] = 0;
+  void* p = nullptr;
+  const cudaError_t err = cudaMalloc(&p, want);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw OpFailure(STRATA_ERR_OUT_OF_MEMORY, "cannot allocate " + std::to_string(want) + " bytes of scratch memory on " +
+                                                  device_name_ + ": " + cudaGetErrorString(err));
+  }
+  scratch_[i] = p;
+  scratch_bytes_[i] = want;
+  ++scratch_generation_;
+  return p;
+}
+
+}  // namespace strata::gpu

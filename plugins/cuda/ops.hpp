@@ -1,0 +1,55 @@
+// The backend's ops on the GPU. Each has a check (nullopt when the plugin runs the op as described, else why not;
+// it reads only descriptors, never device memory) and a run that enqueues the op's kernels on the context's stream
+// (called only after its check passed). Semantics: plugin_api.h and core's reference backend
+// (core/src/reference/); MUL_MAT, MOE, MOE_ROUTED, GET_ROWS, SWIGLU follow docs/CANONICAL_ARITHMETIC.md bit for bit.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "context.hpp"
+
+namespace strata::gpu {
+
+using Check = std::optional<std::string>;
+
+// An op that cannot run (a launch failed, scratch cannot grow during capture): becomes a status at the boundary.
+struct OpFailure : std::runtime_error {
+  strata_status_code code;
+  OpFailure(strata_status_code c, const std::string& message) : std::runtime_error(message), code(c) {}
+};
+
+// Throws OpFailure naming `what` when the last launch or call failed.
+void check_launch(const char* what);
+void check_cuda(cudaError_t err, const char* what);
+
+Check check_op(const strata_op& op);
+void run_op(Context& ctx, const strata_op& op);
+
+Check check_mul_mat(const strata_op& op);
+void run_mul_mat(Context& ctx, const strata_op& op);
+Check check_moe(const strata_op& op);            // MOE (pairs planned on the host)
+void run_moe(Context& ctx, const strata_op& op);
+Check check_moe_routed(const strata_op& op);     // MOE_ROUTED (routes read on the device)
+void run_moe_routed(Context& ctx, const strata_op& op);
+Check check_get_rows(const strata_op& op);
+void run_get_rows(Context& ctx, const strata_op& op);
+Check check_rms_norm(const strata_op& op);
+void run_rms_norm(Context& ctx, const strata_op& op);
+Check check_binary(const strata_op& op);  // ADD, MUL
+void run_binary(Context& ctx, const strata_op& op);
+Check check_swiglu(const strata_op& op);
+void run_swiglu(Context& ctx, const strata_op& op);
+Check check_rope(const strata_op& op);
+void run_rope(Context& ctx, const strata_op& op);
+Check check_kv_store(const strata_op& op);
+void run_kv_store(Context& ctx, const strata_op& op);
+Check check_attention(const strata_op& op);
+void run_attention(Context& ctx, const strata_op& op);
+Check check_router(const strata_op& op);
+void run_router(Context& ctx, const strata_op& op);
+Check check_softmax(const strata_op& op);
+void run_softmax(Context& ctx, const strata_op& op);
+
+}  // namespace strata::gpu

@@ -1,0 +1,306 @@
+// The plugin's entry points: the descriptor (score 0 with the reason when there is no usable GPU), init (options),
+// and the backend family table: devices, ops, device memory. Built twice from these sources: as `cuda` with nvcc
+// and as `hip` with clang for AMD GPUs (plugins/hip), the name coming from STRATA_GPU_PLUGIN_NAME.
+#include <memory>
+#include <mutex>
+#include <new>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "context.hpp"
+#include "graph_cache.hpp"
+#include "ops.hpp"
+
+namespace strata::gpu {
+namespace {
+
+constexpr const char* kName = STRATA_GPU_PLUGIN_NAME;
+
+#ifdef STRATA_GPU_HIP
+constexpr const char* kNoDevice = "no AMD GPU";
+constexpr const char* kNoDriver = "no AMD GPU (no ROCm driver)";
+#else
+constexpr const char* kNoDevice = "no CUDA device";
+constexpr const char* kNoDriver = "no CUDA driver";
+#endif
+
+struct Probe {
+  int count = 0;
+  std::string reason;
+};
+
+const Probe& probe() {
+  static const Probe p = [] {
+    Probe r;
+    const cudaError_t err = cudaGetDeviceCount(&r.count);
+    if (err != cudaSuccess) {
+      (void)cudaGetLastError();
+      r.count = 0;
+      r.reason = err == cudaErrorInsufficientDriver ? kNoDriver
+                 : err == cudaErrorNoDevice         ? kNoDevice
+                                                    : std::string(kNoDevice) + " (" + cudaGetErrorName(err) + ")";
+      return r;
+    }
+    if (r.count == 0) {
+      r.reason = kNoDevice;
+      return r;
+    }
+    cudaDeviceProp props{};
+    if (cudaGetDeviceProperties(&props, 0) == cudaSuccess) {
+      r.reason = std::string(props.name) + ", " + std::to_string(r.count) + (r.count == 1 ? " device" : " devices");
+    } else {
+      r.reason = std::to_string(r.count) + " devices";
+    }
+    return r;
+  }();
+  return p;
+}
+
+strata_plugin_descriptor make_descriptor() {
+  strata_plugin_descriptor d{};
+  d.struct_size = sizeof d;
+  d.abi_major = STRATA_ABI_MAJOR;
+  d.abi_minor = STRATA_ABI_MINOR;
+  d.kind = STRATA_KIND_BACKEND;
+  d.name = kName;
+  d.version = "0.1.0";
+  d.families = "backend";
+  // GPUs outrank every CPU backend for `auto`.
+  d.score = probe().count > 0 ? 100 : 0;
+  d.score_reason = probe().reason.c_str();
+  return d;
+}
+
+struct Instance {
+  Context ctx;
+  GraphCache graphs;
+  std::mutex pinned_mutex;
+  std::set<void*> pinned;  // buffers from cudaMallocHost: freed with cudaFreeHost
+  Instance(const strata_host_api* host, const Options& o) : ctx(host, o) {}
+};
+
+template <class Body>
+strata_status* guarded(Instance* inst, Body body) noexcept {
+  try {
+    return body();
+  } catch (const OpFailure& e) {
+    return inst->ctx.error(e.code, std::string(kName) + ": " + e.what());
+  } catch (const std::bad_alloc&) {
+    return inst->ctx.error(STRATA_ERR_OUT_OF_MEMORY, std::string(kName) + ": out of host memory");
+  } catch (const std::exception& e) {
+    return inst->ctx.error(STRATA_ERR_INTERNAL, std::string(kName) + ": " + e.what());
+  } catch (...) {
+    return inst->ctx.error(STRATA_ERR_INTERNAL, std::string(kName) + ": unknown exception");
+  }
+}
+
+strata_status* wrong_device(Instance* inst, uint32_t device) {
+  return inst->ctx.error(STRATA_ERR_INVALID_ARGUMENT, std::string(kName) + " instance drives one device (0), not " +
+                                                          std::to_string(device) + "; pick the GPU with the `device` option");
+}
+
+uint32_t device_count(void*) { return 1; }
+
+strata_status* device_info(void* c, uint32_t index, strata_device_info* out) {
+  auto* inst = static_cast<Instance*>(c);
+  return guarded(inst, [&]() -> strata_status* {
+    if (index != 0) return wrong_device(inst, index);
+    size_t free_b = 0, total_b = 0;
+    check_cuda(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+    out->struct_size = sizeof *out;
+    out->kind = STRATA_DEVICE_GPU;
+    out->name = inst->ctx.device_name().c_str();
+    out->arch = inst->ctx.arch().c_str();
+    out->memory_total = total_b;
+    out->memory_free = free_b;
+    out->compute_units = static_cast<uint32_t>(inst->ctx.props().multiProcessorCount);
+    out->reserved0 = 0;
+    return nullptr;
+  });
+}
+
+uint32_t supports_op(void*, uint32_t device, const strata_op* op) {
+  try {
+    return device == 0 && op != nullptr && !check_op(*op) ? 1u : 0u;
+  } catch (...) {
+    return 0;
+  }
+}
+
+strata_status* compute(void* c, uint32_t device, const strata_op* ops, size_t n_ops) {
+  auto* inst = static_cast<Instance*>(c);
+  return guarded(inst, [&]() -> strata_status* {
+    if (device != 0) return wrong_device(inst, device);
+    std::lock_guard<std::mutex> lock(inst->ctx.mutex());
+    for (size_t i = 0; i < n_ops; ++i) {
+      if (Check why = check_op(ops[i])) {
+        return inst->ctx.error(STRATA_ERR_UNSUPPORTED, std::string(kName) + ": op " + std::to_string(i) + ": " + *why);
+      }
+    }
+    check_cuda(cudaSetDevice(inst->ctx.options().device), "cudaSetDevice");
+    inst->graphs.run(inst->ctx, ops, n_ops);
+    check_cuda(cudaStreamSynchronize(inst->ctx.stream()), "compute");
+    return nullptr;
+  });
+}
+
+strata_status* buffer_alloc(void* c, uint32_t device, uint64_t bytes, uint32_t kind, void** out) {
+  auto* inst = static_cast<Instance*>(c);
+  return guarded(inst, [&]() -> strata_status* {
+    *out = nullptr;
+    if (device != 0) return wrong_device(inst, device);
+    check_cuda(cudaSetDevice(inst->ctx.options().device), "cudaSetDevice");
+    cudaError_t err = cudaSuccess;
+    if (kind == STRATA_BUFFER_DEVICE) {
+      err = cudaMalloc(out, bytes == 0 ? 1 : bytes);
+    } else if (kind == STRATA_BUFFER_HOST_PINNED) {
+      err = cudaMallocHost(out, bytes == 0 ? 1 : bytes);
+      if (err == cudaSuccess) {
+        std::lock_guard<std::mutex> lock(inst->pinned_mutex);
+        inst->pinned.insert(*out);
+      }
+    } else {
+      return inst->ctx.error(STRATA_ERR_INVALID_ARGUMENT, "unknown buffer kind " + std::to_string(kind));
+    }
+    if (err != cudaSuccess) {
+      (void)cudaGetLastError();
+      *out = nullptr;
+      size_t free_b = 0, total_b = 0;
+      (void)cudaMemGetInfo(&free_b, &total_b);
+      return inst->ctx.error(STRATA_ERR_OUT_OF_MEMORY,
+                             std::string(kName) + ": cannot allocate " + std::to_string(bytes >> 20) + " MiB of " +
+                                 (kind == STRATA_BUFFER_DEVICE ? "device" : "pinned host") + " memory on " +
+                                 inst->ctx.device_name() + " (" + std::to_string(free_b >> 20) + " MiB free): " +
+                                 cudaGetErrorString(err));
+    }
+    return nullptr;
+  });
+}
+
+void buffer_free(void* c, uint32_t, void* buffer) {
+  auto* inst = static_cast<Instance*>(c);
+  if (buffer == nullptr) return;
+  (void)cudaStreamSynchronize(inst->ctx.stream());
+  bool was_pinned = false;
+  {
+    std::lock_guard<std::mutex> lock(inst->pinned_mutex);
+    was_pinned = inst->pinned.erase(buffer) > 0;
+  }
+  if (was_pinned) {
+    (void)cudaFreeHost(buffer);
+  } else {
+    (void)cudaFree(buffer);
+  }
+  (void)cudaGetLastError();
+}
+
+strata_status* copy(void* c, uint32_t device, void* dst, const void* src, uint64_t bytes, uint32_t kind) {
+  auto* inst = static_cast<Instance*>(c);
+  return guarded(inst, [&]() -> strata_status* {
+    if (device != 0) return wrong_device(inst, device);
+    if (bytes == 0) return nullptr;
+    cudaMemcpyKind k;
+    switch (kind) {
+      case STRATA_COPY_HOST_TO_DEVICE: k = cudaMemcpyHostToDevice; break;
+      case STRATA_COPY_DEVICE_TO_HOST: k = cudaMemcpyDeviceToHost; break;
+      case STRATA_COPY_DEVICE_TO_DEVICE: k = cudaMemcpyDeviceToDevice; break;
+      default: return inst->ctx.error(STRATA_ERR_INVALID_ARGUMENT, "unknown copy kind " + std::to_string(kind));
+    }
+    std::lock_guard<std::mutex> lock(inst->ctx.mutex());
+    check_cuda(cudaMemcpyAsync(dst, src, bytes, k, inst->ctx.stream()), "copy");
+    check_cuda(cudaStreamSynchronize(inst->ctx.stream()), "copy");
+    return nullptr;
+  });
+}
+
+strata_status* synchronize(void* c, uint32_t device) {
+  auto* inst = static_cast<Instance*>(c);
+  return guarded(inst, [&]() -> strata_status* {
+    if (device != 0) return wrong_device(inst, device);
+    check_cuda(cudaStreamSynchronize(inst->ctx.stream()), "synchronize");
+    return nullptr;
+  });
+}
+
+const strata_backend_v1 kBackend = {{sizeof(strata_backend_v1), STRATA_BACKEND_MINOR},
+                                    device_count,
+                                    device_info,
+                                    supports_op,
+                                    compute,
+                                    buffer_alloc,
+                                    buffer_free,
+                                    copy,
+                                    synchronize};
+
+const void* get_interface(void*, const char* family, uint32_t version) {
+  const std::string f = family != nullptr ? family : "";
+  if (f == STRATA_BACKEND_FAMILY && version == STRATA_BACKEND_VERSION) return &kBackend;
+  return nullptr;
+}
+
+void destroy(void* c) { delete static_cast<Instance*>(c); }
+
+bool parse_bool(const std::string& v, bool& out) {
+  if (v == "true" || v == "1" || v == "on" || v == "yes") return out = true, true;
+  if (v == "false" || v == "0" || v == "off" || v == "no") return out = false, true;
+  return false;
+}
+
+const strata_plugin_descriptor* query() {
+  static const strata_plugin_descriptor d = make_descriptor();
+  return &d;
+}
+
+strata_status* init(const strata_host_api* host, const char* const* options, size_t n_options,
+                    strata_plugin_instance* out) {
+  Options o;
+  for (size_t i = 0; i < n_options; ++i) {
+    const std::string kv = options[i];
+    const size_t eq = kv.find('=');
+    const std::string key = kv.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : kv.substr(eq + 1);
+    if (key == "device") {
+      try {
+        size_t used = 0;
+        o.device = std::stoi(value, &used);
+        if (used != value.size() || o.device < 0) throw std::invalid_argument(value);
+      } catch (const std::exception&) {
+        return host->status_new(STRATA_ERR_INVALID_ARGUMENT,
+                                (std::string(kName) + ": device must be a GPU index (0, 1, ...), not '" + value + "'").c_str());
+      }
+    } else if (key == "graphs") {
+      if (!parse_bool(value, o.graphs)) {
+        return host->status_new(STRATA_ERR_INVALID_ARGUMENT,
+                                (std::string(kName) + ": graphs must be true or false, not '" + value + "'").c_str());
+      }
+    } else {
+      return host->status_new(STRATA_ERR_INVALID_ARGUMENT,
+                              (std::string(kName) + ": unknown option '" + key + "' (known: device, graphs)").c_str());
+    }
+  }
+  const Probe& p = probe();
+  if (p.count == 0) return host->status_new(STRATA_ERR_UNSUPPORTED, (std::string(kName) + ": " + p.reason).c_str());
+  if (o.device >= p.count) {
+    return host->status_new(STRATA_ERR_INVALID_ARGUMENT,
+                            (std::string(kName) + ": device " + std::to_string(o.device) + " does not exist (" +
+                             std::to_string(p.count) + (p.count == 1 ? " GPU" : " GPUs") + " here)").c_str());
+  }
+  std::unique_ptr<Instance> inst;
+  try {
+    inst = std::make_unique<Instance>(host, o);
+  } catch (const OpFailure& e) {
+    return host->status_new(e.code, (std::string(kName) + ": " + e.what()).c_str());
+  }
+  out->struct_size = sizeof *out;
+  out->reserved0 = 0;
+  out->ctx = inst.release();
+  out->get_interface = get_interface;
+  out->destroy = destroy;
+  return nullptr;
+}
+
+}  // namespace
+}  // namespace strata::gpu
+
+STRATA_PLUGIN_DEFINE(strata::gpu::query, strata::gpu::init)
