@@ -7,7 +7,8 @@
 
 namespace strata {
 
-KvCache::KvCache(uint32_t n_layer, uint32_t kv_dim, uint32_t n_ctx, uint32_t n_slots, format::GgmlType type)
+KvCache::KvCache(uint32_t n_layer, uint32_t kv_dim, uint32_t n_ctx, uint32_t n_slots, format::GgmlType type,
+                 DeviceMemory* mem)
     : type_(type), n_layer_(n_layer), kv_dim_(kv_dim), n_ctx_(n_ctx), length_(n_slots, 0) {
   if (type != format::GgmlType::F16 && type != format::GgmlType::Q8_0) {
     throw Error("KV cache type " + std::string(format::traits(type).name) + " is not supported; use f16 or q8_0");
@@ -24,7 +25,7 @@ KvCache::KvCache(uint32_t n_layer, uint32_t kv_dim, uint32_t n_ctx, uint32_t n_s
   matrix_bytes_ = column_bytes_ * n_ctx;
   bytes_ = matrix_bytes_ * 2 * n_layer * n_slots;
   // Left uninitialised: a column is read only after KV_STORE wrote it, so untouched pages stay unmapped.
-  data_ = std::make_unique_for_overwrite<unsigned char[]>(bytes_);
+  data_ = Buffer<unsigned char>(bytes_, mem, HostInit::Untouched);
 }
 
 strata_tensor KvCache::matrix(uint32_t layer, uint32_t slot, uint32_t which) const {
@@ -32,7 +33,7 @@ strata_tensor KvCache::matrix(uint32_t layer, uint32_t slot, uint32_t which) con
     throw Error("KV cache: layer " + std::to_string(layer) + " slot " + std::to_string(slot) + " out of range");
   }
   const uint64_t index = (static_cast<uint64_t>(slot) * n_layer_ + layer) * 2 + which;
-  return make_tensor(data_.get() + index * matrix_bytes_, type_, {kv_dim_, n_ctx_});
+  return make_tensor(data_.data() + index * matrix_bytes_, type_, {kv_dim_, n_ctx_});
 }
 
 strata_tensor KvCache::keys(uint32_t layer, uint32_t slot) const { return matrix(layer, slot, 0); }

@@ -17,6 +17,7 @@ Check check_op(const Context& ctx, const strata_op& op) {
     case STRATA_OP_ROUTER: return check_router(op);
     case STRATA_OP_MOE: return check_moe(ctx, op);
     case STRATA_OP_SOFTMAX: return check_softmax(op);
+    case STRATA_OP_MOE_ROUTED: return check_moe_routed(ctx, op);
   }
   return "unknown op kind " + std::to_string(op.kind);
 }
@@ -35,6 +36,7 @@ void run_op(Context& ctx, const strata_op& op) {
     case STRATA_OP_ROUTER: return run_router(ctx, op);
     case STRATA_OP_MOE: return run_moe(ctx, op);
     case STRATA_OP_SOFTMAX: return run_softmax(ctx, op);
+    case STRATA_OP_MOE_ROUTED: return run_moe_routed(ctx, op);
   }
 }
 

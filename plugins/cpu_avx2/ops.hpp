@@ -41,6 +41,8 @@ Check check_mul_mat(const Context& ctx, const strata_op& op);
 void run_mul_mat(Context& ctx, const strata_op& op);
 Check check_moe(const Context& ctx, const strata_op& op);
 void run_moe(Context& ctx, const strata_op& op);
+Check check_moe_routed(const Context& ctx, const strata_op& op);
+void run_moe_routed(Context& ctx, const strata_op& op);
 Check check_get_rows(const strata_op& op);
 void run_get_rows(Context& ctx, const strata_op& op);
 Check check_rms_norm(const strata_op& op);

@@ -222,6 +222,64 @@ struct MoeCase : OpCase {
   }
 };
 
+// MOE_ROUTED: the routes in tensors (k distinct experts per token, drawn from 16) and every expert in a table.
+struct MoeRoutedCase : OpCase {
+  GgmlType in_type, down_type;
+  int64_t n_embd, n_ff, n_tok, k;
+  MoeRoutedCase(GgmlType in, GgmlType down, int64_t embd, int64_t ff, int64_t tok, int64_t top_k)
+      : in_type(in), down_type(down), n_embd(embd), n_ff(ff), n_tok(tok), k(top_k) {}
+  std::string vars() const override {
+    return vars_of("MOE_ROUTED", kv("gate_up", tname(in_type)), kv("down", tname(down_type)), kv("n_embd", n_embd),
+                   kv("n_ff", n_ff), kv("n_tok", n_tok), kv("k", k));
+  }
+  Instance build(std::mt19937& rng) const override {
+    Instance inst;
+    constexpr uint32_t kExperts = 16;
+    std::vector<strata_expert_weights> entries(kExperts);
+    for (strata_expert_weights& w : entries) {
+      w.gate = inst.keep(random_weights(in_type, n_ff, n_embd, rng));
+      w.up = inst.keep(random_weights(in_type, n_ff, n_embd, rng));
+      w.down = inst.keep(random_weights(down_type, n_embd, n_ff, rng));
+      w.gate_type = w.up_type = static_cast<uint32_t>(in_type);
+      w.down_type = static_cast<uint32_t>(down_type);
+    }
+    std::vector<int32_t> ids;
+    std::vector<float> route;
+    std::uniform_real_distribution<float> wd(0.05f, 1.0f);
+    for (int64_t t = 0; t < n_tok; ++t) {
+      // Experts 0..12 only, so some experts of the table are never chosen; the k choices in random order.
+      std::vector<int32_t> pick(13);
+      for (size_t i = 0; i < pick.size(); ++i) pick[i] = static_cast<int32_t>(i);
+      std::shuffle(pick.begin(), pick.end(), rng);
+      for (int64_t j = 0; j < k; ++j) {
+        ids.push_back(pick[static_cast<size_t>(j)]);
+        route.push_back(wd(rng));
+      }
+    }
+    strata_expert_table table{static_cast<uint32_t>(n_embd), static_cast<uint32_t>(n_ff), kExperts,
+                              static_cast<uint32_t>(in_type), static_cast<uint32_t>(in_type),
+                              static_cast<uint32_t>(down_type), inst.keep(entries)};
+    const strata_expert_table* t = inst.keep(std::vector<strata_expert_table>{table});
+    const int32_t* id_data = inst.keep(ids);
+    const float* w_data = inst.keep(route);
+    const float* x = inst.keep(normal_floats(rng, static_cast<size_t>(n_embd * n_tok)));
+    inst.outputs.push_back(f32_output("dst", n_embd * n_tok, Compare::Bytes));
+    const int64_t embd = n_embd, nt = n_tok, kk = k;
+    inst.bind = [=](const std::vector<void*>& out) {
+      strata_op op{};
+      op.struct_size = sizeof op;
+      op.kind = STRATA_OP_MOE_ROUTED;
+      op.src[0] = tensor_f32(x, {embd, nt});
+      op.src[1] = tensor_i32(id_data, {kk, nt});
+      op.src[2] = tensor_f32(w_data, {kk, nt});
+      op.dst = tensor_f32(static_cast<float*>(out[0]), {embd, nt});
+      op.extra = t;
+      return op;
+    };
+    return inst;
+  }
+};
+
 struct GetRowsCase : OpCase {
   GgmlType type;
   int64_t n_embd, n_rows, n_ids;
@@ -552,6 +610,13 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
     c.push_back(std::make_shared<MoeCase>(in, down, 512, 256, 7, 3, true));
   }
   c.push_back(std::make_shared<MoeCase>(GgmlType::Q4_K, GgmlType::Q6_K, 512, 256, 5, 2, false));
+  // Decode, a verify window, and a prefill chunk where experts share tokens (the GPU groups pairs by expert).
+  for (int64_t n_tok : {1, 6, 40}) {
+    c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 512, 256, n_tok, 4));
+  }
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q8_0, GgmlType::Q8_0, 256, 96, 3, 2));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::F16, GgmlType::F32, 256, 64, 2, 3));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::IQ3_S, GgmlType::Q5_K, 512, 256, 5, 2));
   for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::IQ4_NL}) {
     c.push_back(std::make_shared<GetRowsCase>(t, format::traits(t).block_elems == 256 ? 512 : 96, 11, 5));
   }

@@ -1,10 +1,12 @@
 #include "backend_ops_harness.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <exception>
 #include <sstream>
 
+#include "strata/format/types.hpp"
 #include "strata/reference_backend.hpp"
 
 namespace strata::test {
@@ -126,7 +128,123 @@ const BackendUnderTest* find_backend(const std::string& label) {
   return nullptr;
 }
 
+namespace {
+
+bool has_device_memory(const BackendUnderTest& b) {
+  const strata_backend_v1& t = *b.backend;
+  return t.header.minor >= 1 && t.header.struct_size >= sizeof(strata_backend_v1) && t.buffer_alloc != nullptr;
+}
+
+// Copies of an op's operands in a GPU backend's memory: every input (and every table the op points at) is
+// uploaded; outputs are bound to device buffers with the same guard bytes around them, and read back whole so the
+// guards are checked on what the device wrote.
+class DeviceMirror {
+ public:
+  explicit DeviceMirror(const BackendUnderTest& b) : b_(b) {}
+  ~DeviceMirror() {
+    for (void* p : buffers_) b_.backend->buffer_free(b_.ctx, 0, p);
+  }
+  DeviceMirror(const DeviceMirror&) = delete;
+  DeviceMirror& operator=(const DeviceMirror&) = delete;
+
+  void* upload(const void* host, size_t bytes) {
+    void* p = nullptr;
+    check(b_.backend->buffer_alloc(b_.ctx, 0, bytes, STRATA_BUFFER_DEVICE, &p), "buffer_alloc");
+    buffers_.push_back(p);
+    check(b_.backend->copy(b_.ctx, 0, p, host, bytes, STRATA_COPY_HOST_TO_DEVICE), "copy");
+    return p;
+  }
+  void download(void* host, const void* dev, size_t bytes) {
+    check(b_.backend->copy(b_.ctx, 0, host, dev, bytes, STRATA_COPY_DEVICE_TO_HOST), "copy");
+  }
+  // The bytes a tensor spans: its last row's end.
+  static size_t extent(const strata_tensor& t) {
+    size_t end = static_cast<size_t>(format::row_bytes(static_cast<format::GgmlType>(t.type), static_cast<uint64_t>(t.ne[0])));
+    for (int d = 1; d < 4; ++d) end += static_cast<size_t>(t.ne[d] - 1) * t.nb[d];
+    return end;
+  }
+  void mirror_inputs(strata_op& op, const std::vector<void*>& outputs) {
+    const auto is_output = [&](const void* p) { return std::find(outputs.begin(), outputs.end(), p) != outputs.end(); };
+    for (strata_tensor& t : op.src) {
+      if (t.data != nullptr && !is_output(t.data)) t.data = upload(t.data, extent(t));
+    }
+    if (op.kind == STRATA_OP_MOE && op.extra != nullptr) {
+      moe_ = *static_cast<const strata_moe_op*>(op.extra);
+      weights_.assign(moe_.weights, moe_.weights + moe_.n_experts);
+      for (strata_expert_weights& w : weights_) w = mirror_expert(w, moe_.n_embd, moe_.n_ff);
+      moe_.weights = weights_.data();
+      moe_.x = static_cast<const float*>(upload(moe_.x, sizeof(float) * moe_.n_embd * moe_.n_tok));
+      op.extra = &moe_;  // the pair lists stay in host memory (plugin_api.h); rows was bound to the device
+    }
+    if (op.kind == STRATA_OP_MOE_ROUTED && op.extra != nullptr) {
+      table_ = *static_cast<const strata_expert_table*>(op.extra);
+      weights_.assign(table_.experts, table_.experts + table_.n_expert);
+      for (strata_expert_weights& w : weights_) w = mirror_expert(w, table_.n_embd, table_.n_ff);
+      table_.experts = static_cast<const strata_expert_weights*>(
+          upload(weights_.data(), weights_.size() * sizeof(strata_expert_weights)));
+      op.extra = &table_;
+    }
+  }
+
+ private:
+  strata_expert_weights mirror_expert(strata_expert_weights w, uint32_t n_embd, uint32_t n_ff) {
+    const auto bytes = [](uint32_t type, uint32_t row, uint32_t rows) {
+      return static_cast<size_t>(format::row_bytes(static_cast<format::GgmlType>(type), row)) * rows;
+    };
+    w.gate = upload(w.gate, bytes(w.gate_type, n_embd, n_ff));
+    w.up = upload(w.up, bytes(w.up_type, n_embd, n_ff));
+    w.down = upload(w.down, bytes(w.down_type, n_ff, n_embd));
+    return w;
+  }
+  void check(strata_status* st, const char* what) {
+    if (st != nullptr) {
+      const auto [code, message] = take_status(st);
+      throw std::runtime_error(std::string(what) + ": " + status_code_name(code) + ": " + message);
+    }
+  }
+  const BackendUnderTest& b_;
+  std::vector<void*> buffers_;
+  strata_moe_op moe_{};
+  strata_expert_table table_{};
+  std::vector<strata_expert_weights> weights_;
+};
+
+RunResult run_on_device(const BackendUnderTest& b, Instance& inst) {
+  RunResult r;
+  try {
+    DeviceMirror mirror(b);
+    std::vector<GuardedBuffer> bufs;
+    std::vector<void*> dev_outputs;
+    for (const Output& o : inst.outputs) {
+      bufs.emplace_back(o);
+      auto* base = static_cast<unsigned char*>(mirror.upload(bufs.back().mem.data(), bufs.back().mem.size()));
+      dev_outputs.push_back(base + kGuard);
+    }
+    strata_op op = inst.bind(dev_outputs);
+    mirror.mirror_inputs(op, dev_outputs);
+    if (b.backend->supports_op(b.ctx, 0, &op) == 0) {
+      r.supported = false;
+      return r;
+    }
+    if (strata_status* st = b.backend->compute(b.ctx, 0, &op, 1)) {
+      const auto [code, message] = take_status(st);
+      r.error = std::string(status_code_name(code)) + ": " + message;
+    }
+    for (size_t i = 0; i < bufs.size(); ++i) {
+      mirror.download(bufs[i].mem.data(), static_cast<unsigned char*>(dev_outputs[i]) - kGuard, bufs[i].mem.size());
+      r.out.push_back(bufs[i].contents());
+      if (!bufs[i].guards_intact()) r.guard_damage.push_back(inst.outputs[i].name);
+    }
+  } catch (const std::exception& e) {
+    r.error = e.what();
+  }
+  return r;
+}
+
+}  // namespace
+
 RunResult run_on_backend(const BackendUnderTest& b, Instance& inst) {
+  if (has_device_memory(b)) return run_on_device(b, inst);
   return run_with(inst, [&](const strata_op& op, RunResult& r) {
     if (b.backend->supports_op(b.ctx, 0, &op) == 0) {
       r.supported = false;

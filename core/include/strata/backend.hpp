@@ -7,6 +7,7 @@
 #include <string>
 
 #include "strata/config.hpp"
+#include "strata/device_memory.hpp"
 #include "strata/plugin_api.h"
 
 namespace strata {
@@ -23,13 +24,16 @@ class Backend {
   virtual std::string describe() const = 0;
   // Runs the ops in order; returns once all are done. Throws strata::Error when the backend fails.
   virtual void compute(std::span<const strata_op> ops) = 0;
+  // The device memory ops must address, or null when they take host memory (the reference, cpu_avx2).
+  virtual DeviceMemory* device_memory() { return nullptr; }
 };
 
 // The scalar reference of core/src/reference (single-threaded).
 std::unique_ptr<Backend> make_reference_backend();
 
-// A backend plugin's device 0. The ops it says it cannot run (supports_op) run on the reference instead, which
-// works because a CPU backend's tensors are host memory; such ops are logged once per kind.
+// A backend plugin's device 0. On a backend that addresses host memory, the ops it says it cannot run
+// (supports_op) run on the reference instead, logged once per kind; on a GPU backend (backend 1.1's buffer_alloc)
+// such an op is an error naming it, since its operands live in device memory.
 std::unique_ptr<Backend> make_plugin_backend(std::unique_ptr<PluginInstance> plugin);
 
 // The launch's backend: "reference"; a plugin by name (loaded with its options from the launch); or "auto": the

@@ -10,6 +10,7 @@
 
 #include "strata/backend.hpp"
 #include "strata/config.hpp"
+#include "strata/device_weights.hpp"
 #include "strata/format/types.hpp"
 #include "strata/kv_cache.hpp"
 #include "strata/model.hpp"
@@ -37,6 +38,8 @@ class Engine {
   const Model& model() const { return *model_; }
   Backend& backend() { return *backend_; }
   const KvCache& kv() const { return kv_; }
+  // The weights' copy on the backend's device (null when the backend reads the mapped file).
+  const DeviceWeights* device_weights() const { return device_weights_.get(); }
   const EngineSettings& settings() const { return settings_; }
 
   // Appends `tokens` to `slot`'s sequence (windows of at most `batch` tokens) and returns the logits of the last
@@ -56,6 +59,8 @@ class Engine {
   std::unique_ptr<Model> model_;
   std::unique_ptr<Backend> backend_;
   EngineSettings settings_;
+  // Below: memory of the backend's device when it has one; destroyed before the backend.
+  std::unique_ptr<DeviceWeights> device_weights_;
   KvCache kv_;
   Activations act_;
 };

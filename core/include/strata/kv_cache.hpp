@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "strata/device_memory.hpp"
 #include "strata/format/types.hpp"
 #include "strata/plugin_api.h"
 
@@ -15,8 +16,10 @@ namespace strata {
 
 class KvCache {
  public:
-  // type: F16 or Q8_0 (kv_dim a multiple of 32). Throws strata::Error for other types or a zero size.
-  KvCache(uint32_t n_layer, uint32_t kv_dim, uint32_t n_ctx, uint32_t n_slots, format::GgmlType type);
+  // type: F16 or Q8_0 (kv_dim a multiple of 32). In host memory, or in a device's (mem). Throws strata::Error for
+  // other types or a zero size.
+  KvCache(uint32_t n_layer, uint32_t kv_dim, uint32_t n_ctx, uint32_t n_slots, format::GgmlType type,
+          DeviceMemory* mem = nullptr);
 
   format::GgmlType type() const { return type_; }
   uint32_t n_layer() const { return n_layer_; }
@@ -44,7 +47,7 @@ class KvCache {
   format::GgmlType type_;
   uint32_t n_layer_, kv_dim_, n_ctx_;
   uint64_t column_bytes_, matrix_bytes_, bytes_;
-  std::unique_ptr<unsigned char[]> data_;
+  Buffer<unsigned char> data_;
   std::vector<uint32_t> length_;
 };
 

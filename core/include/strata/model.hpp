@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "strata/device_memory.hpp"
+#include "strata/format/expert_routes.hpp"
 #include "strata/gguf.hpp"
 #include "strata/hparams.hpp"
 #include "strata/plugin_api.h"
@@ -25,6 +27,7 @@
 namespace strata {
 
 class KvCache;
+class DeviceWeights;
 
 using Tensor = const gguf::TensorView*;  // a weight in the mapped file; nullptr when the model has none
 
@@ -106,28 +109,37 @@ struct ModelWeights {
 
 // ---- windows and their programs ---------------------------------------------------------------------------
 
-// Host memory for the activations of one window, sized for the largest window (max_tokens).
+// The activations of one window, sized for the largest window (max_tokens): in host memory, or in the device
+// memory of a GPU backend (mem). Tokens and positions are written on the host and uploaded; logits are read back.
 struct Activations {
+  DeviceMemory* mem = nullptr;             // null: host memory
   uint32_t max_tokens = 0;
-  std::vector<int32_t> tokens, positions;  // [max_tokens]
-  std::vector<float> x;                    // the residual stream [n_embd, n]
-  std::vector<float> xn;                   // normed rows [n_embd, n]
-  std::vector<float> q, k, v;              // [n_head * head_dim, n], [n_head_kv * head_dim, n] twice
-  std::vector<float> q_alt, k_alt;         // second buffers for q and k: ops never write over their inputs
-  std::vector<float> attn;                 // attention output [n_head * head_dim, n]
-  std::vector<float> out;                  // a block's output before the residual add [n_embd, n]
-  std::vector<float> ffn_gate, ffn_up;     // [widest FFN, n]
-  std::vector<float> router_logits;        // [n_expert, n]
-  std::vector<int32_t> expert_ids;         // [k, n]
-  std::vector<float> expert_weights;       // [k, n]
+  std::vector<int32_t> host_tokens, host_positions;  // [max_tokens], what the window's ops read after upload
+  Buffer<int32_t> tokens, positions;       // [max_tokens]
+  Buffer<float> x;                         // the residual stream [n_embd, n]
+  Buffer<float> xn;                        // normed rows [n_embd, n]
+  Buffer<float> q, k, v;                   // [n_head * head_dim, n], [n_head_kv * head_dim, n] twice
+  Buffer<float> q_alt, k_alt;              // second buffers for q and k: ops never write over their inputs
+  Buffer<float> attn;                      // attention output [n_head * head_dim, n]
+  Buffer<float> out;                       // a block's output before the residual add [n_embd, n]
+  Buffer<float> ffn_gate, ffn_up;          // [widest FFN, n]
+  Buffer<float> router_logits;             // [n_expert, n]
+  Buffer<int32_t> expert_ids;              // [k, n]
+  Buffer<float> expert_weights;            // [k, n]
   uint32_t max_logit_rows = 0;
-  std::vector<float> logits;               // [n_vocab, max_logit_rows]
+  Buffer<float> logits;                    // [n_vocab, max_logit_rows]
+  std::vector<float> host_logits;          // the logits read back from the device (device activations only)
 
-  // The MOE op of the current layer, built from the router's outputs (moe_routing.cpp).
-  std::vector<uint32_t> moe_expert_ids, moe_token_offsets, moe_token_index;
-  std::vector<float> moe_route_weight;
+  // The MOE op of the current layer, built from the router's outputs on the host (moe_routing.cpp); backends
+  // with device memory get MOE_ROUTED instead, over the expert tables of DeviceWeights.
+  format::ExpertRoutes moe_routes;
   std::vector<strata_expert_weights> moe_weights;
   strata_moe_op moe{};
+
+  // Copies the first n tokens and positions to where the ops read them.
+  void upload_window(size_t n);
+  // The first `rows` columns of logits in host memory ([n_vocab] floats each), read back when on the device.
+  std::span<const float> read_logits(size_t n_vocab, size_t rows);
 };
 
 // A window: consecutive tokens of one sequence (slot of the KV cache) at consecutive positions.
@@ -163,13 +175,16 @@ class Model {
   // The KV cache width of a layer (keys and values alike here).
   uint32_t kv_dim() const;
 
-  // Activations for windows of up to max_tokens tokens, keeping the logits of up to max_logit_rows of them.
-  Activations make_activations(uint32_t max_tokens, uint32_t max_logit_rows) const;
+  // Activations for windows of up to max_tokens tokens, keeping the logits of up to max_logit_rows of them, in
+  // host memory (mem null) or in a device's.
+  Activations make_activations(uint32_t max_tokens, uint32_t max_logit_rows, DeviceMemory* mem = nullptr) const;
 
   // The whole program of one window: embeddings, every layer, the output head (logits into act.logits: one
-  // column per token when w.all_logits, else one for the last token). Tokens and positions are copied into act;
-  // the caller has made room for them in the KV cache.
-  std::vector<Stage> build_window(const Window& w, Activations& act, const KvCache& kv) const;
+  // column per token when w.all_logits, else one for the last token). Tokens and positions are copied into act
+  // (and uploaded); the caller has made room for them in the KV cache. With `device` (the weights in a device's
+  // memory) every weight is addressed there and MoE layers take MOE_ROUTED with no host step.
+  std::vector<Stage> build_window(const Window& w, Activations& act, const KvCache& kv,
+                                  const DeviceWeights* device = nullptr) const;
 
   class Graph;  // the architecture's layer builder (core/src/model/<arch>_graph.cpp)
 

@@ -14,6 +14,38 @@
 namespace strata {
 namespace {
 
+// A GPU plugin's memory (backend 1.1's buffer_alloc, buffer_free, copy).
+class PluginMemory final : public DeviceMemory {
+ public:
+  PluginMemory(PluginInstance& plugin, const strata_backend_v1& table, std::string device)
+      : plugin_(plugin), table_(table), device_(std::move(device)) {}
+
+  void* allocate(uint64_t bytes) override {
+    void* p = nullptr;
+    throw_if_error(table_.buffer_alloc(plugin_.ctx(), 0, bytes, STRATA_BUFFER_DEVICE, &p), plugin_.name(), "buffer_alloc");
+    if (p == nullptr) throw Error("plugin '" + plugin_.name() + "' returned no buffer for " + std::to_string(bytes) + " bytes");
+    return p;
+  }
+  void release(void* p) noexcept override { table_.buffer_free(plugin_.ctx(), 0, p); }
+  void upload(void* dst, const void* src, uint64_t bytes) override {
+    throw_if_error(table_.copy(plugin_.ctx(), 0, dst, src, bytes, STRATA_COPY_HOST_TO_DEVICE), plugin_.name(), "copy");
+  }
+  void download(void* dst, const void* src, uint64_t bytes) override {
+    throw_if_error(table_.copy(plugin_.ctx(), 0, dst, src, bytes, STRATA_COPY_DEVICE_TO_HOST), plugin_.name(), "copy");
+  }
+  const std::string& device_name() const override { return device_; }
+
+ private:
+  PluginInstance& plugin_;
+  const strata_backend_v1& table_;
+  std::string device_;
+};
+
+bool has_memory(const strata_backend_v1& t) {
+  return t.header.minor >= 1 && t.header.struct_size >= sizeof(strata_backend_v1) && t.buffer_alloc != nullptr &&
+         t.buffer_free != nullptr && t.copy != nullptr;
+}
+
 class PluginBackend final : public Backend {
  public:
   explicit PluginBackend(std::unique_ptr<PluginInstance> plugin) : plugin_(std::move(plugin)), name_(plugin_->name()) {
@@ -25,7 +57,10 @@ class PluginBackend final : public Backend {
     const std::vector<DeviceSummary> devices = plugin_->devices();
     if (devices.empty()) throw Error("plugin '" + name_ + "' has no devices");
     device_ = devices.front().name;
+    if (has_memory(*table_)) memory_ = std::make_unique<PluginMemory>(*plugin_, *table_, device_);
   }
+
+  DeviceMemory* device_memory() override { return memory_.get(); }
 
   const std::string& name() const override { return name_; }
   std::string describe() const override { return name_ + " (" + device_ + ")"; }
@@ -48,6 +83,11 @@ class PluginBackend final : public Backend {
   }
 
   void fallback(const strata_op& op) {
+    if (memory_ != nullptr) {
+      throw Error("backend " + name_ + " cannot run " + op_kind_name(op.kind) +
+                  " with these types or shapes, and its operands are in device memory, so the reference cannot "
+                  "either; run this model with `backend: cpu_avx2` or `backend: reference`");
+    }
     if (logged_.insert(op.kind).second) {
       log::info("backend " + name_ + " does not support " + op_kind_name(op.kind) +
                 " with these types or shapes; the reference runs it");
@@ -60,6 +100,7 @@ class PluginBackend final : public Backend {
   std::string device_;
   const strata_backend_v1* table_ = nullptr;
   std::set<uint32_t> logged_;
+  std::unique_ptr<PluginMemory> memory_;  // declared last: destroyed first, while the plugin is alive
 };
 
 }  // namespace

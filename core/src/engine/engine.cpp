@@ -23,8 +23,13 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
     : model_(std::move(model)),
       backend_(std::move(backend)),
       settings_(settings),
-      kv_(model_->hparams().n_layer, model_->kv_dim(), settings.context, settings.slots, settings.kv_type),
-      act_(model_->make_activations(std::max<uint32_t>(settings.batch, 1), settings.max_window_logits)) {}
+      device_weights_(backend_->device_memory() != nullptr
+                          ? std::make_unique<DeviceWeights>(*model_, *backend_->device_memory())
+                          : nullptr),
+      kv_(model_->hparams().n_layer, model_->kv_dim(), settings.context, settings.slots, settings.kv_type,
+          backend_->device_memory()),
+      act_(model_->make_activations(std::max<uint32_t>(settings.batch, 1), settings.max_window_logits,
+                                    backend_->device_memory())) {}
 
 Engine::~Engine() = default;
 
@@ -42,7 +47,7 @@ std::unique_ptr<Engine> Engine::from_launch(const config::Launch& launch) {
 
 void Engine::run(const Window& w) {
   kv_.check_window(w.slot, w.first_position, static_cast<uint32_t>(w.tokens.size()));
-  const std::vector<Stage> stages = model_->build_window(w, act_, kv_);
+  const std::vector<Stage> stages = model_->build_window(w, act_, kv_, device_weights_.get());
   for (const Stage& s : stages) {
     backend_->compute(s.ops);
     if (s.host) s.host();
@@ -56,7 +61,7 @@ std::span<const float> Engine::feed(uint32_t slot, std::span<const TokenId> toke
     const size_t n = std::min<size_t>(settings_.batch, tokens.size() - start);
     run(Window{tokens.subspan(start, n), kv_.length(slot), slot, false});
   }
-  return {act_.logits.data(), model_->hparams().n_vocab};
+  return act_.read_logits(model_->hparams().n_vocab, 1);
 }
 
 std::span<const float> Engine::feed_window(uint32_t slot, std::span<const TokenId> tokens) {
@@ -65,7 +70,7 @@ std::span<const float> Engine::feed_window(uint32_t slot, std::span<const TokenI
                 " tokens; a window with every token's logits holds 1 to " + std::to_string(act_.max_logit_rows));
   }
   run(Window{tokens, kv_.length(slot), slot, true});
-  return {act_.logits.data(), size_t{model_->hparams().n_vocab} * tokens.size()};
+  return act_.read_logits(model_->hparams().n_vocab, tokens.size());
 }
 
 }  // namespace strata

@@ -1,6 +1,6 @@
 // Internal to the model: what an architecture's layer builder gets, the builder interface, and the blocks the
 // architectures share (graph_blocks.cpp). Tensors passed to ops are views of the activations (host memory) and
-// of the mapped weights.
+// of the mapped weights, or of their copies in a device's memory.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +20,10 @@ struct GraphContext {
   const KvCache& kv;
   uint32_t slot;
   int64_t n_tok;
+  const DeviceWeights* device;  // the weights on a device (null: the mapped file, host memory)
+
+  // A weight as ops take it: a view of the mapped file, or its copy on the device.
+  strata_tensor weight(Tensor t) const;
 };
 
 // Collects a window's stages: ops go into the open stage; a host step closes it.
@@ -62,7 +66,7 @@ void emit_attention(uint32_t il, const LayerWeights& lw, const GraphContext& ctx
 // SwiGLU FFN: ffn_norm, gate and up, SWIGLU, down.
 void emit_dense_ffn(const LayerWeights& lw, const GraphContext& ctx, StageList& out);
 // MoE FFN: ffn_norm, router logits, ROUTER; a host step turns the choices into the MOE op; MOE; the add.
-void emit_moe_ffn(const LayerWeights& lw, const GraphContext& ctx, StageList& out);
+void emit_moe_ffn(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, StageList& out);
 
 }  // namespace graph
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "graph.hpp"
+#include "strata/device_weights.hpp"
 #include "strata/error.hpp"
 #include "strata/op_tensor.hpp"
 
@@ -22,6 +23,8 @@ void StageList::host(std::function<void()> step) {
 
 std::vector<Stage> StageList::take() { return std::move(stages_); }
 
+strata_tensor GraphContext::weight(Tensor t) const { return device != nullptr ? device->tensor(*t) : tensor_of(*t); }
+
 namespace graph {
 namespace {
 
@@ -34,31 +37,31 @@ strata_op new_op(strata_op_kind kind) {
   return op;
 }
 
-strata_tensor rows_of(std::vector<float>& buf, int64_t width, int64_t n) { return tensor_f32(buf.data(), {width, n}); }
+strata_tensor rows_of(const Buffer<float>& buf, int64_t width, int64_t n) { return tensor_f32(buf.data(), {width, n}); }
 
-strata_tensor weight(Tensor t) { return tensor_of(*t); }
-
-void rms_norm(std::vector<strata_op>& ops, const strata_tensor& dst, const strata_tensor& src, Tensor w, float eps) {
+void rms_norm(std::vector<strata_op>& ops, const strata_tensor& dst, const strata_tensor& src, const strata_tensor& w,
+              float eps) {
   strata_op op = new_op(STRATA_OP_RMS_NORM);
   op.dst = dst;
   op.src[0] = src;
-  op.src[1] = weight(w);
+  op.src[1] = w;
   op.f[0] = eps;
   ops.push_back(op);
 }
 
 // dst = w x, then + bias when there is one.
-void linear(std::vector<strata_op>& ops, const strata_tensor& dst, Tensor w, const strata_tensor& x, Tensor bias) {
+void linear(std::vector<strata_op>& ops, const GraphContext& ctx, const strata_tensor& dst, Tensor w,
+            const strata_tensor& x, Tensor bias) {
   strata_op op = new_op(STRATA_OP_MUL_MAT);
   op.dst = dst;
-  op.src[0] = weight(w);
+  op.src[0] = ctx.weight(w);
   op.src[1] = x;
   ops.push_back(op);
   if (bias != nullptr) {
     strata_op add = new_op(STRATA_OP_ADD);
     add.dst = dst;
     add.src[0] = dst;
-    add.src[1] = weight(bias);
+    add.src[1] = ctx.weight(bias);
     ops.push_back(add);
   }
 }
@@ -75,14 +78,14 @@ strata_tensor positions(const GraphContext& ctx) { return tensor_i32(ctx.act.pos
 
 // Per-head norm (when the layer has one) and RoPE of q or k: [head_dim, heads, n] from `buf`, ending in one of
 // the two buffers; returns the tensor holding the result.
-strata_tensor norm_and_rope(std::vector<strata_op>& ops, std::vector<float>& buf, std::vector<float>& alt,
+strata_tensor norm_and_rope(std::vector<strata_op>& ops, Buffer<float>& buf, Buffer<float>& alt,
                             uint32_t heads, Tensor head_norm, const AttentionSpec& s, const GraphContext& ctx) {
   const int64_t hd = s.head_dim;
-  std::vector<float>* cur = &buf;
-  std::vector<float>* other = &alt;
+  Buffer<float>* cur = &buf;
+  Buffer<float>* other = &alt;
   if (head_norm != nullptr) {
     rms_norm(ops, tensor_f32(other->data(), {hd, heads, ctx.n_tok}), tensor_f32(cur->data(), {hd, heads, ctx.n_tok}),
-             head_norm, ctx.hp.rms_eps);
+             ctx.weight(head_norm), ctx.hp.rms_eps);
     std::swap(cur, other);
   }
   strata_op rope = new_op(STRATA_OP_ROPE);
@@ -135,11 +138,11 @@ void emit_attention(uint32_t il, const LayerWeights& lw, const GraphContext& ctx
   const int64_t n_q = int64_t{s.n_head} * s.head_dim;
   const int64_t n_kv = int64_t{s.n_head_kv} * s.head_dim;
   std::vector<strata_op>& ops = out.ops();
-  rms_norm(ops, rows_of(a.xn, ctx.hp.n_embd, n), rows_of(a.x, ctx.hp.n_embd, n), w.norm, ctx.hp.rms_eps);
+  rms_norm(ops, rows_of(a.xn, ctx.hp.n_embd, n), rows_of(a.x, ctx.hp.n_embd, n), ctx.weight(w.norm), ctx.hp.rms_eps);
   const strata_tensor xn = rows_of(a.xn, ctx.hp.n_embd, n);
-  linear(ops, rows_of(a.q, n_q, n), w.q, xn, w.q_bias);
-  linear(ops, rows_of(a.k, n_kv, n), w.k, xn, w.k_bias);
-  linear(ops, rows_of(a.v, n_kv, n), w.v, xn, w.v_bias);
+  linear(ops, ctx, rows_of(a.q, n_q, n), w.q, xn, w.q_bias);
+  linear(ops, ctx, rows_of(a.k, n_kv, n), w.k, xn, w.k_bias);
+  linear(ops, ctx, rows_of(a.v, n_kv, n), w.v, xn, w.v_bias);
   const strata_tensor q = norm_and_rope(ops, a.q, a.q_alt, s.n_head, w.q_norm, s, ctx);
   const strata_tensor k = norm_and_rope(ops, a.k, a.k_alt, s.n_head_kv, w.k_norm, s, ctx);
 
@@ -162,7 +165,7 @@ void emit_attention(uint32_t il, const LayerWeights& lw, const GraphContext& ctx
   att.i[1] = static_cast<int32_t>(s.n_head_kv);
   att.f[0] = s.scale;
   ops.push_back(att);
-  linear(ops, rows_of(a.out, ctx.hp.n_embd, n), w.o, rows_of(a.attn, n_q, n), w.o_bias);
+  linear(ops, ctx, rows_of(a.out, ctx.hp.n_embd, n), w.o, rows_of(a.attn, n_q, n), w.o_bias);
   add_into(ops, rows_of(a.x, ctx.hp.n_embd, n), rows_of(a.out, ctx.hp.n_embd, n));
 }
 
@@ -172,36 +175,48 @@ void emit_dense_ffn(const LayerWeights& lw, const GraphContext& ctx, StageList& 
   const int64_t n_embd = ctx.hp.n_embd;
   const int64_t n_ff = lw.ffn_gate->ne[1];
   std::vector<strata_op>& ops = out.ops();
-  rms_norm(ops, rows_of(a.xn, n_embd, n), rows_of(a.x, n_embd, n), lw.ffn_norm, ctx.hp.rms_eps);
-  linear(ops, rows_of(a.ffn_gate, n_ff, n), lw.ffn_gate, rows_of(a.xn, n_embd, n), lw.ffn_gate_bias);
-  linear(ops, rows_of(a.ffn_up, n_ff, n), lw.ffn_up, rows_of(a.xn, n_embd, n), lw.ffn_up_bias);
+  rms_norm(ops, rows_of(a.xn, n_embd, n), rows_of(a.x, n_embd, n), ctx.weight(lw.ffn_norm), ctx.hp.rms_eps);
+  linear(ops, ctx, rows_of(a.ffn_gate, n_ff, n), lw.ffn_gate, rows_of(a.xn, n_embd, n), lw.ffn_gate_bias);
+  linear(ops, ctx, rows_of(a.ffn_up, n_ff, n), lw.ffn_up, rows_of(a.xn, n_embd, n), lw.ffn_up_bias);
   strata_op act = new_op(STRATA_OP_SWIGLU);
   act.dst = rows_of(a.ffn_gate, n_ff, n);
   act.src[0] = rows_of(a.ffn_gate, n_ff, n);
   act.src[1] = rows_of(a.ffn_up, n_ff, n);
   ops.push_back(act);
-  linear(ops, rows_of(a.out, n_embd, n), lw.ffn_down, rows_of(a.ffn_gate, n_ff, n), lw.ffn_down_bias);
+  linear(ops, ctx, rows_of(a.out, n_embd, n), lw.ffn_down, rows_of(a.ffn_gate, n_ff, n), lw.ffn_down_bias);
   add_into(ops, rows_of(a.x, n_embd, n), rows_of(a.out, n_embd, n));
 }
 
-void emit_moe_ffn(const LayerWeights& lw, const GraphContext& ctx, StageList& out) {
+void emit_moe_ffn(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, StageList& out) {
   Activations& a = ctx.act;
   const int64_t n = ctx.n_tok;
   const int64_t n_embd = ctx.hp.n_embd;
   const RoutingSpec& r = lw.routing;
   std::vector<strata_op>& ops = out.ops();
-  rms_norm(ops, rows_of(a.xn, n_embd, n), rows_of(a.x, n_embd, n), lw.ffn_norm, ctx.hp.rms_eps);
-  linear(ops, rows_of(a.router_logits, r.n_expert, n), lw.router, rows_of(a.xn, n_embd, n), nullptr);
+  rms_norm(ops, rows_of(a.xn, n_embd, n), rows_of(a.x, n_embd, n), ctx.weight(lw.ffn_norm), ctx.hp.rms_eps);
+  linear(ops, ctx, rows_of(a.router_logits, r.n_expert, n), lw.router, rows_of(a.xn, n_embd, n), nullptr);
   strata_op route = new_op(STRATA_OP_ROUTER);
   route.dst = tensor_i32(a.expert_ids.data(), {r.k, n});
   route.src[0] = rows_of(a.router_logits, r.n_expert, n);
-  if (r.selection_bias != nullptr) route.src[1] = weight(r.selection_bias);
+  if (r.selection_bias != nullptr) route.src[1] = ctx.weight(r.selection_bias);
   route.src[2] = tensor_f32(a.expert_weights.data(), {r.k, n});
   route.i[0] = static_cast<int32_t>(r.k);
   route.i[1] = r.gating == GatingFunc::Sigmoid ? 1 : 0;
   route.i[2] = r.normalize ? 1 : 0;
   route.f[0] = r.scale;
   ops.push_back(route);
+  if (const strata_expert_table* table = ctx.device != nullptr ? ctx.device->expert_table(il) : nullptr) {
+    // The weights are on the device: the experts are chosen there too, with no stop on the host.
+    strata_op moe = new_op(STRATA_OP_MOE_ROUTED);
+    moe.dst = rows_of(a.out, n_embd, n);
+    moe.src[0] = rows_of(a.xn, n_embd, n);
+    moe.src[1] = tensor_i32(a.expert_ids.data(), {r.k, n});
+    moe.src[2] = tensor_f32(a.expert_weights.data(), {r.k, n});
+    moe.extra = table;
+    ops.push_back(moe);
+    add_into(ops, rows_of(a.x, n_embd, n), rows_of(a.out, n_embd, n));
+    return;
+  }
   const ExpertStack* experts = &lw.experts;
   const uint32_t k = r.k;
   out.host([experts, k, ctx] { build_moe_op(*experts, k, ctx); });

@@ -112,7 +112,7 @@ uint64_t Model::file_bytes() const {
 
 uint32_t Model::kv_dim() const { return hp_.n_embd_k_gqa(); }
 
-Activations Model::make_activations(uint32_t max_tokens, uint32_t max_logit_rows) const {
+Activations Model::make_activations(uint32_t max_tokens, uint32_t max_logit_rows, DeviceMemory* mem) const {
   if (max_tokens == 0 || max_logit_rows == 0) throw Error("a window needs room for at least one token");
   const size_t n = max_tokens;
   uint32_t ffn = 0;
@@ -121,29 +121,50 @@ Activations Model::make_activations(uint32_t max_tokens, uint32_t max_logit_rows
   }
   const size_t k = std::max<uint32_t>(hp_.n_expert_used, 1);
   Activations a;
+  a.mem = mem;
   a.max_tokens = max_tokens;
-  a.tokens.resize(n);
-  a.positions.resize(n);
-  a.x.resize(hp_.n_embd * n);
-  a.xn.resize(hp_.n_embd * n);
-  a.q.resize(size_t{hp_.n_embd_q()} * n);
-  a.q_alt.resize(a.q.size());
-  a.k.resize(size_t{hp_.n_embd_k_gqa()} * n);
-  a.k_alt.resize(a.k.size());
-  a.v.resize(size_t{hp_.n_embd_v_gqa()} * n);
-  a.attn.resize(a.q.size());
-  a.out.resize(hp_.n_embd * n);
-  a.ffn_gate.resize(ffn * n);
-  a.ffn_up.resize(ffn * n);
-  a.router_logits.resize(hp_.n_expert * n);
-  a.expert_ids.resize(k * n);
-  a.expert_weights.resize(k * n);
+  a.host_tokens.resize(n);
+  a.host_positions.resize(n);
+  a.tokens = Buffer<int32_t>(n, mem);
+  a.positions = Buffer<int32_t>(n, mem);
+  a.x = Buffer<float>(hp_.n_embd * n, mem);
+  a.xn = Buffer<float>(hp_.n_embd * n, mem);
+  a.q = Buffer<float>(size_t{hp_.n_embd_q()} * n, mem);
+  a.q_alt = Buffer<float>(a.q.size(), mem);
+  a.k = Buffer<float>(size_t{hp_.n_embd_k_gqa()} * n, mem);
+  a.k_alt = Buffer<float>(a.k.size(), mem);
+  a.v = Buffer<float>(size_t{hp_.n_embd_v_gqa()} * n, mem);
+  a.attn = Buffer<float>(a.q.size(), mem);
+  a.out = Buffer<float>(hp_.n_embd * n, mem);
+  a.ffn_gate = Buffer<float>(ffn * n, mem);
+  a.ffn_up = Buffer<float>(ffn * n, mem);
+  a.router_logits = Buffer<float>(hp_.n_expert * n, mem);
+  a.expert_ids = Buffer<int32_t>(k * n, mem);
+  a.expert_weights = Buffer<float>(k * n, mem);
   a.max_logit_rows = std::min(max_tokens, max_logit_rows);
-  a.logits.resize(size_t{hp_.n_vocab} * a.max_logit_rows);
+  a.logits = Buffer<float>(size_t{hp_.n_vocab} * a.max_logit_rows, mem);
+  if (mem != nullptr) a.host_logits.resize(a.logits.size());
   return a;
 }
 
-std::vector<Stage> Model::build_window(const Window& w, Activations& act, const KvCache& kv) const {
+void Activations::upload_window(size_t n) {
+  if (mem != nullptr) {
+    mem->upload(tokens.data(), host_tokens.data(), n * sizeof(int32_t));
+    mem->upload(positions.data(), host_positions.data(), n * sizeof(int32_t));
+  } else {
+    std::copy_n(host_tokens.data(), n, tokens.data());
+    std::copy_n(host_positions.data(), n, positions.data());
+  }
+}
+
+std::span<const float> Activations::read_logits(size_t n_vocab, size_t rows) {
+  if (mem == nullptr) return {logits.data(), n_vocab * rows};
+  mem->download(host_logits.data(), logits.data(), n_vocab * rows * sizeof(float));
+  return {host_logits.data(), n_vocab * rows};
+}
+
+std::vector<Stage> Model::build_window(const Window& w, Activations& act, const KvCache& kv,
+                                       const DeviceWeights* device) const {
   const auto n = static_cast<int64_t>(w.tokens.size());
   if (n == 0 || n > act.max_tokens || (w.all_logits && n > act.max_logit_rows)) {
     throw Error("a window of " + std::to_string(n) + " tokens does not fit activations for " +
@@ -155,17 +176,18 @@ std::vector<Stage> Model::build_window(const Window& w, Activations& act, const 
     if (t < 0 || static_cast<uint32_t>(t) >= hp_.n_vocab) {
       throw Error("token id " + std::to_string(t) + " is outside the vocabulary of " + std::to_string(hp_.n_vocab));
     }
-    act.tokens[static_cast<size_t>(i)] = t;
-    act.positions[static_cast<size_t>(i)] = static_cast<int32_t>(w.first_position + i);
+    act.host_tokens[static_cast<size_t>(i)] = t;
+    act.host_positions[static_cast<size_t>(i)] = static_cast<int32_t>(w.first_position + i);
   }
-  const GraphContext ctx{hp_, act, kv, w.slot, n};
+  act.upload_window(static_cast<size_t>(n));
+  const GraphContext ctx{hp_, act, kv, w.slot, n, device};
   StageList stages;
   strata_op embed{};
   embed.struct_size = sizeof(strata_op);
   embed.kind = STRATA_OP_GET_ROWS;
   for (strata_tensor& s : embed.src) s = no_tensor();
   embed.dst = tensor_f32(act.x.data(), {hp_.n_embd, n});
-  embed.src[0] = tensor_of(*weights_.token_embd);
+  embed.src[0] = ctx.weight(weights_.token_embd);
   embed.src[1] = tensor_i32(act.tokens.data(), {n});
   stages.ops().push_back(embed);
 
@@ -180,14 +202,14 @@ std::vector<Stage> Model::build_window(const Window& w, Activations& act, const 
   for (strata_tensor& s : norm.src) s = no_tensor();
   norm.dst = tensor_f32(act.xn.data(), {hp_.n_embd, cols});
   norm.src[0] = tensor_f32(act.x.data() + first * hp_.n_embd, {hp_.n_embd, cols});
-  norm.src[1] = tensor_of(*weights_.output_norm);
+  norm.src[1] = ctx.weight(weights_.output_norm);
   norm.f[0] = hp_.rms_eps;
   strata_op head{};
   head.struct_size = sizeof(strata_op);
   head.kind = STRATA_OP_MUL_MAT;
   for (strata_tensor& s : head.src) s = no_tensor();
   head.dst = tensor_f32(act.logits.data(), {hp_.n_vocab, cols});
-  head.src[0] = tensor_of(*weights_.output);
+  head.src[0] = ctx.weight(weights_.output);
   head.src[1] = tensor_f32(act.xn.data(), {hp_.n_embd, cols});
   std::vector<strata_op>& ops = stages.ops();
   ops.push_back(norm);

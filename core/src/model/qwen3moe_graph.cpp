@@ -38,7 +38,7 @@ class Qwen3MoeGraph final : public Model::Graph {
 
   void emit_layer(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, StageList& out) const override {
     graph::emit_attention(il, lw, ctx, out);
-    graph::emit_moe_ffn(lw, ctx, out);
+    graph::emit_moe_ffn(il, lw, ctx, out);
   }
 };
 

@@ -17,5 +17,6 @@ void attention(const strata_op& op);
 void router(const strata_op& op);
 void moe(const strata_op& op);
 void softmax(const strata_op& op);
+void moe_routed(const strata_op& op);
 
 }  // namespace strata::reference

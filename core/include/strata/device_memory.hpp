@@ -1,0 +1,80 @@
+// Memory that a backend's device addresses, and buffers that live either there or in host memory.
+//
+// The reference and cpu_avx2 address host memory: they have no DeviceMemory and every buffer is a host array. A
+// GPU backend (plugin_api.h backend 1.1: buffer_alloc, copy) has one: the engine then keeps the activations, the
+// KV cache and the weights in device memory and moves only tokens, positions and logits across.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace strata {
+
+class DeviceMemory {
+ public:
+  virtual ~DeviceMemory() = default;
+  // `bytes` of device memory. Throws strata::Error naming the device and the size when it cannot.
+  virtual void* allocate(uint64_t bytes) = 0;
+  virtual void release(void* p) noexcept = 0;
+  // Copies; they return when the bytes have arrived, after everything computed before.
+  virtual void upload(void* device_dst, const void* host_src, uint64_t bytes) = 0;
+  virtual void download(void* host_dst, const void* device_src, uint64_t bytes) = 0;
+  // "NVIDIA H200" for messages.
+  virtual const std::string& device_name() const = 0;
+};
+
+// How a host buffer starts: zeroed, or untouched (its pages stay unmapped until written: the KV cache).
+enum class HostInit { Zero, Untouched };
+
+// n values of T: a host array when mem is null, else device memory (left as the device gives it).
+template <class T>
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(size_t n, DeviceMemory* mem, HostInit init = HostInit::Zero) : n_(n), mem_(mem) {
+    if (mem == nullptr) {
+      host_ = init == HostInit::Zero ? std::make_unique<T[]>(n) : std::make_unique_for_overwrite<T[]>(n);
+      ptr_ = host_.get();
+    } else if (n > 0) {
+      ptr_ = static_cast<T*>(mem->allocate(n * sizeof(T)));
+    }
+  }
+  Buffer(Buffer&& o) noexcept { *this = std::move(o); }
+  Buffer& operator=(Buffer&& o) noexcept {
+    if (this != &o) {
+      reset();
+      n_ = o.n_;
+      mem_ = o.mem_;
+      ptr_ = o.ptr_;
+      host_ = std::move(o.host_);
+      o.n_ = 0;
+      o.ptr_ = nullptr;
+      o.mem_ = nullptr;
+    }
+    return *this;
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { reset(); }
+
+  T* data() const { return ptr_; }
+  size_t size() const { return n_; }
+  bool on_device() const { return mem_ != nullptr; }
+  // Host buffers only.
+  T& operator[](size_t i) const { return ptr_[i]; }
+
+ private:
+  void reset() noexcept {
+    if (mem_ != nullptr && ptr_ != nullptr) mem_->release(ptr_);
+    host_.reset();
+    ptr_ = nullptr;
+  }
+  size_t n_ = 0;
+  DeviceMemory* mem_ = nullptr;
+  T* ptr_ = nullptr;
+  std::unique_ptr<T[]> host_;
+};
+
+}  // namespace strata

@@ -1,0 +1,78 @@
+// MOE_ROUTED: the experts of one layer chosen on the device. `extra` is a strata_expert_table (every expert's
+// matrices by id); src0 x f32 [n_embd, n_tok], src1 ids i32 [k, n_tok], src2 weights f32 [k, n_tok]; dst f32
+// [n_embd, n_tok]. Defined as MOE over the same choices: the routes grouped by expert (format::group_routes) and
+// each token's weighted rows summed in ascending expert id.
+#include <string>
+#include <vector>
+
+#include "ops.hpp"
+#include "rows.hpp"
+#include "strata/error.hpp"
+#include "strata/format/expert_routes.hpp"
+
+namespace strata::reference {
+
+void moe_routed(const strata_op& op) {
+  const char* name = "MOE_ROUTED";
+  if (op.extra == nullptr) throw Error("MOE_ROUTED: extra must point at a strata_expert_table");
+  const auto& table = *static_cast<const strata_expert_table*>(op.extra);
+  const strata_tensor& x = op.src[0];
+  const strata_tensor& ids = op.src[1];
+  const strata_tensor& weights = op.src[2];
+  require_type(name, "src0 (x)", x, GgmlType::F32);
+  require_type(name, "src1 (ids)", ids, GgmlType::I32);
+  require_type(name, "src2 (weights)", weights, GgmlType::F32);
+  require_type(name, "dst", op.dst, GgmlType::F32);
+  const int64_t n_tok = x.ne[1];
+  const int64_t k = ids.ne[0];
+  require(x.ne[0] == table.n_embd, name, "src0 (x)", x, "rows of the table's n_embd " + std::to_string(table.n_embd));
+  require(ids.ne[1] == n_tok && k >= 1, name, "src1 (ids)", ids, "[k, n_tok] with n_tok " + std::to_string(n_tok));
+  require(weights.ne[0] == k && weights.ne[1] == n_tok, name, "src2 (weights)", weights, "the shape of src1");
+  require(op.dst.ne[0] == table.n_embd && op.dst.ne[1] == n_tok, name, "dst", op.dst, "the shape of src0");
+  if (table.n_expert > 0 && table.experts == nullptr) throw Error("MOE_ROUTED: the expert table has no entries");
+  for (uint32_t e = 0; e < table.n_expert; ++e) {
+    const strata_expert_weights& w = table.experts[e];
+    if (w.gate_type != table.gate_type || w.up_type != table.up_type || w.down_type != table.down_type) {
+      throw Error("MOE_ROUTED: expert " + std::to_string(e) + "'s types differ from the table's");
+    }
+  }
+  require_data(name, "src0 (x)", x);
+  require_data(name, "src1 (ids)", ids);
+  require_data(name, "src2 (weights)", weights);
+  std::vector<int32_t> id_rows(static_cast<size_t>(k * n_tok));
+  std::vector<float> weight_rows(id_rows.size());
+  std::vector<float> x_rows;
+  x_rows.reserve(static_cast<size_t>(table.n_embd * n_tok));
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (int64_t j = 0; j < k; ++j) {
+      id_rows[static_cast<size_t>(t * k + j)] = read_i32(ids, j, t);
+      weight_rows[static_cast<size_t>(t * k + j)] = read_row(weights, t)[static_cast<size_t>(j)];
+    }
+    const std::vector<float> row = read_row(x, t);
+    x_rows.insert(x_rows.end(), row.begin(), row.end());
+  }
+  format::ExpertRoutes routes;
+  if (auto why = format::group_routes(id_rows.data(), weight_rows.data(), static_cast<uint32_t>(k),
+                                      static_cast<uint32_t>(n_tok), table.n_expert, routes)) {
+    throw Error("MOE_ROUTED: " + *why);
+  }
+  std::vector<strata_expert_weights> chosen;
+  for (uint32_t e : routes.expert_ids) chosen.push_back(table.experts[e]);
+  const strata_moe_op m{table.n_embd,
+                        table.n_ff,
+                        static_cast<uint32_t>(n_tok),
+                        static_cast<uint32_t>(routes.expert_ids.size()),
+                        routes.expert_ids.data(),
+                        chosen.data(),
+                        routes.token_offsets.data(),
+                        routes.token_index.data(),
+                        routes.route_weight.data(),
+                        x_rows.data(),
+                        nullptr};
+  strata_op grouped = op;
+  grouped.kind = STRATA_OP_MOE;
+  grouped.extra = &m;
+  moe(grouped);
+}
+
+}  // namespace strata::reference
