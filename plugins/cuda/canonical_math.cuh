@@ -1,6 +1,7 @@
 // The canonical exponential and SiLU (docs/CANONICAL_ARITHMETIC.md section 5), operation for operation as
 // strata::format::exp_c / silu_c, callable from host and device so that the host tests can compare the bits.
 // The plugin builds with --fmad=false: every fma below is an explicit fmaf, every other operation rounds alone.
+// NaN results take x86's bits (x86_nan below), so byte comparisons with the CPU hold for NaN and Inf inputs too.
 #pragma once
 
 #include <cstdint>
@@ -30,13 +31,34 @@ __host__ __device__ __forceinline__ uint32_t canon_bits(float f) {
 #endif
 }
 
-// IEEE (correctly rounded) division on both sides; on the device stated explicitly rather than left to -prec-div.
-__host__ __device__ __forceinline__ float div_rn(float a, float b) {
+// NaN results with the bits x86 (SSE/AVX) gives them: the reference and the CPU backends are the bytes every
+// device is compared with. x86 propagates a NaN operand, quietened (the first operand's when both are NaN), and
+// makes the "indefinite" NaN 0xffc00000 for an invalid operation (inf - inf, 0 * inf, inf / inf, 0 / 0); a GPU
+// gives 0x7fffffff in every case. Applied only when the IEEE result is already NaN, so finite results are untouched.
+__host__ __device__ __forceinline__ float x86_nan(float a, float b) {
+  if (a != a) return canon_from_bits(canon_bits(a) | 0x00400000u);
+  if (b != b) return canon_from_bits(canon_bits(b) | 0x00400000u);
+  return canon_from_bits(0xffc00000u);
+}
+
+__host__ __device__ __forceinline__ float add_x86(float a, float b) {
+  const float r = a + b;
+  return r == r ? r : x86_nan(a, b);
+}
+
+__host__ __device__ __forceinline__ float mul_x86(float a, float b) {
+  const float r = a * b;
+  return r == r ? r : x86_nan(a, b);
+}
+
+// IEEE (correctly rounded) division, stated explicitly on the device rather than left to -prec-div.
+__host__ __device__ __forceinline__ float div_x86(float a, float b) {
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
-  return __fdiv_rn(a, b);
+  const float r = __fdiv_rn(a, b);
 #else
-  return a / b;
+  const float r = a / b;
 #endif
+  return r == r ? r : x86_nan(a, b);
 }
 
 // 2^k for k in [-126, 127], from its exponent bits.
@@ -67,10 +89,14 @@ __host__ __device__ __forceinline__ float exp_c(float x) {
   return p * canon_pow2(ki);
 }
 
-// x / (1 + exp_c(-x)): one negation, one exp_c, one addition, one division.
-__host__ __device__ __forceinline__ float silu_c(float x) { return div_rn(x, 1.0f + exp_c(-x)); }
+// x / (1 + exp_c(-x)): one negation, one exp_c, one addition, one division. The negation flips the sign bit
+// (as x86 does, NaN included; a GPU's negation may canonicalize a NaN).
+__host__ __device__ __forceinline__ float silu_c(float x) {
+  const float neg = canon_from_bits(canon_bits(x) ^ 0x80000000u);
+  return div_x86(x, add_x86(1.0f, exp_c(neg)));
+}
 
 // silu_c(g) * u: the SwiGLU of section 3 step 3.
-__host__ __device__ __forceinline__ float swiglu_c(float g, float u) { return silu_c(g) * u; }
+__host__ __device__ __forceinline__ float swiglu_c(float g, float u) { return mul_x86(silu_c(g), u); }
 
 }  // namespace strata::gpu
