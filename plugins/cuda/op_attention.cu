@@ -19,12 +19,13 @@ namespace {
 using format::GgmlType;
 
 constexpr int kThreads = 128;
-constexpr int kTile = 128;               // positions whose scores sit in shared memory at once
+constexpr int kTile = 128;  // positions whose scores sit in shared memory at once
 constexpr int kMaxHeadDim = 256;
 constexpr int kDimPerLane = kMaxHeadDim / kWarp;
 constexpr int kMaxBlockDims = 8 * kThreads;  // heads * head_dim of one block: the outputs held in registers
+constexpr int kMaxBlockHeads = 32;           // bounds the tile of scores in shared memory (heads * kTile floats)
 constexpr int64_t kMaxChunks = 512;
-constexpr int64_t kMaxPartials = 4096;   // tokens * chunks: bounds the scratch at prefill
+constexpr int64_t kMaxPartials = 4096;  // tokens * chunks: bounds the scratch at prefill
 constexpr int kQ8Bytes = 34;
 
 enum class Cache { F32, F16, Q8_0 };
@@ -68,7 +69,7 @@ size_t chunk_smem(int heads, int head_dim) {
 int64_t heads_per_block(int64_t group, int64_t head_dim) {
   int64_t best = 1;
   for (int64_t h = 1; h <= group; ++h) {
-    if (group % h == 0 && h * head_dim <= kMaxBlockDims) best = h;
+    if (group % h == 0 && h * head_dim <= kMaxBlockDims && h <= kMaxBlockHeads) best = h;
   }
   return best;
 }
@@ -196,7 +197,8 @@ __global__ void __launch_bounds__(kThreads) attention_combine(AttnArgs a) {
   extern __shared__ double weight[];  // [n_chunks]
   __shared__ double partial[kThreads / 32];
   const int h = static_cast<int>(blockIdx.x), t = static_cast<int>(blockIdx.y), tid = static_cast<int>(threadIdx.x);
-  auto* out = reinterpret_cast<float*>(a.dst + static_cast<uint64_t>(t) * a.d_stride) + static_cast<int64_t>(h) * a.head_dim;
+  auto* out =
+      reinterpret_cast<float*>(a.dst + static_cast<uint64_t>(t) * a.d_stride) + static_cast<int64_t>(h) * a.head_dim;
   const int32_t p = a.pos[t];
   if (p < 0 || p >= a.n_ctx) {
     // A position outside the cache (the host's checks rule it out): NaN, visibly wrong, rather than stale memory.
@@ -245,8 +247,10 @@ Check check_attention(const strata_op& op) {
     return "i[0] (n_head) " + std::to_string(n_head) + " must be a positive multiple of i[1] (n_kv_head) " +
            std::to_string(n_kv_head);
   }
-  if (q.ne[1] != n_head || q.ne[3] != 1) return "src0 (q) must be [head_dim, n_head = " + std::to_string(n_head) + ", n_tok]";
-  if (head_dim > kMaxHeadDim) return "head_dim " + std::to_string(head_dim) + " is above " + std::to_string(kMaxHeadDim);
+  if (q.ne[1] != n_head || q.ne[3] != 1)
+    return "src0 (q) must be [head_dim, n_head = " + std::to_string(n_head) + ", n_tok]";
+  if (head_dim > kMaxHeadDim)
+    return "head_dim " + std::to_string(head_dim) + " is above " + std::to_string(kMaxHeadDim);
   for (const strata_tensor* c : {&k, &v}) {
     const char* what = c == &k ? "src1 (k cache)" : "src2 (v cache)";
     if (!format::is_type(*c, GgmlType::F16) && !format::is_type(*c, GgmlType::Q8_0) &&
@@ -258,7 +262,8 @@ Check check_attention(const strata_op& op) {
       return std::string(what) + " columns must hold head_dim * n_kv_head = " + std::to_string(head_dim * n_kv_head) +
              " values, not " + std::to_string(c->ne[0]);
     }
-    if (c->nb[1] % (format::is_type(*c, GgmlType::F32) ? 4 : 2) != 0) return std::string(what) + " columns are misaligned";
+    if (c->nb[1] % (format::is_type(*c, GgmlType::F32) ? 4 : 2) != 0)
+      return std::string(what) + " columns are misaligned";
     if (format::is_type(*c, GgmlType::Q8_0) && head_dim % 32 != 0) {
       return std::string(what) + " is q8_0, which needs head_dim to be a multiple of 32 (it is " +
              std::to_string(head_dim) + ")";
@@ -294,11 +299,25 @@ void run_attention(Context& ctx, const strata_op& op) {
   const uint64_t out_bytes = (partials * static_cast<uint64_t>(head_dim) * sizeof(float) + 255) / 256 * 256;
   auto* scratch = static_cast<char*>(ctx.scratch(ScratchSlot::AttnPartial, out_bytes + partials * 2 * sizeof(double)));
 
-  AttnArgs a{static_cast<const char*>(q.data), q.nb[1], q.nb[2], static_cast<const char*>(k.data),
-             static_cast<const char*>(v.data), k.nb[1], v.nb[1], static_cast<const int32_t*>(pos.data),
-             reinterpret_cast<float*>(scratch), reinterpret_cast<double*>(scratch + out_bytes),
-             static_cast<char*>(d.data), d.nb[1], static_cast<int>(head_dim), static_cast<int>(n_head),
-             static_cast<int>(group), static_cast<int>(heads), static_cast<int>(n_ctx), static_cast<int>(n_chunks), static_cast<int>(chunk),
+  AttnArgs a{static_cast<const char*>(q.data),
+             q.nb[1],
+             q.nb[2],
+             static_cast<const char*>(k.data),
+             static_cast<const char*>(v.data),
+             k.nb[1],
+             v.nb[1],
+             static_cast<const int32_t*>(pos.data),
+             reinterpret_cast<float*>(scratch),
+             reinterpret_cast<double*>(scratch + out_bytes),
+             static_cast<char*>(d.data),
+             d.nb[1],
+             static_cast<int>(head_dim),
+             static_cast<int>(n_head),
+             static_cast<int>(group),
+             static_cast<int>(heads),
+             static_cast<int>(n_ctx),
+             static_cast<int>(n_chunks),
+             static_cast<int>(chunk),
              op.f[0]};
   const int per = static_cast<int>((heads * head_dim + kThreads - 1) / kThreads);
   const dim3 grid(static_cast<unsigned>(n_chunks), static_cast<unsigned>(n_head / heads), static_cast<unsigned>(n_tok));

@@ -66,8 +66,14 @@ void launch(Context& ctx, const strata_op& op, const char* what) {
   const strata_tensor &a = op.src[0], &b = op.src[1], &d = op.dst;
   const int64_t rows = format::row_count(a);
   const bool broadcast = format::row_count(b) == 1 && rows > 1;
-  RowsArgs args{static_cast<const char*>(a.data), static_cast<const char*>(b.data), static_cast<char*>(d.data),
-                a.nb[1], broadcast ? 0 : b.nb[1], d.nb[1], a.ne[0], a.ne[0] * rows};
+  RowsArgs args{static_cast<const char*>(a.data),
+                static_cast<const char*>(b.data),
+                static_cast<char*>(d.data),
+                a.nb[1],
+                broadcast ? 0 : b.nb[1],
+                d.nb[1],
+                a.ne[0],
+                a.ne[0] * rows};
   const int64_t want = (args.total + kBlock - 1) / kBlock;
   const auto blocks = static_cast<unsigned>(want < 65536 ? want : 65536);
   elementwise_rows<kOp><<<blocks, kBlock, 0, ctx.stream()>>>(args);

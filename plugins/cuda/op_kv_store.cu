@@ -87,8 +87,14 @@ Check check_kv_store(const strata_op& op) {
 
 void run_kv_store(Context& ctx, const strata_op& op) {
   const strata_tensor &x = op.src[0], &pos = op.src[1], &cache = op.dst;
-  StoreArgs a{static_cast<const char*>(x.data), static_cast<char*>(cache.data), static_cast<const int32_t*>(pos.data),
-              x.nb[1], cache.nb[1], x.ne[0], cache.ne[1], x.ne[1]};
+  StoreArgs a{static_cast<const char*>(x.data),
+              static_cast<char*>(cache.data),
+              static_cast<const int32_t*>(pos.data),
+              x.nb[1],
+              cache.nb[1],
+              x.ne[0],
+              cache.ne[1],
+              x.ne[1]};
   const bool f16 = format::is_type(cache, GgmlType::F16);
   const int64_t items = f16 ? a.n : a.n / kQ8Block;
   const int64_t want = (items + kBlock - 1) / kBlock;

@@ -78,8 +78,14 @@ Check check_rms_norm(const strata_op& op) {
 
 void run_rms_norm(Context& ctx, const strata_op& op) {
   const strata_tensor &x = op.src[0], &w = op.src[1], &d = op.dst;
-  NormArgs a{static_cast<const char*>(x.data), static_cast<const float*>(w.data), static_cast<char*>(d.data),
-             x.nb[1], d.nb[1], x.ne[0], format::row_count(x), static_cast<double>(op.f[0])};
+  NormArgs a{static_cast<const char*>(x.data),
+             static_cast<const float*>(w.data),
+             static_cast<char*>(d.data),
+             x.nb[1],
+             d.nb[1],
+             x.ne[0],
+             format::row_count(x),
+             static_cast<double>(op.f[0])};
   if (a.n <= kWarpRowMax) {
     const int64_t rows_per_block = kBlock / kWarp;
     const auto blocks = static_cast<unsigned>((a.rows + rows_per_block - 1) / rows_per_block);

@@ -29,7 +29,8 @@ struct RopeArgs {
 
 __global__ void rope_heads(RopeArgs a) {
   const int64_t h = blockIdx.x, t = blockIdx.y;
-  const auto* x = reinterpret_cast<const float*>(a.x + static_cast<uint64_t>(h) * a.x_head + static_cast<uint64_t>(t) * a.x_tok);
+  const auto* x =
+      reinterpret_cast<const float*>(a.x + static_cast<uint64_t>(h) * a.x_head + static_cast<uint64_t>(t) * a.x_tok);
   auto* y = reinterpret_cast<float*>(a.dst + static_cast<uint64_t>(h) * a.d_head + static_cast<uint64_t>(t) * a.d_tok);
   const double p = static_cast<double>(a.pos[t]);
   const int half = a.n_rot / 2;
@@ -74,9 +75,18 @@ Check check_rope(const strata_op& op) {
 
 void run_rope(Context& ctx, const strata_op& op) {
   const strata_tensor &x = op.src[0], &pos = op.src[1], &d = op.dst;
-  RopeArgs a{static_cast<const char*>(x.data), static_cast<char*>(d.data), static_cast<const int32_t*>(pos.data),
-             x.nb[1], x.nb[2], d.nb[1], d.nb[2], x.ne[0], op.i[1], op.i[0] == kModeNeox,
-             static_cast<double>(op.f[0]), static_cast<double>(op.f[1])};
+  RopeArgs a{static_cast<const char*>(x.data),
+             static_cast<char*>(d.data),
+             static_cast<const int32_t*>(pos.data),
+             x.nb[1],
+             x.nb[2],
+             d.nb[1],
+             d.nb[2],
+             x.ne[0],
+             op.i[1],
+             op.i[0] == kModeNeox,
+             static_cast<double>(op.f[0]),
+             static_cast<double>(op.f[1])};
   const dim3 grid(static_cast<unsigned>(x.ne[1]), static_cast<unsigned>(x.ne[2]));
   rope_heads<<<grid, kBlock, 0, ctx.stream()>>>(a);
   check_launch("ROPE");

@@ -26,7 +26,8 @@ __global__ void softmax_rows(const char* x_base, uint64_t x_stride, char* d_base
   for (int64_t i = tid; i < n; i += kBlock) total += exp(scale * static_cast<double>(x[i]) - m);
   total = block_sum(total, partial);
   // In place (dst == src0) is safe: every read of the row above precedes the barrier in block_sum.
-  for (int64_t i = tid; i < n; i += kBlock) y[i] = static_cast<float>(exp(scale * static_cast<double>(x[i]) - m) / total);
+  for (int64_t i = tid; i < n; i += kBlock)
+    y[i] = static_cast<float>(exp(scale * static_cast<double>(x[i]) - m) / total);
 }
 
 }  // namespace

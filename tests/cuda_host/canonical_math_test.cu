@@ -26,10 +26,17 @@ std::vector<float> probe_values() {
   for (uint32_t e : edges) {
     for (int d = -40; d <= 40; ++d) v.push_back(f32_from_bits(e + static_cast<uint32_t>(d)));
   }
-  const float specials[] = {0.0f, -0.0f, 1.0f, -1.0f, std::numeric_limits<float>::infinity(),
-                            -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
-                            f32_from_bits(0x7fa00001u), f32_from_bits(0xffc12345u),
-                            std::numeric_limits<float>::max(), -std::numeric_limits<float>::max()};
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            1.0f,
+                            -1.0f,
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(),
+                            f32_from_bits(0x7fa00001u),
+                            f32_from_bits(0xffc12345u),
+                            std::numeric_limits<float>::max(),
+                            -std::numeric_limits<float>::max()};
   for (float s : specials) v.push_back(s);
   // k = rint(x * log2e) ties: x near (n + 0.5) * ln2 for a spread of n.
   for (int n = -150; n <= 128; ++n) {
@@ -82,26 +89,43 @@ TEST(CudaCanonicalMath, SiluAndSwigluMatchFormatLibraryBitForBit) {
 // The x86 NaN rules of add_x86 / mul_x86 / div_x86 against this (x86) host's own arithmetic: every pair of
 // specials, NaNs with distinct payloads and signs included. volatile keeps the compiler from folding.
 TEST(CudaCanonicalMath, X86NanRulesMatchHostArithmetic) {
-  const float specials[] = {0.0f, -0.0f, 1.5f, -2.0f, std::numeric_limits<float>::infinity(),
-                            -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
-                            f32_from_bits(0xffc12345u), f32_from_bits(0x7f812345u) /* signalling */,
-                            std::numeric_limits<float>::max(), std::numeric_limits<float>::denorm_min()};
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            1.5f,
+                            -2.0f,
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(),
+                            f32_from_bits(0xffc12345u),
+                            f32_from_bits(0x7f812345u) /* signalling */,
+                            std::numeric_limits<float>::max(),
+                            std::numeric_limits<float>::denorm_min()};
   for (float a : specials) {
     for (float b : specials) {
       volatile float va = a, vb = b;
       const float sum = va + vb, prod = va * vb, quot = va / vb;
       EXPECT_EQ(f32_bits(strata::gpu::add_x86(a, b)), f32_bits(sum)) << std::hex << f32_bits(a) << " + " << f32_bits(b);
-      EXPECT_EQ(f32_bits(strata::gpu::mul_x86(a, b)), f32_bits(prod)) << std::hex << f32_bits(a) << " * " << f32_bits(b);
-      EXPECT_EQ(f32_bits(strata::gpu::div_x86(a, b)), f32_bits(quot)) << std::hex << f32_bits(a) << " / " << f32_bits(b);
+      EXPECT_EQ(f32_bits(strata::gpu::mul_x86(a, b)), f32_bits(prod))
+          << std::hex << f32_bits(a) << " * " << f32_bits(b);
+      EXPECT_EQ(f32_bits(strata::gpu::div_x86(a, b)), f32_bits(quot))
+          << std::hex << f32_bits(a) << " / " << f32_bits(b);
     }
   }
 }
 
 // SwiGLU over pairs of specials in both operands: NaN payloads, infinities (-inf gate gives inf / inf), zeros.
 TEST(CudaCanonicalMath, SwigluSpecialsMatchFormatLibrary) {
-  const float specials[] = {0.0f, -0.0f, 3.0f, -3.0f, 100.0f, -100.0f, 1e-40f,
-                            std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                            std::numeric_limits<float>::quiet_NaN(), f32_from_bits(0xffc12345u),
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            3.0f,
+                            -3.0f,
+                            100.0f,
+                            -100.0f,
+                            1e-40f,
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(),
+                            f32_from_bits(0xffc12345u),
                             f32_from_bits(0x7fc0beefu)};
   for (float g : specials) {
     for (float u : specials) {
