@@ -1,0 +1,338 @@
+// ATTENTION: causal grouped-query attention of q (src0 [head_dim, n_head, n_tok]) over the k and v caches (src1,
+// src2: f16, q8_0 or f32 [head_dim * n_kv_head, n_ctx]) up to each token's position (src3, read on the device).
+// Split-K ("flash decoding"): the cache is cut into chunks of whole tiles, one block per (chunk, q heads sharing a
+// kv head, token) computes the chunk's running max, sum of exp and unnormalised weighted values of those heads (an
+// online softmax over tiles); a combine kernel merges the chunks per (head, token). The grid comes from the
+// cache's capacity (graphs replay one launch for every decode step): blocks past a token's position exit at once.
+// Precision: scores and the per-chunk weighted sums in float (errors near 1e-7 relative, the bound is NMSE 1e-10),
+// the sums of exp and the merge of the chunks in double.
+#include <string>
+
+#include "kv_convert.cuh"
+#include "ops.hpp"
+#include "strata/format/tensor_checks.hpp"
+#include "warp_reduce.cuh"
+
+namespace strata::gpu {
+namespace {
+
+using format::GgmlType;
+
+constexpr int kThreads = 128;
+constexpr int kTile = 128;  // positions whose scores sit in shared memory at once
+constexpr int kMaxHeadDim = 256;
+constexpr int kDimPerLane = kMaxHeadDim / kWarp;
+constexpr int kMaxBlockDims = 8 * kThreads;  // heads * head_dim of one block: the outputs held in registers
+constexpr int kMaxBlockHeads = 32;           // bounds the tile of scores in shared memory (heads * kTile floats)
+constexpr int64_t kMaxChunks = 512;
+constexpr int64_t kMaxPartials = 4096;  // tokens * chunks: bounds the scratch at prefill
+constexpr int kQ8Bytes = 34;
+
+enum class Cache { F32, F16, Q8_0 };
+
+template <Cache kCache>
+__device__ __forceinline__ float cache_value(const char* col, int64_t i) {
+  if constexpr (kCache == Cache::F32) {
+    return reinterpret_cast<const float*>(col)[i];
+  } else if constexpr (kCache == Cache::F16) {
+    return f16_bits_to_f32(reinterpret_cast<const uint16_t*>(col)[i]);
+  } else {
+    const char* block = col + (i / 32) * kQ8Bytes;
+    const float d = f16_bits_to_f32(*reinterpret_cast<const uint16_t*>(block));
+    return static_cast<float>(static_cast<int8_t>(block[2 + i % 32])) * d;
+  }
+}
+
+struct AttnArgs {
+  const char* q;
+  uint64_t q_head, q_tok;
+  const char* k;
+  const char* v;
+  uint64_t k_stride, v_stride;
+  const int32_t* pos;
+  float* part_out;  // [n_tok][n_head][n_chunks][head_dim] unnormalised weighted values
+  double* part_ml;  // [n_tok][n_head][n_chunks][2] max score, sum of exp(score - max)
+  char* dst;
+  uint64_t d_stride;
+  int head_dim, n_head, group, heads, n_ctx, n_chunks, chunk;  // heads: q heads per block, dividing group
+  float scale;
+};
+
+// Shared memory of attention_chunks: per head l (double), m, alpha; q of the block's heads; a tile of scores.
+size_t chunk_smem(int heads, int head_dim) {
+  const auto h = static_cast<size_t>(heads);
+  return sizeof(double) * h + sizeof(float) * (2 * h + h * static_cast<size_t>(head_dim) + h * kTile);
+}
+
+// The most q heads of a kv head's group one block can hold (a divisor of the group): heads * head_dim outputs
+// fit the threads' registers.
+int64_t heads_per_block(int64_t group, int64_t head_dim) {
+  int64_t best = 1;
+  for (int64_t h = 1; h <= group; ++h) {
+    if (group % h == 0 && h * head_dim <= kMaxBlockDims && h <= kMaxBlockHeads) best = h;
+  }
+  return best;
+}
+
+// kPer: outputs (head, dim) each thread accumulates, heads * head_dim <= kPer * kThreads.
+template <Cache kCache, int kPer>
+__global__ void __launch_bounds__(kThreads, 1) attention_chunks(AttnArgs a) {
+  extern __shared__ double smem[];
+  const int G = a.heads, D = a.head_dim;
+  double* l_run = smem;
+  auto* m_run = reinterpret_cast<float*>(smem + G);
+  float* alpha = m_run + G;
+  float* qs = alpha + G;   // [G][D]
+  float* sc = qs + G * D;  // [G][kTile]
+  const int t = static_cast<int>(blockIdx.z), c = static_cast<int>(blockIdx.x);
+  const int h0 = static_cast<int>(blockIdx.y) * G;  // the block's first q head
+  const int kvh = h0 / a.group;
+  const int32_t p = a.pos[t];
+  if (p < 0 || p >= a.n_ctx) return;  // the combine marks such a token
+  const int begin = c * a.chunk;
+  if (begin > p) return;
+  const int end = min(begin + a.chunk, p + 1);
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % kWarp, warp = tid / kWarp;
+  constexpr int n_warps = kThreads / kWarp;
+  const int64_t koff = static_cast<int64_t>(kvh) * D;  // this kv head's values within a cache column
+
+  for (int i = tid; i < G * D; i += kThreads) {
+    const int g = i / D, d = i % D;
+    const auto* qrow = reinterpret_cast<const float*>(a.q + static_cast<uint64_t>(t) * a.q_tok +
+                                                      static_cast<uint64_t>(h0 + g) * a.q_head);
+    qs[i] = qrow[d];
+  }
+  for (int g = tid; g < G; g += kThreads) {
+    l_run[g] = 0.0;
+    m_run[g] = -INFINITY;
+  }
+  // The outputs this thread owns: score row and value index of each.
+  float acc[kPer];
+  int s_row[kPer], v_idx[kPer];
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    const int o = tid + k * kThreads;
+    acc[k] = 0.0f;
+    s_row[k] = o < G * D ? (o / D) * kTile : -1;
+    v_idx[k] = o < G * D ? o % D : 0;
+  }
+  __syncthreads();
+
+  for (int tile = begin; tile < end; tile += kTile) {
+    const int n = min(kTile, end - tile);
+    // Scores: a warp per position, lanes across head_dim, one warp sum per q head of the group.
+    for (int jj = warp; jj < n; jj += n_warps) {
+      const char* kcol = a.k + static_cast<uint64_t>(tile + jj) * a.k_stride;
+      float kr[kDimPerLane];
+#pragma unroll
+      for (int i = 0; i < kDimPerLane; ++i) {
+        const int d = lane + i * kWarp;
+        kr[i] = d < D ? cache_value<kCache>(kcol, koff + d) : 0.0f;
+      }
+      for (int g = 0; g < G; ++g) {
+        float s = 0.0f;
+#pragma unroll
+        for (int i = 0; i < kDimPerLane; ++i) {
+          const int d = lane + i * kWarp;
+          if (d < D) s = __fmaf_rn(qs[g * D + d], kr[i], s);
+        }
+        s = warp_sum(s);
+        if (lane == 0) sc[g * kTile + jj] = s * a.scale;
+      }
+    }
+    __syncthreads();
+    // Online softmax: a warp per q head updates its running max and sum and turns scores into weights.
+    for (int g = warp; g < G; g += n_warps) {
+      float mx = -INFINITY;
+      for (int jj = lane; jj < n; jj += kWarp) mx = fmaxf(mx, sc[g * kTile + jj]);
+      mx = warp_max(mx);
+      const float m_old = m_run[g];
+      const float m_new = fmaxf(m_old, mx);
+      double sum = 0.0;
+      for (int jj = lane; jj < n; jj += kWarp) {
+        const float e = expf(sc[g * kTile + jj] - m_new);
+        sc[g * kTile + jj] = e;
+        sum += static_cast<double>(e);
+      }
+      sum = warp_sum(sum);
+      if (lane == 0) {
+        const float al = m_old == -INFINITY ? 0.0f : expf(m_old - m_new);
+        alpha[g] = al;
+        l_run[g] = l_run[g] * static_cast<double>(al) + sum;
+        m_run[g] = m_new;
+      }
+    }
+    __syncthreads();
+    // Weighted values: each thread its (head, dim) outputs, over the tile's positions.
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      if (s_row[k] >= 0) acc[k] = acc[k] * alpha[s_row[k] / kTile];
+    }
+    for (int jj = 0; jj < n; ++jj) {
+      const char* vcol = a.v + static_cast<uint64_t>(tile + jj) * a.v_stride;
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) {
+        if (s_row[k] >= 0) acc[k] = __fmaf_rn(sc[s_row[k] + jj], cache_value<kCache>(vcol, koff + v_idx[k]), acc[k]);
+      }
+    }
+    __syncthreads();  // the next tile rewrites sc
+  }
+
+  const int64_t chunk_row = (static_cast<int64_t>(t) * a.n_head + h0) * a.n_chunks + c;
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    if (s_row[k] < 0) continue;
+    const int g = s_row[k] / kTile;
+    a.part_out[(chunk_row + static_cast<int64_t>(g) * a.n_chunks) * D + v_idx[k]] = acc[k];
+  }
+  for (int g = tid; g < G; g += kThreads) {
+    double* ml = a.part_ml + 2 * (chunk_row + static_cast<int64_t>(g) * a.n_chunks);
+    ml[0] = static_cast<double>(m_run[g]);
+    ml[1] = l_run[g];
+  }
+}
+
+// One block per (head, token): out = sum_c exp(m_c - M) acc_c / sum_c exp(m_c - M) l_c, in double.
+__global__ void __launch_bounds__(kThreads) attention_combine(AttnArgs a) {
+  extern __shared__ double weight[];  // [n_chunks]
+  __shared__ double partial[kThreads / 32];
+  const int h = static_cast<int>(blockIdx.x), t = static_cast<int>(blockIdx.y), tid = static_cast<int>(threadIdx.x);
+  auto* out =
+      reinterpret_cast<float*>(a.dst + static_cast<uint64_t>(t) * a.d_stride) + static_cast<int64_t>(h) * a.head_dim;
+  const int32_t p = a.pos[t];
+  if (p < 0 || p >= a.n_ctx) {
+    // A position outside the cache (the host's checks rule it out): NaN, visibly wrong, rather than stale memory.
+    for (int d = tid; d < a.head_dim; d += kThreads) out[d] = __int_as_float(0x7fc00000);
+    return;
+  }
+  const int used = p / a.chunk + 1;
+  const int64_t row = (static_cast<int64_t>(t) * a.n_head + h) * a.n_chunks;
+  double m = -INFINITY;
+  for (int c = tid; c < used; c += kThreads) m = fmax(m, a.part_ml[2 * (row + c)]);
+  m = block_max(m, partial);
+  double total = 0.0;
+  for (int c = tid; c < used; c += kThreads) {
+    const double w = exp(a.part_ml[2 * (row + c)] - m);
+    weight[c] = w;
+    total += w * a.part_ml[2 * (row + c) + 1];
+  }
+  total = block_sum(total, partial);  // its barriers also publish weight[]
+  for (int d = tid; d < a.head_dim; d += kThreads) {
+    double acc = 0.0;
+    for (int c = 0; c < used; ++c) acc += weight[c] * static_cast<double>(a.part_out[(row + c) * a.head_dim + d]);
+    out[d] = static_cast<float>(acc / total);
+  }
+}
+
+template <Cache kCache>
+void launch_chunks(const AttnArgs& a, int per, dim3 grid, size_t smem, cudaStream_t stream) {
+  if (per <= 2) {
+    attention_chunks<kCache, 2><<<grid, kThreads, smem, stream>>>(a);
+  } else if (per <= 4) {
+    attention_chunks<kCache, 4><<<grid, kThreads, smem, stream>>>(a);
+  } else {
+    attention_chunks<kCache, 8><<<grid, kThreads, smem, stream>>>(a);
+  }
+}
+
+}  // namespace
+
+Check check_attention(const strata_op& op) {
+  const strata_tensor &q = op.src[0], &k = op.src[1], &v = op.src[2], &pos = op.src[3], &d = op.dst;
+  if (auto e = format::check_rows(q, "src0 (q)", GgmlType::F32)) return e;
+  if (auto e = format::check_rows(pos, "src3 (positions)", GgmlType::I32)) return e;
+  if (auto e = format::check_matrix(d, "dst", GgmlType::F32)) return e;
+  const int64_t head_dim = q.ne[0], n_head = op.i[0], n_kv_head = op.i[1], n_tok = q.ne[2];
+  if (n_head <= 0 || n_kv_head <= 0 || n_head % n_kv_head != 0) {
+    return "i[0] (n_head) " + std::to_string(n_head) + " must be a positive multiple of i[1] (n_kv_head) " +
+           std::to_string(n_kv_head);
+  }
+  if (q.ne[1] != n_head || q.ne[3] != 1)
+    return "src0 (q) must be [head_dim, n_head = " + std::to_string(n_head) + ", n_tok]";
+  if (head_dim > kMaxHeadDim)
+    return "head_dim " + std::to_string(head_dim) + " is above " + std::to_string(kMaxHeadDim);
+  for (const strata_tensor* c : {&k, &v}) {
+    const char* what = c == &k ? "src1 (k cache)" : "src2 (v cache)";
+    if (!format::is_type(*c, GgmlType::F16) && !format::is_type(*c, GgmlType::Q8_0) &&
+        !format::is_type(*c, GgmlType::F32)) {
+      return std::string(what) + " is " + format::type_name(c->type) + " (known: f16, q8_0, f32)";
+    }
+    if (auto e = format::check_matrix(*c, what)) return e;
+    if (c->ne[0] != head_dim * n_kv_head) {
+      return std::string(what) + " columns must hold head_dim * n_kv_head = " + std::to_string(head_dim * n_kv_head) +
+             " values, not " + std::to_string(c->ne[0]);
+    }
+    if (c->nb[1] % (format::is_type(*c, GgmlType::F32) ? 4 : 2) != 0)
+      return std::string(what) + " columns are misaligned";
+    if (format::is_type(*c, GgmlType::Q8_0) && head_dim % 32 != 0) {
+      return std::string(what) + " is q8_0, which needs head_dim to be a multiple of 32 (it is " +
+             std::to_string(head_dim) + ")";
+    }
+  }
+  if (k.type != v.type) return std::string("src1 (k cache) and src2 (v cache) must have one type");
+  if (k.ne[1] != v.ne[1]) return std::string("src1 (k cache) and src2 (v cache) must have as many columns");
+  if (k.ne[1] > (int64_t{1} << 30)) return std::string("the caches have more than 2^30 columns");
+  if (format::row_count(pos) != 1 || pos.ne[0] != n_tok) {
+    return "src3 (positions) must hold one position per token (" + std::to_string(n_tok) + ")";
+  }
+  if (n_tok > 65535 || n_kv_head > 65535 || n_head > 65535) return std::string("more than 65535 tokens or heads");
+  if (d.ne[0] != head_dim * n_head || d.ne[1] != n_tok) {
+    return "dst must be [head_dim * n_head, n_tok] = [" + std::to_string(head_dim * n_head) + ", " +
+           std::to_string(n_tok) + "]";
+  }
+  return std::nullopt;
+}
+
+void run_attention(Context& ctx, const strata_op& op) {
+  const strata_tensor &q = op.src[0], &k = op.src[1], &v = op.src[2], &pos = op.src[3], &d = op.dst;
+  const int64_t head_dim = q.ne[0], n_head = op.i[0], n_kv_head = op.i[1], n_tok = q.ne[2], n_ctx = k.ne[1];
+  const int64_t group = n_head / n_kv_head, heads = heads_per_block(group, head_dim);
+  // Chunks of at least two tiles; at most kMaxChunks per token and kMaxPartials over all tokens.
+  int64_t max_chunks = kMaxPartials / n_tok;
+  max_chunks = max_chunks < 1 ? 1 : max_chunks > kMaxChunks ? kMaxChunks : max_chunks;
+  int64_t chunk = (n_ctx + max_chunks - 1) / max_chunks;
+  chunk = (chunk + kTile - 1) / kTile * kTile;
+  if (chunk < 2 * kTile) chunk = 2 * kTile;
+  const int64_t n_chunks = (n_ctx + chunk - 1) / chunk;
+
+  const uint64_t partials = static_cast<uint64_t>(n_tok * n_head * n_chunks);
+  const uint64_t out_bytes = (partials * static_cast<uint64_t>(head_dim) * sizeof(float) + 255) / 256 * 256;
+  auto* scratch = static_cast<char*>(ctx.scratch(ScratchSlot::AttnPartial, out_bytes + partials * 2 * sizeof(double)));
+
+  AttnArgs a{static_cast<const char*>(q.data),
+             q.nb[1],
+             q.nb[2],
+             static_cast<const char*>(k.data),
+             static_cast<const char*>(v.data),
+             k.nb[1],
+             v.nb[1],
+             static_cast<const int32_t*>(pos.data),
+             reinterpret_cast<float*>(scratch),
+             reinterpret_cast<double*>(scratch + out_bytes),
+             static_cast<char*>(d.data),
+             d.nb[1],
+             static_cast<int>(head_dim),
+             static_cast<int>(n_head),
+             static_cast<int>(group),
+             static_cast<int>(heads),
+             static_cast<int>(n_ctx),
+             static_cast<int>(n_chunks),
+             static_cast<int>(chunk),
+             op.f[0]};
+  const int per = static_cast<int>((heads * head_dim + kThreads - 1) / kThreads);
+  const dim3 grid(static_cast<unsigned>(n_chunks), static_cast<unsigned>(n_head / heads), static_cast<unsigned>(n_tok));
+  const size_t smem = chunk_smem(static_cast<int>(heads), static_cast<int>(head_dim));
+  if (format::is_type(k, GgmlType::F16)) {
+    launch_chunks<Cache::F16>(a, per, grid, smem, ctx.stream());
+  } else if (format::is_type(k, GgmlType::Q8_0)) {
+    launch_chunks<Cache::Q8_0>(a, per, grid, smem, ctx.stream());
+  } else {
+    launch_chunks<Cache::F32>(a, per, grid, smem, ctx.stream());
+  }
+  check_launch("ATTENTION (chunks)");
+  const dim3 combine_grid(static_cast<unsigned>(n_head), static_cast<unsigned>(n_tok));
+  attention_combine<<<combine_grid, kThreads, static_cast<size_t>(n_chunks) * sizeof(double), ctx.stream()>>>(a);
+  check_launch("ATTENTION (combine)");
+}
+
+}  // namespace strata::gpu

@@ -1,0 +1,95 @@
+// ROPE: rotates the pairs of each head of q or k by the angle of the token's position, in double as the
+// reference: theta = pos * freq_scale * freq_base^(-2p / n_rot); (a, b) -> (a cos - b sin, a sin + b cos),
+// rounded to float. Mode 0 pairs (2p, 2p + 1), mode 2 (neox) pairs (p, p + n_rot / 2); values from n_rot on are
+// copied. One block per (head, token); positions are read on the device.
+#include <string>
+
+#include "ops.hpp"
+#include "strata/format/tensor_checks.hpp"
+
+namespace strata::gpu {
+namespace {
+
+using format::GgmlType;
+
+constexpr int kBlock = 64;
+constexpr int kModeAdjacent = 0, kModeNeox = 2;
+constexpr double kPi = 3.141592653589793238462643383279502884;
+
+struct RopeArgs {
+  const char* x;
+  char* dst;
+  const int32_t* pos;
+  uint64_t x_head, x_tok, d_head, d_tok;  // byte strides
+  int64_t head_dim;
+  int n_rot;
+  bool neox;
+  double base, scale;
+};
+
+__global__ void rope_heads(RopeArgs a) {
+  const int64_t h = blockIdx.x, t = blockIdx.y;
+  const auto* x =
+      reinterpret_cast<const float*>(a.x + static_cast<uint64_t>(h) * a.x_head + static_cast<uint64_t>(t) * a.x_tok);
+  auto* y = reinterpret_cast<float*>(a.dst + static_cast<uint64_t>(h) * a.d_head + static_cast<uint64_t>(t) * a.d_tok);
+  const double p = static_cast<double>(a.pos[t]);
+  const int half = a.n_rot / 2;
+  for (int k = static_cast<int>(threadIdx.x); k < half; k += kBlock) {
+    const double theta = p * a.scale * pow(a.base, -2.0 * k / a.n_rot);
+    // sincospi reduces its argument exactly without sincos's slow path for huge angles (which needs local
+    // memory); theta / pi costs one rounding, about 1e-16 relative, far below the comparison's bound.
+    double s, c;
+    sincospi(theta / kPi, &s, &c);
+    const int ia = a.neox ? k : 2 * k;
+    const int ib = a.neox ? k + half : 2 * k + 1;
+    const double va = static_cast<double>(x[ia]);
+    const double vb = static_cast<double>(x[ib]);
+    // In place (dst == src0) is safe: this thread alone reads and writes ia and ib.
+    y[ia] = static_cast<float>(va * c - vb * s);
+    y[ib] = static_cast<float>(va * s + vb * c);
+  }
+  for (int64_t i = a.n_rot + threadIdx.x; i < a.head_dim; i += kBlock) y[i] = x[i];
+}
+
+}  // namespace
+
+Check check_rope(const strata_op& op) {
+  const strata_tensor &x = op.src[0], &pos = op.src[1], &d = op.dst;
+  if (auto e = format::check_rows(x, "src0", GgmlType::F32)) return e;
+  if (auto e = format::check_rows(pos, "src1 (positions)", GgmlType::I32)) return e;
+  if (auto e = format::check_rows(d, "dst", GgmlType::F32)) return e;
+  if (x.ne[3] != 1 || d.ne[0] != x.ne[0] || d.ne[1] != x.ne[1] || d.ne[2] != x.ne[2] || d.ne[3] != 1) {
+    return std::string("dst must have src0's shape [head_dim, n_head, n_tok]");
+  }
+  if (format::row_count(pos) != 1 || pos.ne[0] != x.ne[2]) {
+    return "src1 (positions) must hold one position per token (" + std::to_string(x.ne[2]) + ")";
+  }
+  if (x.ne[1] > 65535 || x.ne[2] > 65535) return std::string("src0 has more than 65535 heads or tokens");
+  const int mode = op.i[0], n_rot = op.i[1];
+  if (mode != kModeAdjacent && mode != kModeNeox) return "i[0] (mode) is " + std::to_string(mode) + " (known: 0, 2)";
+  if (n_rot <= 0 || n_rot % 2 != 0 || n_rot > x.ne[0]) {
+    return "i[1] (n_rot) " + std::to_string(n_rot) + " must be even and within head_dim " + std::to_string(x.ne[0]);
+  }
+  return std::nullopt;
+}
+
+void run_rope(Context& ctx, const strata_op& op) {
+  const strata_tensor &x = op.src[0], &pos = op.src[1], &d = op.dst;
+  RopeArgs a{static_cast<const char*>(x.data),
+             static_cast<char*>(d.data),
+             static_cast<const int32_t*>(pos.data),
+             x.nb[1],
+             x.nb[2],
+             d.nb[1],
+             d.nb[2],
+             x.ne[0],
+             op.i[1],
+             op.i[0] == kModeNeox,
+             static_cast<double>(op.f[0]),
+             static_cast<double>(op.f[1])};
+  const dim3 grid(static_cast<unsigned>(x.ne[1]), static_cast<unsigned>(x.ne[2]));
+  rope_heads<<<grid, kBlock, 0, ctx.stream()>>>(a);
+  check_launch("ROPE");
+}
+
+}  // namespace strata::gpu
