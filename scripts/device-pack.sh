@@ -19,6 +19,9 @@ mkdir -p "$pack/bin"
 cp "$build/strata" "$pack/bin/"
 cp "$build"/plugins/*.so "$pack/bin/" 2>/dev/null || true
 cp "$build/tests/strata_tests" "$pack/bin/"
+[ -x "$build/tests/gpu/strata_gpu_tests" ] && cp "$build/tests/gpu/strata_gpu_tests" "$pack/bin/"
+# The tests look for plugins, data and the executable where they were built (gpu-check.sh links them there).
+echo "$build" > "$pack/build-root"
 for tool in "$build"/bench/*; do
   if [ -f "$tool" ] && [ -x "$tool" ]; then cp "$tool" "$pack/bin/"; fi
 done

@@ -2,19 +2,24 @@
 # Runs on the GPU machine, in one device call, over a bundle made here by scripts/device-pack.sh (carry .device).
 # Writes every log under $OUT and prints a short table last.
 #
-#   STRATA_CHECK   which steps, comma-separated (default: machine,tests,mkmodel,inspect,cpu,peer-cpu)
-#     machine   CPU, RAM, GPU, and the CPU read bandwidth (bench tool)
-#     tests     the unit tests of the bundle, the `gpu` label included (ctest is not needed: gtest runs them)
-#     mkmodel   generates the qwen3-30b-a3b q4_k_m model on local disk, timed (mkmodel's throughput)
-#     inspect   strata inspect of that model
-#     cpu       strata bench on the CPU backend (cpu_avx2), all cores: pp512 and tg128
-#     peer-cpu  llama.cpp's llama-bench (CPU build, if bundled) on the same file and thread count
+#   STRATA_CHECK   which steps, comma-separated (default: machine,tests,mkmodel,gpu-tests,cuda,peer-cuda)
+#     machine    CPU, RAM, GPU, and the CPU read bandwidth (bench tool)
+#     tests      the unit tests of the bundle (the op-parity suite includes every usable backend: cuda here)
+#     mkmodel    generates the qwen3-30b-a3b model (STRATA_QUANT, default q4_k_m) on local disk, timed
+#     gpu-tests  the `gpu` label: op parity on cuda, stories260K greedy on every backend, strata_gpu_tests (tiny
+#                GPU = CPU over 64 tokens; the 30B teacher-forced top-1 agreement over 256 positions)
+#     inspect    strata inspect of that model
+#     cpu        strata bench on the CPU backend (cpu_avx2), all cores: pp512 and tg128
+#     peer-cpu   llama.cpp's llama-bench (CPU build, if bundled) on the same file and thread count
+#     cuda       strata bench on the cuda backend (every weight in VRAM): pp512 and tg128
+#     peer-cuda  llama.cpp's llama-bench -ngl 99 -fa on: built here from the carried source (.peer/llama.cpp,
+#                never committed) unless .device/peer-cuda/llama-bench is bundled
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 OUT="${OUT:-/tmp/strata-out}"
 mkdir -p "$OUT"
 bin="$root/.device/bin"
-steps=",${STRATA_CHECK:-machine,tests,mkmodel,inspect,cpu,peer-cpu},"
+steps=",${STRATA_CHECK:-machine,tests,mkmodel,gpu-tests,cuda,peer-cuda},"
 quant="${STRATA_QUANT:-q4_k_m}"
 model="${STRATA_MODEL_DIR:-/tmp}/qwen3-30b-a3b-$quant.gguf"
 threads="$(nproc)"
@@ -31,9 +36,20 @@ if [ ! -x "$bin/strata" ]; then
 fi
 export PATH="$bin:$PATH"
 
+# The tests were built in build-device/ of the lead's checkout and look for plugins, data and the executable at
+# those paths: make them exist here, pointing into this copy.
+build_root="$(cat "$root/.device/build-root" 2>/dev/null || true)"
+if [ -n "$build_root" ]; then
+  src_root="$(dirname "$build_root")"
+  if [ ! -e "$src_root" ]; then mkdir -p "$(dirname "$src_root")" && ln -s "$root" "$src_root"; fi
+  mkdir -p "$build_root/plugins"
+  ln -sf "$bin"/libstrata-*.so "$build_root/plugins/"
+  ln -sf "$bin/strata" "$build_root/strata"
+fi
+
 if want machine; then
   log machine
-  { nproc; lscpu | grep -E 'Model name|Flags' | cut -c1-300; free -g; nvidia-smi -L 2>&1; } > "$OUT/machine.txt" 2>&1
+  { nproc; lscpu | grep -E 'Model name|Flags'; free -g; nvidia-smi -L 2>&1; } > "$OUT/machine.txt" 2>&1
   head -3 "$OUT/machine.txt"
   if [ -x "$bin/strata_bench_cpu_kernels" ]; then
     strata_bench_cpu_kernels --workers $((threads - 1)) --seconds 1 > "$OUT/cpu_kernels.txt" 2>&1
@@ -53,6 +69,17 @@ if want mkmodel; then
   rm -f "$model"
   strata mkmodel --arch qwen3moe --shape qwen3-30b-a3b --quant "$quant" --seed 1 --out "$model" > "$OUT/mkmodel.txt" 2>&1
   row "mkmodel qwen3-30b-a3b $quant on $threads cores: exit $?; $(tail -1 "$OUT/mkmodel.txt")"
+fi
+
+if want gpu-tests; then
+  log "gpu tests"
+  strata_tests --gtest_brief=1 --gtest_filter='Parity/BackendOps.*/cuda_*' > "$OUT/gpu-parity.txt" 2>&1
+  rc=$?
+  row "op parity on cuda: exit $rc, $(grep -cE '^\[       OK|^\[  PASSED' "$OUT/gpu-parity.txt") ok lines, $(grep -E 'PASSED|FAILED|SKIPPED' "$OUT/gpu-parity.txt" | head -3 | tr '\n' ' ')"
+  strata_tests --gtest_brief=1 --gtest_filter='EngineGreedy.*' > "$OUT/gpu-greedy.txt" 2>&1
+  row "stories260K greedy on every backend (cuda included): exit $?, $(grep -E 'PASSED|FAILED' "$OUT/gpu-greedy.txt" | head -2 | tr '\n' ' ')"
+  STRATA_GPU_MODEL_30B="$model" strata_gpu_tests > "$OUT/gpu-e2e.txt" 2>&1
+  row "strata_gpu_tests: exit $?, $(grep -E '^\[(tiny|qwen3)' "$OUT/gpu-e2e.txt" | tr '\n' ' ') $(grep -E 'PASSED|FAILED|SKIPPED' "$OUT/gpu-e2e.txt" | head -3 | tr '\n' ' ')"
 fi
 
 if want inspect; then
@@ -82,6 +109,37 @@ if want peer-cpu; then
     while IFS= read -r l; do row "  $l"; done < <(grep -E 'pp|tg' "$OUT/bench-peer-cpu.md")
   else
     row "llama.cpp CPU: not bundled"
+  fi
+fi
+
+if want cuda; then
+  log "strata bench, cuda"
+  strata bench --model "$model" --backend cuda -p 512 -n 128 -r "$reps" > "$OUT/bench-cuda.md" 2> "$OUT/bench-cuda.log"
+  rc=$?
+  cat "$OUT/bench-cuda.md"; tail -3 "$OUT/bench-cuda.log"
+  row "strata bench cuda (exit $rc):"
+  while IFS= read -r l; do row "  $l"; done < <(grep -E 'pp|tg' "$OUT/bench-cuda.md")
+fi
+
+if want peer-cuda; then
+  peer="$root/.device/peer-cuda/llama-bench"
+  if [ ! -x "$peer" ] && [ -d "$root/.peer/llama.cpp" ]; then
+    log "building llama.cpp (CUDA, sm_90) from the carried source"
+    t0=$(date +%s)
+    cmake -S "$root/.peer/llama.cpp" -B /tmp/peer-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
+      -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF \
+      -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF > "$OUT/peer-cuda-build.log" 2>&1 &&
+      cmake --build /tmp/peer-cuda -j "$threads" --target llama-bench >> "$OUT/peer-cuda-build.log" 2>&1 &&
+      peer=/tmp/peer-cuda/bin/llama-bench
+    row "llama.cpp CUDA build: $(( $(date +%s) - t0 )) s, $( [ -x "$peer" ] && echo ok || echo FAILED: $(tail -3 "$OUT/peer-cuda-build.log" | tr '\n' ' '))"
+  fi
+  if [ -x "$peer" ]; then
+    log "llama.cpp llama-bench -ngl 99 -fa on"
+    "$peer" -m "$model" -p 512 -n 128 -r "$reps" -ngl 99 -fa on > "$OUT/bench-peer-cuda.md" 2> "$OUT/bench-peer-cuda.log"
+    rc=$?
+    cat "$OUT/bench-peer-cuda.md"
+    row "llama.cpp -ngl 99 (exit $rc):"
+    while IFS= read -r l; do row "  $l"; done < <(grep -E 'pp|tg' "$OUT/bench-peer-cuda.md")
   fi
 fi
 

@@ -1,0 +1,166 @@
+// End to end on a GPU backend (ctest label `gpu`; they skip, saying why, where no GPU backend is usable):
+// - on the generated `tiny` qwen3moe (q4_k_m), 64 greedy tokens on the GPU equal cpu_avx2's;
+// - on a generated qwen3-30b-a3b (STRATA_GPU_MODEL_30B names the file; gpu-check.sh makes it), teacher-forced over
+//   256 positions, the GPU's top-1 equals the CPU's at >= 99% of positions and every disagreement is a near tie
+//   (the CPU's top-2 logits within 1e-3 relative of each other), reported.
+// stories260K's greedy vectors run on every usable backend in strata_tests (engine_greedy_test.cpp).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "strata/backend.hpp"
+#include "strata/engine.hpp"
+#include "strata/mkmodel.hpp"
+#include "strata/plugin_host.hpp"
+
+namespace {
+
+using strata::TokenId;
+
+const strata::PluginRegistry& plugins() {
+  static const strata::PluginRegistry registry([] {
+    strata::PluginSearchPath p;
+    p.folders.push_back(STRATA_BUILD_PLUGIN_DIR);
+    p.origins.push_back("build");
+    return p;
+  }());
+  return registry;
+}
+
+// The usable GPU backend plugin (cuda or hip), or "" with the reason in `why`.
+std::string gpu_backend(std::string& why) {
+  why = "no GPU backend plugin in " + std::string(STRATA_BUILD_PLUGIN_DIR);
+  for (const strata::PluginCandidate& c : plugins().candidates()) {
+    if (c.kind != STRATA_KIND_BACKEND || (c.name != "cuda" && c.name != "hip")) continue;
+    if (c.verdict == strata::PluginCandidate::Verdict::Usable) return c.name;
+    why = c.name + ": " + c.reason;
+  }
+  return "";
+}
+
+std::unique_ptr<strata::Engine> open(const std::string& model, const std::string& backend, uint32_t window_logits) {
+  strata::EngineSettings s;
+  s.context = 1024;
+  s.max_window_logits = window_logits;
+  return std::make_unique<strata::Engine>(strata::Model::load(model),
+                                          strata::make_plugin_backend(plugins().instantiate(backend)), s);
+}
+
+std::string tiny_model() {
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / "strata_gpu_tests_tiny_q4_k_m.gguf";
+  auto spec = strata::mkmodel::shape_preset("tiny", strata::Arch::Qwen3Moe);
+  spec->quant = strata::mkmodel::QuantPreset::Q4_K_M;
+  spec->seed = 7;
+  strata::mkmodel::write_model(*spec, path.string(), {});
+  return path.string();
+}
+
+struct Agreement {
+  size_t positions = 0, same = 0, near_ties = 0;
+  std::vector<std::string> far;  // disagreements that are not near ties
+};
+
+size_t argmax(const float* v, size_t n) { return static_cast<size_t>(std::max_element(v, v + n) - v); }
+
+// Feeds `tokens` in windows of 16 with every token's logits and compares the two engines' top-1 per position.
+Agreement teacher_forced(strata::Engine& gpu, strata::Engine& cpu, const std::vector<TokenId>& tokens) {
+  Agreement a;
+  const size_t n_vocab = gpu.model().hparams().n_vocab;
+  for (size_t start = 0; start < tokens.size(); start += 16) {
+    const size_t n = std::min<size_t>(16, tokens.size() - start);
+    const std::span<const TokenId> w(tokens.data() + start, n);
+    const std::span<const float> gs = gpu.feed_window(0, w);
+    const std::vector<float> g(gs.begin(), gs.end());
+    const std::span<const float> c = cpu.feed_window(0, w);
+    for (size_t t = 0; t < n; ++t) {
+      const float* gl = g.data() + t * n_vocab;
+      const float* cl = c.data() + t * n_vocab;
+      const size_t gt = argmax(gl, n_vocab), ct = argmax(cl, n_vocab);
+      ++a.positions;
+      if (gt == ct) {
+        ++a.same;
+        continue;
+      }
+      // A near tie: the CPU scores the GPU's choice within 1e-3 (relative) of its own top logit.
+      const double top = cl[ct], other = cl[gt];
+      if (std::fabs(top - other) <= 1e-3 * std::max(std::fabs(top), 1e-30)) {
+        ++a.near_ties;
+      } else {
+        a.far.push_back("position " + std::to_string(start + t) + ": gpu " + std::to_string(gt) + " (" +
+                        std::to_string(other) + " on the cpu) vs cpu " + std::to_string(ct) + " (" +
+                        std::to_string(top) + ")");
+      }
+    }
+  }
+  return a;
+}
+
+std::vector<TokenId> random_tokens(size_t n, uint32_t n_vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<TokenId> t(n);
+  for (TokenId& id : t) id = static_cast<TokenId>(rng() % n_vocab);
+  return t;
+}
+
+// 64 greedy ids after a fixed prompt, end-of-text or not (a random model has no reason to stop).
+std::vector<TokenId> greedy(strata::Engine& e, int n) {
+  const size_t n_vocab = e.model().hparams().n_vocab;
+  std::vector<TokenId> prompt = {1, 17, 300, 2049, 5};
+  std::span<const float> logits = e.feed(0, prompt);
+  std::vector<TokenId> out;
+  for (int i = 0; i < n; ++i) {
+    const auto next = static_cast<TokenId>(argmax(logits.data(), n_vocab));
+    out.push_back(next);
+    logits = e.feed(0, std::span<const TokenId>(&out.back(), 1));
+  }
+  return out;
+}
+
+void report(const char* what, const Agreement& a) {
+  std::printf("[%s] top-1 agreement %zu/%zu (%.2f%%), near ties %zu, other disagreements %zu\n", what, a.same,
+              a.positions, 100.0 * static_cast<double>(a.same) / static_cast<double>(a.positions), a.near_ties,
+              a.far.size());
+  for (const std::string& f : a.far) std::printf("  %s\n", f.c_str());
+}
+
+TEST(GpuEndToEnd, TinyGreedyEqualsCpu) {
+  std::string why;
+  const std::string gpu = gpu_backend(why);
+  if (gpu.empty()) GTEST_SKIP() << why;
+  const std::string model = tiny_model();
+  auto g = open(model, gpu, 16);
+  auto c = open(model, "cpu_avx2", 16);
+  EXPECT_EQ(greedy(*g, 64), greedy(*c, 64));
+  // And teacher-forced over 256 positions in windows of 16 (the prefill path with every token's logits).
+  auto g2 = open(model, gpu, 16);
+  auto c2 = open(model, "cpu_avx2", 16);
+  const Agreement a = teacher_forced(*g2, *c2, random_tokens(256, g2->model().hparams().n_vocab, 11));
+  report("tiny", a);
+  EXPECT_TRUE(a.far.empty());
+  EXPECT_GE(a.same * 100, a.positions * 99);
+}
+
+TEST(GpuEndToEnd, Qwen3_30B_TeacherForcedTop1) {
+  std::string why;
+  const std::string gpu = gpu_backend(why);
+  if (gpu.empty()) GTEST_SKIP() << why;
+  const char* path = std::getenv("STRATA_GPU_MODEL_30B");
+  if (path == nullptr || !std::filesystem::exists(path)) {
+    GTEST_SKIP() << "set STRATA_GPU_MODEL_30B to a generated qwen3-30b-a3b GGUF (scripts/gpu-check.sh does)";
+  }
+  auto g = open(path, gpu, 16);
+  auto c = open(path, "cpu_avx2", 16);
+  const Agreement a = teacher_forced(*g, *c, random_tokens(256, g->model().hparams().n_vocab, 5));
+  report("qwen3-30b-a3b", a);
+  EXPECT_EQ(a.positions, 256u);
+  EXPECT_TRUE(a.far.empty());
+  EXPECT_GE(a.same * 100, a.positions * 99);
+}
+
+}  // namespace
