@@ -12,6 +12,7 @@
 #     cpu        strata bench on the CPU backend (cpu_avx2), all cores: pp512 and tg128
 #     peer-cpu   llama.cpp's llama-bench (CPU build, if bundled) on the same file and thread count
 #     cuda       strata bench on the cuda backend (every weight in VRAM): pp512 and tg128
+#     profile    where decode time goes, op by op (strata bench --profile), on cpu_avx2 and on cuda
 #     peer-cuda  llama.cpp's llama-bench -ngl 99 -fa on: built here from the carried source (.peer/llama.cpp,
 #                never committed) unless .device/peer-cuda/llama-bench is bundled
 set -uo pipefail
@@ -119,6 +120,14 @@ if want cuda; then
   cat "$OUT/bench-cuda.md"; tail -3 "$OUT/bench-cuda.log"
   row "strata bench cuda (exit $rc):"
   while IFS= read -r l; do row "  $l"; done < <(grep -E 'pp|tg' "$OUT/bench-cuda.md")
+fi
+
+if want profile; then
+  log "decode profiles"
+  strata bench --model "$model" --backend cpu_avx2 -o plugins.cpu_avx2.workers=$((threads - 1)) -p 0 -n 4 -r 1 \
+    --profile 16 > /dev/null 2> "$OUT/profile-cpu.txt"
+  strata bench --model "$model" --backend cuda -p 0 -n 4 -r 1 --profile 32 > /dev/null 2> "$OUT/profile-cuda.txt"
+  row "profiles: $OUT/profile-cpu.txt, $OUT/profile-cuda.txt"
 fi
 
 if want peer-cuda; then

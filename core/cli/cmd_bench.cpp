@@ -11,6 +11,7 @@
 #include "launch_options.hpp"
 #include "strata/bench.hpp"
 #include "strata/engine.hpp"
+#include "strata/op_profile.hpp"
 #include "strata/plugin_host.hpp"
 #include "strata/process_memory.hpp"
 
@@ -49,6 +50,7 @@ int cmd_bench(const Args& args) {
   std::vector<uint32_t> n_prompt = {512}, n_gen = {128};
   long long reps = 5;
   bool json = false;
+  long long profile_tokens = 0;
   p.option("-m|--model", "FILE", "the GGUF model (overrides the launch's model)", &model);
   p.option("--backend", "NAME", "auto, reference, or a backend plugin's name", &backend);
   p.option("-p|--n-prompt", "N", "prompt lengths to test, comma-separated (0: none; default 512)",
@@ -58,6 +60,8 @@ int cmd_bench(const Args& args) {
   p.option("-r|--repetitions", "N", "runs per test (default 5)",
            [&](const std::string& v) { reps = parse_int("--repetitions", v, 1, 1000); });
   p.flag("--json", "print the results as JSON instead of a markdown table", &json);
+  p.option("--profile", "N", "then decode N more tokens running ops one at a time, and print (stderr) where the time goes",
+           [&](const std::string& v) { profile_tokens = parse_int("--profile", v, 1, 1 << 16); });
   if (!p.parse(args)) return 0;
 
   LaunchContext ctx = launch_options.resolve(false);
@@ -107,6 +111,17 @@ int cmd_bench(const Args& args) {
                   format_mib(m.file_bytes()).c_str(), static_cast<double>(parameter_count(m)) / 1e6,
                   engine->backend().name().c_str(), r.test.name().c_str(), r.median, r.stddev, r.min, r.max);
     }
+  }
+  if (profile_tokens > 0) {
+    OpProfile profile;
+    engine->cut(0, 0);
+    std::vector<TokenId> t = {1};
+    engine->feed(0, t);
+    engine->set_profile(&profile);
+    for (long long i = 0; i < profile_tokens; ++i) engine->feed(0, t);
+    engine->set_profile(nullptr);
+    std::fprintf(stderr, "decode profile, %lld tokens, ops one at a time on %s:\n%s", profile_tokens,
+                 engine->backend().describe().c_str(), profile.table(static_cast<uint64_t>(profile_tokens)).c_str());
   }
   // What the model added to the process (its mapped pages, the KV cache, the activations) against the budget.
   const uint64_t peak = peak_resident_bytes();

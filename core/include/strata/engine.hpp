@@ -14,6 +14,7 @@
 #include "strata/format/types.hpp"
 #include "strata/kv_cache.hpp"
 #include "strata/model.hpp"
+#include "strata/op_profile.hpp"
 
 namespace strata {
 
@@ -51,9 +52,12 @@ class Engine {
   // Positions `slot` holds; cut(slot, p) forgets those from p on.
   uint32_t position(uint32_t slot) const { return kv_.length(slot); }
   void cut(uint32_t slot, uint32_t position) { kv_.cut(slot, position); }
+  // While set, ops run one at a time and their times are added to `profile` (null: off).
+  void set_profile(OpProfile* profile) { profile_ = profile; }
 
  private:
   void run(const Window& w);
+  void run_profiled(const std::vector<Stage>& stages);
   // Declared first, destroyed last: it keeps the plugin libraries loaded while the backend lives.
   std::unique_ptr<PluginRegistry> registry_;
   std::unique_ptr<Model> model_;
@@ -63,6 +67,7 @@ class Engine {
   std::unique_ptr<DeviceWeights> device_weights_;
   KvCache kv_;
   Activations act_;
+  OpProfile* profile_ = nullptr;
 };
 
 }  // namespace strata

@@ -1,6 +1,7 @@
 #include "strata/engine.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <string>
 
@@ -48,11 +49,31 @@ std::unique_ptr<Engine> Engine::from_launch(const config::Launch& launch) {
 void Engine::run(const Window& w) {
   kv_.check_window(w.slot, w.first_position, static_cast<uint32_t>(w.tokens.size()));
   const std::vector<Stage> stages = model_->build_window(w, act_, kv_, device_weights_.get());
-  for (const Stage& s : stages) {
-    backend_->compute(s.ops);
-    if (s.host) s.host();
+  if (profile_ != nullptr) {
+    run_profiled(stages);
+  } else {
+    for (const Stage& s : stages) {
+      backend_->compute(s.ops);
+      if (s.host) s.host();
+    }
   }
   kv_.set_length(w.slot, w.first_position + static_cast<uint32_t>(w.tokens.size()));
+}
+
+void Engine::run_profiled(const std::vector<Stage>& stages) {
+  using clock = std::chrono::steady_clock;
+  for (const Stage& s : stages) {
+    for (const strata_op& op : s.ops) {
+      const auto t0 = clock::now();
+      backend_->compute(std::span<const strata_op>(&op, 1));
+      profile_->add(op, std::chrono::duration<double>(clock::now() - t0).count());
+    }
+    if (s.host) {
+      const auto t0 = clock::now();
+      s.host();
+      profile_->add_host(std::chrono::duration<double>(clock::now() - t0).count());
+    }
+  }
 }
 
 std::span<const float> Engine::feed(uint32_t slot, std::span<const TokenId> tokens) {

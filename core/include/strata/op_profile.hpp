@@ -1,0 +1,33 @@
+// Where a window's time goes: the engine, when given an OpProfile, runs ops one at a time and adds each op's wall
+// time (compute call to return, so a GPU op includes its launch and synchronization) under a key naming the op
+// and its weight: "MUL_MAT q4_K 2048x768". MUL_MAT keys also count the weight bytes read, for GB/s.
+// `strata bench --profile` prints it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "strata/plugin_api.h"
+
+namespace strata {
+
+class OpProfile {
+ public:
+  struct Entry {
+    uint64_t calls = 0;
+    double seconds = 0.0;
+    uint64_t weight_bytes = 0;  // weight bytes read by these calls (MUL_MAT, MOE, MOE_ROUTED)
+  };
+  void add(const strata_op& op, double seconds);
+  void add_host(double seconds);
+  void clear() { entries_.clear(); }
+  const std::map<std::string, Entry>& entries() const { return entries_; }
+  // A markdown table sorted by time: key, calls, total ms, ms per token (over `tokens`), share, GB/s.
+  std::string table(uint64_t tokens) const;
+
+ private:
+  std::map<std::string, Entry> entries_;
+};
+
+}  // namespace strata
