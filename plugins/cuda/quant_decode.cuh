@@ -639,6 +639,19 @@ inline int decoder_alignment(uint32_t type) {
   return align;
 }
 
+// Value i (0..31) of a decoded span as dequantize_row computes it: c_k * g_i, plus b_k for types with an offset
+// (adding a zero offset would turn a -0.0 product into +0.0).
+template <class Dec>
+__host__ __device__ inline float span_value(const Span& sp, int i) {
+  const int k = Dec::kSub == 32 ? 0 : i / 16;
+  const float v = sp.c[k] * static_cast<float>(static_cast<int8_t>(sp.g[i / 4] >> (8 * (i % 4))));
+  if constexpr (Dec::kOffset) {
+    return v + sp.b[k];
+  } else {
+    return v;
+  }
+}
+
 // Decodes span j (0-based over the whole row) of a row.
 template <class Dec>
 __host__ __device__ inline void decode_row_span(const uint8_t* row, int j, Span& o) {
