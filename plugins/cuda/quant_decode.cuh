@@ -548,8 +548,8 @@ struct DecodeMXFP4 {
 
 // Digit n (0..4) of a TQ1_0 byte minus one, as in canonical_other.cpp.
 __host__ __device__ inline uint32_t tq1_value(uint32_t packed, int n) {
-  constexpr uint32_t kPow3[5] = {1, 3, 9, 27, 81};
-  const uint32_t q = (packed * kPow3[n]) & 0xffu;
+  const uint32_t pow3 = n == 0 ? 1u : n == 1 ? 3u : n == 2 ? 9u : n == 3 ? 27u : 81u;  // no indexed local array
+  const uint32_t q = (packed * pow3) & 0xffu;
   return static_cast<uint32_t>(static_cast<uint8_t>(static_cast<int>((q * 3) >> 8) - 1));
 }
 
