@@ -66,8 +66,8 @@ __device__ __forceinline__ int shfl(int v, int lane) { return __shfl(v, lane, kW
 __device__ __forceinline__ float shfl_down(float v, int delta) { return __shfl_down(v, delta, kWarp); }
 // Four signed 8-bit products summed into c (v_dot4_i32_i8 on gfx9).
 __device__ __forceinline__ int dp4a(int a, int b, int c) { return __builtin_amdgcn_sdot4(a, b, c, false); }
-// Nanoseconds of a device clock, for stamps.
-__device__ __forceinline__ unsigned long long clock_ns() { return wall_clock64(); }
+// Nanoseconds of the device's constant clock, for stamps: s_memrealtime counts at 100 MHz on gfx9.
+__device__ __forceinline__ unsigned long long clock_ns() { return __builtin_amdgcn_s_memrealtime() * 10ull; }
 }  // namespace strata::gpu
 
 #else

@@ -1,0 +1,71 @@
+// The activation kernels of act_quant.cuh: one thread per 32-value block.
+#include "act_quant.cuh"
+#include "ops.hpp"
+
+namespace strata::gpu {
+namespace {
+
+constexpr int kThreads = 128;
+
+__device__ void store_block(void* out, int64_t index, const uint32_t (&w)[kQ8Words]) {
+  auto* dst = reinterpret_cast<uint32_t*>(static_cast<unsigned char*>(out) + index * kQ8Bytes);
+#pragma unroll
+  for (int i = 0; i < kQ8Words; ++i) dst[i] = w[i];
+}
+
+__global__ void quantize_q8_1_kernel(const float* x, int64_t x_stride, int64_t blocks_per_row, int64_t rows,
+                                     void* out) {
+  const int64_t index = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (index >= blocks_per_row * rows) return;
+  const int64_t row = index / blocks_per_row, blk = index % blocks_per_row;
+  const float* src = x + row * x_stride + 32 * blk;
+  float v[32];
+#pragma unroll
+  for (int i = 0; i < 32; ++i) v[i] = src[i];
+  uint32_t w[kQ8Words];
+  quantize_block_q8_1(v, w);
+  store_block(out, index, w);
+}
+
+__global__ void swiglu_kernel(const float* g, const float* u, int64_t n, int64_t blocks_per_row, int64_t rows,
+                              float* h, void* hq) {
+  const int64_t index = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (index >= blocks_per_row * rows) return;
+  const int64_t row = index / blocks_per_row, blk = index % blocks_per_row;
+  const int64_t first = row * n + 32 * blk;
+  const int valid = static_cast<int>(n - 32 * blk < 32 ? n - 32 * blk : 32);
+  float v[32];
+  swiglu_block(g + first, u + first, valid, v);
+  if (h != nullptr) {
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+      if (i < valid) h[first + i] = v[i];
+    }
+  }
+  if (hq != nullptr) {
+    uint32_t w[kQ8Words];
+    quantize_block_q8_1(v, w);
+    store_block(hq, index, w);
+  }
+}
+
+unsigned grid_for(int64_t items) { return static_cast<unsigned>((items + kThreads - 1) / kThreads); }
+
+}  // namespace
+
+void launch_quantize_q8_1(const float* x, int64_t x_stride, int64_t n, int64_t rows, void* out, cudaStream_t stream) {
+  const int64_t items = n / 32 * rows;
+  if (items == 0) return;
+  quantize_q8_1_kernel<<<grid_for(items), kThreads, 0, stream>>>(x, x_stride, n / 32, rows, out);
+  check_launch("quantize_q8_1");
+}
+
+void launch_swiglu(const float* g, const float* u, int64_t n, int64_t rows, float* h, void* hq, cudaStream_t stream) {
+  const int64_t blocks_per_row = (n + 31) / 32;
+  const int64_t items = blocks_per_row * rows;
+  if (items == 0) return;
+  swiglu_kernel<<<grid_for(items), kThreads, 0, stream>>>(g, u, n, blocks_per_row, rows, h, hq);
+  check_launch("swiglu");
+}
+
+}  // namespace strata::gpu

@@ -1,0 +1,56 @@
+// Activations into the one activation format, Q8_1 (docs/CANONICAL_ARITHMETIC.md section 1), bit for bit what
+// core/format's quantize_row_q8_1 writes (amax in element order, d = amax / 127 rounded to binary16, roundf
+// halves away from zero, s = fp16(sum * d)); and the expert's SwiGLU step (section 3 step 3) fused with it.
+#pragma once
+
+#include <cstdint>
+
+#include "canonical_math.cuh"
+
+namespace strata::gpu {
+
+// A block_q8_1 as nine words: word 0 is d | s << 16, words 1..8 the 32 int8 values, four per word.
+constexpr int kQ8Words = 9;
+constexpr int kQ8Bytes = 36;
+
+__host__ __device__ inline void quantize_block_q8_1(const float (&x)[32], uint32_t (&out)[kQ8Words]) {
+  float amax = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 32; ++j) {
+    const float a = fabsf(x[j]);
+    amax = amax > a ? amax : a;
+  }
+  const float d = div_c(amax, 127.0f);
+  const float id = d != 0.0f ? div_c(1.0f, d) : 0.0f;
+  int sum = 0;
+#pragma unroll
+  for (int m = 0; m < 8; ++m) {
+    uint32_t w = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const auto q = static_cast<int8_t>(roundf(x[4 * m + i] * id));
+      sum += q;
+      w |= static_cast<uint32_t>(static_cast<uint8_t>(q)) << (8 * i);
+    }
+    out[1 + m] = w;
+  }
+  const uint16_t dh = float_to_half(d);
+  const uint16_t sh = float_to_half(static_cast<float>(sum) * d);
+  out[0] = static_cast<uint32_t>(dh) | static_cast<uint32_t>(sh) << 16;
+}
+
+// Section 3 step 3 for 32 values: h_i = silu_c(g_i) * u_i.
+__host__ __device__ inline void swiglu_block(const float* g, const float* u, int n, float (&h)[32]) {
+#pragma unroll
+  for (int i = 0; i < 32; ++i) h[i] = i < n ? silu_c(g[i]) * u[i] : 0.0f;
+}
+
+// Enqueues the Q8_1 quantization of `rows` rows of n floats (n a multiple of 32; row r at x + r * x_stride) into
+// rows * n / 32 consecutive blocks at `out` (4-byte aligned).
+void launch_quantize_q8_1(const float* x, int64_t x_stride, int64_t n, int64_t rows, void* out, cudaStream_t stream);
+
+// Enqueues h = silu_c(g) * u for `rows` rows of n values (g, u and h rows n floats apart); writes h as floats when
+// `h` is not null and as Q8_1 blocks (n a multiple of 32, n / 32 blocks per row) when `hq` is not null.
+void launch_swiglu(const float* g, const float* u, int64_t n, int64_t rows, float* h, void* hq, cudaStream_t stream);
+
+}  // namespace strata::gpu

@@ -1,0 +1,134 @@
+// MUL_MAT: dst f32 [n_out, n_tok] = weight [n_in, n_out] x src1 f32 [n_in, n_tok] with the canonical arithmetic
+// (core/src/reference/op_mul_mat.cpp). A quantized weight reads the columns quantized to Q8_1 once per window
+// (and not again when the previous MUL_MAT quantized the same rows: q, k and v share the normed x); each warp
+// decodes its row's spans once per pass of up to eight tokens. Float weights read the float columns.
+#include <cstdint>
+#include <string>
+
+#include "act_quant.cuh"
+#include "matvec.cuh"
+#include "ops.hpp"
+#include "strata/format/tensor_checks.hpp"
+
+namespace strata::gpu {
+namespace {
+
+constexpr int kRowsPerBlock = 4;                           // quantized: one warp per row
+constexpr int kThreads = kWarp * kRowsPerBlock;
+constexpr int kFloatRowsPerBlock = kThreads / kAccumulators;  // float: eight lanes per row
+
+template <class Dec, int NT>
+__global__ void __launch_bounds__(kThreads) mul_mat_q_kernel(const uint8_t* w, uint64_t w_stride, int rows,
+                                                             int n_spans, const unsigned char* act, int n_tok,
+                                                             float* dst, int64_t dst_stride) {
+  const int row = static_cast<int>(blockIdx.x) * kRowsPerBlock + static_cast<int>(threadIdx.x) / kWarp;
+  if (row >= rows) return;  // the whole warp leaves together
+  const int t0 = static_cast<int>(blockIdx.y) * NT;
+  const int n = n_tok - t0 < NT ? n_tok - t0 : NT;
+  const uint64_t act_row = static_cast<uint64_t>(n_spans) * kQ8BlockBytes;
+  const unsigned char* a[NT];
+#pragma unroll
+  for (int t = 0; t < NT; ++t) a[t] = act + static_cast<uint64_t>(t0 + (t < n ? t : 0)) * act_row;
+  float out[NT];
+  warp_dot_q<Dec, NT>(w + static_cast<uint64_t>(row) * w_stride, n_spans, a, n, out);
+  if (threadIdx.x % kWarp == 0) {
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      if (t < n) dst[static_cast<int64_t>(t0 + t) * dst_stride + row] = out[t];
+    }
+  }
+}
+
+template <FloatWeight W, int NT>
+__global__ void __launch_bounds__(kThreads) mul_mat_f_kernel(const uint8_t* w, uint64_t w_stride, int rows,
+                                                             int64_t n_in, const float* x, int64_t x_stride,
+                                                             int n_tok, float* dst, int64_t dst_stride) {
+  const int group_row = static_cast<int>(blockIdx.x) * kFloatRowsPerBlock + static_cast<int>(threadIdx.x) / kAccumulators;
+  const int row = group_row < rows ? group_row : rows - 1;  // every lane stays for the shuffles
+  const int t0 = static_cast<int>(blockIdx.y) * NT;
+  const int n = n_tok - t0 < NT ? n_tok - t0 : NT;
+  const float* xs[NT];
+#pragma unroll
+  for (int t = 0; t < NT; ++t) xs[t] = x + static_cast<int64_t>(t0 + (t < n ? t : 0)) * x_stride;
+  float out[NT];
+  group8_dot_f<W, NT>(w + static_cast<uint64_t>(row) * w_stride, n_in, xs, n, out);
+  if (group_row < rows && threadIdx.x % kAccumulators == 0) {
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      if (t < n) dst[static_cast<int64_t>(t0 + t) * dst_stride + row] = out[t];
+    }
+  }
+}
+
+unsigned blocks_for(int64_t items, int per_block) { return static_cast<unsigned>((items + per_block - 1) / per_block); }
+
+Check check_alignment(const strata_tensor& t, const char* what, int align) {
+  if ((reinterpret_cast<uintptr_t>(t.data) | t.nb[1]) % static_cast<unsigned>(align) != 0) {
+    return std::string(what) + " data or row stride is not a multiple of " + std::to_string(align) +
+           " bytes (the GPU kernels load its fields aligned)";
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Check check_mul_mat(const strata_op& op) {
+  const strata_tensor &w = op.src[0], &x = op.src[1], &d = op.dst;
+  if (auto e = format::check_matrix(w, "src0 (weight)")) return e;
+  if (auto e = format::check_matrix(x, "src1", GgmlType::F32)) return e;
+  if (auto e = format::check_matrix(d, "dst", GgmlType::F32)) return e;
+  const int align = decoder_alignment(w.type);
+  const bool is_float = with_float_weight(w.type, [](auto) {});
+  if (align == 0 && !is_float) return "src0 (weight) type " + format::type_name(w.type) + " has no GPU kernel";
+  if (auto e = check_alignment(w, "src0 (weight)", is_float ? static_cast<int>(format::traits(static_cast<GgmlType>(w.type)).block_bytes) : align)) return e;
+  if (auto e = check_alignment(x, "src1", 4)) return e;
+  if (auto e = check_alignment(d, "dst", 4)) return e;
+  if (x.ne[0] != w.ne[0]) {
+    return "src1 rows have " + std::to_string(x.ne[0]) + " values, weight rows " + std::to_string(w.ne[0]);
+  }
+  if (d.ne[0] != w.ne[1] || d.ne[1] != x.ne[1]) return std::string("dst shape is not [weight rows, src1 rows]");
+  if (w.ne[1] > INT32_MAX || x.ne[1] > 65535 || w.ne[0] > INT32_MAX) return std::string("shape too large for the GPU grid");
+  return std::nullopt;
+}
+
+void run_mul_mat(Context& ctx, const strata_op& op) {
+  const strata_tensor &w = op.src[0], &x = op.src[1], &d = op.dst;
+  const int64_t n_in = w.ne[0], n_tok = x.ne[1];
+  const int rows = static_cast<int>(w.ne[1]);
+  const auto* wdata = static_cast<const uint8_t*>(w.data);
+  auto* dst = static_cast<float*>(d.data);
+  const int64_t dst_stride = static_cast<int64_t>(d.nb[1] / sizeof(float));
+  const int64_t x_stride = static_cast<int64_t>(x.nb[1] / sizeof(float));
+  const auto* xdata = static_cast<const float*>(x.data);
+
+  const bool floating = with_float_weight(w.type, [&](auto wt) {
+    with_tokens_per_pass(n_tok, [&](auto nt) {
+      constexpr int NT = decltype(nt)::value;
+      const dim3 grid(blocks_for(rows, kFloatRowsPerBlock), blocks_for(n_tok, NT));
+      mul_mat_f_kernel<decltype(wt)::value, NT><<<grid, kThreads, 0, ctx.stream()>>>(
+          wdata, w.nb[1], rows, n_in, xdata, x_stride, static_cast<int>(n_tok), dst, dst_stride);
+      check_launch("MUL_MAT (float weights)");
+    });
+  });
+  if (floating) return;
+
+  const uint64_t act_bytes = static_cast<uint64_t>(n_in / 32) * kQ8BlockBytes * static_cast<uint64_t>(n_tok);
+  void* act = ctx.scratch(ScratchSlot::ActQ8, act_bytes);
+  QuantizedActivation& cached = ctx.quantized();
+  if (cached.src != x.data || cached.n_in != n_in || cached.n_tok != n_tok || cached.row_stride != x.nb[1]) {
+    launch_quantize_q8_1(xdata, x_stride, n_in, n_tok, act, ctx.stream());
+    cached = {x.data, n_in, n_tok, x.nb[1]};
+  }
+  with_decoder(w.type, [&](auto dec) {
+    with_tokens_per_pass(n_tok, [&](auto nt) {
+      constexpr int NT = decltype(nt)::value;
+      const dim3 grid(blocks_for(rows, kRowsPerBlock), blocks_for(n_tok, NT));
+      mul_mat_q_kernel<decltype(dec), NT><<<grid, kThreads, 0, ctx.stream()>>>(
+          wdata, w.nb[1], rows, static_cast<int>(n_in / 32), static_cast<const unsigned char*>(act),
+          static_cast<int>(n_tok), dst, dst_stride);
+      check_launch("MUL_MAT");
+    });
+  });
+}
+
+}  // namespace strata::gpu
