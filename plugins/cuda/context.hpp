@@ -20,6 +20,7 @@ namespace strata::gpu {
 struct Options {
   int device = 0;            // which GPU of the machine
   bool graphs = true;        // capture repeated op lists (decode steps) into GPU graphs and replay them
+  bool fuse = true;          // run op patterns as fused kernels (fusions.cu); off: every op alone, same bytes
 };
 
 // What scratch memory is for; each has one buffer, reused by every op that needs it.

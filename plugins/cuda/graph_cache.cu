@@ -38,7 +38,7 @@ std::vector<unsigned char> GraphCache::key_of(const strata_op* ops, size_t n_ops
 void GraphCache::run(Context& ctx, const strata_op* ops, size_t n_ops) {
   ctx.quantized() = {};
   if (!ctx.options().graphs || !capturable(ops, n_ops)) {
-    for (size_t i = 0; i < n_ops; ++i) run_op(ctx, ops[i]);
+    for (size_t i = 0; i < n_ops;) i += run_ops_at(ctx, ops, i, n_ops);
     return;
   }
   std::vector<unsigned char> key = key_of(ops, n_ops);
@@ -56,7 +56,7 @@ void GraphCache::run(Context& ctx, const strata_op* ops, size_t n_ops) {
   }
   if (key != seen_once_) {
     // First sight: run directly, which also sizes the scratch memory the capture will use.
-    for (size_t i = 0; i < n_ops; ++i) run_op(ctx, ops[i]);
+    for (size_t i = 0; i < n_ops;) i += run_ops_at(ctx, ops, i, n_ops);
     seen_once_ = std::move(key);
     return;
   }
@@ -64,7 +64,7 @@ void GraphCache::run(Context& ctx, const strata_op* ops, size_t n_ops) {
   check_cuda(cudaStreamBeginCapture(ctx.stream(), cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
   ctx.set_capturing(true);
   try {
-    for (size_t i = 0; i < n_ops; ++i) run_op(ctx, ops[i]);
+    for (size_t i = 0; i < n_ops;) i += run_ops_at(ctx, ops, i, n_ops);
   } catch (...) {
     ctx.set_capturing(false);
     (void)cudaStreamEndCapture(ctx.stream(), &graph);

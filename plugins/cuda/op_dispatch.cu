@@ -42,4 +42,22 @@ void run_op(Context& ctx, const strata_op& op) {
   }
 }
 
+size_t run_ops_at(Context& ctx, const strata_op* ops, size_t i, size_t n) {
+  if (!ctx.options().fuse) {
+    run_op(ctx, ops[i]);
+    return 1;
+  }
+  for (FusionFn f : fusions()) {
+    if (const size_t used = f(ctx, ops, i, n)) {
+      // Any op of the run may have written the rows MUL_MAT quantized last.
+      for (size_t j = i; j < i + used; ++j) {
+        if (ops[j].dst.data == ctx.quantized().src) ctx.quantized() = {};
+      }
+      return used;
+    }
+  }
+  run_op(ctx, ops[i]);
+  return 1;
+}
+
 }  // namespace strata::gpu

@@ -7,6 +7,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "context.hpp"
 
@@ -26,6 +27,14 @@ void check_cuda(cudaError_t err, const char* what);
 
 Check check_op(const strata_op& op);
 void run_op(Context& ctx, const strata_op& op);
+// Runs ops[i] and maybe the ops after it as one fused launch (a pattern of fusions.cu); returns how many ops ran
+// (at least 1). Fusions only ever replace ops by kernels that give the same bytes as running them one by one.
+size_t run_ops_at(Context& ctx, const strata_op* ops, size_t i, size_t n);
+
+// A fusion: the number of ops starting at ops[i] it ran (0 when its pattern does not start there).
+using FusionFn = size_t (*)(Context& ctx, const strata_op* ops, size_t i, size_t n);
+// The fusions, tried in order at each op (fusions.cu).
+const std::vector<FusionFn>& fusions();
 
 Check check_mul_mat(const strata_op& op);
 void run_mul_mat(Context& ctx, const strata_op& op);

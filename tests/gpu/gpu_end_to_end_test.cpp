@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -44,12 +45,13 @@ std::string gpu_backend(std::string& why) {
   return "";
 }
 
-std::unique_ptr<strata::Engine> open(const std::string& model, const std::string& backend, uint32_t window_logits) {
+std::unique_ptr<strata::Engine> open(const std::string& model, const std::string& backend, uint32_t window_logits,
+                                     const std::vector<std::string>& options = {}) {
   strata::EngineSettings s;
   s.context = 1024;
   s.max_window_logits = window_logits;
   return std::make_unique<strata::Engine>(strata::Model::load(model),
-                                          strata::make_plugin_backend(plugins().instantiate(backend)), s);
+                                          strata::make_plugin_backend(plugins().instantiate(backend, options)), s);
 }
 
 std::string tiny_model() {
@@ -144,6 +146,32 @@ TEST(GpuEndToEnd, TinyGreedyEqualsCpu) {
   report("tiny", a);
   EXPECT_TRUE(a.far.empty());
   EXPECT_GE(a.same * 100, a.positions * 99);
+}
+
+// Fused kernels and graph replay change nothing: the logits of every position equal those of ops run one by one.
+TEST(GpuEndToEnd, FusionsAndGraphsChangeNoBits) {
+  std::string why;
+  const std::string gpu = gpu_backend(why);
+  if (gpu.empty()) GTEST_SKIP() << why;
+  const std::string model = tiny_model();
+  auto fast = open(model, gpu, 16);
+  auto plain = open(model, gpu, 16, {"fuse=false", "graphs=false"});
+  const std::vector<TokenId> tokens = random_tokens(96, fast->model().hparams().n_vocab, 3);
+  for (size_t start = 0; start < tokens.size(); start += 16) {
+    const std::span<const TokenId> w(tokens.data() + start, 16);
+    const std::span<const float> a = fast->feed_window(0, w);
+    const std::vector<float> av(a.begin(), a.end());
+    const std::span<const float> b = plain->feed_window(0, w);
+    ASSERT_EQ(0, std::memcmp(av.data(), b.data(), av.size() * sizeof(float))) << "window at " << start;
+  }
+  // Decode steps (graph replays after the second) too.
+  for (int i = 0; i < 8; ++i) {
+    const TokenId t = tokens[static_cast<size_t>(i)];
+    const std::span<const float> a = fast->feed(0, std::span<const TokenId>(&t, 1));
+    const std::vector<float> av(a.begin(), a.end());
+    const std::span<const float> b = plain->feed(0, std::span<const TokenId>(&t, 1));
+    ASSERT_EQ(0, std::memcmp(av.data(), b.data(), av.size() * sizeof(float))) << "decode step " << i;
+  }
 }
 
 TEST(GpuEndToEnd, Qwen3_30B_TeacherForcedTop1) {
