@@ -24,6 +24,9 @@
 #define cudaMalloc hipMalloc
 #define cudaFree hipFree
 #define cudaMallocHost hipHostMalloc
+#define cudaHostAlloc hipHostMalloc
+#define cudaHostAllocMapped hipHostMallocMapped
+#define cudaHostAllocDefault hipHostMallocDefault
 #define cudaFreeHost hipHostFree
 #define cudaHostRegister hipHostRegister
 #define cudaHostUnregister hipHostUnregister

@@ -76,7 +76,7 @@ struct Instance {
   Context ctx;
   GraphCache graphs;
   std::mutex pinned_mutex;
-  std::set<void*> pinned;  // buffers from cudaMallocHost: freed with cudaFreeHost
+  std::set<void*> pinned;  // buffers from cudaHostAlloc: freed with cudaFreeHost
   Instance(const strata_host_api* host, const Options& o) : ctx(host, o) {}
 };
 
@@ -154,8 +154,10 @@ strata_status* buffer_alloc(void* c, uint32_t device, uint64_t bytes, uint32_t k
     cudaError_t err = cudaSuccess;
     if (kind == STRATA_BUFFER_DEVICE) {
       err = cudaMalloc(out, bytes == 0 ? 1 : bytes);
-    } else if (kind == STRATA_BUFFER_HOST_PINNED) {
-      err = cudaMallocHost(out, bytes == 0 ? 1 : bytes);
+    } else if (kind == STRATA_BUFFER_HOST_PINNED || kind == STRATA_BUFFER_HOST_MAPPED) {
+      // Unified addressing: a mapped buffer's host pointer is also its device pointer.
+      err = cudaHostAlloc(out, bytes == 0 ? 1 : bytes,
+                          kind == STRATA_BUFFER_HOST_MAPPED ? cudaHostAllocMapped : cudaHostAllocDefault);
       if (err == cudaSuccess) {
         std::lock_guard<std::mutex> lock(inst->pinned_mutex);
         inst->pinned.insert(*out);
@@ -170,7 +172,7 @@ strata_status* buffer_alloc(void* c, uint32_t device, uint64_t bytes, uint32_t k
       (void)cudaMemGetInfo(&free_b, &total_b);
       return inst->ctx.error(STRATA_ERR_OUT_OF_MEMORY,
                              std::string(kName) + ": cannot allocate " + std::to_string(bytes >> 20) + " MiB of " +
-                                 (kind == STRATA_BUFFER_DEVICE ? "device" : "pinned host") + " memory on " +
+                                 (kind == STRATA_BUFFER_DEVICE ? "device" : "page-locked host") + " memory on " +
                                  inst->ctx.device_name() + " (" + std::to_string(free_b >> 20) + " MiB free): " +
                                  cudaGetErrorString(err));
     }

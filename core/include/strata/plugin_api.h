@@ -226,7 +226,8 @@ typedef struct strata_expert_table {
 /* 1.1: memory of a device. */
 typedef enum strata_buffer_kind {
   STRATA_BUFFER_DEVICE = 1,      /* device memory */
-  STRATA_BUFFER_HOST_PINNED = 2  /* page-locked host memory the device copies from and to at full speed */
+  STRATA_BUFFER_HOST_PINNED = 2, /* page-locked host memory the device copies from and to at full speed */
+  STRATA_BUFFER_HOST_MAPPED = 3  /* page-locked host memory that kernels address directly (same pointer) */
 } strata_buffer_kind;
 
 typedef enum strata_copy_kind {
