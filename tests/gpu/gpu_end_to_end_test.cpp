@@ -148,6 +148,41 @@ TEST(GpuEndToEnd, TinyGreedyEqualsCpu) {
   EXPECT_GE(a.same * 100, a.positions * 99);
 }
 
+// Device, page-locked and mapped buffers: bytes survive host -> device -> mapped -> host copies.
+TEST(GpuEndToEnd, BufferKindsAndCopies) {
+  std::string why;
+  const std::string gpu = gpu_backend(why);
+  if (gpu.empty()) GTEST_SKIP() << why;
+  auto inst = plugins().instantiate(gpu);
+  const auto* be = inst->get<strata_backend_v1>(STRATA_BACKEND_FAMILY, STRATA_BACKEND_VERSION);
+  ASSERT_NE(be, nullptr);
+  ASSERT_GE(be->header.minor, 1u);
+  constexpr size_t kBytes = 1 << 20;
+  std::vector<unsigned char> in(kBytes), out(kBytes, 0);
+  for (size_t i = 0; i < kBytes; ++i) in[i] = static_cast<unsigned char>(i * 131 + 7);
+  void *dev = nullptr, *pinned = nullptr, *mapped = nullptr;
+  ASSERT_EQ(be->buffer_alloc(inst->ctx(), 0, kBytes, STRATA_BUFFER_DEVICE, &dev), nullptr);
+  ASSERT_EQ(be->buffer_alloc(inst->ctx(), 0, kBytes, STRATA_BUFFER_HOST_PINNED, &pinned), nullptr);
+  ASSERT_EQ(be->buffer_alloc(inst->ctx(), 0, kBytes, STRATA_BUFFER_HOST_MAPPED, &mapped), nullptr);
+  std::memcpy(pinned, in.data(), kBytes);
+  ASSERT_EQ(be->copy(inst->ctx(), 0, dev, pinned, kBytes, STRATA_COPY_HOST_TO_DEVICE), nullptr);
+  ASSERT_EQ(be->copy(inst->ctx(), 0, mapped, dev, kBytes, STRATA_COPY_DEVICE_TO_DEVICE), nullptr);
+  EXPECT_EQ(0, std::memcmp(mapped, in.data(), kBytes)) << "the mapped buffer is host memory the device wrote";
+  ASSERT_EQ(be->copy(inst->ctx(), 0, out.data(), dev, kBytes, STRATA_COPY_DEVICE_TO_HOST), nullptr);
+  EXPECT_EQ(out, in);
+  // Too much memory is an error naming the size, never a crash.
+  void* huge = nullptr;
+  strata_status* st = be->buffer_alloc(inst->ctx(), 0, uint64_t{1} << 50, STRATA_BUFFER_DEVICE, &huge);
+  ASSERT_NE(st, nullptr);
+  EXPECT_EQ(huge, nullptr);
+  const auto [code, message] = strata::take_status(st);
+  EXPECT_EQ(code, STRATA_ERR_OUT_OF_MEMORY);
+  EXPECT_NE(message.find("MiB"), std::string::npos) << message;
+  be->buffer_free(inst->ctx(), 0, dev);
+  be->buffer_free(inst->ctx(), 0, pinned);
+  be->buffer_free(inst->ctx(), 0, mapped);
+}
+
 // Fused kernels and graph replay change nothing: the logits of every position equal those of ops run one by one.
 TEST(GpuEndToEnd, FusionsAndGraphsChangeNoBits) {
   std::string why;
