@@ -18,6 +18,7 @@ Check check_op(const strata_op& op) {
     case STRATA_OP_MOE: return check_moe(op);
     case STRATA_OP_SOFTMAX: return check_softmax(op);
     case STRATA_OP_MOE_ROUTED: return check_moe_routed(op);
+    case STRATA_OP_TIMESTAMP: return check_timestamp(op);
   }
   return "unknown op kind " + std::to_string(op.kind);
 }
@@ -39,6 +40,7 @@ void run_op(Context& ctx, const strata_op& op) {
     case STRATA_OP_MOE: return run_moe(ctx, op);
     case STRATA_OP_SOFTMAX: return run_softmax(ctx, op);
     case STRATA_OP_MOE_ROUTED: return run_moe_routed(ctx, op);
+    case STRATA_OP_TIMESTAMP: return run_timestamp(ctx, op);
   }
 }
 

@@ -60,5 +60,7 @@ Check check_router(const strata_op& op);
 void run_router(Context& ctx, const strata_op& op);
 Check check_softmax(const strata_op& op);
 void run_softmax(Context& ctx, const strata_op& op);
+Check check_timestamp(const strata_op& op);
+void run_timestamp(Context& ctx, const strata_op& op);
 
 }  // namespace strata::gpu

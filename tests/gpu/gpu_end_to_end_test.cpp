@@ -7,17 +7,20 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "strata/backend.hpp"
 #include "strata/engine.hpp"
 #include "strata/mkmodel.hpp"
+#include "strata/op_tensor.hpp"
 #include "strata/plugin_host.hpp"
 
 namespace {
@@ -181,6 +184,37 @@ TEST(GpuEndToEnd, BufferKindsAndCopies) {
   be->buffer_free(inst->ctx(), 0, dev);
   be->buffer_free(inst->ctx(), 0, pinned);
   be->buffer_free(inst->ctx(), 0, mapped);
+}
+
+// TIMESTAMP reads the device's global timer: it advances with real time between calls and within one op list.
+TEST(GpuEndToEnd, TimestampsFollowRealTime) {
+  std::string why;
+  const std::string gpu = gpu_backend(why);
+  if (gpu.empty()) GTEST_SKIP() << why;
+  auto inst = plugins().instantiate(gpu);
+  const auto* be = inst->get<strata_backend_v1>(STRATA_BACKEND_FAMILY, STRATA_BACKEND_VERSION);
+  void* dev = nullptr;
+  ASSERT_EQ(be->buffer_alloc(inst->ctx(), 0, 4 * sizeof(int64_t), STRATA_BUFFER_DEVICE, &dev), nullptr);
+  auto* stamps = static_cast<int64_t*>(dev);
+  const auto stamp_op = [](int64_t* where) {
+    strata_op op{};
+    op.struct_size = sizeof op;
+    op.kind = STRATA_OP_TIMESTAMP;
+    op.dst = strata::make_tensor(where, strata::format::GgmlType::I64, {1});
+    return op;
+  };
+  const strata_op first[2] = {stamp_op(stamps), stamp_op(stamps + 1)};
+  ASSERT_EQ(be->compute(inst->ctx(), 0, first, 2), nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const strata_op later = stamp_op(stamps + 2);
+  ASSERT_EQ(be->compute(inst->ctx(), 0, &later, 1), nullptr);
+  int64_t got[3];
+  ASSERT_EQ(be->copy(inst->ctx(), 0, got, dev, sizeof got, STRATA_COPY_DEVICE_TO_HOST), nullptr);
+  EXPECT_GT(got[0], 0);
+  EXPECT_GE(got[1], got[0]);
+  EXPECT_GE(got[2] - got[1], 20'000'000) << "20 ms of host sleep between the calls";
+  EXPECT_LT(got[2] - got[1], 2'000'000'000);
+  be->buffer_free(inst->ctx(), 0, dev);
 }
 
 // Fused kernels and graph replay change nothing: the logits of every position equal those of ops run one by one.

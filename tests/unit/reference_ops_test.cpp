@@ -368,3 +368,29 @@ TEST(ReferenceOps, UnknownKindIsRefused) {
 }
 
 }  // namespace
+
+namespace {
+
+// TIMESTAMP: the host's monotonic clock, so stamps never go back; a wrong dst type is refused by name.
+TEST(ReferenceOps, TimestampIsMonotonicAndTyped) {
+  int64_t t[2] = {0, 0};
+  strata_op op{};
+  op.struct_size = sizeof op;
+  op.kind = STRATA_OP_TIMESTAMP;
+  op.dst = strata::make_tensor(&t[0], strata::format::GgmlType::I64, {1});
+  strata::run_reference(op);
+  op.dst = strata::make_tensor(&t[1], strata::format::GgmlType::I64, {1});
+  strata::run_reference(op);
+  EXPECT_GT(t[0], 0);
+  EXPECT_GE(t[1], t[0]);
+  float f = 0;
+  op.dst = strata::tensor_f32(&f, {1});
+  try {
+    strata::run_reference(op);
+    ADD_FAILURE() << "an f32 dst was accepted";
+  } catch (const strata::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("TIMESTAMP"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace

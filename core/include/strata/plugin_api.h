@@ -15,6 +15,7 @@
  *   backend 1.0      devices (count, properties); ops described by strata_op (supports_op, compute); the op list
  *                    of strata_op_kind; strata_moe_op for expert-grouped MoE.
  *   backend 1.1      STRATA_OP_MOE_ROUTED with strata_expert_table (experts chosen on the device, no host step);
+ *                    STRATA_OP_TIMESTAMP (device clock stamps);
  *                    memory of a device: buffer_alloc, buffer_free, copy, synchronize (NULL for a backend whose
  *                    device addresses host memory, like cpu_avx2).
  *   expert_pool 1.0  worker_count; compute(moe): one weighted row per (token, expert), never a summed row.
@@ -176,6 +177,9 @@ typedef enum strata_op_kind {
                               * (the normed rows), src1 ids i32 [k, n_tok], src2 weights f32 [k, n_tok] (ROUTER's outputs);
                               * dst f32 [n_embd, n_tok] = for each token the sum of its k experts' weighted rows in ascending
                               * expert id (canonical arithmetic), exactly what MOE gives for the same choices */
+  STRATA_OP_TIMESTAMP = 14,  /* dst i64 [1] = the device's clock in nanoseconds when the op runs, after every op before
+                              * it in the list (a GPU's global timer; the host's monotonic clock on a CPU): stamps
+                              * around a span of ops time it on the device, inside a graph too */
 } strata_op_kind;
 
 #define STRATA_OP_MAX_SRC 4

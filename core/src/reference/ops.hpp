@@ -18,5 +18,6 @@ void router(const strata_op& op);
 void moe(const strata_op& op);
 void softmax(const strata_op& op);
 void moe_routed(const strata_op& op);
+void timestamp(const strata_op& op);
 
 }  // namespace strata::reference

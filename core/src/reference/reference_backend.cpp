@@ -28,6 +28,7 @@ constexpr OpEntry kOps[] = {
     {STRATA_OP_MOE, "MOE", reference::moe},
     {STRATA_OP_SOFTMAX, "SOFTMAX", reference::softmax},
     {STRATA_OP_MOE_ROUTED, "MOE_ROUTED", reference::moe_routed},
+    {STRATA_OP_TIMESTAMP, "TIMESTAMP", reference::timestamp},
 };
 
 const OpEntry* find_op(uint32_t kind) {
