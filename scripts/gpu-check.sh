@@ -13,7 +13,7 @@
 #     peer-cpu   llama.cpp's llama-bench (CPU build, if bundled) on the same file and thread count
 #     cuda       strata bench on the cuda backend (every weight in VRAM): pp512 and tg128
 #     profile    where decode time goes, op by op (strata bench --profile), on cpu_avx2 and on cuda
-#     peer-cuda  llama.cpp's llama-bench -ngl 99 -fa on: built here from the carried source (.peer/llama.cpp,
+#     peer-cuda  llama.cpp's llama-bench -ngl 99 -fa on: built here from the carried source (.peer/src: a fetched llama.cpp without its unused backends,
 #                never committed) unless .device/peer-cuda/llama-bench is bundled
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -132,12 +132,14 @@ fi
 
 if want peer-cuda; then
   peer="$root/.device/peer-cuda/llama-bench"
-  if [ ! -x "$peer" ] && [ -d "$root/.peer/llama.cpp" ]; then
+  peer_src="$root/.peer/src"
+  if [ ! -x "$peer" ] && [ -d "$peer_src" ]; then
     log "building llama.cpp (CUDA, sm_90) from the carried source"
     t0=$(date +%s)
-    cmake -S "$root/.peer/llama.cpp" -B /tmp/peer-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
+    cmake -S "$peer_src" -B /tmp/peer-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
       -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF \
-      -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF > "$OUT/peer-cuda-build.log" 2>&1 &&
+      -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
+      -DLLAMA_BUILD_UI=OFF > "$OUT/peer-cuda-build.log" 2>&1 &&
       cmake --build /tmp/peer-cuda -j "$threads" --target llama-bench >> "$OUT/peer-cuda-build.log" 2>&1 &&
       peer=/tmp/peer-cuda/bin/llama-bench
     row "llama.cpp CUDA build: $(( $(date +%s) - t0 )) s, $( [ -x "$peer" ] && echo ok || echo FAILED: $(tail -3 "$OUT/peer-cuda-build.log" | tr '\n' ' '))"
@@ -151,6 +153,9 @@ if want peer-cuda; then
     while IFS= read -r l; do row "  $l"; done < <(grep -E 'pp|tg' "$OUT/bench-peer-cuda.md")
   fi
 fi
+
+# The device call returns only a few files: everything but the summary goes back in one archive.
+tar -czf /tmp/strata-logs.tar.gz -C "$OUT" . && find "$OUT" -mindepth 1 -delete && mv /tmp/strata-logs.tar.gz "$OUT/logs.tar.gz"
 
 printf '\n==== summary ====\n'
 for r in "${table[@]}"; do printf '%s\n' "$r"; done | tee "$OUT/summary.txt"
