@@ -1,7 +1,11 @@
 // ATTENTION: causal grouped-query attention of q (src0 [head_dim, n_head, n_tok]) over the k and v caches
 // (src1, src2: f16, q8_0 or f32 [head_dim * n_kv_head, n_ctx]); token t sees cache columns 0..pos_t (src3). Per
-// (token, head): scores = scale * (q . k_j), softmax with exp_c, out = sum_j p_j v_j. Heads share kv heads in
-// groups of n_head / n_kv_head. Workers split the (token, head) pairs.
+// (token, head), in double and rounded to float once (docs/CANONICAL_ARITHMETIC.md section 6, as the
+// reference): s_j = scale * (q . k_j) in the 32-lane order, e_j = exp(s_j - max s), out = (sum_j e_j v_j) /
+// (sum_j e_j) with both sums over ascending j. Heads share kv heads in groups of n_head / n_kv_head. Workers
+// split the (token, head) pairs.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "ops.hpp"
@@ -68,7 +72,7 @@ void run_attention(Context& ctx, const strata_op& op) {
   const strata_tensor &q = op.src[0], &k = op.src[1], &v = op.src[2], &pos = op.src[3], &d = op.dst;
   const int64_t head_dim = q.ne[0], n_head = op.i[0], group = n_head / op.i[1], n_tok = q.ne[2];
   const int64_t n_ctx = k.ne[1];
-  const float scale_f = op.f[0];
+  const double scale = op.f[0];
   const auto* p = static_cast<const int32_t*>(pos.data);
   for (int64_t t = 0; t < n_tok; ++t) {
     if (p[t] < 0 || p[t] >= n_ctx) {
@@ -78,28 +82,33 @@ void run_attention(Context& ctx, const strata_op& op) {
     }
   }
   const unsigned parts = ctx.pool().parts();
-  const int64_t per_part = n_ctx + 2 * head_dim + 16;
-  float* work = ctx.scratch().work.as<float>(static_cast<size_t>(per_part) * parts);
+  // Per worker: the scores and the outputs in double, one decoded cache row in float.
+  const int64_t per_part = n_ctx + head_dim + (head_dim + 1) / 2 + 8;
+  double* work = ctx.scratch().work.as<double>(static_cast<size_t>(per_part) * parts);
   const auto body = [&](unsigned part, int64_t begin, int64_t end) {
-    float* scores = work + per_part * part;
-    float* row = scores + n_ctx;
-    float* acc = row + head_dim;
+    double* scores = work + per_part * part;
+    double* acc = scores + n_ctx;
+    auto* row = reinterpret_cast<float*>(acc + head_dim);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t t = item / n_head, h = item % n_head, kvh = h / group;
       const float* qh = row_ptr<const float>(q, t * n_head + h);
       const int64_t len = static_cast<int64_t>(p[t]) + 1;
       for (int64_t j = 0; j < len; ++j) {
         load_head(k, j, kvh, head_dim, row);
-        scores[j] = scale_f * dot_f32(qh, row, head_dim);
+        scores[j] = scale * dot32_d(qh, row, head_dim);
       }
-      const float mx = max_row(scores, len);
-      const float sum = exp_shifted_sum(scores, mx, scores, len);
-      std::memset(acc, 0, static_cast<size_t>(head_dim) * sizeof(float));
+      const double mx = *std::max_element(scores, scores + len);
+      double total = 0.0;
+      for (int64_t j = 0; j < len; ++j) {
+        scores[j] = std::exp(scores[j] - mx);
+        total = total + scores[j];
+      }
+      std::fill(acc, acc + head_dim, 0.0);
       for (int64_t j = 0; j < len; ++j) {
         load_head(v, j, kvh, head_dim, row);
-        axpy(scores[j], row, acc, head_dim);
+        axpy_d(scores[j], row, acc, head_dim);
       }
-      scale(acc, 1.0f / sum, row_ptr<float>(d, t) + h * head_dim, head_dim);
+      div_to_float(acc, total, row_ptr<float>(d, t) + h * head_dim, head_dim);
     }
   };
   const int64_t items = n_tok * n_head;

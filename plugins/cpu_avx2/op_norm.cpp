@@ -1,5 +1,6 @@
 // RMS_NORM: dst = src0 * (1 / sqrt(mean(x^2) + eps)) * src1, per row (src1 is one weight row of n, or absent
-// when its data is NULL).
+// when its data is NULL). In double, rounded to float once (docs/CANONICAL_ARITHMETIC.md section 6): the sum of
+// squares in the 256-lane order, scale = 1 / sqrt(s / n + eps), dst_i = (float)((x_i * scale) * w_i).
 #include <cmath>
 
 #include "ops.hpp"
@@ -23,18 +24,13 @@ Check check_rms_norm(const strata_op& op) {
 void run_rms_norm(Context& ctx, const strata_op& op) {
   const strata_tensor &x = op.src[0], &w = op.src[1], &d = op.dst;
   const int64_t n = x.ne[0];
-  const float eps = op.f[0];
+  const double eps = op.f[0];
   const auto* weight = static_cast<const float*>(w.data);
   for_items(ctx, row_count(x), n, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const float* in = row_ptr<const float>(x, r);
-      const float mean = sum_squares(in, n) / static_cast<float>(n);
-      const float s = 1.0f / std::sqrt(mean + eps);
-      if (weight != nullptr) {
-        scale_mul(in, s, weight, row_ptr<float>(d, r), n);
-      } else {
-        scale(in, s, row_ptr<float>(d, r), n);
-      }
+      const double s = 1.0 / std::sqrt(sum_squares256_d(in, n) / static_cast<double>(n) + eps);
+      scale_mul_d(in, s, weight, row_ptr<float>(d, r), n);
     }
   });
 }

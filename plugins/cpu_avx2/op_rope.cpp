@@ -1,10 +1,12 @@
 // ROPE: rotary position embedding of rows of head_dim (src0 [head_dim, n_head, n_tok]) at positions src1;
 // mode 0 rotates adjacent pairs (x[2i], x[2i+1]), mode 2 (neox) the halves (x[i], x[i + n_rot/2]); values past
-// n_rot are copied. The angle of pair i is pos * freq_scale * freq_base^(-2i / n_rot).
-#include <cmath>
+// n_rot are copied. In double, rounded to float once (docs/CANONICAL_ARITHMETIC.md section 6): the angle of
+// pair i is (pos * freq_scale) * rope_inv_freq(i), its sine and cosine sincos_d's, so the bits equal every
+// device's.
 #include <vector>
 
 #include "ops.hpp"
+#include "strata/format/canonical_double.hpp"
 #include "tensor_view.hpp"
 
 namespace strata::cpu {
@@ -37,13 +39,15 @@ void run_rope(Context& ctx, const strata_op& op) {
   const int mode = op.i[0], n_rot = op.i[1], half = n_rot / 2;
   const double base = op.f[0], freq_scale = op.f[1];
   const auto* positions = static_cast<const int32_t*>(pos.data);
+  std::vector<double> inv_freq(static_cast<size_t>(half));
+  for (int i = 0; i < half; ++i) inv_freq[static_cast<size_t>(i)] = format::rope_inv_freq(base, i, n_rot);
   for_items(ctx, n_tok, head_dim * n_head * 2, [&](int64_t b, int64_t e) {
-    std::vector<float> cos_t(static_cast<size_t>(half)), sin_t(static_cast<size_t>(half));
+    std::vector<double> cos_t(static_cast<size_t>(half)), sin_t(static_cast<size_t>(half));
     for (int64_t t = b; t < e; ++t) {
+      const double p = static_cast<double>(positions[t]) * freq_scale;
       for (int i = 0; i < half; ++i) {
-        const double theta = positions[t] * freq_scale * std::pow(base, -2.0 * i / n_rot);
-        cos_t[static_cast<size_t>(i)] = static_cast<float>(std::cos(theta));
-        sin_t[static_cast<size_t>(i)] = static_cast<float>(std::sin(theta));
+        format::sincos_d(p * inv_freq[static_cast<size_t>(i)], &sin_t[static_cast<size_t>(i)],
+                         &cos_t[static_cast<size_t>(i)]);
       }
       for (int64_t h = 0; h < n_head; ++h) {
         const float* in = row_ptr<const float>(x, t * n_head + h);
@@ -51,10 +55,10 @@ void run_rope(Context& ctx, const strata_op& op) {
         for (int i = 0; i < half; ++i) {
           const int64_t i0 = mode == kModeNeox ? i : 2 * i;
           const int64_t i1 = mode == kModeNeox ? i + half : 2 * i + 1;
-          const float c = cos_t[static_cast<size_t>(i)], s = sin_t[static_cast<size_t>(i)];
-          const float x0 = in[i0], x1 = in[i1];
-          out[i0] = x0 * c - x1 * s;
-          out[i1] = x0 * s + x1 * c;
+          const double c = cos_t[static_cast<size_t>(i)], s = sin_t[static_cast<size_t>(i)];
+          const double x0 = in[i0], x1 = in[i1];
+          out[i0] = static_cast<float>(x0 * c - x1 * s);
+          out[i1] = static_cast<float>(x0 * s + x1 * c);
         }
         for (int64_t i = n_rot; i < head_dim; ++i) out[i] = in[i];
       }

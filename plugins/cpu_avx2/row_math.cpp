@@ -1,94 +1,90 @@
 #include "row_math.hpp"
 
-#include <cmath>
 #include <cstring>
 
 #include "strata/format/fp16.hpp"
-#include "vec_math.hpp"
 
 namespace strata::cpu {
 namespace {
 
-STRATA_INLINE_AVX2 __m256 load_padded(const float* p, int n, float pad) {
-  alignas(32) float buf[8] = {pad, pad, pad, pad, pad, pad, pad, pad};
-  std::memcpy(buf, p, static_cast<size_t>(n) * sizeof(float));
-  return _mm256_load_ps(buf);
+// Four floats of p as doubles, lanes past n zero.
+STRATA_INLINE_AVX2 __m256d load4_pd(const float* p, int64_t n) {
+  if (n >= 4) return _mm256_cvtps_pd(_mm_loadu_ps(p));
+  alignas(16) float buf[4] = {};
+  if (n > 0) std::memcpy(buf, p, static_cast<size_t>(n) * sizeof(float));
+  return _mm256_cvtps_pd(_mm_load_ps(buf));
 }
 
 }  // namespace
 
-STRATA_AVX2 float sum_squares(const float* x, int64_t n) { return dot_f32(x, x, n); }
-
-STRATA_AVX2 float dot_f32(const float* a, const float* b, int64_t n) {
-  __m256 acc = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
-  if (i < n) {
-    const int rest = static_cast<int>(n - i);
-    const __m256 sum = _mm256_fmadd_ps(load_padded(a + i, rest, 0.0f), load_padded(b + i, rest, 0.0f), acc);
-    acc = _mm256_blendv_ps(acc, sum, _mm256_castsi256_ps(lane_mask(rest)));
+STRATA_AVX2 double dot32_d(const float* a, const float* b, int64_t n) {
+  // Register r, lane j holds accumulator 4r + j: element i goes to accumulator i mod 32.
+  __m256d acc[8];
+  for (auto& r : acc) r = _mm256_setzero_pd();
+  for (int64_t i = 0; i < n; i += 32) {
+    for (int r = 0; r < 8; ++r) {
+      const int64_t at = i + 4 * r;
+      // Padding adds +0.0, which leaves an accumulator unchanged (none is ever -0.0: they start at +0.0).
+      const __m256d p = _mm256_mul_pd(load4_pd(a + at, n - at), load4_pd(b + at, n - at));
+      acc[r] = _mm256_add_pd(acc[r], p);
+    }
   }
-  return tree_sum8(acc);
+  // The tree: m = 16 adds registers r and r + 4, m = 8 registers r and r + 2, m = 4 the last two, then lanes.
+  for (int r = 0; r < 4; ++r) acc[r] = _mm256_add_pd(acc[r], acc[r + 4]);
+  for (int r = 0; r < 2; ++r) acc[r] = _mm256_add_pd(acc[r], acc[r + 2]);
+  const __m256d w = _mm256_add_pd(acc[0], acc[1]);
+  alignas(32) double l[4];
+  _mm256_store_pd(l, w);
+  return (l[0] + l[2]) + (l[1] + l[3]);
 }
 
-STRATA_AVX2 float max_row(const float* x, int64_t n) {
-  __m256 m = _mm256_set1_ps(-INFINITY);
-  __m256 nan = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 v = _mm256_loadu_ps(x + i);
-    m = _mm256_max_ps(m, v);
-    nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+STRATA_AVX2 double sum_squares256_d(const float* x, int64_t n) {
+  constexpr int kLanes = 256;
+  alignas(32) double acc[kLanes] = {};
+  for (int64_t i = 0; i < n; i += kLanes) {
+    for (int l = 0; l < kLanes; l += 4) {
+      const __m256d v = load4_pd(x + i + l, n - i - l);
+      _mm256_store_pd(acc + l, _mm256_add_pd(_mm256_load_pd(acc + l), _mm256_mul_pd(v, v)));
+    }
   }
-  if (i < n) {
-    const __m256 v = load_padded(x + i, static_cast<int>(n - i), -INFINITY);
-    m = _mm256_max_ps(m, v);
-    nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  for (int m = kLanes / 2; m >= 4; m /= 2) {
+    for (int l = 0; l < m; l += 4) {
+      _mm256_store_pd(acc + l, _mm256_add_pd(_mm256_load_pd(acc + l), _mm256_load_pd(acc + l + m)));
+    }
   }
-  return _mm256_movemask_ps(nan) != 0 ? NAN : tree_max8(m);
+  return (acc[0] + acc[2]) + (acc[1] + acc[3]);
 }
 
-STRATA_AVX2 float exp_shifted_sum(const float* x, float mx, float* out, int64_t n) {
-  const __m256 mv = _mm256_set1_ps(mx);
-  __m256 acc = _mm256_setzero_ps();
+STRATA_AVX2 void scale_mul_d(const float* x, double s, const float* w, float* out, int64_t n) {
+  const __m256d sv = _mm256_set1_pd(s);
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 e = exp_c8(_mm256_sub_ps(_mm256_loadu_ps(x + i), mv));
-    _mm256_storeu_ps(out + i, e);
-    acc = _mm256_add_ps(acc, e);
+  for (; i + 4 <= n; i += 4) {
+    __m256d y = _mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + i)), sv);
+    if (w != nullptr) y = _mm256_mul_pd(y, _mm256_cvtps_pd(_mm_loadu_ps(w + i)));
+    _mm_storeu_ps(out + i, _mm256_cvtpd_ps(y));
   }
-  if (i < n) {
-    const int rest = static_cast<int>(n - i);
-    const __m256 e = exp_c8(_mm256_sub_ps(load_padded(x + i, rest, 0.0f), mv));
-    alignas(32) float buf[8];
-    _mm256_store_ps(buf, e);
-    std::memcpy(out + i, buf, static_cast<size_t>(rest) * sizeof(float));
-    acc = _mm256_blendv_ps(acc, _mm256_add_ps(acc, e), _mm256_castsi256_ps(lane_mask(rest)));
+  for (; i < n; ++i) {
+    double y = static_cast<double>(x[i]) * s;
+    if (w != nullptr) y = y * static_cast<double>(w[i]);
+    out[i] = static_cast<float>(y);
   }
-  return tree_sum8(acc);
 }
 
-STRATA_AVX2 void scale(const float* x, float s, float* out, int64_t n) {
-  const __m256 sv = _mm256_set1_ps(s);
+STRATA_AVX2 void axpy_d(double p, const float* v, double* acc, int64_t n) {
+  const __m256d pv = _mm256_set1_pd(p);
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), sv));
-  for (; i < n; ++i) out[i] = x[i] * s;
-}
-
-STRATA_AVX2 void scale_mul(const float* x, float s, const float* w, float* out, int64_t n) {
-  const __m256 sv = _mm256_set1_ps(s);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), sv), _mm256_loadu_ps(w + i)));
+  for (; i + 4 <= n; i += 4) {
+    const __m256d t = _mm256_mul_pd(pv, _mm256_cvtps_pd(_mm_loadu_ps(v + i)));
+    _mm256_storeu_pd(acc + i, _mm256_add_pd(_mm256_loadu_pd(acc + i), t));
   }
-  for (; i < n; ++i) out[i] = (x[i] * s) * w[i];
+  for (; i < n; ++i) acc[i] = acc[i] + p * static_cast<double>(v[i]);
 }
 
-STRATA_AVX2 void axpy(float p, const float* v, float* acc, int64_t n) {
-  const __m256 pv = _mm256_set1_ps(p);
+STRATA_AVX2 void div_to_float(const double* acc, double s, float* out, int64_t n) {
+  const __m256d sv = _mm256_set1_pd(s);
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(pv, _mm256_loadu_ps(v + i), _mm256_loadu_ps(acc + i)));
-  for (; i < n; ++i) acc[i] = __builtin_fmaf(p, v[i], acc[i]);
+  for (; i + 4 <= n; i += 4) _mm_storeu_ps(out + i, _mm256_cvtpd_ps(_mm256_div_pd(_mm256_loadu_pd(acc + i), sv)));
+  for (; i < n; ++i) out[i] = static_cast<float>(acc[i] / s);
 }
 
 STRATA_AVX2 void f16_to_f32_row(const uint16_t* h, float* out, int64_t n) {

@@ -1,5 +1,6 @@
-// Row helpers of the dense ops, one code path for both ISA paths (8-lane accumulators and the fixed tree for
-// every sum, so the bits never depend on the CPU).
+// Row helpers of the dense ops, one code path for both ISA paths. Norms and attention compute in double and round
+// to float once (docs/CANONICAL_ARITHMETIC.md section 6); their sums use the 32-lane order of
+// strata/format/canonical_double.hpp, so the doubles equal the reference's and the GPU's.
 #pragma once
 
 #include <cstdint>
@@ -8,20 +9,16 @@
 
 namespace strata::cpu {
 
-// sum of x[i] * x[i]: lane i mod 8 accumulates fma(x_i, x_i, .), then the fixed tree.
-STRATA_AVX2 float sum_squares(const float* x, int64_t n);
-// dot of two float rows the same way.
-STRATA_AVX2 float dot_f32(const float* a, const float* b, int64_t n);
-// largest element (NaN if any is NaN).
-STRATA_AVX2 float max_row(const float* x, int64_t n);
-// out[i] = exp_c(x[i] - m); returns the sum of out (8 lanes, fixed tree).
-STRATA_AVX2 float exp_shifted_sum(const float* x, float m, float* out, int64_t n);
-// out[i] = x[i] * s.
-STRATA_AVX2 void scale(const float* x, float s, float* out, int64_t n);
-// out[i] = x[i] * s * w[i]  (RMS norm's last step, two roundings in that order).
-STRATA_AVX2 void scale_mul(const float* x, float s, const float* w, float* out, int64_t n);
-// acc[i] = fma(p, v[i], acc[i]).
-STRATA_AVX2 void axpy(float p, const float* v, float* acc, int64_t n);
+// sum of (double)a[i] * (double)b[i], in the 32-lane order (eight 4-lane double registers, then the tree).
+STRATA_AVX2 double dot32_d(const float* a, const float* b, int64_t n);
+// sum of (double)x[i]^2 in the 256-lane order (RMS_NORM).
+STRATA_AVX2 double sum_squares256_d(const float* x, int64_t n);
+// out[i] = (float)((x[i] * s) * w[i]) in double (w may be null: (float)(x[i] * s)).
+STRATA_AVX2 void scale_mul_d(const float* x, double s, const float* w, float* out, int64_t n);
+// acc[i] = acc[i] + p * v[i] in double (a product, then a sum: two roundings).
+STRATA_AVX2 void axpy_d(double p, const float* v, double* acc, int64_t n);
+// out[i] = (float)(acc[i] / s).
+STRATA_AVX2 void div_to_float(const double* acc, double s, float* out, int64_t n);
 // out[i] = f16 -> f32 of h[i]; out[i] = f32 -> f16 of x[i] (round to nearest even).
 STRATA_AVX2 void f16_to_f32_row(const uint16_t* h, float* out, int64_t n);
 STRATA_AVX2 void f32_to_f16_row(const float* x, uint16_t* out, int64_t n);

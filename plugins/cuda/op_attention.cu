@@ -1,15 +1,19 @@
 // ATTENTION: causal grouped-query attention of q (src0 [head_dim, n_head, n_tok]) over the k and v caches (src1,
 // src2: f16, q8_0 or f32 [head_dim * n_kv_head, n_ctx]) up to each token's position (src3, read on the device).
+// In double, rounded to float once (docs/CANONICAL_ARITHMETIC.md section 6): s_j = scale * (q . k_j) in the
+// 32-lane order (the reference's bits), e_j = exp(s_j - max s), out = (sum_j e_j v_j) / (sum_j e_j).
 // Split-K ("flash decoding"): the cache is cut into chunks of whole tiles, one block per (chunk, q heads sharing a
-// kv head, token) computes the chunk's running max, sum of exp and unnormalised weighted values of those heads (an
-// online softmax over tiles); a combine kernel merges the chunks per (head, token). The grid comes from the
-// cache's capacity (graphs replay one launch for every decode step): blocks past a token's position exit at once.
-// Precision: scores and the per-chunk weighted sums in float (errors near 1e-7 relative, the bound is NMSE 1e-10),
-// the sums of exp and the merge of the chunks in double.
+// kv head, token) keeps a running max, sum of exp and unnormalised weighted values of those heads (an online
+// softmax over tiles); a combine kernel merges the chunks per (head, token). The running max makes each weight
+// exp(s_j - m_c) * exp(m_c - M) instead of exp(s_j - M), and the sums group the positions by tile and chunk: both
+// move the double by about 1e-16 relative, which changes the float only next to a rounding boundary. The grid
+// comes from the cache's capacity (graphs replay one launch for every decode step): blocks past a token's
+// position exit at once.
 #include <string>
 
 #include "kv_convert.cuh"
 #include "ops.hpp"
+#include "strata/format/canonical_double.hpp"
 #include "strata/format/tensor_checks.hpp"
 #include "warp_reduce.cuh"
 
@@ -19,11 +23,10 @@ namespace {
 using format::GgmlType;
 
 constexpr int kThreads = 128;
-constexpr int kTile = 128;  // positions whose scores sit in shared memory at once
+constexpr int kTile = 32;  // positions whose keys and scores sit in shared memory at once
 constexpr int kMaxHeadDim = 256;
-constexpr int kDimPerLane = kMaxHeadDim / kWarp;
 constexpr int kMaxBlockDims = 8 * kThreads;  // heads * head_dim of one block: the outputs held in registers
-constexpr int kMaxBlockHeads = 32;           // bounds the tile of scores in shared memory (heads * kTile floats)
+constexpr int kMaxBlockHeads = 32;           // bounds the tile of scores in shared memory (heads * kTile doubles)
 constexpr int64_t kMaxChunks = 512;
 constexpr int64_t kMaxPartials = 4096;  // tokens * chunks: bounds the scratch at prefill
 constexpr int kQ8Bytes = 34;
@@ -50,18 +53,20 @@ struct AttnArgs {
   const char* v;
   uint64_t k_stride, v_stride;
   const int32_t* pos;
-  float* part_out;  // [n_tok][n_head][n_chunks][head_dim] unnormalised weighted values
-  double* part_ml;  // [n_tok][n_head][n_chunks][2] max score, sum of exp(score - max)
+  double* part_out;  // [n_tok][n_head][n_chunks][head_dim] unnormalised weighted values
+  double* part_ml;   // [n_tok][n_head][n_chunks][2] max score, sum of exp(score - max)
   char* dst;
   uint64_t d_stride;
   int head_dim, n_head, group, heads, n_ctx, n_chunks, chunk;  // heads: q heads per block, dividing group
-  float scale;
+  double scale;
 };
 
-// Shared memory of attention_chunks: per head l (double), m, alpha; q of the block's heads; a tile of scores.
+// Shared memory of attention_chunks, in this order: per head m, l, alpha (double); the tile's scores [G][kTile]
+// (double); q of the block's heads [G][D] and the tile's keys [kTile][D + 1] (float; the padding puts the rows
+// that neighbouring threads read in different banks).
 size_t chunk_smem(int heads, int head_dim) {
-  const auto h = static_cast<size_t>(heads);
-  return sizeof(double) * h + sizeof(float) * (2 * h + h * static_cast<size_t>(head_dim) + h * kTile);
+  const auto h = static_cast<size_t>(heads), d = static_cast<size_t>(head_dim);
+  return sizeof(double) * (3 * h + h * kTile) + sizeof(float) * (h * d + kTile * (d + 1));
 }
 
 // The most q heads of a kv head's group one block can hold (a divisor of the group): heads * head_dim outputs
@@ -79,11 +84,12 @@ template <Cache kCache, int kPer>
 __global__ void __launch_bounds__(kThreads, 1) attention_chunks(AttnArgs a) {
   extern __shared__ double smem[];
   const int G = a.heads, D = a.head_dim;
-  double* l_run = smem;
-  auto* m_run = reinterpret_cast<float*>(smem + G);
-  float* alpha = m_run + G;
-  float* qs = alpha + G;   // [G][D]
-  float* sc = qs + G * D;  // [G][kTile]
+  double* m_run = smem;
+  double* l_run = m_run + G;
+  double* alpha = l_run + G;
+  double* sc = alpha + G;                             // [G][kTile]
+  auto* qs = reinterpret_cast<float*>(sc + G * kTile);  // [G][D]
+  float* ks = qs + G * D;                             // [kTile][D + 1]
   const int t = static_cast<int>(blockIdx.z), c = static_cast<int>(blockIdx.x);
   const int h0 = static_cast<int>(blockIdx.y) * G;  // the block's first q head
   const int kvh = h0 / a.group;
@@ -95,6 +101,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_chunks(AttnArgs a) {
   const int tid = static_cast<int>(threadIdx.x), lane = tid % kWarp, warp = tid / kWarp;
   constexpr int n_warps = kThreads / kWarp;
   const int64_t koff = static_cast<int64_t>(kvh) * D;  // this kv head's values within a cache column
+  const int krow = D + 1;
 
   for (int i = tid; i < G * D; i += kThreads) {
     const int g = i / D, d = i % D;
@@ -106,59 +113,49 @@ __global__ void __launch_bounds__(kThreads, 1) attention_chunks(AttnArgs a) {
     l_run[g] = 0.0;
     m_run[g] = -INFINITY;
   }
-  // The outputs this thread owns: score row and value index of each.
-  float acc[kPer];
-  int s_row[kPer], v_idx[kPer];
+  // The outputs this thread owns: head and value index of each.
+  double acc[kPer];
+  int o_head[kPer], v_idx[kPer];
 #pragma unroll
   for (int k = 0; k < kPer; ++k) {
     const int o = tid + k * kThreads;
-    acc[k] = 0.0f;
-    s_row[k] = o < G * D ? (o / D) * kTile : -1;
+    acc[k] = 0.0;
+    o_head[k] = o < G * D ? o / D : -1;
     v_idx[k] = o < G * D ? o % D : 0;
   }
-  __syncthreads();
 
   for (int tile = begin; tile < end; tile += kTile) {
     const int n = min(kTile, end - tile);
-    // Scores: a warp per position, lanes across head_dim, one warp sum per q head of the group.
-    for (int jj = warp; jj < n; jj += n_warps) {
-      const char* kcol = a.k + static_cast<uint64_t>(tile + jj) * a.k_stride;
-      float kr[kDimPerLane];
-#pragma unroll
-      for (int i = 0; i < kDimPerLane; ++i) {
-        const int d = lane + i * kWarp;
-        kr[i] = d < D ? cache_value<kCache>(kcol, koff + d) : 0.0f;
-      }
-      for (int g = 0; g < G; ++g) {
-        float s = 0.0f;
-#pragma unroll
-        for (int i = 0; i < kDimPerLane; ++i) {
-          const int d = lane + i * kWarp;
-          if (d < D) s = __fmaf_rn(qs[g * D + d], kr[i], s);
-        }
-        s = warp_sum(s);
-        if (lane == 0) sc[g * kTile + jj] = s * a.scale;
-      }
+    __syncthreads();  // q is in place; the previous tile's keys and scores are used up
+    for (int i = tid; i < n * D; i += kThreads) {
+      const int jj = i / D, d = i % D;
+      ks[jj * krow + d] = cache_value<kCache>(a.k + static_cast<uint64_t>(tile + jj) * a.k_stride, koff + d);
+    }
+    __syncthreads();
+    // Scores: a thread per (head, position), the 32-lane order evaluated serially (dot32_serial_d).
+    for (int i = tid; i < G * kTile; i += kThreads) {
+      const int g = i / kTile, jj = i % kTile;
+      if (jj < n) sc[i] = a.scale * format::dot32_serial_d(qs + g * D, ks + jj * krow, D);
     }
     __syncthreads();
     // Online softmax: a warp per q head updates its running max and sum and turns scores into weights.
     for (int g = warp; g < G; g += n_warps) {
-      float mx = -INFINITY;
-      for (int jj = lane; jj < n; jj += kWarp) mx = fmaxf(mx, sc[g * kTile + jj]);
+      double mx = -INFINITY;
+      for (int jj = lane; jj < n; jj += kWarp) mx = fmax(mx, sc[g * kTile + jj]);
       mx = warp_max(mx);
-      const float m_old = m_run[g];
-      const float m_new = fmaxf(m_old, mx);
+      const double m_old = m_run[g];
+      const double m_new = fmax(m_old, mx);
       double sum = 0.0;
       for (int jj = lane; jj < n; jj += kWarp) {
-        const float e = expf(sc[g * kTile + jj] - m_new);
+        const double e = exp(sc[g * kTile + jj] - m_new);
         sc[g * kTile + jj] = e;
-        sum += static_cast<double>(e);
+        sum = sum + e;
       }
       sum = warp_sum(sum);
       if (lane == 0) {
-        const float al = m_old == -INFINITY ? 0.0f : expf(m_old - m_new);
+        const double al = m_old == -INFINITY ? 0.0 : exp(m_old - m_new);
         alpha[g] = al;
-        l_run[g] = l_run[g] * static_cast<double>(al) + sum;
+        l_run[g] = l_run[g] * al + sum;
         m_run[g] = m_new;
       }
     }
@@ -166,28 +163,29 @@ __global__ void __launch_bounds__(kThreads, 1) attention_chunks(AttnArgs a) {
     // Weighted values: each thread its (head, dim) outputs, over the tile's positions.
 #pragma unroll
     for (int k = 0; k < kPer; ++k) {
-      if (s_row[k] >= 0) acc[k] = acc[k] * alpha[s_row[k] / kTile];
+      if (o_head[k] >= 0) acc[k] = acc[k] * alpha[o_head[k]];
     }
     for (int jj = 0; jj < n; ++jj) {
       const char* vcol = a.v + static_cast<uint64_t>(tile + jj) * a.v_stride;
 #pragma unroll
       for (int k = 0; k < kPer; ++k) {
-        if (s_row[k] >= 0) acc[k] = __fmaf_rn(sc[s_row[k] + jj], cache_value<kCache>(vcol, koff + v_idx[k]), acc[k]);
+        if (o_head[k] >= 0) {
+          const double w = sc[o_head[k] * kTile + jj];
+          acc[k] = acc[k] + w * static_cast<double>(cache_value<kCache>(vcol, koff + v_idx[k]));
+        }
       }
     }
-    __syncthreads();  // the next tile rewrites sc
   }
 
   const int64_t chunk_row = (static_cast<int64_t>(t) * a.n_head + h0) * a.n_chunks + c;
 #pragma unroll
   for (int k = 0; k < kPer; ++k) {
-    if (s_row[k] < 0) continue;
-    const int g = s_row[k] / kTile;
-    a.part_out[(chunk_row + static_cast<int64_t>(g) * a.n_chunks) * D + v_idx[k]] = acc[k];
+    if (o_head[k] < 0) continue;
+    a.part_out[(chunk_row + static_cast<int64_t>(o_head[k]) * a.n_chunks) * D + v_idx[k]] = acc[k];
   }
   for (int g = tid; g < G; g += kThreads) {
     double* ml = a.part_ml + 2 * (chunk_row + static_cast<int64_t>(g) * a.n_chunks);
-    ml[0] = static_cast<double>(m_run[g]);
+    ml[0] = m_run[g];
     ml[1] = l_run[g];
   }
 }
@@ -214,12 +212,12 @@ __global__ void __launch_bounds__(kThreads) attention_combine(AttnArgs a) {
   for (int c = tid; c < used; c += kThreads) {
     const double w = exp(a.part_ml[2 * (row + c)] - m);
     weight[c] = w;
-    total += w * a.part_ml[2 * (row + c) + 1];
+    total = total + w * a.part_ml[2 * (row + c) + 1];
   }
   total = block_sum(total, partial);  // its barriers also publish weight[]
   for (int d = tid; d < a.head_dim; d += kThreads) {
     double acc = 0.0;
-    for (int c = 0; c < used; ++c) acc += weight[c] * static_cast<double>(a.part_out[(row + c) * a.head_dim + d]);
+    for (int c = 0; c < used; ++c) acc = acc + weight[c] * a.part_out[(row + c) * a.head_dim + d];
     out[d] = static_cast<float>(acc / total);
   }
 }
@@ -287,16 +285,16 @@ void run_attention(Context& ctx, const strata_op& op) {
   const strata_tensor &q = op.src[0], &k = op.src[1], &v = op.src[2], &pos = op.src[3], &d = op.dst;
   const int64_t head_dim = q.ne[0], n_head = op.i[0], n_kv_head = op.i[1], n_tok = q.ne[2], n_ctx = k.ne[1];
   const int64_t group = n_head / n_kv_head, heads = heads_per_block(group, head_dim);
-  // Chunks of at least two tiles; at most kMaxChunks per token and kMaxPartials over all tokens.
+  // Chunks of whole tiles; at most kMaxChunks per token and kMaxPartials over all tokens.
   int64_t max_chunks = kMaxPartials / n_tok;
   max_chunks = max_chunks < 1 ? 1 : max_chunks > kMaxChunks ? kMaxChunks : max_chunks;
   int64_t chunk = (n_ctx + max_chunks - 1) / max_chunks;
   chunk = (chunk + kTile - 1) / kTile * kTile;
-  if (chunk < 2 * kTile) chunk = 2 * kTile;
+  if (chunk < kTile) chunk = kTile;
   const int64_t n_chunks = (n_ctx + chunk - 1) / chunk;
 
   const uint64_t partials = static_cast<uint64_t>(n_tok * n_head * n_chunks);
-  const uint64_t out_bytes = (partials * static_cast<uint64_t>(head_dim) * sizeof(float) + 255) / 256 * 256;
+  const uint64_t out_bytes = (partials * static_cast<uint64_t>(head_dim) * sizeof(double) + 255) / 256 * 256;
   auto* scratch = static_cast<char*>(ctx.scratch(ScratchSlot::AttnPartial, out_bytes + partials * 2 * sizeof(double)));
 
   AttnArgs a{static_cast<const char*>(q.data),
@@ -307,7 +305,7 @@ void run_attention(Context& ctx, const strata_op& op) {
              k.nb[1],
              v.nb[1],
              static_cast<const int32_t*>(pos.data),
-             reinterpret_cast<float*>(scratch),
+             reinterpret_cast<double*>(scratch),
              reinterpret_cast<double*>(scratch + out_bytes),
              static_cast<char*>(d.data),
              d.nb[1],
@@ -318,7 +316,7 @@ void run_attention(Context& ctx, const strata_op& op) {
              static_cast<int>(n_ctx),
              static_cast<int>(n_chunks),
              static_cast<int>(chunk),
-             op.f[0]};
+             static_cast<double>(op.f[0])};
   const int per = static_cast<int>((heads * head_dim + kThreads - 1) / kThreads);
   const dim3 grid(static_cast<unsigned>(n_chunks), static_cast<unsigned>(n_head / heads), static_cast<unsigned>(n_tok));
   const size_t smem = chunk_smem(static_cast<int>(heads), static_cast<int>(head_dim));

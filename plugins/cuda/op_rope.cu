@@ -1,10 +1,12 @@
-// ROPE: rotates the pairs of each head of q or k by the angle of the token's position, in double as the
-// reference: theta = pos * freq_scale * freq_base^(-2p / n_rot); (a, b) -> (a cos - b sin, a sin + b cos),
-// rounded to float. Mode 0 pairs (2p, 2p + 1), mode 2 (neox) pairs (p, p + n_rot / 2); values from n_rot on are
-// copied. One block per (head, token); positions are read on the device.
+// ROPE: rotates the pairs of each head of q or k by the angle of the token's position, in double and rounded to
+// float once, the same bits as the reference (docs/CANONICAL_ARITHMETIC.md section 6): inv_freq_p from the host's
+// libm (rope_inv_freq, passed in the kernel's arguments), theta = (pos * freq_scale) * inv_freq_p, sincos_d,
+// (a, b) -> (a cos - b sin, a sin + b cos). Mode 0 pairs (2p, 2p + 1), mode 2 (neox) pairs (p, p + n_rot / 2);
+// values from n_rot on are copied. One block per (head, token); positions are read on the device.
 #include <string>
 
 #include "ops.hpp"
+#include "strata/format/canonical_double.hpp"
 #include "strata/format/tensor_checks.hpp"
 
 namespace strata::gpu {
@@ -14,7 +16,7 @@ using format::GgmlType;
 
 constexpr int kBlock = 64;
 constexpr int kModeAdjacent = 0, kModeNeox = 2;
-constexpr double kPi = 3.141592653589793238462643383279502884;
+constexpr int kMaxPairs = 128;  // n_rot <= 256: the table of inverse frequencies travels in the arguments (1 KiB)
 
 struct RopeArgs {
   const char* x;
@@ -24,7 +26,8 @@ struct RopeArgs {
   int64_t head_dim;
   int n_rot;
   bool neox;
-  double base, scale;
+  double scale;
+  double inv_freq[kMaxPairs];
 };
 
 __global__ void rope_heads(RopeArgs a) {
@@ -35,11 +38,8 @@ __global__ void rope_heads(RopeArgs a) {
   const double p = static_cast<double>(a.pos[t]);
   const int half = a.n_rot / 2;
   for (int k = static_cast<int>(threadIdx.x); k < half; k += kBlock) {
-    const double theta = p * a.scale * pow(a.base, -2.0 * k / a.n_rot);
-    // sincospi reduces its argument exactly without sincos's slow path for huge angles (which needs local
-    // memory); theta / pi costs one rounding, about 1e-16 relative, far below the comparison's bound.
     double s, c;
-    sincospi(theta / kPi, &s, &c);
+    format::sincos_d(p * a.scale * a.inv_freq[k], &s, &c);
     const int ia = a.neox ? k : 2 * k;
     const int ib = a.neox ? k + half : 2 * k + 1;
     const double va = static_cast<double>(x[ia]);
@@ -70,23 +70,25 @@ Check check_rope(const strata_op& op) {
   if (n_rot <= 0 || n_rot % 2 != 0 || n_rot > x.ne[0]) {
     return "i[1] (n_rot) " + std::to_string(n_rot) + " must be even and within head_dim " + std::to_string(x.ne[0]);
   }
+  if (n_rot > 2 * kMaxPairs) return "i[1] (n_rot) " + std::to_string(n_rot) + " is above " + std::to_string(2 * kMaxPairs);
   return std::nullopt;
 }
 
 void run_rope(Context& ctx, const strata_op& op) {
   const strata_tensor &x = op.src[0], &pos = op.src[1], &d = op.dst;
-  RopeArgs a{static_cast<const char*>(x.data),
-             static_cast<char*>(d.data),
-             static_cast<const int32_t*>(pos.data),
-             x.nb[1],
-             x.nb[2],
-             d.nb[1],
-             d.nb[2],
-             x.ne[0],
-             op.i[1],
-             op.i[0] == kModeNeox,
-             static_cast<double>(op.f[0]),
-             static_cast<double>(op.f[1])};
+  RopeArgs a{};
+  a.x = static_cast<const char*>(x.data);
+  a.dst = static_cast<char*>(d.data);
+  a.pos = static_cast<const int32_t*>(pos.data);
+  a.x_head = x.nb[1];
+  a.x_tok = x.nb[2];
+  a.d_head = d.nb[1];
+  a.d_tok = d.nb[2];
+  a.head_dim = x.ne[0];
+  a.n_rot = op.i[1];
+  a.neox = op.i[0] == kModeNeox;
+  a.scale = static_cast<double>(op.f[1]);
+  for (int k = 0; k < a.n_rot / 2; ++k) a.inv_freq[k] = format::rope_inv_freq(static_cast<double>(op.f[0]), k, a.n_rot);
   const dim3 grid(static_cast<unsigned>(x.ne[1]), static_cast<unsigned>(x.ne[2]));
   rope_heads<<<grid, kBlock, 0, ctx.stream()>>>(a);
   check_launch("ROPE");

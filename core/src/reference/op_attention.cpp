@@ -2,9 +2,10 @@
 // n_tok] over the caches src1 (keys) and src2 (values), each [head_dim * n_kv_head, n_ctx] of F16, Q8_0 or F32,
 // at the positions src3 i32 [n_tok]. i[0] n_head, i[1] n_kv_head (dividing n_head); f[0] the score scale.
 // Query head h reads kv head h / (n_head / n_kv_head) (grouped-query attention). For token t at position P,
-// over cache columns j = 0..P (decoded by dequantize_row):
-//   s_j = scale * sum_d q[d] k_j[d]; w_j = exp(s_j - max s) / sum_j' exp(s_j' - max s); out[d] = sum_j w_j v_j[d]
-// all in double, out rounded to float. Head h fills dst[h * head_dim, (h + 1) * head_dim) of column t.
+// over cache columns j = 0..P (decoded by dequantize_row), in double (docs/CANONICAL_ARITHMETIC.md section 6):
+//   s_j = scale * (sum_d q[d] k_j[d], the 32-lane order); M = max_j s_j; e_j = exp(s_j - M);
+//   out[d] = (float)((sum_j e_j v_j[d]) / (sum_j e_j)), both sums over ascending j (here; other devices may
+//   group the positions differently). Head h fills dst[h * head_dim, (h + 1) * head_dim) of column t.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -13,6 +14,7 @@
 #include "ops.hpp"
 #include "rows.hpp"
 #include "strata/error.hpp"
+#include "strata/format/canonical_double.hpp"
 #include "strata/op_tensor.hpp"
 
 namespace strata::reference {
@@ -64,23 +66,17 @@ void attention(const strata_op& op) {
       const std::vector<float> qh = read_row(q, h, t);
       const size_t off = static_cast<size_t>((h / group) * head_dim);
       std::vector<double> s(static_cast<size_t>(p) + 1);
-      for (size_t j = 0; j < s.size(); ++j) {
-        double dot = 0.0;
-        for (size_t d = 0; d < static_cast<size_t>(head_dim); ++d) {
-          dot += static_cast<double>(qh[d]) * static_cast<double>(keys[j][off + d]);
-        }
-        s[j] = scale * dot;
-      }
+      for (size_t j = 0; j < s.size(); ++j) s[j] = scale * format::dot32_d(qh.data(), keys[j].data() + off, head_dim);
       const double max_s = *std::max_element(s.begin(), s.end());
       double total = 0.0;
       for (double& v : s) {
         v = std::exp(v - max_s);
-        total += v;
+        total = total + v;
       }
       for (size_t d = 0; d < static_cast<size_t>(head_dim); ++d) {
         double acc = 0.0;
-        for (size_t j = 0; j < s.size(); ++j) acc += s[j] / total * static_cast<double>(values[j][off + d]);
-        out[static_cast<size_t>(h * head_dim) + d] = static_cast<float>(acc);
+        for (size_t j = 0; j < s.size(); ++j) acc = acc + s[j] * static_cast<double>(values[j][off + d]);
+        out[static_cast<size_t>(h * head_dim) + d] = static_cast<float>(acc / total);
       }
     }
     write_row(dst, out.data(), t);

@@ -1,9 +1,11 @@
 // RMS_NORM: dst f32 = src0 f32 (rows of n = ne[0], over ne[1..3]) normalised, times the weight src1 f32 [n]
-// (absent when src1.data is NULL). f[0] is eps. Per row:
-//   s = sum of x_i^2 (double, ascending i); scale = (float)(1 / sqrt(s / n + eps));
-//   dst_i = (x_i * scale) * w_i (float products, rounded each).
+// (absent when src1.data is NULL). f[0] is eps. Per row, in double (docs/CANONICAL_ARITHMETIC.md section 6):
+//   s = sum of x_i^2 in the 256-lane order; scale = 1 / sqrt(s / n + eps);
+//   dst_i = (float)((x_i * scale) * w_i), the one rounding to float.
 #include <cmath>
 #include <vector>
+
+#include "strata/format/canonical_double.hpp"
 
 #include "ops.hpp"
 #include "rows.hpp"
@@ -32,13 +34,12 @@ void rms_norm(const strata_op& op) {
     for (int64_t i2 = 0; i2 < x.ne[2]; ++i2) {
       for (int64_t i1 = 0; i1 < x.ne[1]; ++i1) {
         std::vector<float> row = read_row(x, i1, i2, i3);
-        double sum = 0.0;
-        for (float v : row) sum += static_cast<double>(v) * static_cast<double>(v);
-        const auto scale = static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(n) + eps));
+        const double sum = format::dot_lanes_d<format::kNormLanes>(row.data(), row.data(), n);
+        const double scale = 1.0 / std::sqrt(sum / static_cast<double>(n) + eps);
         for (int64_t i = 0; i < n; ++i) {
-          float y = row[static_cast<size_t>(i)] * scale;
-          if (!weight.empty()) y = y * weight[static_cast<size_t>(i)];
-          row[static_cast<size_t>(i)] = y;
+          double y = static_cast<double>(row[static_cast<size_t>(i)]) * scale;
+          if (!weight.empty()) y = y * static_cast<double>(weight[static_cast<size_t>(i)]);
+          row[static_cast<size_t>(i)] = static_cast<float>(y);
         }
         write_row(dst, row.data(), i1, i2, i3);
       }

@@ -1,9 +1,10 @@
 // ROPE: dst f32 [head_dim, n_head, n_tok] = src0 f32 of that shape rotated at the positions src1 i32 [n_tok].
 // i[0] mode: 0 rotates adjacent pairs (2p, 2p+1) (llama), 2 rotates the halves' pairs (p, p + n_rot/2) (neox,
 // qwen3moe); i[1] n_rot (even, at most head_dim); f[0] freq_base; f[1] freq_scale. For pair p < n_rot/2 of a
-// token at position pos:
-//   theta = pos * freq_scale * freq_base^(-2p / n_rot)               (double)
-//   (a, b) -> (a cos theta - b sin theta, a sin theta + b cos theta)   (double, rounded to float)
+// token at position pos (docs/CANONICAL_ARITHMETIC.md section 6):
+//   inv_freq_p = pow(freq_base, -2p / n_rot)    (double, the host's libm: every plugin computes it on the host)
+//   theta = (pos * freq_scale) * inv_freq_p      (double; pos * freq_scale is exact)
+//   (a, b) -> (a cos theta - b sin theta, a sin theta + b cos theta)   (double, sincos_d, rounded to float)
 // Values at n_rot and beyond are copied unchanged.
 #include <cmath>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "ops.hpp"
 #include "rows.hpp"
+#include "strata/format/canonical_double.hpp"
 
 namespace strata::reference {
 
@@ -39,13 +41,15 @@ void rope(const strata_op& op) {
     for (int64_t h = 0; h < x.ne[1]; ++h) {
       std::vector<float> row = read_row(x, h, t);
       for (int k = 0; k < half; ++k) {
-        const double theta = p * scale * std::pow(base, -2.0 * k / n_rot);
+        const double theta = p * scale * format::rope_inv_freq(base, k, n_rot);
+        double sin_t = 0.0, cos_t = 0.0;
+        format::sincos_d(theta, &sin_t, &cos_t);
         const size_t ia = mode == 0 ? static_cast<size_t>(2 * k) : static_cast<size_t>(k);
         const size_t ib = mode == 0 ? static_cast<size_t>(2 * k + 1) : static_cast<size_t>(k + half);
         const double a = static_cast<double>(row[ia]);
         const double b = static_cast<double>(row[ib]);
-        row[ia] = static_cast<float>(a * std::cos(theta) - b * std::sin(theta));
-        row[ib] = static_cast<float>(a * std::sin(theta) + b * std::cos(theta));
+        row[ia] = static_cast<float>(a * cos_t - b * sin_t);
+        row[ib] = static_cast<float>(a * sin_t + b * cos_t);
       }
       write_row(dst, row.data(), h, t);
     }
