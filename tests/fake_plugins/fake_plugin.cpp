@@ -60,7 +60,9 @@ struct FakeContext {
 }
 
 [[maybe_unused]] const strata_backend_v1 kBackend = {
-    {sizeof(strata_backend_v1), STRATA_BACKEND_MINOR}, device_count, device_info, supports_op, compute};
+    {sizeof(strata_backend_v1), STRATA_BACKEND_MINOR}, device_count, device_info, supports_op, compute,
+    // Host memory: no device buffers (backend 1.1).
+    nullptr, nullptr, nullptr, nullptr};
 
 [[maybe_unused]] const void* get_interface(void* ctx, const char* family, uint32_t version) {
   (void)ctx;
