@@ -7,6 +7,7 @@
 
 #include "act_quant.cuh"
 #include "matvec.cuh"
+#include "mul_mat_tiled.cuh"
 #include "ops.hpp"
 #include "strata/format/tensor_checks.hpp"
 
@@ -92,6 +93,7 @@ Check check_mul_mat(const strata_op& op) {
 }
 
 void run_mul_mat(Context& ctx, const strata_op& op) {
+  if (run_mul_mat_tiled(ctx, op)) return;
   const strata_tensor &w = op.src[0], &x = op.src[1], &d = op.dst;
   const int64_t n_in = w.ne[0], n_tok = x.ne[1];
   const int rows = static_cast<int>(w.ne[1]);

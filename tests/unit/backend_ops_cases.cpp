@@ -610,6 +610,10 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
   c.push_back(std::make_shared<MulMatCase>(GgmlType::Q8_0, 4096, 61, 17));
   c.push_back(std::make_shared<MulMatCase>(GgmlType::Q4_K, 8192, 45, 11));
   c.push_back(std::make_shared<MulMatCase>(GgmlType::F16, 4096, 29, 3));
+  // Prefill windows: the GPU's tiled products (64 rows x 32 tokens), with partial row and token tiles.
+  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
+    for (int64_t n_tok : {33, 130}) c.push_back(std::make_shared<MulMatCase>(t, 1024, 70, n_tok));
+  }
   // Expert types of the placement-invariance issue, a q4_k_m-style mix, and float experts.
   const std::pair<GgmlType, GgmlType> moe_types[] = {
       {GgmlType::Q4_K, GgmlType::Q4_K},     {GgmlType::Q5_K, GgmlType::Q5_K},   {GgmlType::Q6_K, GgmlType::Q6_K},
@@ -624,6 +628,11 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
   // Decode, a verify window, and a prefill chunk where experts share tokens (the GPU groups pairs by expert).
   for (int64_t n_tok : {1, 6, 40}) {
     c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 512, 256, n_tok, 4));
+  }
+  // Prefill windows with many pairs per expert: the GPU's tiled experts (tiles of up to 32 pairs).
+  for (int64_t n_tok : {33, 130}) {
+    c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 512, 256, n_tok, 4));
+    c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q4_K, 512, 96, n_tok, 4));
   }
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q8_0, GgmlType::Q8_0, 256, 96, 3, 2));
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::F16, GgmlType::F32, 256, 64, 2, 3));

@@ -1,0 +1,163 @@
+// Many-token products of quantized weights (MUL_MAT and expert matrices with more than a few tokens) as tiles:
+// a block computes kTileRows weight rows x kTileCols activation columns with int8 tensor-core MMAs for the exact
+// integer sums S_k, and the float steps of docs/CANONICAL_ARITHMETIC.md section 2 per (row, column, span) in the
+// canonical order. The bits are those of the warp-per-row kernels (matvec.cuh): only where the integers come from
+// differs.
+//
+// The block's eight warps are the eight accumulators: warp r takes the spans j = r, r + 8, ... in ascending order,
+// so its accumulator of a (row, column) is exactly A_r of the canonical dot; the fixed tree
+// ((A0+A1)+(A2+A3))+((A4+A5)+(A6+A7)) then runs across warps through shared memory. Spans come in chunks of eight
+// (one per warp): the block decodes the chunk's weight spans once into shared records (g words, c_k, b_k) and
+// loads the columns' Q8_1 blocks into records (q words, da, the sums Q_k), and every warp reads its span's records
+// as MMA fragments.
+//
+// The arithmetic per lane (records, fragments, the span's float steps) is __host__ __device__ so that
+// tests/cuda_host emulates a block against format::canonical_dot; only the MMA itself is device code.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "canonical_math.cuh"
+#include "matvec.cuh"
+#include "quant_decode.cuh"
+
+namespace strata::gpu {
+
+constexpr int kTileWarps = kAccumulators;   // warp r = accumulator r
+constexpr int kTileM = 4;                   // 16-row MMA tiles per block
+constexpr int kTileN = 4;                   // 8-column MMA tiles per block
+constexpr int kTileRows = 16 * kTileM;
+constexpr int kTileCols = 8 * kTileN;
+constexpr int kTileThreads = 32 * kTileWarps;  // the MMA fragments are defined for 32-lane warps
+constexpr int kRecordWords = 12;            // 8 value words + 4 scalars; 12 keeps the fragment reads conflict-free
+
+__host__ __device__ inline uint32_t float_bits(float f) {
+#ifdef STRATA_DEVICE_PASS
+  return __float_as_uint(f);
+#else
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+#endif
+}
+
+// ---- records ---------------------------------------------------------------------------------------------------
+
+// Weight record of (row, span j): words 0..7 the span's g, 8..9 c_0 c_1, 10..11 b_0 b_1 (float bits).
+template <class Dec>
+__host__ __device__ inline void make_weight_record(const uint8_t* row, int j, uint32_t* rec) {
+  Span sp;
+  decode_row_span<Dec>(row, j, sp);
+#pragma unroll
+  for (int m = 0; m < 8; ++m) rec[m] = sp.g[m];
+  rec[8] = float_bits(sp.c[0]);
+  rec[9] = float_bits(Dec::kSub == 16 ? sp.c[1] : 0.0f);
+  rec[10] = float_bits(Dec::kOffset ? sp.b[0] : 0.0f);
+  rec[11] = float_bits(Dec::kOffset && Dec::kSub == 16 ? sp.b[1] : 0.0f);
+}
+
+// Activation record of (column, span j) from the column's Q8_1 row: words 0..7 the values, 8 da, 9..10 the sums
+// Q_k of the sub-blocks (one sub-block of 32 or two of 16, as the weight type cuts the span) as floats.
+template <class Dec>
+__host__ __device__ inline void make_act_record(const unsigned char* act_row, int j, uint32_t* rec) {
+  uint32_t q[8];
+  float da;
+  load_q8_1(act_row, j, q, da);
+#pragma unroll
+  for (int m = 0; m < 8; ++m) rec[m] = q[m];
+  rec[8] = float_bits(da);
+  int q0 = 0, q1 = 0;
+  if constexpr (Dec::kOffset) {
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+      q0 = dot4(0x01010101u, q[m], q0);
+      q1 = dot4(0x01010101u, q[m + 4], q1);
+    }
+    if constexpr (Dec::kSub == 32) {
+      q0 += q1;
+      q1 = 0;
+    }
+  }
+  rec[9] = float_bits(static_cast<float>(q0));
+  rec[10] = float_bits(static_cast<float>(q1));
+  rec[11] = 0;
+}
+
+// ---- fragments (PTX mma.m16n8k32 / m16n8k16 with s8 inputs; lane = 4 * group + tig) --------------------------
+
+// A (16 rows x 32 values): a[0] row `group` values 4tig..4tig+3, a[1] row group + 8 the same values, a[2] and a[3]
+// values 16 + 4tig.. of those rows. With the span's g words (word m = values 4m..4m+3) that is words tig and
+// tig + 4. For k16 the first sub-block is (a[0], a[1]), the second (a[2], a[3]).
+__host__ __device__ inline void load_frag_a(const uint32_t* recs, int row0, int lane, uint32_t (&a)[4]) {
+  const int group = lane / 4, tig = lane % 4;
+  const uint32_t* r0 = recs + (row0 + group) * kRecordWords;
+  const uint32_t* r1 = recs + (row0 + group + 8) * kRecordWords;
+  a[0] = r0[tig];
+  a[1] = r1[tig];
+  a[2] = r0[tig + 4];
+  a[3] = r1[tig + 4];
+}
+
+// B (32 values x 8 columns): b[0] column `group` values 4tig..4tig+3, b[1] values 16 + 4tig... For k16 the first
+// sub-block is b[0], the second b[1].
+__host__ __device__ inline void load_frag_b(const uint32_t* recs, int col0, int lane, uint32_t (&b)[2]) {
+  const int group = lane / 4, tig = lane % 4;
+  const uint32_t* r = recs + (col0 + group) * kRecordWords;
+  b[0] = r[tig];
+  b[1] = r[tig + 4];
+}
+
+// Element i (0..3) of the C fragment: row group (+8 for i >= 2), column 2tig + (i & 1).
+__host__ __device__ inline int frag_c_row(int lane, int i) { return lane / 4 + (i >= 2 ? 8 : 0); }
+__host__ __device__ inline int frag_c_col(int lane, int i) { return 2 * (lane % 4) + (i & 1); }
+
+// ---- the span's float steps --------------------------------------------------------------------------------------
+
+// The float scalars of a weight record (c_k, b_k) and of an activation record (da, Q_k).
+struct RowScales {
+  float c0, c1, b0, b1;
+};
+struct ColScales {
+  float da, q0, q1;
+};
+__host__ __device__ inline RowScales row_scales(const uint32_t* rec) {
+  return {float_from_bits(rec[8]), float_from_bits(rec[9]), float_from_bits(rec[10]), float_from_bits(rec[11])};
+}
+__host__ __device__ inline ColScales col_scales(const uint32_t* rec) {
+  return {float_from_bits(rec[8]), float_from_bits(rec[9]), float_from_bits(rec[10])};
+}
+
+// Section 2 for one (row, column, span): the sums S_0 (and S_1) from the MMAs, then span_partial's float steps.
+template <class Dec>
+__host__ __device__ inline float tile_partial(const RowScales& w, const ColScales& a, int s0, int s1) {
+  float t = w.c0 * static_cast<float>(s0);
+  if constexpr (Dec::kSub == 16) t = fma_c(w.c1, static_cast<float>(s1), t);
+  if constexpr (Dec::kOffset) {
+    t = fma_c(w.b0, a.q0, t);
+    if constexpr (Dec::kSub == 16) t = fma_c(w.b1, a.q1, t);
+  }
+  return t * a.da;
+}
+
+// The weight types with a tiled kernel: f(Decoder{}) and true, or false.
+template <class F>
+bool with_tiled_decoder(uint32_t type, F&& f) {
+  switch (static_cast<GgmlType>(type)) {
+    case GgmlType::Q4_0: f(DecodeQ4_0{}); return true;
+    case GgmlType::Q4_1: f(DecodeQ4_1{}); return true;
+    case GgmlType::Q5_0: f(DecodeQ5_0{}); return true;
+    case GgmlType::Q5_1: f(DecodeQ5_1{}); return true;
+    case GgmlType::Q8_0: f(DecodeQ8_0{}); return true;
+    case GgmlType::Q2_K: f(DecodeQ2_K{}); return true;
+    case GgmlType::Q3_K: f(DecodeQ3_K{}); return true;
+    case GgmlType::Q4_K: f(DecodeQ4_K{}); return true;
+    case GgmlType::Q5_K: f(DecodeQ5_K{}); return true;
+    case GgmlType::Q6_K: f(DecodeQ6_K{}); return true;
+    case GgmlType::IQ4_NL: f(DecodeIQ4_NL{}); return true;
+    case GgmlType::IQ4_XS: f(DecodeIQ4_XS{}); return true;
+    default: return false;
+  }
+}
+
+}  // namespace strata::gpu

@@ -1,0 +1,211 @@
+// The tiled MOE_ROUTED (moe_tiled.cuh). One block groups the pairs: pair p = t * k + j of a valid expert id goes
+// to its expert's list (ascending p), each expert's list is cut into tiles of up to kTileCols pairs, and each
+// token's pairs are sorted by expert id for the final sums. Then: Q8_1 of x (the context's cache), gate and up
+// tiles into g and u rows per pair, SwiGLU with its Q8_1 (launch_swiglu), down tiles weighted by the route weight
+// into a row per pair, and each token's rows summed in ascending expert id.
+#include <string>
+
+#include "act_quant.cuh"
+#include "matvec.cuh"
+#include "mma_tile.cuh"
+#include "moe_tiled.cuh"
+#include "ops.hpp"
+#include "strata/format/types.hpp"
+#include "tiled_product.cuh"
+
+namespace strata::gpu {
+namespace {
+
+constexpr int kGroupThreads = 1024;
+constexpr int64_t kMinTokens = 9;
+// The tiled product computes whole tiles of kTileCols pairs; below about four pairs per expert on average most of
+// a tile is idle and the pair kernels (eight pairs per item) do less work. An estimate, not a measurement.
+constexpr int64_t kMinPairsPerExpert = 4;
+
+struct Grouping {
+  ExpertTile* tiles;     // [max_tiles]
+  uint32_t* n_tiles;
+  float* pair_weight;    // [n_pairs]
+  uint32_t* pairs;       // [n_pairs] grouped by expert, ascending pair within an expert
+  uint32_t* tok_count;   // [n_tok] valid pairs of token t, listed in tok_pairs[t * k ..] by ascending expert id
+  uint32_t* tok_pairs;   // [n_pairs]
+};
+
+__global__ void __launch_bounds__(kGroupThreads) group_by_expert_kernel(
+    const int32_t* ids, int64_t ids_stride, const float* weights, int64_t weights_stride, int k, int n_tok,
+    int n_expert, Grouping out) {
+  extern __shared__ int shared[];
+  const int n_pairs = k * n_tok;
+  int* pair_expert = shared;                  // [n_pairs], -1 for an id out of range
+  int* expert_count = shared + n_pairs;       // [n_expert]
+  int* expert_start = expert_count + n_expert;  // [n_expert] into out.pairs
+  const int tid = static_cast<int>(threadIdx.x);
+
+  for (int p = tid; p < n_pairs; p += blockDim.x) {
+    const int t = p / k, j = p % k;
+    const int32_t id = ids[static_cast<int64_t>(t) * ids_stride + j];
+    pair_expert[p] = id >= 0 && id < n_expert ? id : -1;
+    out.pair_weight[p] = weights[static_cast<int64_t>(t) * weights_stride + j];
+  }
+  for (int e = tid; e < n_expert; e += blockDim.x) expert_count[e] = 0;
+  __syncthreads();
+  for (int p = tid; p < n_pairs; p += blockDim.x) {
+    if (pair_expert[p] >= 0) atomicAdd(&expert_count[pair_expert[p]], 1);
+  }
+  __syncthreads();
+  if (tid == 0) {
+    constexpr auto kCap = static_cast<uint32_t>(kTileCols);
+    uint32_t at = 0, tiles = 0;
+    for (int e = 0; e < n_expert; ++e) {
+      const auto count = static_cast<uint32_t>(expert_count[e]);
+      expert_start[e] = static_cast<int>(at);
+      for (uint32_t q = 0; q < count; q += kCap) {
+        const uint32_t left = count - q;
+        out.tiles[tiles++] = {static_cast<uint32_t>(e), at + q, left < kCap ? left : kCap, 0u};
+      }
+      at += count;
+    }
+    *out.n_tiles = tiles;
+  }
+  __syncthreads();
+  for (int e = tid; e < n_expert; e += blockDim.x) {
+    uint32_t* list = out.pairs + expert_start[e];
+    int seen = 0;
+    for (int p = 0; p < n_pairs && seen < expert_count[e]; ++p) {
+      if (pair_expert[p] == e) list[seen++] = static_cast<uint32_t>(p);
+    }
+  }
+  for (int t = tid; t < n_tok; t += blockDim.x) {
+    uint32_t* list = out.tok_pairs + static_cast<int64_t>(t) * k;
+    int count = 0;
+    for (int j = 0; j < k; ++j) {
+      const int p = t * k + j;
+      if (pair_expert[p] < 0) continue;
+      int at = count++;  // insertion into the sorted prefix; equal ids keep their j order
+      while (at > 0 && pair_expert[list[at - 1]] > pair_expert[p]) {
+        list[at] = list[at - 1];
+        --at;
+      }
+      list[at] = static_cast<uint32_t>(p);
+    }
+    out.tok_count[t] = static_cast<uint32_t>(count);
+  }
+}
+
+// dst row t = token t's weighted rows in ascending expert id: the first, then + each next (zeros for none).
+__global__ void sum_token_rows_kernel(const float* rows, int64_t n_embd, int k, const uint32_t* tok_count,
+                                      const uint32_t* tok_pairs, float* dst, int64_t dst_stride) {
+  const int64_t d = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (d >= n_embd) return;
+  const uint32_t t = blockIdx.y;
+  const uint32_t* list = tok_pairs + static_cast<int64_t>(t) * k;
+  const uint32_t count = tok_count[t];
+  float acc = 0.0f;
+  for (uint32_t i = 0; i < count; ++i) {
+    const float v = rows[static_cast<int64_t>(list[i]) * n_embd + d];
+    acc = i == 0 ? v : acc + v;
+  }
+  dst[static_cast<int64_t>(t) * dst_stride + d] = acc;
+}
+
+uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+}  // namespace
+
+bool run_moe_routed_tiled(Context& ctx, const strata_op& op) {
+  const auto& table = *static_cast<const strata_expert_table*>(op.extra);
+  const strata_tensor &x = op.src[0], &ids = op.src[1], &w = op.src[2], &d = op.dst;
+  const int64_t n_tok = x.ne[1], k = ids.ne[0], n_pairs = k * n_tok;
+  const int64_t n_embd = table.n_embd, n_ff = table.n_ff, n_expert = table.n_expert;
+  if (n_tok < kMinTokens || n_pairs < kMinPairsPerExpert * n_expert) return false;
+  if (!has_tiled_kernel(table.gate_type, ctx) || !has_tiled_kernel(table.up_type, ctx) ||
+      !has_tiled_kernel(table.down_type, ctx)) {
+    return false;
+  }
+  cudaStream_t stream = ctx.stream();
+
+  // The device plan, carved from one buffer.
+  const int64_t most_tiles = n_expert + n_pairs / kTileCols;
+  const auto max_tiles = static_cast<unsigned>(n_pairs < most_tiles ? n_pairs : most_tiles);
+  uint64_t at = 0;
+  const uint64_t at_tiles = at;
+  at = align_up(at + max_tiles * sizeof(ExpertTile), 16);
+  const uint64_t at_n_tiles = at;
+  at = align_up(at + sizeof(uint32_t), 16);
+  const uint64_t at_weights = at;
+  at = align_up(at + static_cast<uint64_t>(n_pairs) * sizeof(float), 16);
+  const uint64_t at_pairs = at;
+  at = align_up(at + static_cast<uint64_t>(n_pairs) * sizeof(uint32_t), 16);
+  const uint64_t at_count = at;
+  at = align_up(at + static_cast<uint64_t>(n_tok) * sizeof(uint32_t), 16);
+  const uint64_t at_tok_pairs = at;
+  at += static_cast<uint64_t>(n_pairs) * sizeof(uint32_t);
+  auto* index = static_cast<unsigned char*>(ctx.scratch(ScratchSlot::MoeIndex, at));
+  Grouping g{reinterpret_cast<ExpertTile*>(index + at_tiles), reinterpret_cast<uint32_t*>(index + at_n_tiles),
+             reinterpret_cast<float*>(index + at_weights),    reinterpret_cast<uint32_t*>(index + at_pairs),
+             reinterpret_cast<uint32_t*>(index + at_count),   reinterpret_cast<uint32_t*>(index + at_tok_pairs)};
+
+  const uint64_t xq_bytes = static_cast<uint64_t>(n_embd / 32) * kQ8BlockBytes * static_cast<uint64_t>(n_tok);
+  void* xq = ctx.scratch(ScratchSlot::ActQ8, xq_bytes);
+  const uint64_t hidden = static_cast<uint64_t>(n_pairs) * static_cast<uint64_t>(n_ff);
+  auto* gu = static_cast<float*>(ctx.scratch(ScratchSlot::MoeHidden, 2 * hidden * sizeof(float)));
+  void* hq = ctx.scratch(ScratchSlot::MoeHiddenQ8, static_cast<uint64_t>(n_pairs) * static_cast<uint64_t>(n_ff / 32) * kQ8BlockBytes);
+  auto* rows = static_cast<float*>(ctx.scratch(ScratchSlot::MoeRows, static_cast<uint64_t>(n_pairs) * static_cast<uint64_t>(n_embd) * sizeof(float)));
+
+  const uint64_t shared = static_cast<uint64_t>(n_pairs + 2 * n_expert) * sizeof(int);
+  group_by_expert_kernel<<<1, kGroupThreads, shared, stream>>>(
+      static_cast<const int32_t*>(ids.data), static_cast<int64_t>(ids.nb[1] / sizeof(int32_t)),
+      static_cast<const float*>(w.data), static_cast<int64_t>(w.nb[1] / sizeof(float)), static_cast<int>(k),
+      static_cast<int>(n_tok), static_cast<int>(n_expert), g);
+  check_launch("MOE_ROUTED (grouping by expert)");
+
+  const auto* xdata = static_cast<const float*>(x.data);
+  QuantizedActivation& cached = ctx.quantized();
+  if (cached.src != x.data || cached.n_in != n_embd || cached.n_tok != n_tok || cached.row_stride != x.nb[1]) {
+    launch_quantize_q8_1(xdata, static_cast<int64_t>(x.nb[1] / sizeof(float)), n_embd, n_tok, xq, stream);
+    cached = {x.data, n_embd, n_tok, x.nb[1]};
+  }
+
+  const auto row_stride = [](uint32_t type, int64_t n) {
+    return format::row_bytes(static_cast<format::GgmlType>(type), static_cast<uint64_t>(n));
+  };
+  TiledJob job{};
+  job.tiles = g.tiles;
+  job.n_tiles = g.n_tiles;
+  job.experts = table.experts;
+  job.pairs = g.pairs;
+  job.rows = static_cast<int>(n_ff);
+  job.n_spans = static_cast<int>(n_embd / 32);
+  job.act = static_cast<const unsigned char*>(xq);
+  job.act_div = static_cast<int>(k);
+  job.out_stride = n_ff;
+  for (int which = 0; which < 2; ++which) {
+    const uint32_t type = which == 0 ? table.gate_type : table.up_type;
+    job.which = which;
+    job.w_stride = row_stride(type, n_embd);
+    job.out = gu + which * hidden;
+    launch_tiled(job, type, max_tiles, stream);
+  }
+  launch_swiglu(gu, gu + hidden, n_ff, n_pairs, nullptr, hq, stream);
+
+  job.which = 2;
+  job.w_stride = row_stride(table.down_type, n_ff);
+  job.rows = static_cast<int>(n_embd);
+  job.n_spans = static_cast<int>(n_ff / 32);
+  job.act = static_cast<const unsigned char*>(hq);
+  job.act_div = 1;
+  job.out = rows;
+  job.out_stride = n_embd;
+  job.pair_weight = g.pair_weight;
+  launch_tiled(job, table.down_type, max_tiles, stream);
+
+  constexpr int kSumThreads = 128;
+  const dim3 grid(static_cast<unsigned>((n_embd + kSumThreads - 1) / kSumThreads), static_cast<unsigned>(n_tok));
+  sum_token_rows_kernel<<<grid, kSumThreads, 0, stream>>>(rows, n_embd, static_cast<int>(k), g.tok_count, g.tok_pairs,
+                                                          static_cast<float*>(d.data),
+                                                          static_cast<int64_t>(d.nb[1] / sizeof(float)));
+  check_launch("MOE_ROUTED (sums per token)");
+  return true;
+}
+
+}  // namespace strata::gpu

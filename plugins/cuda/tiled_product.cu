@@ -1,0 +1,226 @@
+// The tiled kernel of tiled_product.cuh. One block: kTileRows weight rows x kTileCols columns, eight warps, warp r
+// the accumulator A_r of every (row, column) (mma_tile.cuh). Per chunk of eight spans the block stages the
+// weight and activation records in shared memory, then warp r forms its span's integer sums with MMAs and adds
+// the span's partials; at the end the fixed tree joins the warps' accumulators and warp 0 writes the tile.
+#include "mma_tile.cuh"
+#include "ops.hpp"
+#include "tiled_product.cuh"
+
+namespace strata::gpu {
+namespace {
+
+#if !defined(STRATA_GPU_HIP)
+
+constexpr int kStageWords = kTileWarps * (kTileRows + kTileCols) * kRecordWords;
+constexpr int kSlotFloats = kTileRows * kTileCols;  // one warp's accumulators in the tree's exchange
+static_assert(4 * kSlotFloats <= kStageWords, "the tree's exchange reuses the staging memory");
+
+// S = A x B over 32 values (one 32-value sub-block) and over 16 values (a 16-value sub-block), exact int32.
+__device__ inline void mma_k32(const uint32_t (&a)[4], const uint32_t (&b)[2], int (&c)[4]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};"
+      : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(0));
+#else
+  (void)a;
+  (void)b;
+  c[0] = c[1] = c[2] = c[3] = 0;
+  __trap();  // has_tiled_kernel keeps older devices off this path
+#endif
+}
+
+__device__ inline void mma_k16(uint32_t a0, uint32_t a1, uint32_t b, int (&c)[4]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%7,%7,%7};"
+      : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+      : "r"(a0), "r"(a1), "r"(b), "r"(0));
+#else
+  (void)a0;
+  (void)a1;
+  (void)b;
+  c[0] = c[1] = c[2] = c[3] = 0;
+  __trap();
+#endif
+}
+
+// Warp r's span: every (row, column) of the tile gets A_r = A_r + p_j.
+template <class Dec>
+__device__ inline void add_span(const uint32_t* wrecs, const uint32_t* arecs, int lane,
+                                float (&acc)[kTileM][kTileN][4]) {
+  uint32_t b[kTileN][2];
+  ColScales cs[kTileN][2];
+#pragma unroll
+  for (int n = 0; n < kTileN; ++n) {
+    load_frag_b(arecs, 8 * n, lane, b[n]);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) cs[n][h] = col_scales(arecs + (8 * n + frag_c_col(lane, h)) * kRecordWords);
+  }
+#pragma unroll
+  for (int m = 0; m < kTileM; ++m) {
+    uint32_t a[4];
+    load_frag_a(wrecs, 16 * m, lane, a);
+    RowScales rs[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) rs[h] = row_scales(wrecs + (16 * m + frag_c_row(lane, 2 * h)) * kRecordWords);
+#pragma unroll
+    for (int n = 0; n < kTileN; ++n) {
+      int s0[4], s1[4] = {0, 0, 0, 0};
+      if constexpr (Dec::kSub == 32) {
+        mma_k32(a, b[n], s0);
+      } else {
+        mma_k16(a[0], a[1], b[n][0], s0);
+        mma_k16(a[2], a[3], b[n][1], s1);
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        acc[m][n][i] = acc[m][n][i] + tile_partial<Dec>(rs[i / 2], cs[n][i % 2], s0[i], s1[i]);
+      }
+    }
+  }
+}
+
+template <class Dec>
+__global__ void __launch_bounds__(kTileThreads) tiled_kernel(TiledJob p) {
+  __shared__ uint32_t stage[kStageWords];
+  __shared__ uint32_t col_act[kTileCols];  // activation row of each column
+  __shared__ uint32_t col_out[kTileCols];  // output row of each column
+  const int tid = static_cast<int>(threadIdx.x);
+  const int warp = tid / 32, lane = tid % 32;
+
+  const uint8_t* w = p.w;
+  int n_cols;
+  if (p.tiles != nullptr) {
+    if (blockIdx.y >= *p.n_tiles) return;  // the whole block leaves together
+    const ExpertTile tile = p.tiles[blockIdx.y];
+    const strata_expert_weights& e = p.experts[tile.expert];
+    w = static_cast<const uint8_t*>(p.which == 0 ? e.gate : p.which == 1 ? e.up : e.down);
+    n_cols = static_cast<int>(tile.count);
+    if (tid < kTileCols) {
+      const uint32_t pair = p.pairs[tile.begin + static_cast<uint32_t>(tid < n_cols ? tid : n_cols - 1)];
+      col_act[tid] = pair / static_cast<uint32_t>(p.act_div);
+      col_out[tid] = pair;
+    }
+  } else {
+    const int c0 = static_cast<int>(blockIdx.y) * kTileCols;
+    n_cols = p.n_cols - c0 < kTileCols ? p.n_cols - c0 : kTileCols;
+    if (tid < kTileCols) {
+      const auto c = static_cast<uint32_t>(c0 + (tid < n_cols ? tid : n_cols - 1));  // spare columns repeat one
+      col_act[tid] = col_out[tid] = c;
+    }
+  }
+  const int row0 = static_cast<int>(blockIdx.x) * kTileRows;
+  const uint64_t act_row_bytes = static_cast<uint64_t>(p.n_spans) * kQ8BlockBytes;
+  uint32_t* wrecs = stage;                                         // [span][row][word]
+  uint32_t* arecs = stage + kTileWarps * kTileRows * kRecordWords;  // [span][column][word]
+
+  float acc[kTileM][kTileN][4];
+#pragma unroll
+  for (int m = 0; m < kTileM; ++m) {
+#pragma unroll
+    for (int n = 0; n < kTileN; ++n) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[m][n][i] = 0.0f;
+    }
+  }
+  __syncthreads();
+
+  for (int base = 0; base < p.n_spans; base += kTileWarps) {
+    for (int i = tid; i < kTileRows * kTileWarps; i += kTileThreads) {
+      const int r = i / kTileWarps, s = i % kTileWarps;
+      if (base + s < p.n_spans) {
+        const int row = row0 + r < p.rows ? row0 + r : p.rows - 1;  // spare rows repeat the last
+        make_weight_record<Dec>(w + static_cast<uint64_t>(row) * p.w_stride, base + s,
+                                wrecs + (s * kTileRows + r) * kRecordWords);
+      }
+    }
+    for (int i = tid; i < kTileCols * kTileWarps; i += kTileThreads) {
+      const int c = i / kTileWarps, s = i % kTileWarps;
+      if (base + s < p.n_spans) {
+        make_act_record<Dec>(p.act + col_act[c] * act_row_bytes, base + s, arecs + (s * kTileCols + c) * kRecordWords);
+      }
+    }
+    __syncthreads();
+    if (base + warp < p.n_spans) {
+      add_span<Dec>(wrecs + warp * kTileRows * kRecordWords, arecs + warp * kTileCols * kRecordWords, lane, acc);
+    }
+    __syncthreads();
+  }
+
+  // The fixed tree: (A0+A1), (A2+A3), ... then their pairs; warp w & ~(2d-1) receives warp w's sums at step d.
+  auto* exchange = reinterpret_cast<float*>(stage);
+  for (int d = 1; d < kTileWarps; d *= 2) {
+    float* slot = exchange + (warp / (2 * d)) * kSlotFloats;
+    if (warp % (2 * d) == d) {
+#pragma unroll
+      for (int m = 0; m < kTileM; ++m) {
+#pragma unroll
+        for (int n = 0; n < kTileN; ++n) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) slot[((m * kTileN + n) * 4 + i) * 32 + lane] = acc[m][n][i];
+        }
+      }
+    }
+    __syncthreads();
+    if (warp % (2 * d) == 0) {
+#pragma unroll
+      for (int m = 0; m < kTileM; ++m) {
+#pragma unroll
+        for (int n = 0; n < kTileN; ++n) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) acc[m][n][i] = acc[m][n][i] + slot[((m * kTileN + n) * 4 + i) * 32 + lane];
+        }
+      }
+    }
+    __syncthreads();
+  }
+
+  if (warp != 0) return;
+#pragma unroll
+  for (int m = 0; m < kTileM; ++m) {
+#pragma unroll
+    for (int n = 0; n < kTileN; ++n) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int row = row0 + 16 * m + frag_c_row(lane, i);
+        const int c = 8 * n + frag_c_col(lane, i);
+        if (row < p.rows && c < n_cols) {
+          const uint32_t o = col_out[c];
+          const float v = p.pair_weight != nullptr ? p.pair_weight[o] * acc[m][n][i] : acc[m][n][i];
+          p.out[static_cast<int64_t>(o) * p.out_stride + row] = v;
+        }
+      }
+    }
+  }
+}
+
+#endif  // !STRATA_GPU_HIP
+
+}  // namespace
+
+bool has_tiled_kernel(uint32_t type, const Context& ctx) {
+#if defined(STRATA_GPU_HIP)
+  (void)type;
+  (void)ctx;
+  return false;
+#else
+  return ctx.props().major >= 8 && with_tiled_decoder(type, [](auto) {});
+#endif
+}
+
+void launch_tiled(const TiledJob& job, uint32_t type, unsigned col_tiles, cudaStream_t stream) {
+#if defined(STRATA_GPU_HIP)
+  (void)job;
+  (void)type;
+  (void)col_tiles;
+  (void)stream;
+#else
+  if (col_tiles == 0 || job.rows == 0) return;
+  with_tiled_decoder(type, [&](auto dec) {
+    const dim3 grid(static_cast<unsigned>((job.rows + kTileRows - 1) / kTileRows), col_tiles);
+    tiled_kernel<decltype(dec)><<<grid, kTileThreads, 0, stream>>>(job);
+    check_launch("tiled matrix product");
+  });
+#endif
+}
+
+}  // namespace strata::gpu

@@ -1,0 +1,192 @@
+// The tiled product's arithmetic (mma_tile.cuh), run on the host: a block emulated warp by warp, with the weight
+// and activation records, the MMA fragments and the span's float steps of the kernel, and the MMAs themselves
+// emulated from PTX's fragment layout of mma.m16n8k32 / m16n8k16 (s8 inputs, s32 sums). Every (row, column) must
+// equal format::canonical_dot bit for bit. Weights: ggml's blocks from tests/data/quant.
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "mma_tile.cuh"
+#include "strata/format/canonical.hpp"
+#include "strata/format/fp16.hpp"
+#include "strata/format/quantize_activation.hpp"
+
+namespace strata::gpu {
+namespace {
+
+using Lanes4 = uint32_t[32][4];
+using Lanes2 = uint32_t[32][2];
+
+int8_t byte_of(uint32_t word, int i) { return static_cast<int8_t>(word >> (8 * i)); }
+
+// PTX's layout for 32-lane warps, lane = 4 * group + tig: A(16 x K) row r, value v sits in lane 4 * (r % 8) +
+// (v % 16) / 4, register (r >= 8) + 2 * (v >= 16), byte v % 4 (K = 16 uses registers 0 and 1 only); B(K x 8)
+// value v, column n in lane 4 * n + (v % 16) / 4, register v >= 16, byte v % 4; C row r, column n in lane
+// 4 * (r % 8) + n / 2, element 2 * (r >= 8) + n % 2.
+void emulate_mma(int k_values, const Lanes4& a, const Lanes2& b, int (&c)[32][4]) {
+  for (int r = 0; r < 16; ++r) {
+    for (int n = 0; n < 8; ++n) {
+      int sum = 0;
+      for (int v = 0; v < k_values; ++v) {
+        const int av = byte_of(a[4 * (r % 8) + (v % 16) / 4][(r >= 8 ? 1 : 0) + (v >= 16 ? 2 : 0)], v % 4);
+        const int bv = byte_of(b[4 * n + (v % 16) / 4][v >= 16 ? 1 : 0], v % 4);
+        sum += av * bv;
+      }
+      c[4 * (r % 8) + n / 2][(r >= 8 ? 2 : 0) + n % 2] = sum;
+    }
+  }
+}
+
+// One block of the tiled kernel: rows [0, n_rows) of `w` (clamped to the last row past it, like the kernel) against
+// the Q8_1 columns act[0 .. n_cols); out[c][r] for r < n_rows, c < n_cols.
+template <class Dec>
+std::vector<std::vector<float>> emulate_block(const std::vector<unsigned char>& w, uint64_t w_stride, int n_rows,
+                                              const std::vector<std::vector<format::block_q8_1>>& act, int n_spans) {
+  const int n_cols = static_cast<int>(act.size());
+  std::vector<float> acc(static_cast<size_t>(kTileWarps * kTileRows * kTileCols), 0.0f);
+  const auto at = [&](int warp, int row, int col) -> float& {
+    return acc[static_cast<size_t>((warp * kTileRows + row) * kTileCols + col)];
+  };
+  std::vector<uint32_t> wrecs(static_cast<size_t>(kTileWarps * kTileRows * kRecordWords));
+  std::vector<uint32_t> arecs(static_cast<size_t>(kTileWarps * kTileCols * kRecordWords));
+  for (int base = 0; base < n_spans; base += kTileWarps) {
+    for (int s = 0; s < kTileWarps && base + s < n_spans; ++s) {
+      for (int r = 0; r < kTileRows; ++r) {
+        const int row = r < n_rows ? r : n_rows - 1;
+        make_weight_record<Dec>(w.data() + static_cast<uint64_t>(row) * w_stride, base + s,
+                                wrecs.data() + (s * kTileRows + r) * kRecordWords);
+      }
+      for (int c = 0; c < kTileCols; ++c) {
+        const auto& col = act[static_cast<size_t>(c < n_cols ? c : n_cols - 1)];
+        make_act_record<Dec>(reinterpret_cast<const unsigned char*>(col.data()), base + s,
+                             arecs.data() + (s * kTileCols + c) * kRecordWords);
+      }
+    }
+    for (int warp = 0; warp < kTileWarps && base + warp < n_spans; ++warp) {
+      const uint32_t* wr = wrecs.data() + warp * kTileRows * kRecordWords;
+      const uint32_t* ar = arecs.data() + warp * kTileCols * kRecordWords;
+      for (int m = 0; m < kTileM; ++m) {
+        for (int n = 0; n < kTileN; ++n) {
+          Lanes4 a;
+          Lanes2 b;
+          for (int lane = 0; lane < 32; ++lane) {
+            load_frag_a(wr, 16 * m, lane, a[lane]);
+            load_frag_b(ar, 8 * n, lane, b[lane]);
+          }
+          int s0[32][4], s1[32][4] = {};
+          if (Dec::kSub == 32) {
+            emulate_mma(32, a, b, s0);
+          } else {
+            Lanes4 a_hi;
+            Lanes2 b_hi;
+            for (int lane = 0; lane < 32; ++lane) {
+              a_hi[lane][0] = a[lane][2];
+              a_hi[lane][1] = a[lane][3];
+              a_hi[lane][2] = a_hi[lane][3] = 0;
+              b_hi[lane][0] = b[lane][1];
+              b_hi[lane][1] = 0;
+            }
+            emulate_mma(16, a, b, s0);
+            emulate_mma(16, a_hi, b_hi, s1);
+          }
+          for (int lane = 0; lane < 32; ++lane) {
+            for (int i = 0; i < 4; ++i) {
+              const int row = 16 * m + frag_c_row(lane, i), col = 8 * n + frag_c_col(lane, i);
+              const float p = tile_partial<Dec>(row_scales(wr + row * kRecordWords), col_scales(ar + col * kRecordWords),
+                                                s0[lane][i], s1[lane][i]);
+              at(warp, row, col) = at(warp, row, col) + p;
+            }
+          }
+        }
+      }
+    }
+  }
+  std::vector<std::vector<float>> out(static_cast<size_t>(n_cols), std::vector<float>(static_cast<size_t>(n_rows)));
+  for (int c = 0; c < n_cols; ++c) {
+    for (int r = 0; r < n_rows; ++r) {
+      const auto A = [&](int w_) { return at(w_, r, c); };
+      out[static_cast<size_t>(c)][static_cast<size_t>(r)] = ((A(0) + A(1)) + (A(2) + A(3))) + ((A(4) + A(5)) + (A(6) + A(7)));
+    }
+  }
+  return out;
+}
+
+std::vector<unsigned char> ggml_blocks(GgmlType type) {
+  std::string name(format::traits(type).name);
+  for (char& ch : name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  std::ifstream in(std::string(STRATA_TEST_DATA) + "/quant/" + name + ".blocks", std::ios::binary);
+  EXPECT_TRUE(in.good()) << "cannot open the blocks of " << name;
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// n_rows rows of n_in values, row r made of ggml's blocks r, r + 1, ... (wrapping), and n_cols random columns.
+template <class Dec>
+void expect_tile_matches(int n_rows, int64_t n_in, int n_cols, uint32_t seed) {
+  const std::vector<unsigned char> blocks = ggml_blocks(Dec::kType);
+  const int64_t n_blocks = static_cast<int64_t>(blocks.size() / Dec::kBytes);
+  ASSERT_GT(n_blocks, 0);
+  const int64_t per_row = n_in / Dec::kElems;
+  const uint64_t w_stride = static_cast<uint64_t>(per_row * Dec::kBytes);
+  std::vector<unsigned char> w(w_stride * static_cast<uint64_t>(n_rows));
+  for (int r = 0; r < n_rows; ++r) {
+    for (int64_t i = 0; i < per_row; ++i) {
+      std::memcpy(w.data() + r * w_stride + i * Dec::kBytes, blocks.data() + ((r + i) % n_blocks) * Dec::kBytes, Dec::kBytes);
+    }
+  }
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<std::vector<format::block_q8_1>> act(static_cast<size_t>(n_cols));
+  for (auto& col : act) {
+    std::vector<float> x(static_cast<size_t>(n_in));
+    for (float& v : x) v = dist(rng);
+    x[3] = 0.0f;  // a zero and a large value in the first block
+    x[5] = 40.0f;
+    col.resize(static_cast<size_t>(n_in / 32));
+    format::quantize_row_q8_1(x.data(), col.data(), n_in);
+  }
+  const auto got = emulate_block<Dec>(w, w_stride, n_rows, act, static_cast<int>(n_in / 32));
+  for (int c = 0; c < n_cols; ++c) {
+    for (int r = 0; r < n_rows; ++r) {
+      const float want = format::canonical_dot(Dec::kType, w.data() + r * w_stride, act[static_cast<size_t>(c)].data(), n_in);
+      const float have = got[static_cast<size_t>(c)][static_cast<size_t>(r)];
+      ASSERT_EQ(format::f32_bits(have), format::f32_bits(want))
+          << format::traits(Dec::kType).name << " row " << r << " column " << c << ": " << have << " vs " << want;
+    }
+  }
+}
+
+class TiledProduct : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(TiledProduct, EveryRowAndColumnIsTheCanonicalDot) {
+  ASSERT_TRUE(with_tiled_decoder(static_cast<uint32_t>(GetParam()), [](auto dec) {
+    using Dec = decltype(dec);
+    const bool k_quant = Dec::kElems == 256;
+    // A full tile with several chunks of eight spans, a partial chunk (7 or 24 + 3 spans), spare rows and columns.
+    expect_tile_matches<Dec>(kTileRows, k_quant ? 2048 : 1024, kTileCols, 3u);
+    expect_tile_matches<Dec>(37, k_quant ? 768 : 224, 13, 4u);
+    expect_tile_matches<Dec>(5, k_quant ? 256 : 32, 1, 5u);
+  }));
+}
+
+std::string type_name(const ::testing::TestParamInfo<GgmlType>& info) { return std::string(format::traits(info.param).name); }
+
+INSTANTIATE_TEST_SUITE_P(TiledTypes, TiledProduct,
+                         ::testing::Values(GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
+                                           GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+                                           GgmlType::IQ4_NL, GgmlType::IQ4_XS),
+                         type_name);
+
+// A type without a tiled kernel stays on the warp-per-row kernels.
+TEST(TiledProduct, TypesWithoutTilesAreDeclined) {
+  EXPECT_FALSE(with_tiled_decoder(static_cast<uint32_t>(GgmlType::IQ2_XXS), [](auto) {}));
+  EXPECT_FALSE(with_tiled_decoder(static_cast<uint32_t>(GgmlType::F32), [](auto) {}));
+}
+
+}  // namespace
+}  // namespace strata::gpu
