@@ -39,6 +39,32 @@ __global__ void __launch_bounds__(kThreads) mul_mat_q_kernel(const uint8_t* w, u
   }
 }
 
+// One token: each warp computes kRowsPerWarp rows with their loads issued together (warp_dot_q_rows).
+constexpr int kRowsPerWarp = 2;
+
+template <class Dec>
+__global__ void __launch_bounds__(kThreads) mul_mat_q1_kernel(const uint8_t* w, uint64_t w_stride, int rows,
+                                                              int n_spans, const unsigned char* act, float* dst) {
+  const int row0 = (static_cast<int>(blockIdx.x) * kRowsPerBlock + static_cast<int>(threadIdx.x) / kWarp) * kRowsPerWarp;
+  if (row0 >= rows) return;  // the whole warp leaves together
+  const uint8_t* wr[kRowsPerWarp];
+  const unsigned char* a[kRowsPerWarp];
+#pragma unroll
+  for (int q = 0; q < kRowsPerWarp; ++q) {
+    const int row = row0 + q < rows ? row0 + q : rows - 1;
+    wr[q] = w + static_cast<uint64_t>(row) * w_stride;
+    a[q] = act;
+  }
+  float out[kRowsPerWarp];
+  warp_dot_q_rows<Dec, kRowsPerWarp, true>(wr, a, n_spans, out);
+  if (threadIdx.x % kWarp == 0) {
+#pragma unroll
+    for (int q = 0; q < kRowsPerWarp; ++q) {
+      if (row0 + q < rows) dst[row0 + q] = out[q];
+    }
+  }
+}
+
 template <FloatWeight W, int NT>
 __global__ void __launch_bounds__(kThreads) mul_mat_f_kernel(const uint8_t* w, uint64_t w_stride, int rows,
                                                              int64_t n_in, const float* x, int64_t x_stride,
@@ -204,6 +230,12 @@ void run_mul_mat(Context& ctx, const strata_op& op) {
     cached = {x.data, n_in, n_tok, x.nb[1]};
   }
   with_decoder(w.type, [&](auto dec) {
+    if (n_tok == 1) {
+      mul_mat_q1_kernel<decltype(dec)><<<blocks_for(rows, kRowsPerBlock * kRowsPerWarp), kThreads, 0, ctx.stream()>>>(
+          wdata, w.nb[1], rows, static_cast<int>(n_in / 32), static_cast<const unsigned char*>(act), dst);
+      check_launch("MUL_MAT (one token)");
+      return;
+    }
     with_tokens_per_pass(n_tok, [&](auto nt) {
       constexpr int NT = decltype(nt)::value;
       const dim3 grid(blocks_for(rows, kRowsPerBlock), blocks_for(n_tok, NT));
