@@ -6,6 +6,7 @@
 
 #include "expert_pairs.cuh"
 #include "matvec.cuh"
+#include "moe_decode.cuh"
 #include "ops.hpp"
 #include "strata/format/tensor_checks.hpp"
 
@@ -143,6 +144,7 @@ Check check_moe_routed(const strata_op& op) {
 }
 
 void run_moe_routed(Context& ctx, const strata_op& op) {
+  if (run_moe_routed_decode(ctx, op)) return;
   const auto& table = *static_cast<const strata_expert_table*>(op.extra);
   const strata_tensor &x = op.src[0], &ids = op.src[1], &w = op.src[2], &d = op.dst;
   const int64_t n_tok = x.ne[1], k = ids.ne[0], n_pairs = k * n_tok;
