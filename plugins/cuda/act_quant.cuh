@@ -13,30 +13,44 @@ namespace strata::gpu {
 constexpr int kQ8Words = 9;
 constexpr int kQ8Bytes = 36;
 
-__host__ __device__ inline void quantize_block_q8_1(const float (&x)[32], uint32_t (&out)[kQ8Words]) {
+// The block's scale d and its reciprocal id (0 for an all-zero block), amax taken in element order.
+__host__ __device__ inline void q8_1_scale(const float* x, float& d, float& id) {
   float amax = 0.0f;
 #pragma unroll
   for (int j = 0; j < 32; ++j) {
     const float a = fabsf(x[j]);
     amax = amax > a ? amax : a;
   }
-  const float d = div_c(amax, 127.0f);
-  const float id = d != 0.0f ? div_c(1.0f, d) : 0.0f;
+  d = div_c(amax, 127.0f);
+  id = d != 0.0f ? div_c(1.0f, d) : 0.0f;
+}
+
+// One value of the block: roundf halves away from zero.
+__host__ __device__ inline int8_t q8_1_value(float x, float id) { return static_cast<int8_t>(roundf(x * id)); }
+
+// Word 0 of the block: d and s = fp16(sum * d) as binary16.
+__host__ __device__ inline uint32_t q8_1_header(float d, int sum) {
+  const uint16_t dh = float_to_half(d);
+  const uint16_t sh = float_to_half(static_cast<float>(sum) * d);
+  return static_cast<uint32_t>(dh) | static_cast<uint32_t>(sh) << 16;
+}
+
+__host__ __device__ inline void quantize_block_q8_1(const float (&x)[32], uint32_t (&out)[kQ8Words]) {
+  float d, id;
+  q8_1_scale(x, d, id);
   int sum = 0;
 #pragma unroll
   for (int m = 0; m < 8; ++m) {
     uint32_t w = 0;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const auto q = static_cast<int8_t>(roundf(x[4 * m + i] * id));
+      const int8_t q = q8_1_value(x[4 * m + i], id);
       sum += q;
       w |= static_cast<uint32_t>(static_cast<uint8_t>(q)) << (8 * i);
     }
     out[1 + m] = w;
   }
-  const uint16_t dh = float_to_half(d);
-  const uint16_t sh = float_to_half(static_cast<float>(sum) * d);
-  out[0] = static_cast<uint32_t>(dh) | static_cast<uint32_t>(sh) << 16;
+  out[0] = q8_1_header(d, sum);
 }
 
 // Section 3 step 3 for 32 values: h_i = silu_c(g_i) * u_i.

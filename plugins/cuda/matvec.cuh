@@ -141,6 +141,49 @@ __device__ inline void warp_dot_q(const uint8_t* row, int n_spans, const unsigne
   for (int t = 0; t < NT; ++t) out[t] = t < n ? tree8(acc[t]) : 0.0f;
 }
 
+// The canonical dots of R weight rows, each against its own Q8_1 row (one token), by the whole warp: the same
+// operations as warp_dot_q<Dec, 1> per row, with the R rows' loads issued together so more bytes are in flight.
+// kSameAct: every act[q] is the same row (loaded once). out[q] is valid in lane 0.
+template <class Dec, int R, bool kSameAct>
+__device__ inline void warp_dot_q_rows(const uint8_t* const (&rows)[R], const unsigned char* const (&act)[R],
+                                       int n_spans, float (&out)[R]) {
+  const int lane = static_cast<int>(threadIdx.x) % kWarp;
+  const int r = lane % kAccumulators;
+  float acc[R];
+#pragma unroll
+  for (int q = 0; q < R; ++q) acc[q] = 0.0f;
+  for (int base = 0; base < n_spans; base += kWarp) {
+    const int j = base + lane;
+    float p[R];
+#pragma unroll
+    for (int q = 0; q < R; ++q) p[q] = 0.0f;
+    if (j < n_spans) {
+      Span sp[R];
+#pragma unroll
+      for (int q = 0; q < R; ++q) decode_row_span<Dec>(rows[q], j, sp[q]);
+      if constexpr (kSameAct) {
+        uint32_t a[8];
+        float da;
+        load_q8_1(act[0], j, a, da);
+#pragma unroll
+        for (int q = 0; q < R; ++q) p[q] = span_partial<Dec>(sp[q], a, da);
+      } else {
+#pragma unroll
+        for (int q = 0; q < R; ++q) {
+          uint32_t a[8];
+          float da;
+          load_q8_1(act[q], j, a, da);
+          p[q] = span_partial<Dec>(sp[q], a, da);
+        }
+      }
+    }
+#pragma unroll
+    for (int q = 0; q < R; ++q) acc[q] = add_iteration(acc[q], r, base, n_spans, [&](int src) { return shfl(p[q], src); });
+  }
+#pragma unroll
+  for (int q = 0; q < R; ++q) out[q] = tree8(acc[q]);
+}
+
 // ---- float rows (section 4) -----------------------------------------------------------------------------------
 
 enum class FloatWeight { F32, F16, BF16 };

@@ -6,6 +6,7 @@
 
 #include "expert_pairs.cuh"
 #include "matvec.cuh"
+#include "moe_decode.cuh"
 #include "moe_tiled.cuh"
 #include "ops.hpp"
 #include "strata/format/tensor_checks.hpp"
@@ -144,6 +145,8 @@ Check check_moe_routed(const strata_op& op) {
 }
 
 void run_moe_routed(Context& ctx, const strata_op& op) {
+  // Decode windows (up to 8 tokens) and long prefill windows have paths of their own; the rest runs below.
+  if (run_moe_routed_decode(ctx, op)) return;
   if (run_moe_routed_tiled(ctx, op)) return;
   const auto& table = *static_cast<const strata_expert_table*>(op.extra);
   const strata_tensor &x = op.src[0], &ids = op.src[1], &w = op.src[2], &d = op.dst;

@@ -40,6 +40,32 @@ __global__ void __launch_bounds__(kThreads) mul_mat_q_kernel(const uint8_t* w, u
   }
 }
 
+// One token: each warp computes kRowsPerWarp rows with their loads issued together (warp_dot_q_rows).
+constexpr int kRowsPerWarp = 2;
+
+template <class Dec>
+__global__ void __launch_bounds__(kThreads) mul_mat_q1_kernel(const uint8_t* w, uint64_t w_stride, int rows,
+                                                              int n_spans, const unsigned char* act, float* dst) {
+  const int row0 = (static_cast<int>(blockIdx.x) * kRowsPerBlock + static_cast<int>(threadIdx.x) / kWarp) * kRowsPerWarp;
+  if (row0 >= rows) return;  // the whole warp leaves together
+  const uint8_t* wr[kRowsPerWarp];
+  const unsigned char* a[kRowsPerWarp];
+#pragma unroll
+  for (int q = 0; q < kRowsPerWarp; ++q) {
+    const int row = row0 + q < rows ? row0 + q : rows - 1;
+    wr[q] = w + static_cast<uint64_t>(row) * w_stride;
+    a[q] = act;
+  }
+  float out[kRowsPerWarp];
+  warp_dot_q_rows<Dec, kRowsPerWarp, true>(wr, a, n_spans, out);
+  if (threadIdx.x % kWarp == 0) {
+#pragma unroll
+    for (int q = 0; q < kRowsPerWarp; ++q) {
+      if (row0 + q < rows) dst[row0 + q] = out[q];
+    }
+  }
+}
+
 template <FloatWeight W, int NT>
 __global__ void __launch_bounds__(kThreads) mul_mat_f_kernel(const uint8_t* w, uint64_t w_stride, int rows,
                                                              int64_t n_in, const float* x, int64_t x_stride,
@@ -58,6 +84,77 @@ __global__ void __launch_bounds__(kThreads) mul_mat_f_kernel(const uint8_t* w, u
     for (int t = 0; t < NT; ++t) {
       if (t < n) dst[static_cast<int64_t>(t0 + t) * dst_stride + row] = out[t];
     }
+  }
+}
+
+// Float weights, few tokens (the router: [2048 x 128] F32): the fma chains of section 4 are 256 steps long, so a
+// block first stages kStageRows weight rows (as floats) and the token rows in shared memory with every thread's
+// loads in flight at once, then one warp runs the chains out of shared memory: lane 8q + r holds accumulator r of
+// row q. Same operations in the same order as group8_dot_f.
+constexpr int kStageRows = kWarp / kAccumulators;
+constexpr int kStageThreads = 256;
+constexpr uint64_t kStageSharedBytes = 48 * 1024;
+
+// Row pitch (floats) of the staged weights: rows start 8 banks apart, so the warp's row groups hit distinct banks.
+__host__ __device__ inline int64_t stage_pitch(int64_t n_in) { return n_in + (40 - n_in % 32) % 32; }
+
+uint64_t stage_shared_bytes(int64_t n_in, int64_t n_tok) {
+  return static_cast<uint64_t>(kStageRows * stage_pitch(n_in) + n_tok * n_in) * sizeof(float);
+}
+
+template <FloatWeight W, int NT>
+__global__ void __launch_bounds__(kStageThreads) mul_mat_f_staged_kernel(const uint8_t* w, uint64_t w_stride, int rows,
+                                                                         int n_in, bool vec4, const float* x,
+                                                                         int64_t x_stride, int n_tok, float* dst,
+                                                                         int64_t dst_stride) {
+  extern __shared__ float staged[];
+  const int pitch = static_cast<int>(stage_pitch(n_in));
+  float* sw = staged;                       // [kStageRows][pitch]
+  float* sx = staged + kStageRows * pitch;  // [n_tok][n_in]
+  const int row0 = static_cast<int>(blockIdx.x) * kStageRows;
+  const int tid = static_cast<int>(threadIdx.x);
+  if (W == FloatWeight::F32 && vec4) {
+    const int quads = n_in / 4;
+#pragma unroll 4
+    for (int e = tid; e < kStageRows * quads; e += kStageThreads) {
+      const int q = e / quads, c = e % quads;
+      const int row = row0 + q < rows ? row0 + q : rows - 1;
+      const float4 v = reinterpret_cast<const float4*>(w + static_cast<uint64_t>(row) * w_stride)[c];
+      reinterpret_cast<float4*>(sw + q * pitch)[c] = v;
+    }
+  } else {
+#pragma unroll 4
+    for (int e = tid; e < kStageRows * n_in; e += kStageThreads) {
+      const int q = e / n_in, c = e % n_in;
+      const int row = row0 + q < rows ? row0 + q : rows - 1;
+      sw[q * pitch + c] = load_weight<W>(w + static_cast<uint64_t>(row) * w_stride, c);
+    }
+  }
+#pragma unroll 4
+  for (int e = tid; e < n_tok * n_in; e += kStageThreads) {
+    const int t = e / n_in, c = e % n_in;
+    sx[e] = x[static_cast<int64_t>(t) * x_stride + c];
+  }
+  __syncthreads();
+  if (tid >= kWarp) return;
+  const int q = tid / kAccumulators, r = tid % kAccumulators;
+  const float* wr = sw + q * pitch;
+  float acc[NT];
+#pragma unroll
+  for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
+#pragma unroll 8
+  for (int i = r; i < n_in; i += kAccumulators) {
+    const float wv = wr[i];
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      if (t < n_tok) acc[t] = fma_c(wv, sx[t * n_in + i], acc[t]);
+    }
+  }
+  const int row = row0 + q;
+#pragma unroll
+  for (int t = 0; t < NT; ++t) {
+    const float v = tree8(acc[t]);
+    if (t < n_tok && r == 0 && row < rows) dst[static_cast<int64_t>(t) * dst_stride + row] = v;
   }
 }
 
@@ -103,7 +200,20 @@ void run_mul_mat(Context& ctx, const strata_op& op) {
   const int64_t x_stride = static_cast<int64_t>(x.nb[1] / sizeof(float));
   const auto* xdata = static_cast<const float*>(x.data);
 
+  if (rows == 0 || n_tok == 0) return;
   const bool floating = with_float_weight(w.type, [&](auto wt) {
+    const uint64_t staged_bytes = stage_shared_bytes(n_in, n_tok);
+    if (n_tok <= 4 && staged_bytes <= kStageSharedBytes) {
+      const bool vec4 = n_in % 4 == 0 && (reinterpret_cast<uintptr_t>(wdata) | w.nb[1]) % 16 == 0;
+      with_tokens_per_pass(n_tok, [&](auto nt) {
+        mul_mat_f_staged_kernel<decltype(wt)::value, decltype(nt)::value>
+            <<<blocks_for(rows, kStageRows), kStageThreads, staged_bytes, ctx.stream()>>>(
+                wdata, w.nb[1], rows, static_cast<int>(n_in), vec4, xdata, x_stride, static_cast<int>(n_tok), dst,
+                dst_stride);
+        check_launch("MUL_MAT (float weights, staged)");
+      });
+      return;
+    }
     with_tokens_per_pass(n_tok, [&](auto nt) {
       constexpr int NT = decltype(nt)::value;
       const dim3 grid(blocks_for(rows, kFloatRowsPerBlock), blocks_for(n_tok, NT));
@@ -122,6 +232,12 @@ void run_mul_mat(Context& ctx, const strata_op& op) {
     cached = {x.data, n_in, n_tok, x.nb[1]};
   }
   with_decoder(w.type, [&](auto dec) {
+    if (n_tok == 1) {
+      mul_mat_q1_kernel<decltype(dec)><<<blocks_for(rows, kRowsPerBlock * kRowsPerWarp), kThreads, 0, ctx.stream()>>>(
+          wdata, w.nb[1], rows, static_cast<int>(n_in / 32), static_cast<const unsigned char*>(act), dst);
+      check_launch("MUL_MAT (one token)");
+      return;
+    }
     with_tokens_per_pass(n_tok, [&](auto nt) {
       constexpr int NT = decltype(nt)::value;
       const dim3 grid(blocks_for(rows, kRowsPerBlock), blocks_for(n_tok, NT));

@@ -264,12 +264,49 @@ __host__ __device__ inline void scale_min_k4(const uint8_t* s, int j, uint32_t& 
   }
 }
 
+// scale_min_k4 from the scales as three little-endian words (w1 = bytes 0..3, w2 = 4..7, w3 = 8..11), for a
+// block header read with one 16-byte load.
+__host__ __device__ inline void scale_min_k4_words(uint32_t w1, uint32_t w2, uint32_t w3, int j, uint32_t& sc,
+                                                   uint32_t& mn) {
+  const int sh = 8 * (j & 3);
+  if (j < 4) {
+    sc = (w1 >> sh) & 63u;
+    mn = (w2 >> sh) & 63u;
+  } else {
+    const uint32_t hi = (w3 >> sh) & 255u;
+    sc = (hi & 15u) | ((w1 >> sh) & 255u) >> 6 << 4;
+    mn = (hi >> 4) | ((w2 >> sh) & 255u) >> 6 << 4;
+  }
+}
+
 struct DecodeQ4_K {
   static constexpr GgmlType kType = GgmlType::Q4_K;
   static constexpr int kElems = 256, kBytes = 144, kSub = 32, kAlign = 4;
   static constexpr bool kOffset = true;
+  // The span from the 16-byte header h (d, dmin, scales) and its 32 quant bytes as eight words.
+  __host__ __device__ static void from_words(const uint32_t (&h)[4], const uint32_t (&qw)[8], int s, Span& o) {
+    uint32_t sc, mn;
+    scale_min_k4_words(h[1], h[2], h[3], s, sc, mn);
+    o.c[0] = half_to_float(static_cast<uint16_t>(h[0])) * static_cast<float>(sc);
+    o.b[0] = -(half_to_float(static_cast<uint16_t>(h[0] >> 16)) * static_cast<float>(mn));
+    const int shift = 4 * (s % 2);
+#pragma unroll
+    for (int m = 0; m < 8; ++m) o.g[m] = (qw[m] >> shift) & 0x0f0f0f0fu;
+  }
   // d @0, dmin @2, scales[12] @4, qs[128] @16. Span s: nibble s%2 of qs[32*(s/2) + i].
   __host__ __device__ static void decode(const uint8_t* b, int s, Span& o) {
+#ifdef STRATA_DEVICE_PASS
+    // Rows at 16-byte boundaries (144-byte blocks keep it): three 16-byte loads per span.
+    if ((reinterpret_cast<uintptr_t>(b) & 15u) == 0) {
+      const uint4 hv = reinterpret_cast<const uint4*>(b)[0];
+      const uint4* qv = reinterpret_cast<const uint4*>(b + 16 + 32 * (s / 2));
+      const uint4 q0 = qv[0], q1 = qv[1];
+      const uint32_t h[4] = {hv.x, hv.y, hv.z, hv.w};
+      const uint32_t qw[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+      from_words(h, qw, s, o);
+      return;
+    }
+#endif
     const uint32_t dd = ld32<kAlign>(b);
     uint32_t sc, mn;
     scale_min_k4(b + 4, s, sc, mn);

@@ -1,0 +1,266 @@
+// strata_bench_gpu_ops: the cuda plugin's decode-sized ops, one at a time, as microseconds per op and GB/s of weights.
+//
+// Every measurement is one compute() call holding many copies of one op (so the call's synchronization is spread
+// over them), each copy reading its own weights (cycled through enough copies to exceed the GPU's caches). The
+// plugin captures a repeated op list into a graph on its second call, so the first two calls are not timed; the
+// rest are, best of several. Inputs live in device buffers from the backend's buffer_alloc (backend 1.1).
+//
+//   strata_bench_gpu_ops [--plugin NAME] [--seconds S] [--memory MiB] [--ops N] [--no-graphs]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "strata/format/quantize_weights.hpp"
+#include "strata/format/types.hpp"
+#include "strata/op_tensor.hpp"
+#include "strata/plugin_host.hpp"
+
+namespace {
+
+using strata::format::GgmlType;
+using Clock = std::chrono::steady_clock;
+
+struct Settings {
+  std::string plugin = "cuda";
+  std::vector<std::string> plugin_options;
+  double seconds = 1.0;        // timed calls per measurement, at least this long
+  size_t memory = 512u << 20;  // bytes of weight copies per measurement (well past the GPU's last-level cache)
+  int ops = 256;               // ops per compute call
+};
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+void check(strata_status* st, const char* what) {
+  if (st == nullptr) return;
+  const auto [code, message] = strata::take_status(st);
+  std::fprintf(stderr, "%s failed: %s: %s\n", what, strata::status_code_name(code), message.c_str());
+  std::exit(1);
+}
+
+// A backend with device memory; frees what it allocated.
+class Device {
+ public:
+  Device(const strata_backend_v1* be, void* ctx) : be_(be), ctx_(ctx) {}
+  ~Device() {
+    for (void* p : buffers_) be_->buffer_free(ctx_, 0, p);
+  }
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  void* alloc(size_t bytes) {
+    void* p = nullptr;
+    check(be_->buffer_alloc(ctx_, 0, bytes, STRATA_BUFFER_DEVICE, &p), "buffer_alloc");
+    buffers_.push_back(p);
+    return p;
+  }
+  void* upload(const void* host, size_t bytes) {
+    void* p = alloc(bytes);
+    check(be_->copy(ctx_, 0, p, host, bytes, STRATA_COPY_HOST_TO_DEVICE), "copy");
+    return p;
+  }
+  template <class T>
+  T* upload(const std::vector<T>& v) {
+    return static_cast<T*>(upload(v.data(), v.size() * sizeof(T)));
+  }
+  // Seconds per op: the best of timed calls of `ops` (the first two calls, direct and captured, untimed).
+  double time_per_op(const std::vector<strata_op>& ops, double seconds) {
+    for (int i = 0; i < 2; ++i) check(be_->compute(ctx_, 0, ops.data(), ops.size()), "compute");
+    double best = 1e30;
+    const auto start = Clock::now();
+    int calls = 0;
+    do {
+      const auto t0 = Clock::now();
+      check(be_->compute(ctx_, 0, ops.data(), ops.size()), "compute");
+      best = std::min(best, since(t0));
+      ++calls;
+    } while (since(start) < seconds || calls < 3);
+    return best / static_cast<double>(ops.size());
+  }
+
+ private:
+  const strata_backend_v1* be_;
+  void* ctx_;
+  std::vector<void*> buffers_;
+};
+
+// rows x n weights of `type`: a chunk of rows quantized from normal values by the format library, tiled, so
+// scales and values look like a model's. F32 weights are the normal values themselves.
+std::vector<unsigned char> weight_matrix(GgmlType type, int64_t rows, int64_t n, std::mt19937& rng) {
+  const uint64_t rb = strata::format::row_bytes(type, static_cast<uint64_t>(n));
+  const int64_t chunk_rows = std::min<int64_t>(rows, 64);
+  std::vector<unsigned char> chunk(rb * static_cast<uint64_t>(chunk_rows));
+  std::normal_distribution<float> nd(0.0f, 0.02f);
+  std::vector<float> f(static_cast<size_t>(n));
+  for (int64_t r = 0; r < chunk_rows; ++r) {
+    for (float& v : f) v = nd(rng);
+    unsigned char* dst = chunk.data() + static_cast<uint64_t>(r) * rb;
+    if (type == GgmlType::F32) {
+      std::memcpy(dst, f.data(), rb);
+    } else {
+      strata::format::quantize_row(type, f.data(), dst, n);
+    }
+  }
+  std::vector<unsigned char> w(rb * static_cast<uint64_t>(rows));
+  for (size_t off = 0; off < w.size(); off += chunk.size()) {
+    std::memcpy(w.data() + off, chunk.data(), std::min(chunk.size(), w.size() - off));
+  }
+  return w;
+}
+
+std::vector<float> normal_floats(size_t n, std::mt19937& rng) {
+  std::normal_distribution<float> nd;
+  std::vector<float> v(n);
+  for (float& x : v) x = nd(rng);
+  return v;
+}
+
+struct Result {
+  double us_per_op;
+  double gb_per_s;
+};
+
+// MUL_MAT of n_in x n_out weights of `type` for n_tok tokens.
+Result bench_mul_mat(Device& dev, const Settings& s, GgmlType type, int64_t n_in, int64_t n_out, int64_t n_tok) {
+  std::mt19937 rng(7);
+  const size_t one = strata::format::row_bytes(type, static_cast<uint64_t>(n_in)) * static_cast<uint64_t>(n_out);
+  const size_t copies = std::clamp<size_t>(s.memory / one, 1, static_cast<size_t>(s.ops));
+  auto* w = static_cast<unsigned char*>(dev.upload(weight_matrix(type, n_out * static_cast<int64_t>(copies), n_in, rng)));
+  auto* x = dev.upload(normal_floats(static_cast<size_t>(n_in * n_tok), rng));
+  auto* y = static_cast<float*>(dev.alloc(sizeof(float) * static_cast<size_t>(n_out * n_tok)));
+  std::vector<strata_op> ops(static_cast<size_t>(s.ops));
+  for (size_t i = 0; i < ops.size(); ++i) {
+    strata_op& op = ops[i];
+    op = strata_op{};
+    op.struct_size = sizeof op;
+    op.kind = STRATA_OP_MUL_MAT;
+    op.src[0] = strata::make_tensor(w + (i % copies) * one, type, {n_in, n_out});
+    op.src[1] = strata::tensor_f32(x, {n_in, n_tok});
+    op.dst = strata::tensor_f32(y, {n_out, n_tok});
+  }
+  const double t = dev.time_per_op(ops, s.seconds);
+  return {t * 1e6, static_cast<double>(one) / t / 1e9};
+}
+
+// MOE_ROUTED over n_expert experts (n_embd x n_ff gate and up of gate_up_type, down of down_type), k of them chosen
+// at random per token, for n_tok tokens: GB/s of the chosen experts' bytes.
+Result bench_moe_routed(Device& dev, const Settings& s, GgmlType gate_up_type, GgmlType down_type, uint32_t n_embd,
+                        uint32_t n_ff, uint32_t n_expert, uint32_t k, uint32_t n_tok) {
+  std::mt19937 rng(11);
+  const size_t gu = strata::format::row_bytes(gate_up_type, n_embd) * n_ff;
+  const size_t dn = strata::format::row_bytes(down_type, n_ff) * n_embd;
+  auto* gate_up = static_cast<unsigned char*>(
+      dev.upload(weight_matrix(gate_up_type, static_cast<int64_t>(2) * n_expert * n_ff, n_embd, rng)));
+  auto* down = static_cast<unsigned char*>(dev.upload(weight_matrix(down_type, static_cast<int64_t>(n_expert) * n_embd, n_ff, rng)));
+  std::vector<strata_expert_weights> ew(n_expert);
+  for (uint32_t e = 0; e < n_expert; ++e) {
+    ew[e] = {gate_up + 2 * e * gu, gate_up + (2 * e + 1) * gu, down + e * dn, static_cast<uint32_t>(gate_up_type),
+             static_cast<uint32_t>(gate_up_type), static_cast<uint32_t>(down_type), 0};
+  }
+  static strata_expert_table table;  // outlives the ops (the plugin reads it at every call)
+  table = {n_embd, n_ff, n_expert, static_cast<uint32_t>(gate_up_type), static_cast<uint32_t>(gate_up_type),
+           static_cast<uint32_t>(down_type), dev.upload(ew)};
+  // Per op: its own random choices (k distinct experts per token) and weights summing to about 1.
+  const size_t n_ops = static_cast<size_t>(s.ops);
+  std::vector<int32_t> ids(n_ops * k * n_tok);
+  std::vector<float> weights(ids.size());
+  std::vector<int32_t> all(n_expert);
+  for (uint32_t e = 0; e < n_expert; ++e) all[e] = static_cast<int32_t>(e);
+  std::uniform_real_distribution<float> ud(0.5f, 1.5f);
+  for (size_t r = 0; r < n_ops * n_tok; ++r) {
+    std::shuffle(all.begin(), all.end(), rng);
+    for (uint32_t j = 0; j < k; ++j) {
+      ids[r * k + j] = all[j];
+      weights[r * k + j] = ud(rng) / static_cast<float>(k);
+    }
+  }
+  auto* ids_d = dev.upload(ids);
+  auto* weights_d = dev.upload(weights);
+  auto* x = dev.upload(normal_floats(static_cast<size_t>(n_embd) * n_tok, rng));
+  auto* y = static_cast<float*>(dev.alloc(sizeof(float) * n_embd * n_tok));
+  std::vector<strata_op> ops(n_ops);
+  for (size_t i = 0; i < n_ops; ++i) {
+    strata_op& op = ops[i];
+    op = strata_op{};
+    op.struct_size = sizeof op;
+    op.kind = STRATA_OP_MOE_ROUTED;
+    op.extra = &table;
+    op.src[0] = strata::tensor_f32(x, {n_embd, n_tok});
+    op.src[1] = strata::tensor_i32(ids_d + i * k * n_tok, {k, n_tok});
+    op.src[2] = strata::tensor_f32(weights_d + i * k * n_tok, {k, n_tok});
+    op.dst = strata::tensor_f32(y, {n_embd, n_tok});
+  }
+  const double t = dev.time_per_op(ops, s.seconds);
+  // Distinct experts read per op: k per token at most, fewer when tokens share experts (n_tok 1 here: k).
+  const double bytes = static_cast<double>(std::min<uint32_t>(k * n_tok, n_expert)) * static_cast<double>(2 * gu + dn);
+  return {t * 1e6, bytes / t / 1e9};
+}
+
+void print_row(const std::string& what, const Result& r) {
+  std::printf("| %s | %.2f | %.0f |\n", what.c_str(), r.us_per_op, r.gb_per_s);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Settings s;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--plugin" && i + 1 < argc) {
+      s.plugin = argv[++i];
+    } else if (a == "--seconds" && i + 1 < argc) {
+      s.seconds = std::atof(argv[++i]);
+    } else if (a == "--memory" && i + 1 < argc) {
+      s.memory = static_cast<size_t>(std::atof(argv[++i]) * 1048576.0);
+    } else if (a == "--ops" && i + 1 < argc) {
+      s.ops = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--no-graphs") {
+      s.plugin_options.push_back("graphs=false");
+    } else {
+      std::fprintf(stderr, "usage: %s [--plugin NAME] [--seconds S] [--memory MiB] [--ops N] [--no-graphs]\n", argv[0]);
+      return 2;
+    }
+  }
+  try {
+    // The build's plugin folder, this executable's folder (a packed copy on another machine), STRATA_PLUGIN_PATH.
+    const char* env = std::getenv("STRATA_PLUGIN_PATH");
+    strata::PluginRegistry registry(strata::default_search_path({}, env != nullptr ? env : ""));
+    auto inst = registry.instantiate(s.plugin, s.plugin_options);
+    const auto* be = inst->get<strata_backend_v1>(STRATA_BACKEND_FAMILY, STRATA_BACKEND_VERSION);
+    if (be == nullptr || be->header.minor < 1 || be->buffer_alloc == nullptr || be->device_count(inst->ctx()) == 0) {
+      std::fprintf(stderr, "plugin %s has no device with its own memory (backend 1.1)\n", s.plugin.c_str());
+      return 1;
+    }
+    const auto devs = inst->devices();
+    std::printf("%s on %s (%s), %d ops per call\n\n", s.plugin.c_str(), devs.at(0).name.c_str(),
+                devs.at(0).arch.c_str(), s.ops);
+    std::printf("| op | us per op | GB/s (weights) |\n| --- | ---: | ---: |\n");
+    struct MulMat {
+      GgmlType type;
+      int64_t n_in, n_out;
+    };
+    for (const MulMat& m : {MulMat{GgmlType::Q4_K, 2048, 4096}, MulMat{GgmlType::Q4_K, 4096, 2048},
+                            MulMat{GgmlType::Q4_K, 2048, 512}, MulMat{GgmlType::Q6_K, 2048, 512},
+                            MulMat{GgmlType::Q6_K, 2048, 151936}, MulMat{GgmlType::F32, 2048, 128}}) {
+      Device dev(be, inst->ctx());
+      const std::string name = "MUL_MAT " + std::string(strata::format::traits(m.type).name) + " " +
+                               std::to_string(m.n_in) + "x" + std::to_string(m.n_out) + ", 1 token";
+      print_row(name, bench_mul_mat(dev, s, m.type, m.n_in, m.n_out, 1));
+    }
+    for (GgmlType down : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+      Device dev(be, inst->ctx());
+      const std::string name = "MOE_ROUTED q4_K/" + std::string(strata::format::traits(down).name) +
+                               " 2048/768, 128 experts, k 8, 1 token";
+      print_row(name, bench_moe_routed(dev, s, GgmlType::Q4_K, down, 2048, 768, 128, 8, 1));
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "strata_bench_gpu_ops: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,18 @@
+// MOE_ROUTED for a few tokens (decode) in three launches instead of the general pipeline's seven: Q8_1 of x (shared
+// with the pipeline's cache), one kernel for gate + up + SwiGLU + Q8_1(h) per (token, k) pair reading the routes
+// directly, and one kernel for down that sums each token's weighted rows in ascending expert id in registers.
+// The bytes are the pipeline's: the same span partials, accumulation order and SwiGLU/Q8_1 steps per row, the
+// same stable ordering of a token's experts, ids outside [0, n_expert) left out.
+#pragma once
+
+#include "context.hpp"
+#include "strata/plugin_api.h"
+
+namespace strata::gpu {
+
+// Runs op (a checked MOE_ROUTED) on the decode path and returns true, or returns false without enqueuing anything
+// when the op is not one it handles (more than 8 tokens, k above 16, float matrices, gate and up of different
+// types, or a type without a decode kernel).
+bool run_moe_routed_decode(Context& ctx, const strata_op& op);
+
+}  // namespace strata::gpu
