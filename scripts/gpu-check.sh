@@ -12,6 +12,7 @@
 #     cpu        strata bench on the CPU backend (cpu_avx2), all cores: pp512 and tg128
 #     peer-cpu   llama.cpp's llama-bench (CPU build, if bundled) on the same file and thread count
 #     cuda       strata bench on the cuda backend (every weight in VRAM): pp512 and tg128
+#     gpu-ops    single-op timings on the GPU (strata_bench_gpu_ops: us per op, GB/s of weights)
 #     profile    where decode time goes, op by op (strata bench --profile), on cpu_avx2 and on cuda
 #     peer-cuda  llama.cpp's llama-bench -ngl 99 -fa on: built here from the carried source (.peer/src: a fetched llama.cpp without its unused backends,
 #                never committed) unless .device/peer-cuda/llama-bench is bundled
@@ -120,6 +121,13 @@ if want cuda; then
   cat "$OUT/bench-cuda.md"; tail -3 "$OUT/bench-cuda.log"
   row "strata bench cuda (exit $rc):"
   while IFS= read -r l; do row "  $l"; done < <(grep -E 'pp|tg' "$OUT/bench-cuda.md")
+fi
+
+if want gpu-ops && [ -x "$bin/strata_bench_gpu_ops" ]; then
+  log "gpu ops"
+  strata_bench_gpu_ops > "$OUT/gpu-ops.txt" 2>&1
+  row "gpu ops bench (exit $?):"
+  while IFS= read -r l; do row "  $l"; done < <(grep -E '^\|' "$OUT/gpu-ops.txt")
 fi
 
 if want profile; then
