@@ -134,7 +134,9 @@ if want profile; then
   log "decode profiles"
   strata bench --model "$model" --backend cpu_avx2 -o plugins.cpu_avx2.workers=$((threads - 1)) -p 0 -n 4 -r 1 \
     --profile 16 > /dev/null 2> "$OUT/profile-cpu.txt"
-  strata bench --model "$model" --backend cuda -p 0 -n 4 -r 1 --profile 32 > /dev/null 2> "$OUT/profile-cuda.txt"
+  strata bench --model "$model" --backend cuda -p 0 -n 4 -r 1 --profile 32 --profile-prompt 512 > /dev/null \
+    2> "$OUT/profile-cuda.txt"
+  cat "$OUT/profile-cuda.txt"
   row "profiles: $OUT/profile-cpu.txt, $OUT/profile-cuda.txt"
 fi
 

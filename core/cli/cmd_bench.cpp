@@ -50,7 +50,7 @@ int cmd_bench(const Args& args) {
   std::vector<uint32_t> n_prompt = {512}, n_gen = {128};
   long long reps = 5;
   bool json = false;
-  long long profile_tokens = 0;
+  long long profile_tokens = 0, profile_prompt = 0;
   p.option("-m|--model", "FILE", "the GGUF model (overrides the launch's model)", &model);
   p.option("--backend", "NAME", "auto, reference, or a backend plugin's name", &backend);
   p.option("-p|--n-prompt", "N", "prompt lengths to test, comma-separated (0: none; default 512)",
@@ -60,8 +60,10 @@ int cmd_bench(const Args& args) {
   p.option("-r|--repetitions", "N", "runs per test (default 5)",
            [&](const std::string& v) { reps = parse_int("--repetitions", v, 1, 1000); });
   p.flag("--json", "print the results as JSON instead of a markdown table", &json);
-  p.option("--profile", "N", "then decode N more tokens running ops one at a time, and print (stderr) where the time goes",
+  p.option("--profile", "N", "then decode N more tokens with a clock stamp between ops, and print (stderr) where the time goes",
            [&](const std::string& v) { profile_tokens = parse_int("--profile", v, 1, 1 << 16); });
+  p.option("--profile-prompt", "N", "then feed an N-token prompt the same way and print where its time goes",
+           [&](const std::string& v) { profile_prompt = parse_int("--profile-prompt", v, 1, 1 << 20); });
   if (!p.parse(args)) return 0;
 
   LaunchContext ctx = launch_options.resolve(false);
@@ -120,8 +122,23 @@ int cmd_bench(const Args& args) {
     engine->set_profile(&profile);
     for (long long i = 0; i < profile_tokens; ++i) engine->feed(0, t);
     engine->set_profile(nullptr);
-    std::fprintf(stderr, "decode profile, %lld tokens, ops one at a time on %s:\n%s", profile_tokens,
+    std::fprintf(stderr, "decode profile, %lld tokens on %s:\n%s", profile_tokens,
                  engine->backend().describe().c_str(), profile.table(static_cast<uint64_t>(profile_tokens)).c_str());
+  }
+  if (profile_prompt > 0) {
+    OpProfile profile;
+    engine->cut(0, 0);
+    std::vector<TokenId> prompt(static_cast<size_t>(profile_prompt));
+    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<TokenId>((i * 7919 + 1) % m.hparams().n_vocab);
+    engine->feed(0, prompt);  // warm: the first window of a shape runs without a graph
+    engine->cut(0, 0);
+    engine->set_profile(&profile);
+    engine->feed(0, prompt);
+    engine->set_profile(nullptr);
+    engine->cut(0, 0);
+    std::fprintf(stderr, "prompt profile, %lld tokens (windows of %u) on %s:\n%s", profile_prompt,
+                 engine->settings().batch, engine->backend().describe().c_str(),
+                 profile.table(static_cast<uint64_t>(profile_prompt)).c_str());
   }
   // What the model added to the process (its mapped pages, the KV cache, the activations) against the budget.
   const uint64_t peak = peak_resident_bytes();

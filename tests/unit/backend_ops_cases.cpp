@@ -632,7 +632,7 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
   // Prefill windows with many pairs per expert: the GPU's tiled experts (tiles of up to 32 pairs).
   for (int64_t n_tok : {33, 130}) {
     c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 512, 256, n_tok, 4));
-    c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q4_K, 512, 96, n_tok, 4));
+    c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q4_K, 512, 768, n_tok, 4));
   }
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q8_0, GgmlType::Q8_0, 256, 96, 3, 2));
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::F16, GgmlType::F32, 256, 64, 2, 3));

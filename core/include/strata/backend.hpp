@@ -26,6 +26,8 @@ class Backend {
   virtual void compute(std::span<const strata_op> ops) = 0;
   // The device memory ops must address, or null when they take host memory (the reference, cpu_avx2).
   virtual DeviceMemory* device_memory() { return nullptr; }
+  // Whether compute() runs `op` itself (a plugin's supports_op; the reference runs everything).
+  virtual bool supports(const strata_op& op) { return op.kind != 0; }
 };
 
 // The scalar reference of core/src/reference (single-threaded).

@@ -1,6 +1,7 @@
-// Where a window's time goes: the engine, when given an OpProfile, runs ops one at a time and adds each op's wall
-// time (compute call to return, so a GPU op includes its launch and synchronization) under a key naming the op
-// and its weight: "MUL_MAT q4_K 2048x768". MUL_MAT keys also count the weight bytes read, for GB/s.
+// Where a window's time goes: the engine, when given an OpProfile, puts a TIMESTAMP op between every two ops where
+// the backend runs them (one compute call; times read off the device's clock, a GPU's included) or else runs ops
+// one at a time timed on the host, and adds each op's time under a key naming the op and its weight:
+// "MUL_MAT q4_K 2048x768". MUL_MAT keys also count the weight bytes read, for GB/s.
 // `strata bench --profile` prints it.
 #pragma once
 

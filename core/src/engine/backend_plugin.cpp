@@ -61,6 +61,7 @@ class PluginBackend final : public Backend {
   }
 
   DeviceMemory* device_memory() override { return memory_.get(); }
+  bool supports(const strata_op& op) override { return table_->supports_op(plugin_->ctx(), 0, &op) != 0; }
 
   const std::string& name() const override { return name_; }
   std::string describe() const override { return name_ + " (" + device_ + ")"; }
