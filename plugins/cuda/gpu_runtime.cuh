@@ -34,6 +34,8 @@
 #define cudaHostRegisterReadOnly hipHostRegisterReadOnly
 #define cudaMemcpyKind hipMemcpyKind
 #define cudaMemcpy hipMemcpy
+#define cudaFuncSetAttribute(f, attr, v) hipFuncSetAttribute(reinterpret_cast<const void*>(f), attr, v)
+#define cudaFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
 #define cudaMemcpyAsync hipMemcpyAsync
 #define cudaMemsetAsync hipMemsetAsync
 #define cudaMemcpyHostToDevice hipMemcpyHostToDevice

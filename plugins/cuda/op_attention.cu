@@ -22,10 +22,10 @@ namespace {
 
 using format::GgmlType;
 
-constexpr int kThreads = 128;
+constexpr int kThreads = 256;
 constexpr int kTile = 32;  // positions whose keys and scores sit in shared memory at once
 constexpr int kMaxHeadDim = 256;
-constexpr int kMaxBlockDims = 8 * kThreads;  // heads * head_dim of one block: the outputs held in registers
+constexpr int kMaxBlockDims = 1024;  // heads * head_dim of one block: the outputs held in registers
 constexpr int kMaxBlockHeads = 32;           // bounds the tile of scores in shared memory (heads * kTile doubles)
 constexpr int64_t kMaxChunks = 512;
 constexpr int64_t kMaxPartials = 4096;  // tokens * chunks: bounds the scratch at prefill
@@ -62,11 +62,11 @@ struct AttnArgs {
 };
 
 // Shared memory of attention_chunks, in this order: per head m, l, alpha (double); the tile's scores [G][kTile]
-// (double); q of the block's heads [G][D] and the tile's keys [kTile][D + 1] (float; the padding puts the rows
-// that neighbouring threads read in different banks).
+// (double); q of the block's heads [G][D], the tile's keys [kTile][D + 1] (float; the padding puts the rows
+// that neighbouring threads read in different banks) and the tile's values [kTile][D] (float, converted once).
 size_t chunk_smem(int heads, int head_dim) {
   const auto h = static_cast<size_t>(heads), d = static_cast<size_t>(head_dim);
-  return sizeof(double) * (3 * h + h * kTile) + sizeof(float) * (h * d + kTile * (d + 1));
+  return sizeof(double) * (3 * h + h * kTile) + sizeof(float) * (h * d + kTile * (d + 1) + kTile * d);
 }
 
 // The most q heads of a kv head's group one block can hold (a divisor of the group): heads * head_dim outputs
@@ -90,6 +90,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_chunks(AttnArgs a) {
   double* sc = alpha + G;                             // [G][kTile]
   auto* qs = reinterpret_cast<float*>(sc + G * kTile);  // [G][D]
   float* ks = qs + G * D;                             // [kTile][D + 1]
+  float* vs = ks + kTile * (D + 1);                   // [kTile][D]
   const int t = static_cast<int>(blockIdx.z), c = static_cast<int>(blockIdx.x);
   const int h0 = static_cast<int>(blockIdx.y) * G;  // the block's first q head
   const int kvh = h0 / a.group;
@@ -130,6 +131,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_chunks(AttnArgs a) {
     for (int i = tid; i < n * D; i += kThreads) {
       const int jj = i / D, d = i % D;
       ks[jj * krow + d] = cache_value<kCache>(a.k + static_cast<uint64_t>(tile + jj) * a.k_stride, koff + d);
+      vs[i] = cache_value<kCache>(a.v + static_cast<uint64_t>(tile + jj) * a.v_stride, koff + d);
     }
     __syncthreads();
     // Scores: a thread per (head, position), the 32-lane order evaluated serially (dot32_serial_d).
@@ -166,12 +168,12 @@ __global__ void __launch_bounds__(kThreads, 1) attention_chunks(AttnArgs a) {
       if (o_head[k] >= 0) acc[k] = acc[k] * alpha[o_head[k]];
     }
     for (int jj = 0; jj < n; ++jj) {
-      const char* vcol = a.v + static_cast<uint64_t>(tile + jj) * a.v_stride;
+      const float* vrow = vs + jj * D;
 #pragma unroll
       for (int k = 0; k < kPer; ++k) {
         if (o_head[k] >= 0) {
           const double w = sc[o_head[k] * kTile + jj];
-          acc[k] = acc[k] + w * static_cast<double>(cache_value<kCache>(vcol, koff + v_idx[k]));
+          acc[k] = acc[k] + w * static_cast<double>(vrow[v_idx[k]]);
         }
       }
     }
@@ -222,14 +224,24 @@ __global__ void __launch_bounds__(kThreads) attention_combine(AttnArgs a) {
   }
 }
 
+// Blocks may need more than the default 48 KB of shared memory (head_dim 256 tiles): raise the kernel's limit
+// before its first launch (a function attribute, not a stream operation).
+template <Cache kCache, int kPer>
+void launch_one(const AttnArgs& a, dim3 grid, size_t smem, cudaStream_t stream) {
+  static const cudaError_t raised = cudaFuncSetAttribute(attention_chunks<kCache, kPer>,
+                                                         cudaFuncAttributeMaxDynamicSharedMemorySize, 96 * 1024);
+  (void)raised;
+  attention_chunks<kCache, kPer><<<grid, kThreads, smem, stream>>>(a);
+}
+
 template <Cache kCache>
 void launch_chunks(const AttnArgs& a, int per, dim3 grid, size_t smem, cudaStream_t stream) {
   if (per <= 2) {
-    attention_chunks<kCache, 2><<<grid, kThreads, smem, stream>>>(a);
+    launch_one<kCache, 2>(a, grid, smem, stream);
   } else if (per <= 4) {
-    attention_chunks<kCache, 4><<<grid, kThreads, smem, stream>>>(a);
+    launch_one<kCache, 4>(a, grid, smem, stream);
   } else {
-    attention_chunks<kCache, 8><<<grid, kThreads, smem, stream>>>(a);
+    launch_one<kCache, 8>(a, grid, smem, stream);
   }
 }
 
