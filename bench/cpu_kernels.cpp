@@ -5,7 +5,10 @@
 // 1 and 8 tokens, and the expert pool on 1 token x 8 experts of 768x2048 Q4_K. Weights are cycled through enough
 // copies to exceed the caches, so every figure is a memory-bound rate: weight bytes read per second.
 //
-//   strata_bench_cpu_kernels [--workers N] [--force-avx2] [--seconds S] [--memory MiB]
+//   strata_bench_cpu_kernels [--workers N] [--force-avx2] [--seconds S] [--memory MiB] [--match TEXT]
+//
+// A small --memory (a few MiB) keeps the weights in the caches: then the figures measure the kernels' compute
+// rate rather than the memory's (with --workers 0, one core's).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -33,6 +36,7 @@ struct Settings {
   std::vector<std::string> plugin_options;
   double seconds = 1.0;        // per measurement
   size_t memory = 1024u << 20;  // bytes of weight copies per measurement (well past the last-level cache)
+  std::string match;            // only measurements whose name contains this
 };
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -70,7 +74,7 @@ double read_bandwidth(unsigned threads, size_t bytes, double seconds) {
   return best;
 }
 
-// rows x n weights of `type`: a chunk of real quantized rows (normal values through the format library's
+// rows x n weights of `type` (F32 or a type quantize_row writes): a chunk of real quantized rows (normal values through the format library's
 // quantizer), tiled, so scales and values look like a model's.
 std::vector<unsigned char> quantized_matrix(GgmlType type, int64_t rows, int64_t n, std::mt19937& rng) {
   const uint64_t rb = strata::format::row_bytes(type, static_cast<uint64_t>(n));
@@ -80,7 +84,12 @@ std::vector<unsigned char> quantized_matrix(GgmlType type, int64_t rows, int64_t
   std::vector<float> f(static_cast<size_t>(n));
   for (int64_t r = 0; r < chunk_rows; ++r) {
     for (float& v : f) v = nd(rng);
-    strata::format::quantize_row(type, f.data(), chunk.data() + static_cast<uint64_t>(r) * rb, n);
+    unsigned char* dst = chunk.data() + static_cast<uint64_t>(r) * rb;
+    if (type == GgmlType::F32) {
+      std::memcpy(dst, f.data(), rb);  // the router's float weights
+    } else {
+      strata::format::quantize_row(type, f.data(), dst, n);
+    }
   }
   std::vector<unsigned char> w(rb * static_cast<uint64_t>(rows));
   for (size_t off = 0; off < w.size(); off += chunk.size()) {
@@ -201,10 +210,12 @@ int main(int argc, char** argv) {
       s.plugin_options.push_back("force_avx2=true");
     } else if (a == "--seconds" && i + 1 < argc) {
       s.seconds = std::atof(argv[++i]);
+    } else if (a == "--match" && i + 1 < argc) {
+      s.match = argv[++i];
     } else if (a == "--memory" && i + 1 < argc) {
       s.memory = static_cast<size_t>(std::atof(argv[++i]) * 1048576.0);
     } else {
-      std::fprintf(stderr, "usage: %s [--workers N] [--force-avx2] [--seconds S] [--memory MiB]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--workers N] [--force-avx2] [--seconds S] [--memory MiB] [--match TEXT]\n", argv[0]);
       return 2;
     }
   }
@@ -223,24 +234,39 @@ int main(int argc, char** argv) {
     const double read = read_bandwidth(be.parts, std::max<size_t>(s.memory, 256u << 20), s.seconds);
     std::printf("| measurement | GB/s | of read bandwidth |\n| --- | ---: | ---: |\n");
     std::printf("| plain read, %u threads | %.1f | 100%% |\n", be.parts, read / 1e9);
+    const auto report = [&](const std::string& name, auto measure) {
+      if (name.find(s.match) == std::string::npos) return;
+      const double r = measure();
+      std::printf("| %s | %.1f | %.0f%% |\n", name.c_str(), r / 1e9, 100.0 * r / read);
+      std::fflush(stdout);
+    };
     struct Shape {
+      GgmlType type;
       int64_t n_in, n_out;
     };
+    // The model shapes of a 30B-A3B MoE decode: experts (2048x768, 768x2048), attention (2048x4096, 4096x2048,
+    // 2048x512), the router (F32 2048x128) and the output head (2048x151936).
+    std::vector<Shape> shapes;
     for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
-      for (Shape sh : {Shape{2048, 768}, Shape{768, 2048}, Shape{2048, 151936}}) {
-        for (int64_t n_tok : {1, 8}) {
-          const double r = bench_mul_mat(be, s, t, sh.n_in, sh.n_out, n_tok);
-          std::printf("| MUL_MAT %s %lldx%lld, %lld token%s | %.1f | %.0f%% |\n",
-                      std::string(strata::format::traits(t).name).c_str(), static_cast<long long>(sh.n_in),
-                      static_cast<long long>(sh.n_out), static_cast<long long>(n_tok), n_tok == 1 ? "" : "s", r / 1e9,
-                      100.0 * r / read);
-        }
+      for (auto [n_in, n_out] : {std::pair<int64_t, int64_t>{2048, 768}, {768, 2048}, {2048, 512}, {2048, 151936}}) {
+        shapes.push_back({t, n_in, n_out});
+      }
+    }
+    shapes.push_back({GgmlType::Q4_K, 2048, 4096});
+    shapes.push_back({GgmlType::Q4_K, 4096, 2048});
+    shapes.push_back({GgmlType::F32, 2048, 128});
+    for (const Shape& sh : shapes) {
+      for (int64_t n_tok : {1, 8}) {
+        const std::string name = "MUL_MAT " + std::string(strata::format::traits(sh.type).name) + " " +
+                                 std::to_string(sh.n_in) + "x" + std::to_string(sh.n_out) + ", " +
+                                 std::to_string(n_tok) + (n_tok == 1 ? " token" : " tokens");
+        report(name, [&] { return bench_mul_mat(be, s, sh.type, sh.n_in, sh.n_out, n_tok); });
       }
     }
     for (uint32_t n_tok : {1u, 4u}) {
-      const double r = bench_pool(be, s, GgmlType::Q4_K, 2048, 768, n_tok);
-      std::printf("| expert pool q4_K 2048x768, %u token%s x 8 experts | %.1f | %.0f%% |\n", n_tok,
-                  n_tok == 1 ? "" : "s", r / 1e9, 100.0 * r / read);
+      const std::string name = "expert pool q4_K 2048x768, " + std::to_string(n_tok) +
+                               (n_tok == 1 ? " token" : " tokens") + " x 8 experts";
+      report(name, [&] { return bench_pool(be, s, GgmlType::Q4_K, 2048, 768, n_tok); });
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

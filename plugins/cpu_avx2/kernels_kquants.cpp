@@ -117,6 +117,35 @@ STRATA_INLINE_AVX2 void k4_scale_vectors(const unsigned char* p, Group& g) {
   g.b0 = negate(_mm256_mul_ps(_mm256_set1_ps(f16_at(p + 2)), u8x8_to_ps(mins)));
 }
 
+// k4_scale_vectors for two blocks at once (block a in lanes 0..7, b in 8..15), the unpacking done on vectors:
+// dwords [d|dmin, a, b, c] of each block's first 16 bytes give [scales lo, scales hi, mins lo, mins hi] with the
+// bit operations of k4_scales.
+STRATA_AVX512 inline __attribute__((always_inline)) void k4_scales_pair(const unsigned char* pa,
+                                                                        const unsigned char* pb,
+                                                                        avx512::ScalePair& sp) {
+  const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(load128(pa)), load128(pb), 1);
+  const __m256i aabb = _mm256_shuffle_epi32(v, _MM_SHUFFLE(2, 2, 1, 1));  // [a, a, b, b] per block
+  const __m256i acbc = _mm256_shuffle_epi32(v, _MM_SHUFFLE(3, 2, 3, 1));  // [a, c, b, c]
+  const __m256i low6 = _mm256_and_si256(aabb, _mm256_set1_epi8(0x3f));
+  const __m256i c_nib = _mm256_and_si256(_mm256_srlv_epi32(acbc, _mm256_setr_epi32(0, 0, 0, 4, 0, 0, 0, 4)),
+                                         _mm256_set1_epi8(0x0f));
+  const __m256i top2 = _mm256_and_si256(_mm256_srli_epi32(aabb, 2), _mm256_set1_epi8(0x30));
+  // Lanes 0, 2 (per block): a & 0x3f, b & 0x3f; lanes 1, 3: c's nibble | the top two bits of a, b.
+  const __m256i sm = _mm256_blend_epi32(low6, _mm256_or_si256(c_nib, top2), 0xaa);
+  // [scales a | scales b | mins a | mins b] as bytes, then as 16 floats each.
+  const __m256i ordered = _mm256_permute4x64_epi64(sm, _MM_SHUFFLE(3, 1, 2, 0));
+  const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm256_castsi256_si128(ordered)));
+  const __m512 mn = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm256_extracti128_si256(ordered, 1)));
+  // d and dmin of both blocks, exactly converted: [da, dmina, ., ., db, dminb, ., .].
+  const __m128 dd = _mm_cvtph_ps(_mm_unpacklo_epi32(load128(pa), load128(pb)));  // [da, dmina, db, dminb]
+  const __m512 d = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2),
+                                         _mm512_castps128_ps512(dd));
+  const __m512 dmin = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3),
+                                            _mm512_castps128_ps512(dd));
+  sp.c0 = _mm512_mul_ps(d, sc);
+  sp.b0 = _mm512_xor_ps(_mm512_mul_ps(dmin, mn), _mm512_set1_ps(-0.0f));
+}
+
 // Per 16-bit lane: `lo` in the low half of a register, `hi` in the high half (per-half shift counts).
 STRATA_AVX512 inline __attribute__((always_inline)) __m512i halves16(int lo, int hi) {
   return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16(static_cast<short>(lo))),
@@ -143,6 +172,11 @@ struct Q4_K {
   }
   STRATA_AVX512 inline __attribute__((always_inline)) static void pairs512(const unsigned char* p, __m512i (&w)[4]) {
     for (int k = 0; k < 4; ++k) w[k] = _mm512_and_si512(twice_shifted(p + 16 + 32 * k, 4), _mm512_set1_epi8(0x0f));
+  }
+  STRATA_AVX512 inline __attribute__((always_inline)) static void scales_pair(const unsigned char* pa,
+                                                                              const unsigned char* pb,
+                                                                              avx512::ScalePair& sp) {
+    k4_scales_pair(pa, pb, sp);
   }
 };
 
@@ -174,6 +208,11 @@ struct Q5_K {
       const __m512i q = _mm512_and_si512(twice_shifted(p + 48 + 32 * k, 4), _mm512_set1_epi8(0x0f));
       w[k] = _mm512_or_si512(q, _mm512_slli_epi16(bit, 4));
     }
+  }
+  STRATA_AVX512 inline __attribute__((always_inline)) static void scales_pair(const unsigned char* pa,
+                                                                              const unsigned char* pb,
+                                                                              avx512::ScalePair& sp) {
+    k4_scales_pair(pa, pb, sp);
   }
 };
 
