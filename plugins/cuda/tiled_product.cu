@@ -79,8 +79,33 @@ __device__ inline void add_span(const uint32_t* wrecs, const uint32_t* arecs, in
   }
 }
 
+// Types with 16-value sub-blocks (Q2_K, Q3_K, Q6_K) take two k16 MMAs a span; compiled for sm_86/89/120 their
+// kernels spill a few bytes (ptxas -Werror fails the build), so they are built for sm_90 only and
+// has_tiled_kernel keeps other archs on the untiled path for them.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
+#define STRATA_TILED_SUB16 0
+#else
+#define STRATA_TILED_SUB16 1
+#endif
+
+template <class Dec>
+__device__ __forceinline__ void tiled_body(TiledJob p);
+
 template <class Dec>
 __global__ void __launch_bounds__(kTileThreads) tiled_kernel(TiledJob p) {
+#if !STRATA_TILED_SUB16
+  if constexpr (Dec::kSub == 16) {
+    __trap();
+    return;
+  } else
+#endif
+  {
+    tiled_body<Dec>(p);
+  }
+}
+
+template <class Dec>
+__device__ __forceinline__ void tiled_body(TiledJob p) {
   __shared__ uint32_t stage[kStageWords];
   __shared__ uint32_t col_act[kTileCols];  // activation row of each column
   __shared__ uint32_t col_out[kTileCols];  // output row of each column
@@ -203,7 +228,9 @@ bool has_tiled_kernel(uint32_t type, const Context& ctx) {
   (void)ctx;
   return false;
 #else
-  return ctx.props().major >= 8 && with_tiled_decoder(type, [](auto) {});
+  bool sub16 = false;
+  const bool tiled = with_tiled_decoder(type, [&](auto dec) { sub16 = decltype(dec)::kSub == 16; });
+  return ctx.props().major >= 8 && tiled && (!sub16 || (ctx.props().major == 9 && ctx.props().minor == 0));
 #endif
 }
 
