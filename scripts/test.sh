@@ -5,19 +5,23 @@
 #   2. a sanitizer pass (build-asan/): the unit tests under ASan+UBSan, GPU plugins left out
 #   3. a bounded fuzz pass (build-fuzz/): each libFuzzer target for STRATA_FUZZ_SECONDS (default 60) seconds
 #
-# Warnings are errors when CI is set (as on the CI machine) or STRATA_WERROR=ON.
+# Warnings are errors when CI is set (as on the CI machine) or STRATA_WERROR=ON. CI builds the CUDA plugin for sm_90
+# only (STRATA_CUDA_ARCHS overrides; a plain build targets the local GPU, or sm_90 plus the consumer archs).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 jobs="${STRATA_JOBS:-$(nproc)}"
 werror="${STRATA_WERROR:-$([ -n "${CI:-}" ] && echo ON || echo OFF)}"
 fuzz_seconds="${STRATA_FUZZ_SECONDS:-60}"
+cuda_archs="${STRATA_CUDA_ARCHS:-$([ -n "${CI:-}" ] && echo 90 || true)}"
+arch_args=()
+[ -n "$cuda_archs" ] && arch_args=("-DCMAKE_CUDA_ARCHITECTURES=$cuda_archs")
 
 "$root/scripts/install-deps.sh"
 
 step() { printf '\n==== %s ====\n' "$*"; }
 
 step "build (Release, -Werror=$werror)"
-STRATA_BUILD_DIR="$root/build" "$root/scripts/build.sh" -DSTRATA_WERROR="$werror"
+STRATA_BUILD_DIR="$root/build" "$root/scripts/build.sh" -DSTRATA_WERROR="$werror" "${arch_args[@]}"
 step "tests"
 ctest --test-dir "$root/build" --output-on-failure -j "$jobs" -LE 'gpu|fuzz'
 
