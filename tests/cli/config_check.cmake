@@ -16,6 +16,10 @@ if(NOT schema_pos LESS missing_pos)
 endif()
 
 strata_run(0 OUT out ARGS config check ${SRC}/configs/default.yaml)
+# The shipped launches all check (cuda.yaml too: checking needs no GPU).
+foreach(launch cpu cuda)
+  strata_run(0 OUT out ARGS config check ${SRC}/configs/${launch}.yaml)
+endforeach()
 expect_contains("${out}" "default.yaml: ok")
 
 # Precedence: the file, then STRATA_* switches, then -o; show says where each value came from.
