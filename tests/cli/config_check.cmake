@@ -18,7 +18,8 @@ endif()
 strata_run(0 OUT out ARGS config check ${SRC}/configs/default.yaml)
 # The shipped launches all check (cuda.yaml too: checking needs no GPU).
 foreach(launch cpu cuda)
-  strata_run(0 OUT out ARGS config check ${SRC}/configs/${launch}.yaml)
+  strata_run(0 OUT launch_out ARGS config check ${SRC}/configs/${launch}.yaml)
+  expect_contains("${launch_out}" "${launch}.yaml: ok")
 endforeach()
 expect_contains("${out}" "default.yaml: ok")
 
