@@ -34,7 +34,6 @@
 #define cudaHostRegisterReadOnly hipHostRegisterReadOnly
 #define cudaMemcpyKind hipMemcpyKind
 #define cudaMemcpy hipMemcpy
-#define cudaFuncSetAttribute(f, attr, v) hipFuncSetAttribute(reinterpret_cast<const void*>(f), attr, v)
 #define cudaFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
 #define cudaMemcpyAsync hipMemcpyAsync
 #define cudaMemsetAsync hipMemsetAsync
@@ -61,6 +60,12 @@
 #define cudaEventRecord hipEventRecord
 #define cudaEventSynchronize hipEventSynchronize
 #define cudaEventElapsedTime hipEventElapsedTime
+
+// A kernel's attribute (HIP takes the kernel as a plain pointer).
+template <class Kernel>
+inline hipError_t cudaFuncSetAttribute(Kernel kernel, hipFuncAttribute attr, int value) {
+  return hipFuncSetAttribute(reinterpret_cast<const void*>(kernel), attr, value);
+}
 
 namespace strata::gpu {
 constexpr int kWarp = 64;  // CDNA wavefronts

@@ -228,8 +228,8 @@ __global__ void __launch_bounds__(kThreads) attention_combine(AttnArgs a) {
 // before its first launch (a function attribute, not a stream operation).
 template <Cache kCache, int kPer>
 void launch_one(const AttnArgs& a, dim3 grid, size_t smem, cudaStream_t stream) {
-  static const cudaError_t raised = cudaFuncSetAttribute(attention_chunks<kCache, kPer>,
-                                                         cudaFuncAttributeMaxDynamicSharedMemorySize, 96 * 1024);
+  auto* const kernel = attention_chunks<kCache, kPer>;
+  static const cudaError_t raised = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 96 * 1024);
   (void)raised;
   attention_chunks<kCache, kPer><<<grid, kThreads, smem, stream>>>(a);
 }
