@@ -36,4 +36,21 @@ std::optional<std::string> group_routes(const int32_t* ids, const float* weights
   return std::nullopt;
 }
 
+strata_moe_op grouped_moe_op(const ExpertRoutes& routes, const strata_expert_table& table, uint32_t n_tok,
+                             const float* x, std::vector<strata_expert_weights>& chosen) {
+  chosen.clear();
+  for (uint32_t e : routes.expert_ids) chosen.push_back(table.experts[e]);
+  return strata_moe_op{table.n_embd,
+                       table.n_ff,
+                       n_tok,
+                       static_cast<uint32_t>(routes.expert_ids.size()),
+                       routes.expert_ids.data(),
+                       chosen.data(),
+                       routes.token_offsets.data(),
+                       routes.token_index.data(),
+                       routes.route_weight.data(),
+                       x,
+                       nullptr};
+}
+
 }  // namespace strata::format

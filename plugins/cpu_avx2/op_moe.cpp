@@ -19,8 +19,11 @@ Check check_moe(const Context& ctx, const strata_op& op) {
   return check_moe_op(ctx, m, false);
 }
 
-void run_moe(Context& ctx, const strata_op& op) {
-  const auto& m = *static_cast<const strata_moe_op*>(op.extra);
+namespace {
+
+// The experts of `m` into op.dst (per token, its rows summed in ascending expert id); the rows go to m.rows when
+// the caller gave it, else to scratch.
+void run_grouped(Context& ctx, const strata_moe_op& m, const strata_op& op) {
   const uint32_t n_pairs = m.n_experts > 0 ? m.token_offsets[m.n_experts] : 0;
   float* rows = m.rows != nullptr ? m.rows
                                   : ctx.scratch().rows.as<float>(static_cast<size_t>(n_pairs) * m.n_embd + 1);
@@ -28,11 +31,13 @@ void run_moe(Context& ctx, const strata_op& op) {
   sum_expert_rows(ctx, m, rows, static_cast<float*>(op.dst.data), static_cast<int64_t>(op.dst.nb[1] / sizeof(float)));
 }
 
-}  // namespace strata::cpu
+}  // namespace
+
+void run_moe(Context& ctx, const strata_op& op) { run_grouped(ctx, *static_cast<const strata_moe_op*>(op.extra), op); }
+
 
 // MOE_ROUTED: the same experts with the routes in tensors (src1 ids, src2 weights) and every expert in a table
 // (extra): grouped on the host exactly as the model's host step groups them, then MOE's path.
-namespace strata::cpu {
 
 Check check_moe_routed(const Context& ctx, const strata_op& op) {
   if (op.extra == nullptr) return std::string("MOE_ROUTED needs a strata_expert_table in extra");
@@ -71,7 +76,6 @@ void run_moe_routed(Context& ctx, const strata_op& op) {
     throw OpFailure(STRATA_ERR_INVALID_ARGUMENT, "MOE_ROUTED: " + *why);
   }
   std::vector<strata_expert_weights> chosen;
-  for (uint32_t e : routes.expert_ids) chosen.push_back(table.experts[e]);
   // x rows are contiguous in the moe op: copy when the tensor's rows are strided.
   std::vector<float> x_rows;
   const float* x = static_cast<const float*>(op.src[0].data);
@@ -80,22 +84,9 @@ void run_moe_routed(Context& ctx, const strata_op& op) {
     for (int64_t t = 0; t < n_tok; ++t) std::memcpy(x_rows.data() + t * table.n_embd, row_ptr(op.src[0], t), table.n_embd * sizeof(float));
     x = x_rows.data();
   }
-  const strata_moe_op m{table.n_embd,
-                        table.n_ff,
-                        static_cast<uint32_t>(n_tok),
-                        static_cast<uint32_t>(routes.expert_ids.size()),
-                        routes.expert_ids.data(),
-                        chosen.data(),
-                        routes.token_offsets.data(),
-                        routes.token_index.data(),
-                        routes.route_weight.data(),
-                        x,
-                        nullptr};
+  const strata_moe_op m = format::grouped_moe_op(routes, table, static_cast<uint32_t>(n_tok), x, chosen);
   if (auto why = check_moe_op(ctx, m, false)) throw OpFailure(STRATA_ERR_INVALID_ARGUMENT, "MOE_ROUTED: " + *why);
-  const uint32_t n_pairs = m.token_offsets[m.n_experts];
-  float* rows = ctx.scratch().rows.as<float>(static_cast<size_t>(n_pairs) * m.n_embd + 1);
-  compute_expert_rows(ctx, m, rows);
-  sum_expert_rows(ctx, m, rows, static_cast<float*>(op.dst.data), static_cast<int64_t>(op.dst.nb[1] / sizeof(float)));
+  run_grouped(ctx, m, op);
 }
 
 }  // namespace strata::cpu

@@ -141,23 +141,12 @@ __host__ __device__ inline float tile_partial(const RowScales& w, const ColScale
 }
 
 // The weight types with a tiled kernel: f(Decoder{}) and true, or false.
+using TiledTypes = OneOf<GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K,
+                         GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_NL,
+                         GgmlType::IQ4_XS>;
 template <class F>
 bool with_tiled_decoder(uint32_t type, F&& f) {
-  switch (static_cast<GgmlType>(type)) {
-    case GgmlType::Q4_0: f(DecodeQ4_0{}); return true;
-    case GgmlType::Q4_1: f(DecodeQ4_1{}); return true;
-    case GgmlType::Q5_0: f(DecodeQ5_0{}); return true;
-    case GgmlType::Q5_1: f(DecodeQ5_1{}); return true;
-    case GgmlType::Q8_0: f(DecodeQ8_0{}); return true;
-    case GgmlType::Q2_K: f(DecodeQ2_K{}); return true;
-    case GgmlType::Q3_K: f(DecodeQ3_K{}); return true;
-    case GgmlType::Q4_K: f(DecodeQ4_K{}); return true;
-    case GgmlType::Q5_K: f(DecodeQ5_K{}); return true;
-    case GgmlType::Q6_K: f(DecodeQ6_K{}); return true;
-    case GgmlType::IQ4_NL: f(DecodeIQ4_NL{}); return true;
-    case GgmlType::IQ4_XS: f(DecodeIQ4_XS{}); return true;
-    default: return false;
-  }
+  return with_decoder_in<TiledTypes>(type, f);
 }
 
 }  // namespace strata::gpu

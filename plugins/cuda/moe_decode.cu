@@ -138,19 +138,11 @@ __global__ void __launch_bounds__(kDownThreads, 1) down_kernel(Routes routes, co
 }
 
 // The decoders the decode path is built for; other types take the general pipeline.
+using DecodePathTypes = OneOf<GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
+                              GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS>;
 template <class F>
 bool with_decode_type(uint32_t type, F&& f) {
-  switch (static_cast<GgmlType>(type)) {
-    case GgmlType::Q4_0: f(DecodeQ4_0{}); return true;
-    case GgmlType::Q8_0: f(DecodeQ8_0{}); return true;
-    case GgmlType::Q2_K: f(DecodeQ2_K{}); return true;
-    case GgmlType::Q3_K: f(DecodeQ3_K{}); return true;
-    case GgmlType::Q4_K: f(DecodeQ4_K{}); return true;
-    case GgmlType::Q5_K: f(DecodeQ5_K{}); return true;
-    case GgmlType::Q6_K: f(DecodeQ6_K{}); return true;
-    case GgmlType::IQ4_XS: f(DecodeIQ4_XS{}); return true;
-    default: return false;
-  }
+  return with_decoder_in<DecodePathTypes>(type, f);
 }
 
 bool has_decode_type(uint32_t type) {

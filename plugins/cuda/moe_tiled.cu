@@ -10,6 +10,7 @@
 #include "mma_tile.cuh"
 #include "moe_tiled.cuh"
 #include "ops.hpp"
+#include "scratch_carve.hpp"
 #include "strata/format/types.hpp"
 #include "tiled_product.cuh"
 
@@ -108,7 +109,6 @@ __global__ void sum_token_rows_kernel(const float* rows, int64_t n_embd, int k, 
   dst[static_cast<int64_t>(t) * dst_stride + d] = acc;
 }
 
-uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 }  // namespace
 
@@ -127,20 +127,14 @@ bool run_moe_routed_tiled(Context& ctx, const strata_op& op) {
   // The device plan, carved from one buffer.
   const int64_t most_tiles = n_expert + n_pairs / kTileCols;
   const auto max_tiles = static_cast<unsigned>(n_pairs < most_tiles ? n_pairs : most_tiles);
-  uint64_t at = 0;
-  const uint64_t at_tiles = at;
-  at = align_up(at + max_tiles * sizeof(ExpertTile), 16);
-  const uint64_t at_n_tiles = at;
-  at = align_up(at + sizeof(uint32_t), 16);
-  const uint64_t at_weights = at;
-  at = align_up(at + static_cast<uint64_t>(n_pairs) * sizeof(float), 16);
-  const uint64_t at_pairs = at;
-  at = align_up(at + static_cast<uint64_t>(n_pairs) * sizeof(uint32_t), 16);
-  const uint64_t at_count = at;
-  at = align_up(at + static_cast<uint64_t>(n_tok) * sizeof(uint32_t), 16);
-  const uint64_t at_tok_pairs = at;
-  at += static_cast<uint64_t>(n_pairs) * sizeof(uint32_t);
-  auto* index = static_cast<unsigned char*>(ctx.scratch(ScratchSlot::MoeIndex, at));
+  ScratchCarve carve;
+  const uint64_t at_tiles = carve.take(max_tiles * sizeof(ExpertTile));
+  const uint64_t at_n_tiles = carve.take(sizeof(uint32_t));
+  const uint64_t at_weights = carve.take(static_cast<uint64_t>(n_pairs) * sizeof(float));
+  const uint64_t at_pairs = carve.take(static_cast<uint64_t>(n_pairs) * sizeof(uint32_t));
+  const uint64_t at_count = carve.take(static_cast<uint64_t>(n_tok) * sizeof(uint32_t));
+  const uint64_t at_tok_pairs = carve.take(static_cast<uint64_t>(n_pairs) * sizeof(uint32_t));
+  auto* index = static_cast<unsigned char*>(ctx.scratch(ScratchSlot::MoeIndex, carve.size));
   Grouping g{reinterpret_cast<ExpertTile*>(index + at_tiles), reinterpret_cast<uint32_t*>(index + at_n_tiles),
              reinterpret_cast<float*>(index + at_weights),    reinterpret_cast<uint32_t*>(index + at_pairs),
              reinterpret_cast<uint32_t*>(index + at_count),   reinterpret_cast<uint32_t*>(index + at_tok_pairs)};

@@ -9,6 +9,7 @@
 #include "moe_decode.cuh"
 #include "moe_tiled.cuh"
 #include "ops.hpp"
+#include "scratch_carve.hpp"
 #include "strata/format/tensor_checks.hpp"
 
 namespace strata::gpu {
@@ -102,7 +103,6 @@ uint64_t group_shared_bytes(int64_t n_pairs, int64_t n_expert) {
   return static_cast<uint64_t>(n_pairs + 2 * n_expert) * sizeof(int);
 }
 
-uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 Check check_weight_type(uint32_t type, int64_t row_len, const char* which) {
   const int align = expert_weight_alignment(type);
@@ -156,20 +156,14 @@ void run_moe_routed(Context& ctx, const strata_op& op) {
   const auto max_items = static_cast<unsigned>(n_pairs < most_items ? n_pairs : most_items);
 
   // The device plan, carved from one buffer.
-  uint64_t at = 0;
-  const uint64_t at_items = at;
-  at = align_up(at + max_items * sizeof(PairItem), 16);
-  const uint64_t at_n_items = at;
-  at = align_up(at + sizeof(uint32_t), 16);
-  const uint64_t at_weights = at;
-  at = align_up(at + static_cast<uint64_t>(n_pairs) * sizeof(float), 16);
-  const uint64_t at_begin = at;
-  at = align_up(at + static_cast<uint64_t>(n_tok) * sizeof(uint32_t), 16);
-  const uint64_t at_count = at;
-  at = align_up(at + static_cast<uint64_t>(n_tok) * sizeof(uint32_t), 16);
-  const uint64_t at_pairs = at;
-  at += static_cast<uint64_t>(n_pairs) * sizeof(uint32_t);
-  auto* index = static_cast<unsigned char*>(ctx.scratch(ScratchSlot::MoeIndex, at));
+  ScratchCarve carve;
+  const uint64_t at_items = carve.take(max_items * sizeof(PairItem));
+  const uint64_t at_n_items = carve.take(sizeof(uint32_t));
+  const uint64_t at_weights = carve.take(static_cast<uint64_t>(n_pairs) * sizeof(float));
+  const uint64_t at_begin = carve.take(static_cast<uint64_t>(n_tok) * sizeof(uint32_t));
+  const uint64_t at_count = carve.take(static_cast<uint64_t>(n_tok) * sizeof(uint32_t));
+  const uint64_t at_pairs = carve.take(static_cast<uint64_t>(n_pairs) * sizeof(uint32_t));
+  auto* index = static_cast<unsigned char*>(ctx.scratch(ScratchSlot::MoeIndex, carve.size));
   auto* rows = static_cast<float*>(ctx.scratch(ScratchSlot::MoeRows, static_cast<uint64_t>(n_pairs) * table.n_embd * sizeof(float)));
 
   RouteIndex ri{reinterpret_cast<PairItem*>(index + at_items), reinterpret_cast<uint32_t*>(index + at_n_items),

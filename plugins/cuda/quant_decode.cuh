@@ -669,6 +669,27 @@ bool with_decoder(uint32_t type, F&& f) {
   }
 }
 
+// Decoder types in a set: OneOf<Q4_0, Q8_0>::holds<Dec> is whether Dec decodes one of them.
+template <GgmlType... kTypes>
+struct OneOf {
+  template <class Dec>
+  static constexpr bool holds = ((Dec::kType == kTypes) || ...);
+};
+
+// with_decoder restricted to the types of Set (f is instantiated for those only, so a path's kernels exist only
+// for the types it was built for); false for any other type.
+template <class Set, class F>
+bool with_decoder_in(uint32_t type, F&& f) {
+  bool taken = false;
+  with_decoder(type, [&](auto dec) {
+    if constexpr (Set::template holds<decltype(dec)>) {
+      f(dec);
+      taken = true;
+    }
+  });
+  return taken;
+}
+
 // The alignment (bytes) a row of `type` needs for its decoder's loads; 0 when the type has no decoder.
 inline int decoder_alignment(uint32_t type) {
   int align = 0;

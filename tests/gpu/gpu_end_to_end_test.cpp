@@ -57,13 +57,17 @@ std::unique_ptr<strata::Engine> open(const std::string& model, const std::string
                                           strata::make_plugin_backend(plugins().instantiate(backend, options)), s);
 }
 
-std::string tiny_model() {
-  const std::filesystem::path path = std::filesystem::temp_directory_path() / "strata_gpu_tests_tiny_q4_k_m.gguf";
-  auto spec = strata::mkmodel::shape_preset("tiny", strata::Arch::Qwen3Moe);
-  spec->quant = strata::mkmodel::QuantPreset::Q4_K_M;
-  spec->seed = 7;
-  strata::mkmodel::write_model(*spec, path.string(), {});
-  return path.string();
+// Written once per run of the binary; the tests that use it share it.
+const std::string& tiny_model() {
+  static const std::string path = [] {
+    const std::filesystem::path p = std::filesystem::temp_directory_path() / "strata_gpu_tests_tiny_q4_k_m.gguf";
+    auto spec = strata::mkmodel::shape_preset("tiny", strata::Arch::Qwen3Moe);
+    spec->quant = strata::mkmodel::QuantPreset::Q4_K_M;
+    spec->seed = 7;
+    strata::mkmodel::write_model(*spec, p.string(), {});
+    return p.string();
+  }();
+  return path;
 }
 
 struct Agreement {
@@ -138,7 +142,7 @@ TEST(GpuEndToEnd, TinyGreedyEqualsCpu) {
   std::string why;
   const std::string gpu = gpu_backend(why);
   if (gpu.empty()) GTEST_SKIP() << why;
-  const std::string model = tiny_model();
+  const std::string& model = tiny_model();
   auto g = open(model, gpu, 16);
   auto c = open(model, "cpu_avx2", 16);
   EXPECT_EQ(greedy(*g, 64), greedy(*c, 64));
@@ -222,7 +226,7 @@ TEST(GpuEndToEnd, FusionsAndGraphsChangeNoBits) {
   std::string why;
   const std::string gpu = gpu_backend(why);
   if (gpu.empty()) GTEST_SKIP() << why;
-  const std::string model = tiny_model();
+  const std::string& model = tiny_model();
   auto fast = open(model, gpu, 16);
   auto plain = open(model, gpu, 16, {"fuse=false", "graphs=false"});
   const std::vector<TokenId> tokens = random_tokens(96, fast->model().hparams().n_vocab, 3);

@@ -57,18 +57,7 @@ void moe_routed(const strata_op& op) {
     throw Error("MOE_ROUTED: " + *why);
   }
   std::vector<strata_expert_weights> chosen;
-  for (uint32_t e : routes.expert_ids) chosen.push_back(table.experts[e]);
-  const strata_moe_op m{table.n_embd,
-                        table.n_ff,
-                        static_cast<uint32_t>(n_tok),
-                        static_cast<uint32_t>(routes.expert_ids.size()),
-                        routes.expert_ids.data(),
-                        chosen.data(),
-                        routes.token_offsets.data(),
-                        routes.token_index.data(),
-                        routes.route_weight.data(),
-                        x_rows.data(),
-                        nullptr};
+  const strata_moe_op m = format::grouped_moe_op(routes, table, static_cast<uint32_t>(n_tok), x_rows.data(), chosen);
   strata_op grouped = op;
   grouped.kind = STRATA_OP_MOE;
   grouped.extra = &m;

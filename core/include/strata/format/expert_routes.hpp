@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "strata/plugin_api.h"
+
 namespace strata::format {
 
 struct ExpertRoutes {
@@ -22,5 +24,11 @@ struct ExpertRoutes {
 // outside [0, n_expert), else fills `out` (reusing its storage).
 std::optional<std::string> group_routes(const int32_t* ids, const float* weights, uint32_t k, uint32_t n_tok,
                                         uint32_t n_expert, ExpertRoutes& out);
+
+// The MOE op over grouped routes whose experts come from `table` (host memory), reading the window's rows x
+// [n_embd, n_tok] (contiguous). `chosen` receives the chosen experts' entries; the op points into it and into
+// `routes`, so both must outlive it. This is how MOE_ROUTED is defined in terms of MOE.
+strata_moe_op grouped_moe_op(const ExpertRoutes& routes, const strata_expert_table& table, uint32_t n_tok,
+                             const float* x, std::vector<strata_expert_weights>& chosen);
 
 }  // namespace strata::format
