@@ -116,7 +116,8 @@ strata_status* pool_compute(void* c, const strata_moe_op* moe, volatile uint32_t
 
 const strata_backend_v1 kBackend = {
     {sizeof(strata_backend_v1), STRATA_BACKEND_MINOR}, device_count, device_info, supports_op, compute,
-    // Host memory: no device buffers (backend 1.1).
+    // Host memory: no device buffers (backend 1.1), no streams (1.2).
+    nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
     nullptr, nullptr, nullptr, nullptr};
 const strata_expert_pool_v1 kExpertPool = {
     {sizeof(strata_expert_pool_v1), STRATA_EXPERT_POOL_MINOR}, worker_count, pool_compute};

@@ -20,6 +20,7 @@
 #define cudaDeviceProp hipDeviceProp_t
 #define cudaDriverGetVersion hipDriverGetVersion
 #define cudaSetDevice hipSetDevice
+#define cudaDeviceSynchronize hipDeviceSynchronize
 #define cudaMemGetInfo hipMemGetInfo
 #define cudaMalloc hipMalloc
 #define cudaFree hipFree
@@ -31,7 +32,11 @@
 #define cudaHostRegister hipHostRegister
 #define cudaHostUnregister hipHostUnregister
 #define cudaHostRegisterDefault hipHostRegisterDefault
-#define cudaHostRegisterReadOnly hipHostRegisterReadOnly
+// ROCm 5.2 has no read-only registration: a read-only file mapping then fails to register and is copied as
+// pageable memory (the caller's fallback).
+#define cudaHostRegisterReadOnly 0
+#define cudaHostRegisterMapped hipHostRegisterMapped
+#define cudaErrorHostMemoryAlreadyRegistered hipErrorHostMemoryAlreadyRegistered
 #define cudaMemcpyKind hipMemcpyKind
 #define cudaMemcpy hipMemcpy
 #define cudaFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
@@ -60,6 +65,11 @@
 #define cudaEventRecord hipEventRecord
 #define cudaEventSynchronize hipEventSynchronize
 #define cudaEventElapsedTime hipEventElapsedTime
+#define cudaEventCreateWithFlags hipEventCreateWithFlags
+#define cudaEventDisableTiming hipEventDisableTiming
+#define cudaEventQuery hipEventQuery
+#define cudaErrorNotReady hipErrorNotReady
+#define cudaStreamWaitEvent hipStreamWaitEvent
 
 // A kernel's attribute (HIP takes the kernel as a plain pointer).
 template <class Kernel>

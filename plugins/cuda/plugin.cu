@@ -1,6 +1,7 @@
 // The plugin's entry points: the descriptor (score 0 with the reason when there is no usable GPU), init (options),
-// and the backend family table: devices, ops, device memory. Built twice from these sources: as `cuda` with nvcc
-// and as `hip` with clang for AMD GPUs (plugins/hip), the name coming from STRATA_GPU_PLUGIN_NAME.
+// and the backend family table: devices and ops here, memory in device_buffers.cu, streams and events in
+// device_queues.cu. Built twice from these sources: as `cuda` with nvcc and as `hip` with clang for AMD GPUs
+// (plugins/hip), the name coming from STRATA_GPU_PLUGIN_NAME.
 #include <memory>
 #include <mutex>
 #include <new>
@@ -8,14 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "context.hpp"
-#include "graph_cache.hpp"
-#include "ops.hpp"
+#include "instance.hpp"
 
 namespace strata::gpu {
 namespace {
 
-constexpr const char* kName = STRATA_GPU_PLUGIN_NAME;
+constexpr const char* kName = kPluginName;
 
 #ifdef STRATA_GPU_HIP
 constexpr const char* kNoDevice = "no AMD GPU";
@@ -72,34 +71,6 @@ strata_plugin_descriptor make_descriptor() {
   return d;
 }
 
-struct Instance {
-  Context ctx;
-  GraphCache graphs;
-  std::mutex pinned_mutex;
-  std::set<void*> pinned;  // buffers from cudaHostAlloc: freed with cudaFreeHost
-  Instance(const strata_host_api* host, const Options& o) : ctx(host, o) {}
-};
-
-template <class Body>
-strata_status* guarded(Instance* inst, Body body) noexcept {
-  try {
-    return body();
-  } catch (const OpFailure& e) {
-    return inst->ctx.error(e.code, std::string(kName) + ": " + e.what());
-  } catch (const std::bad_alloc&) {
-    return inst->ctx.error(STRATA_ERR_OUT_OF_MEMORY, std::string(kName) + ": out of host memory");
-  } catch (const std::exception& e) {
-    return inst->ctx.error(STRATA_ERR_INTERNAL, std::string(kName) + ": " + e.what());
-  } catch (...) {
-    return inst->ctx.error(STRATA_ERR_INTERNAL, std::string(kName) + ": unknown exception");
-  }
-}
-
-strata_status* wrong_device(Instance* inst, uint32_t device) {
-  return inst->ctx.error(STRATA_ERR_INVALID_ARGUMENT, std::string(kName) + " instance drives one device (0), not " +
-                                                          std::to_string(device) + "; pick the GPU with the `device` option");
-}
-
 uint32_t device_count(void*) { return 1; }
 
 strata_status* device_info(void* c, uint32_t index, strata_device_info* out) {
@@ -128,7 +99,9 @@ uint32_t supports_op(void*, uint32_t device, const strata_op* op) {
   }
 }
 
-strata_status* compute(void* c, uint32_t device, const strata_op* ops, size_t n_ops) {
+// Checks every op, then enqueues them on the compute stream (replaying a captured graph when the list was seen
+// before); waits for them when `wait`.
+strata_status* enqueue(void* c, uint32_t device, const strata_op* ops, size_t n_ops, bool wait) {
   auto* inst = static_cast<Instance*>(c);
   return guarded(inst, [&]() -> strata_status* {
     if (device != 0) return wrong_device(inst, device);
@@ -140,89 +113,17 @@ strata_status* compute(void* c, uint32_t device, const strata_op* ops, size_t n_
     }
     check_cuda(cudaSetDevice(inst->ctx.options().device), "cudaSetDevice");
     inst->graphs.run(inst->ctx, ops, n_ops);
-    check_cuda(cudaStreamSynchronize(inst->ctx.stream()), "compute");
+    if (wait) check_cuda(cudaStreamSynchronize(inst->ctx.stream()), "compute");
     return nullptr;
   });
 }
 
-strata_status* buffer_alloc(void* c, uint32_t device, uint64_t bytes, uint32_t kind, void** out) {
-  auto* inst = static_cast<Instance*>(c);
-  return guarded(inst, [&]() -> strata_status* {
-    *out = nullptr;
-    if (device != 0) return wrong_device(inst, device);
-    check_cuda(cudaSetDevice(inst->ctx.options().device), "cudaSetDevice");
-    cudaError_t err = cudaSuccess;
-    if (kind == STRATA_BUFFER_DEVICE) {
-      err = cudaMalloc(out, bytes == 0 ? 1 : bytes);
-    } else if (kind == STRATA_BUFFER_HOST_PINNED || kind == STRATA_BUFFER_HOST_MAPPED) {
-      // Unified addressing: a mapped buffer's host pointer is also its device pointer.
-      err = cudaHostAlloc(out, bytes == 0 ? 1 : bytes,
-                          kind == STRATA_BUFFER_HOST_MAPPED ? cudaHostAllocMapped : cudaHostAllocDefault);
-      if (err == cudaSuccess) {
-        std::lock_guard<std::mutex> lock(inst->pinned_mutex);
-        inst->pinned.insert(*out);
-      }
-    } else {
-      return inst->ctx.error(STRATA_ERR_INVALID_ARGUMENT, "unknown buffer kind " + std::to_string(kind));
-    }
-    if (err != cudaSuccess) {
-      (void)cudaGetLastError();
-      *out = nullptr;
-      size_t free_b = 0, total_b = 0;
-      (void)cudaMemGetInfo(&free_b, &total_b);
-      return inst->ctx.error(STRATA_ERR_OUT_OF_MEMORY,
-                             std::string(kName) + ": cannot allocate " + std::to_string(bytes >> 20) + " MiB of " +
-                                 (kind == STRATA_BUFFER_DEVICE ? "device" : "page-locked host") + " memory on " +
-                                 inst->ctx.device_name() + " (" + std::to_string(free_b >> 20) + " MiB free): " +
-                                 cudaGetErrorString(err));
-    }
-    return nullptr;
-  });
+strata_status* compute(void* c, uint32_t device, const strata_op* ops, size_t n_ops) {
+  return enqueue(c, device, ops, n_ops, true);
 }
 
-void buffer_free(void* c, uint32_t, void* buffer) {
-  auto* inst = static_cast<Instance*>(c);
-  if (buffer == nullptr) return;
-  (void)cudaStreamSynchronize(inst->ctx.stream());
-  bool was_pinned = false;
-  {
-    std::lock_guard<std::mutex> lock(inst->pinned_mutex);
-    was_pinned = inst->pinned.erase(buffer) > 0;
-  }
-  if (was_pinned) {
-    (void)cudaFreeHost(buffer);
-  } else {
-    (void)cudaFree(buffer);
-  }
-  (void)cudaGetLastError();
-}
-
-strata_status* copy(void* c, uint32_t device, void* dst, const void* src, uint64_t bytes, uint32_t kind) {
-  auto* inst = static_cast<Instance*>(c);
-  return guarded(inst, [&]() -> strata_status* {
-    if (device != 0) return wrong_device(inst, device);
-    if (bytes == 0) return nullptr;
-    cudaMemcpyKind k;
-    switch (kind) {
-      case STRATA_COPY_HOST_TO_DEVICE: k = cudaMemcpyHostToDevice; break;
-      case STRATA_COPY_DEVICE_TO_HOST: k = cudaMemcpyDeviceToHost; break;
-      case STRATA_COPY_DEVICE_TO_DEVICE: k = cudaMemcpyDeviceToDevice; break;
-      default: return inst->ctx.error(STRATA_ERR_INVALID_ARGUMENT, "unknown copy kind " + std::to_string(kind));
-    }
-    std::lock_guard<std::mutex> lock(inst->ctx.mutex());
-    check_cuda(cudaMemcpyAsync(dst, src, bytes, k, inst->ctx.stream()), "copy");
-    check_cuda(cudaStreamSynchronize(inst->ctx.stream()), "copy");
-    return nullptr;
-  });
-}
-
-strata_status* synchronize(void* c, uint32_t device) {
-  auto* inst = static_cast<Instance*>(c);
-  return guarded(inst, [&]() -> strata_status* {
-    if (device != 0) return wrong_device(inst, device);
-    check_cuda(cudaStreamSynchronize(inst->ctx.stream()), "synchronize");
-    return nullptr;
-  });
+strata_status* compute_async(void* c, uint32_t device, const strata_op* ops, size_t n_ops) {
+  return enqueue(c, device, ops, n_ops, false);
 }
 
 const strata_backend_v1 kBackend = {{sizeof(strata_backend_v1), STRATA_BACKEND_MINOR},
@@ -233,7 +134,19 @@ const strata_backend_v1 kBackend = {{sizeof(strata_backend_v1), STRATA_BACKEND_M
                                     buffer_alloc,
                                     buffer_free,
                                     copy,
-                                    synchronize};
+                                    synchronize,
+                                    stream_create,
+                                    stream_destroy,
+                                    event_create,
+                                    event_destroy,
+                                    event_record,
+                                    stream_wait,
+                                    event_query,
+                                    event_synchronize,
+                                    copy_async,
+                                    compute_async,
+                                    host_register,
+                                    host_unregister};
 
 const void* get_interface(void*, const char* family, uint32_t version) {
   const std::string f = family != nullptr ? family : "";

@@ -22,31 +22,13 @@
 #include "strata/mkmodel.hpp"
 #include "strata/op_tensor.hpp"
 #include "strata/plugin_host.hpp"
+#include "gpu_test_support.hpp"
 
 namespace {
 
 using strata::TokenId;
-
-const strata::PluginRegistry& plugins() {
-  static const strata::PluginRegistry registry([] {
-    strata::PluginSearchPath p;
-    p.folders.push_back(STRATA_BUILD_PLUGIN_DIR);
-    p.origins.push_back("build");
-    return p;
-  }());
-  return registry;
-}
-
-// The usable GPU backend plugin (cuda or hip), or "" with the reason in `why`.
-std::string gpu_backend(std::string& why) {
-  why = "no GPU backend plugin in " + std::string(STRATA_BUILD_PLUGIN_DIR);
-  for (const strata::PluginCandidate& c : plugins().candidates()) {
-    if (c.kind != STRATA_KIND_BACKEND || (c.name != "cuda" && c.name != "hip")) continue;
-    if (c.verdict == strata::PluginCandidate::Verdict::Usable) return c.name;
-    why = c.name + ": " + c.reason;
-  }
-  return "";
-}
+using strata::gpu_tests::gpu_backend;
+using strata::gpu_tests::plugins;
 
 std::unique_ptr<strata::Engine> open(const std::string& model, const std::string& backend, uint32_t window_logits,
                                      const std::vector<std::string>& options = {}) {

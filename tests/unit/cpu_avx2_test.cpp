@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "strata/backend.hpp"
 #include "strata/error.hpp"
 #include "strata/format/fp16.hpp"
 #include "strata/format/quantize_weights.hpp"
@@ -123,6 +124,13 @@ double process_cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// cpu_avx2 addresses host memory: no device memory and no streams, so the engine keeps host buffers.
+TEST(CpuAvx2Plugin, HasNoDeviceMemoryOrQueues) {
+  auto be = make_plugin_backend(registry().instantiate("cpu_avx2"));
+  EXPECT_EQ(be->device_memory(), nullptr);
+  EXPECT_EQ(be->device_queues(), nullptr);
 }
 
 TEST(CpuAvx2, DescribesItselfAndItsDevice) {

@@ -8,6 +8,7 @@
 
 #include "strata/config.hpp"
 #include "strata/device_memory.hpp"
+#include "strata/device_queues.hpp"
 #include "strata/plugin_api.h"
 
 namespace strata {
@@ -26,6 +27,8 @@ class Backend {
   virtual void compute(std::span<const strata_op> ops) = 0;
   // The device memory ops must address, or null when they take host memory (the reference, cpu_avx2).
   virtual DeviceMemory* device_memory() { return nullptr; }
+  // Streams, events and host registration (backend 1.2), or null when the backend has none.
+  virtual DeviceQueues* device_queues() { return nullptr; }
   // Whether compute() runs `op` itself (a plugin's supports_op; the reference runs everything).
   virtual bool supports(const strata_op& op) { return op.kind != 0; }
 };

@@ -18,6 +18,9 @@
  *                    STRATA_OP_TIMESTAMP (device clock stamps);
  *                    memory of a device: buffer_alloc, buffer_free, copy, synchronize (NULL for a backend whose
  *                    device addresses host memory, like cpu_avx2).
+ *   backend 1.2      streams and events (stream_create/destroy, event_create/destroy/record/query/synchronize,
+ *                    stream_wait), copy_async on a stream, compute_async (enqueue without waiting), host_register
+ *                    (page-lock host memory the caller owns, e.g. a mapped model file, read-only) and host_unregister.
  *   expert_pool 1.0  worker_count; compute(moe): one weighted row per (token, expert), never a summed row.
  *   balancer 1.0     observe(samples) after a window; choose(layer, misses) -> how many go over PCIe.
  *   link 1.0         peer residency lookup and liveness of the other engine.
@@ -124,7 +127,7 @@ typedef struct strata_interface_header {
 
 #define STRATA_BACKEND_FAMILY "backend"
 #define STRATA_BACKEND_VERSION 1u
-#define STRATA_BACKEND_MINOR 1u
+#define STRATA_BACKEND_MINOR 2u
 
 typedef enum strata_device_kind { STRATA_DEVICE_CPU = 1, STRATA_DEVICE_GPU = 2 } strata_device_kind;
 
@@ -240,6 +243,16 @@ typedef enum strata_copy_kind {
   STRATA_COPY_DEVICE_TO_DEVICE = 3
 } strata_copy_kind;
 
+/* 1.2: a device's queues of work. A stream runs what is enqueued on it in order; an event marks a point of a
+ * stream that other streams and the host can wait for. NULL as a stream means the compute stream (where compute
+ * and compute_async run their ops). */
+typedef struct strata_stream_s* strata_stream;
+typedef struct strata_event_s* strata_event;
+
+/* 1.2: host_register flags. */
+#define STRATA_REGISTER_READ_ONLY 1u /* the device only reads it (a read-only file mapping can be registered) */
+#define STRATA_REGISTER_MAPPED 2u    /* kernels may address it directly (same pointer) */
+
 typedef struct strata_backend_v1 {
   strata_interface_header header;
   /* 1.0 */
@@ -248,7 +261,7 @@ typedef struct strata_backend_v1 {
   /* 1 when `device` can run `op` with these types and shapes, 0 otherwise ("not supported" is not an error). */
   uint32_t (*supports_op)(void* ctx, uint32_t device, const strata_op* op);
   /* Runs ops in order on `device`; returns once all are done (GPU backends: once they are enqueued and
-   * synchronized; later minors add streams). */
+   * synchronized on its compute stream). */
   strata_status* (*compute)(void* ctx, uint32_t device, const strata_op* ops, size_t n_ops);
   /* 1.1; all NULL for a backend whose devices address host memory (ops then take host pointers). */
   /* `bytes` of `kind` on `device`, aligned to 256 bytes; *out is NULL on failure (a status says why). */
@@ -258,6 +271,32 @@ typedef struct strata_backend_v1 {
   strata_status* (*copy)(void* ctx, uint32_t device, void* dst, const void* src, uint64_t bytes, uint32_t kind);
   /* Waits until everything enqueued on `device` is done. */
   strata_status* (*synchronize)(void* ctx, uint32_t device);
+  /* 1.2; all NULL for a backend without streams. */
+  strata_status* (*stream_create)(void* ctx, uint32_t device, strata_stream* out);
+  /* Waits for the stream's work, then releases it. */
+  void (*stream_destroy)(void* ctx, uint32_t device, strata_stream stream);
+  strata_status* (*event_create)(void* ctx, uint32_t device, strata_event* out);
+  void (*event_destroy)(void* ctx, uint32_t device, strata_event event);
+  /* Marks the current end of `stream` (NULL: the compute stream). */
+  strata_status* (*event_record)(void* ctx, uint32_t device, strata_event event, strata_stream stream);
+  /* Work enqueued on `stream` from now on starts after `event`'s point is done. */
+  strata_status* (*stream_wait)(void* ctx, uint32_t device, strata_stream stream, strata_event event);
+  /* *done = 1 when everything before the event's point is done (or it was never recorded), 0 otherwise. */
+  strata_status* (*event_query)(void* ctx, uint32_t device, strata_event event, uint32_t* done);
+  strata_status* (*event_synchronize)(void* ctx, uint32_t device, strata_event event);
+  /* Enqueues a copy on `stream` and returns; host memory must be pinned, mapped or registered to be copied
+   * asynchronously (other host memory is copied before the call returns). */
+  strata_status* (*copy_async)(void* ctx, uint32_t device, void* dst, const void* src, uint64_t bytes, uint32_t kind,
+                               strata_stream stream);
+  /* compute's ops, enqueued on the compute stream without waiting for them; the op array may be freed on return,
+   * the memory the ops address must stay until an event recorded after them is done. */
+  strata_status* (*compute_async)(void* ctx, uint32_t device, const strata_op* ops, size_t n_ops);
+  /* Page-locks `bytes` of host memory at `ptr` (any alignment; the pages around it are included) so copies read
+   * it at full speed; flags: STRATA_REGISTER_*. Fails with a status (never aborts) when the memory cannot be
+   * locked: the caller then copies from it as pageable memory. */
+  strata_status* (*host_register)(void* ctx, uint32_t device, void* ptr, uint64_t bytes, uint32_t flags);
+  /* Undoes host_register(ptr); unknown pointers are ignored. */
+  void (*host_unregister)(void* ctx, uint32_t device, void* ptr);
 } strata_backend_v1;
 
 /* ---- family: expert_pool ---------------------------------------------------------------------------------- */

@@ -10,6 +10,7 @@
 #include "strata/log.hpp"
 #include "strata/plugin_host.hpp"
 #include "strata/reference_backend.hpp"
+#include "plugin_queues.hpp"
 
 namespace strata {
 namespace {
@@ -57,10 +58,14 @@ class PluginBackend final : public Backend {
     const std::vector<DeviceSummary> devices = plugin_->devices();
     if (devices.empty()) throw Error("plugin '" + name_ + "' has no devices");
     device_ = devices.front().name;
-    if (has_memory(*table_)) memory_ = std::make_unique<PluginMemory>(*plugin_, *table_, device_);
+    if (has_memory(*table_)) {
+      memory_ = std::make_unique<PluginMemory>(*plugin_, *table_, device_);
+      queues_ = make_plugin_queues(*plugin_, *table_);
+    }
   }
 
   DeviceMemory* device_memory() override { return memory_.get(); }
+  DeviceQueues* device_queues() override { return queues_.get(); }
   bool supports(const strata_op& op) override { return table_->supports_op(plugin_->ctx(), 0, &op) != 0; }
 
   const std::string& name() const override { return name_; }
@@ -101,7 +106,9 @@ class PluginBackend final : public Backend {
   std::string device_;
   const strata_backend_v1* table_ = nullptr;
   std::set<uint32_t> logged_;
-  std::unique_ptr<PluginMemory> memory_;  // declared last: destroyed first, while the plugin is alive
+  // Declared last: destroyed first, while the plugin is alive.
+  std::unique_ptr<PluginMemory> memory_;
+  std::unique_ptr<DeviceQueues> queues_;
 };
 
 }  // namespace
