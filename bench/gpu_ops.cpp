@@ -205,6 +205,47 @@ void print_row(const std::string& what, const Result& r) {
   std::fflush(stdout);
 }
 
+// q, k and v of one layer: three one-token MUL_MATs over the same src1 (2048 -> 4096 + 512 + 512), which the
+// plugin may run as one grouped launch; v of q4_K or of q6_K (as q4_K_M files have in some layers). Prints us per
+// group of three and GB/s of the three matrices.
+void bench_matvec_groups(const strata_backend_v1* be, void* ctx, const Settings& s) {
+  for (GgmlType v_type : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+    Device dev(be, ctx);
+    std::mt19937 rng(13);
+    const int64_t n_in = 2048, out_rows[3] = {4096, 512, 512};
+    const GgmlType types[3] = {GgmlType::Q4_K, GgmlType::Q4_K, v_type};
+    const int groups = std::max(1, s.ops / 3);
+    size_t group_bytes = 0;
+    for (int m = 0; m < 3; ++m) group_bytes += strata::format::row_bytes(types[m], n_in) * static_cast<size_t>(out_rows[m]);
+    const size_t copies = std::clamp<size_t>(s.memory / group_bytes, 1, static_cast<size_t>(groups));
+    unsigned char* w[3];
+    size_t one[3];
+    for (int m = 0; m < 3; ++m) {
+      one[m] = strata::format::row_bytes(types[m], n_in) * static_cast<size_t>(out_rows[m]);
+      w[m] = static_cast<unsigned char*>(
+          dev.upload(weight_matrix(types[m], out_rows[m] * static_cast<int64_t>(copies), n_in, rng)));
+    }
+    auto* x = dev.upload(normal_floats(static_cast<size_t>(n_in), rng));
+    float* y[3];
+    for (int m = 0; m < 3; ++m) y[m] = static_cast<float*>(dev.alloc(sizeof(float) * static_cast<size_t>(out_rows[m])));
+    std::vector<strata_op> ops(static_cast<size_t>(3 * groups));
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const size_t g = i / 3, m = i % 3;
+      strata_op& op = ops[i];
+      op = strata_op{};
+      op.struct_size = sizeof op;
+      op.kind = STRATA_OP_MUL_MAT;
+      op.src[0] = strata::make_tensor(w[m] + (g % copies) * one[m], types[m], {n_in, out_rows[m]});
+      op.src[1] = strata::tensor_f32(x, {n_in, 1});
+      op.dst = strata::tensor_f32(y[m], {out_rows[m], 1});
+    }
+    const double t = 3.0 * dev.time_per_op(ops, s.seconds);
+    const std::string name = "MUL_MAT q/k/v q4_K/q4_K/" + std::string(strata::format::traits(v_type).name) +
+                             " 2048 -> 4096+512+512, 1 token (per group)";
+    print_row(name, {t * 1e6, static_cast<double>(group_bytes) / t / 1e9});
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -258,6 +299,7 @@ int main(int argc, char** argv) {
                                " 2048/768, 128 experts, k 8, 1 token";
       print_row(name, bench_moe_routed(dev, s, GgmlType::Q4_K, down, 2048, 768, 128, 8, 1));
     }
+    bench_matvec_groups(be, inst->ctx(), s);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "strata_bench_gpu_ops: %s\n", e.what());
     return 1;

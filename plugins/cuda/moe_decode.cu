@@ -1,14 +1,16 @@
 // The decode path of MOE_ROUTED (moe_decode.cuh).
 //
-// gate_up_kernel: block (c, p) owns rows 32c..32c+31 of pair p = t * k + j's gate and up matrices; each warp
-// computes two of those rows of both matrices (four row dots with their loads in flight together), the block's
-// first warp forms h = silu_c(g) * u for the 32 rows and writes their Q8_1 block (scale from the 32 values in
-// element order, as quantize_block_q8_1 does).
-// down_kernel: block (c, t) owns kDownRowsPerBlock output rows of token t; each warp one row: the down rows of the
-// token's experts in ascending id (stable for equal ids), kDownChunk at a time with their loads in flight, then
-// out = w1 * y1; out = out + w2 * y2; ... in that order.
+// Both kernels compute their row dots block-wide (matvec_block.cuh: every span partial with several loads in
+// flight per thread, then the canonical chains and tree per dot).
+// gate_up_kernel: block (c, p) owns rows 32c..32c+31 of pair p = t * k + j's gate and up matrices (64 dots). It
+// first quantizes token t's x to Q8_1 in shared memory itself, with the same block quantizer as the Q8_1 launch
+// (so the op needs no launch for it); then h = silu_c(g) * u for the 32 rows and their Q8_1 block (scale from the
+// 32 values in element order, as quantize_block_q8_1 does).
+// down_kernel: block (c, t) owns kDownRows output rows of token t; its dots are (row, expert) for the token's
+// experts in ascending id (stable for equal ids); then per row out = w1 * y1; out = out + w2 * y2; ... in that
+// order.
 #include "act_quant.cuh"
-#include "matvec.cuh"
+#include "matvec_block.cuh"
 #include "moe_decode.cuh"
 #include "ops.hpp"
 #include "strata/format/types.hpp"
@@ -18,12 +20,14 @@ namespace {
 
 constexpr int kMaxTokens = 8;
 constexpr int kMaxK = 16;
-constexpr int kGateUpWarps = 16;                     // 32 rows, two per warp
-constexpr int kGateUpThreads = kGateUpWarps * kWarp;
-constexpr int kGateUpRows = 32;                      // one Q8_1 block of h
-constexpr int kDownWarps = 8;
-constexpr int kDownThreads = kDownWarps * kWarp;
-constexpr int kDownChunk = 4;
+constexpr int kGateUpRows = 32;                   // one Q8_1 block of h
+constexpr int kGateUpDots = 2 * kGateUpRows;      // gate and up
+constexpr int kGateUpThreads = kGateUpDots * kAccumulators;  // the reduce in one pass
+constexpr int kGateUpUnroll = 2;
+constexpr int kDownRows = 2;                      // output rows per block
+constexpr int kDownThreads = 256;
+constexpr int kDownUnroll = 2;
+constexpr int kMaxSharedBytes = 48 * 1024;
 
 struct Routes {
   const int32_t* ids;
@@ -40,10 +44,31 @@ __device__ inline int valid_id(const Routes& r, int t, int j) {
   return id >= 0 && id < r.n_expert ? id : -1;
 }
 
+// The token's valid pairs j in ascending expert id (stable for equal ids), by thread 0; returns how many.
+__device__ inline int sorted_pairs(const Routes& routes, int t, int* order) {
+  int n = 0;
+  for (int j = 0; j < routes.k; ++j) {
+    const int id = valid_id(routes, t, j);
+    if (id < 0) continue;
+    int at = n++;  // insertion into the sorted prefix; equal ids keep their j order
+    while (at > 0 && valid_id(routes, t, order[at - 1]) > id) {
+      order[at] = order[at - 1];
+      --at;
+    }
+    order[at] = j;
+  }
+  return n;
+}
+
 template <class Dec>
-__global__ void __launch_bounds__(kGateUpThreads, 1) gate_up_kernel(Routes routes, const unsigned char* xq, int n_spans,
-                                                                 uint64_t w_stride, int n_ff, unsigned char* hq) {
-  __shared__ float sg[kGateUpRows], su[kGateUpRows];
+__global__ void __launch_bounds__(kGateUpThreads, 2) gate_up_kernel(Routes routes, const float* x, int64_t x_stride,
+                                                                 int n_spans, uint64_t w_stride, int n_ff,
+                                                                 unsigned char* hq) {
+  extern __shared__ uint4 shared_words[];
+  auto* act = reinterpret_cast<unsigned char*>(shared_words);  // the token's Q8_1 row of x
+  float* part = reinterpret_cast<float*>(act + staged_act_bytes(n_spans, 1));
+  const int pitch = partial_pitch(n_spans);
+  float* gu = part + kGateUpDots * pitch;  // [kGateUpDots]: 32 gate dots, then 32 up dots
   const int p = static_cast<int>(blockIdx.y);
   const int t = p / routes.k, j = p % routes.k;
   const int id = valid_id(routes, t, j);
@@ -51,27 +76,36 @@ __global__ void __launch_bounds__(kGateUpThreads, 1) gate_up_kernel(Routes route
   const strata_expert_weights& e = routes.experts[id];
   const auto* gate = static_cast<const uint8_t*>(e.gate);
   const auto* up = static_cast<const uint8_t*>(e.up);
-  const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
   const int row0 = static_cast<int>(blockIdx.x) * kGateUpRows;
-  const unsigned char* act = xq + static_cast<uint64_t>(t) * static_cast<uint64_t>(n_spans) * kQ8BlockBytes;
-  for (int local = 2 * warp; local < kGateUpRows; local += 2 * kGateUpWarps) {
-    const uint64_t r0 = static_cast<uint64_t>(row0 + local) * w_stride;
-    const uint8_t* rows[4] = {gate + r0, up + r0, gate + r0 + w_stride, up + r0 + w_stride};
-    const unsigned char* acts[4] = {act, act, act, act};
-    float out[4];
-    warp_dot_q_rows<Dec, 4, true>(rows, acts, n_spans, out);
-    if (lane == 0) {
-      sg[local] = out[0];
-      su[local] = out[1];
-      sg[local + 1] = out[2];
-      su[local + 1] = out[3];
-    }
+  // x's Q8_1 blocks, each by one thread, as quantize_q8_1_kernel writes them (no launch of its own).
+  const float* xt = x + static_cast<int64_t>(t) * x_stride;
+  for (int blk = static_cast<int>(threadIdx.x); blk < n_spans; blk += kGateUpThreads) {
+    float v[32];
+#pragma unroll
+    for (int i = 0; i < 32; ++i) v[i] = xt[32 * blk + i];
+    uint32_t w[kQ8Words];
+    quantize_block_q8_1(v, w);
+    auto* dstw = reinterpret_cast<uint32_t*>(act + blk * kQ8BlockBytes);
+#pragma unroll
+    for (int i = 0; i < kQ8Words; ++i) dstw[i] = w[i];
   }
   __syncthreads();
-  // h for the block's 32 rows, one per thread, then its Q8_1 block by the first warp (kWarp >= 32).
-  __shared__ float sh[kGateUpRows];
-  if (threadIdx.x < kGateUpRows) sh[threadIdx.x] = silu_c(sg[threadIdx.x]) * su[threadIdx.x];
+  block_partials<Dec, kGateUpThreads, kGateUpUnroll>(
+      kGateUpDots, n_spans,
+      [&](int d) {
+        const uint8_t* m = d < kGateUpRows ? gate : up;
+        return m + static_cast<uint64_t>(row0 + d % kGateUpRows) * w_stride;
+      },
+      [&](int) { return static_cast<const unsigned char*>(act); }, part, pitch);
   __syncthreads();
+  block_reduce<kGateUpThreads>(kGateUpDots, n_spans, part, pitch, [&](int d, float v) { gu[d] = v; });
+  __syncthreads();
+  // h for the block's 32 rows and its Q8_1 block (scale from the 32 values in element order, as
+  // quantize_block_q8_1 does), by the first warp (kWarp >= 32).
+  float* sh = part;  // the partials are no longer needed
+  if (threadIdx.x < kGateUpRows) sh[threadIdx.x] = silu_c(gu[threadIdx.x]) * gu[kGateUpRows + threadIdx.x];
+  __syncthreads();
+  const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
   if (warp != 0) return;
   float d, id_scale;
   q8_1_scale(sh, d, id_scale);
@@ -84,57 +118,56 @@ __global__ void __launch_bounds__(kGateUpThreads, 1) gate_up_kernel(Routes route
   if (lane == 0) *reinterpret_cast<uint32_t*>(blk) = q8_1_header(d, sum);
 }
 
+int gate_up_shared_bytes(int n_spans) {
+  return staged_act_bytes(n_spans, 1) + (kGateUpDots * partial_pitch(n_spans) + kGateUpDots) * static_cast<int>(sizeof(float));
+}
+
+// Block (c, t): output rows kDownRows * c .. of token t. Dots: (row, the token's q-th expert in ascending id).
 template <class Dec>
-__global__ void __launch_bounds__(kDownThreads, 1) down_kernel(Routes routes, const unsigned char* hq, int n_spans,
+__global__ void __launch_bounds__(kDownThreads) down_kernel(Routes routes, const unsigned char* hq, int n_spans,
                                                             uint64_t w_stride, int n_embd, float* dst,
                                                             int64_t dst_stride) {
-  __shared__ int order[kMaxK];  // the token's valid j in ascending expert id
+  extern __shared__ uint4 shared_words[];
+  __shared__ int order[kMaxK];
   __shared__ int count;
+  __shared__ float y[kDownRows * kMaxK];
   const int t = static_cast<int>(blockIdx.y);
+  const int row0 = static_cast<int>(blockIdx.x) * kDownRows;
+  const int n_rows = min(kDownRows, n_embd - row0);
+  __shared__ const uint8_t* mats[kMaxK];  // the down matrix of the q-th expert of the order
   if (threadIdx.x == 0) {
-    int n = 0;
-    for (int j = 0; j < routes.k; ++j) {
-      const int id = valid_id(routes, t, j);
-      if (id < 0) continue;
-      int at = n++;  // insertion into the sorted prefix; equal ids keep their j order
-      while (at > 0 && valid_id(routes, t, order[at - 1]) > id) {
-        order[at] = order[at - 1];
-        --at;
-      }
-      order[at] = j;
-    }
-    count = n;
+    count = sorted_pairs(routes, t, order);
+    for (int q = 0; q < count; ++q) mats[q] = static_cast<const uint8_t*>(routes.experts[valid_id(routes, t, order[q])].down);
   }
+  // The token's k rows of h (Q8_1), in pair order j.
+  auto* acts = reinterpret_cast<unsigned char*>(shared_words);
+  const int act_row = n_spans * kQ8BlockBytes;
+  stage_bytes<kDownThreads>(acts, hq + static_cast<uint64_t>(t) * static_cast<uint64_t>(routes.k) * act_row,
+                            routes.k * act_row);
+  float* part = reinterpret_cast<float*>(acts + staged_act_bytes(n_spans, routes.k));
+  const int pitch = partial_pitch(n_spans);
   __syncthreads();
-  const int row = static_cast<int>(blockIdx.x) * kDownWarps + static_cast<int>(threadIdx.x) / kWarp;
-  if (row >= n_embd) return;
   const int n = count;
-  const uint64_t act_row = static_cast<uint64_t>(n_spans) * kQ8BlockBytes;
+  // Dot d = q * n_rows + row: the q-th expert of the order, output row row0 + row.
+  block_partials<Dec, kDownThreads, kDownUnroll>(
+      n * n_rows, n_spans,
+      [&](int d) { return mats[d / n_rows] + static_cast<uint64_t>(row0 + d % n_rows) * w_stride; },
+      [&](int d) { return static_cast<const unsigned char*>(acts + order[d / n_rows] * act_row); }, part, pitch);
+  __syncthreads();
+  block_reduce<kDownThreads>(n * n_rows, n_spans, part, pitch, [&](int d, float v) { y[d] = v; });
+  __syncthreads();
+  const int row = static_cast<int>(threadIdx.x);
+  if (row >= n_rows) return;
   float acc = 0.0f;
-  for (int c = 0; c < n; c += kDownChunk) {
-    const uint8_t* rows[kDownChunk];
-    const unsigned char* acts[kDownChunk];
-    float w[kDownChunk];
-#pragma unroll
-    for (int q = 0; q < kDownChunk; ++q) {
-      const int i = c + q < n ? c + q : n - 1;  // past the end: a repeat, not used
-      const int j = order[i];
-      const int id = valid_id(routes, t, j);
-      rows[q] = static_cast<const uint8_t*>(routes.experts[id].down) + static_cast<uint64_t>(row) * w_stride;
-      acts[q] = hq + static_cast<uint64_t>(t * routes.k + j) * act_row;
-      w[q] = routes.weights[static_cast<int64_t>(t) * routes.weights_stride + j];
-    }
-    float y[kDownChunk];
-    warp_dot_q_rows<Dec, kDownChunk, false>(rows, acts, n_spans, y);
-#pragma unroll
-    for (int q = 0; q < kDownChunk; ++q) {
-      if (c + q < n) {
-        const float v = w[q] * y[q];
-        acc = c + q == 0 ? v : acc + v;
-      }
-    }
+  for (int q = 0; q < n; ++q) {
+    const float v = routes.weights[static_cast<int64_t>(t) * routes.weights_stride + order[q]] * y[q * n_rows + row];
+    acc = q == 0 ? v : acc + v;
   }
-  if (threadIdx.x % kWarp == 0) dst[static_cast<int64_t>(t) * dst_stride + row] = acc;
+  dst[static_cast<int64_t>(t) * dst_stride + row0 + row] = acc;
+}
+
+int down_shared_bytes(int n_spans, int k) {
+  return staged_act_bytes(n_spans, k) + kDownRows * k * partial_pitch(n_spans) * static_cast<int>(sizeof(float));
 }
 
 // The decoders the decode path is built for; other types take the general pipeline.
@@ -161,19 +194,16 @@ bool run_moe_routed_decode(Context& ctx, const strata_op& op) {
   }
   if (table.n_ff % kGateUpRows != 0 || table.n_embd % 32 != 0) return false;
 
-  cudaStream_t stream = ctx.stream();
-  const int64_t n_embd = table.n_embd, n_ff = table.n_ff, n_pairs = k * n_tok;
-  const auto* xdata = static_cast<const float*>(x.data);
-  const auto x_stride = static_cast<int64_t>(x.nb[1] / sizeof(float));
-  void* xq = ctx.scratch(ScratchSlot::ActQ8, static_cast<uint64_t>(n_embd / 32) * kQ8BlockBytes * static_cast<uint64_t>(n_tok));
-  auto* hq = static_cast<unsigned char*>(
-      ctx.scratch(ScratchSlot::MoeHiddenQ8, static_cast<uint64_t>(n_pairs) * static_cast<uint64_t>(n_ff / 32) * kQ8BlockBytes));
-  QuantizedActivation& cached = ctx.quantized();
-  if (cached.src != x.data || cached.n_in != n_embd || cached.n_tok != n_tok || cached.row_stride != x.nb[1]) {
-    launch_quantize_q8_1(xdata, x_stride, n_embd, n_tok, xq, stream);
-    cached = {x.data, n_embd, n_tok, x.nb[1]};
+  const int n_embd_spans = static_cast<int>(table.n_embd / 32), n_ff_spans = static_cast<int>(table.n_ff / 32);
+  if (gate_up_shared_bytes(n_embd_spans) > kMaxSharedBytes ||
+      down_shared_bytes(n_ff_spans, static_cast<int>(k)) > kMaxSharedBytes) {
+    return false;
   }
 
+  cudaStream_t stream = ctx.stream();
+  const int64_t n_embd = table.n_embd, n_ff = table.n_ff, n_pairs = k * n_tok;
+  auto* hq = static_cast<unsigned char*>(
+      ctx.scratch(ScratchSlot::MoeHiddenQ8, static_cast<uint64_t>(n_pairs) * static_cast<uint64_t>(n_ff / 32) * kQ8BlockBytes));
   const Routes routes{static_cast<const int32_t*>(ids.data), static_cast<int64_t>(ids.nb[1] / sizeof(int32_t)),
                       static_cast<const float*>(wt.data),  static_cast<int64_t>(wt.nb[1] / sizeof(float)),
                       static_cast<int>(k),                  static_cast<int>(table.n_expert),
@@ -183,15 +213,15 @@ bool run_moe_routed_decode(Context& ctx, const strata_op& op) {
   };
   with_decode_type(table.gate_type, [&](auto dec) {
     const dim3 grid(static_cast<unsigned>(n_ff / kGateUpRows), static_cast<unsigned>(n_pairs));
-    gate_up_kernel<decltype(dec)><<<grid, kGateUpThreads, 0, stream>>>(
-        routes, static_cast<const unsigned char*>(xq), static_cast<int>(n_embd / 32), row_stride(table.gate_type, n_embd),
-        static_cast<int>(n_ff), hq);
-    check_launch("MOE_ROUTED (decode: gate, up, SwiGLU)");
+    gate_up_kernel<decltype(dec)><<<grid, kGateUpThreads, gate_up_shared_bytes(n_embd_spans), stream>>>(
+        routes, static_cast<const float*>(x.data), static_cast<int64_t>(x.nb[1] / sizeof(float)), n_embd_spans,
+        row_stride(table.gate_type, n_embd), static_cast<int>(n_ff), hq);
+    check_launch("MOE_ROUTED (decode: Q8_1 of x, gate, up, SwiGLU)");
   });
   with_decode_type(table.down_type, [&](auto dec) {
-    const dim3 grid(static_cast<unsigned>((n_embd + kDownWarps - 1) / kDownWarps), static_cast<unsigned>(n_tok));
-    down_kernel<decltype(dec)><<<grid, kDownThreads, 0, stream>>>(
-        routes, hq, static_cast<int>(n_ff / 32), row_stride(table.down_type, n_ff), static_cast<int>(n_embd),
+    const dim3 grid(static_cast<unsigned>((n_embd + kDownRows - 1) / kDownRows), static_cast<unsigned>(n_tok));
+    down_kernel<decltype(dec)><<<grid, kDownThreads, down_shared_bytes(n_ff_spans, static_cast<int>(k)), stream>>>(
+        routes, hq, n_ff_spans, row_stride(table.down_type, n_ff), static_cast<int>(n_embd),
         static_cast<float*>(d.data), static_cast<int64_t>(d.nb[1] / sizeof(float)));
     check_launch("MOE_ROUTED (decode: down and sums)");
   });

@@ -1,6 +1,6 @@
-// MOE_ROUTED for a few tokens (decode) in three launches instead of the general pipeline's seven: Q8_1 of x (shared
-// with the pipeline's cache), one kernel for gate + up + SwiGLU + Q8_1(h) per (token, k) pair reading the routes
-// directly, and one kernel for down that sums each token's weighted rows in ascending expert id in registers.
+// MOE_ROUTED for a few tokens (decode) in two launches instead of the general pipeline's seven: one kernel for
+// Q8_1(x) + gate + up + SwiGLU + Q8_1(h) per (token, k) pair reading the routes directly, and one kernel for down
+// that sums each token's weighted rows in ascending expert id.
 // The bytes are the pipeline's: the same span partials, accumulation order and SwiGLU/Q8_1 steps per row, the
 // same stable ordering of a token's experts, ids outside [0, n_expert) left out.
 #pragma once

@@ -1,12 +1,14 @@
 // MUL_MAT: dst f32 [n_out, n_tok] = weight [n_in, n_out] x src1 f32 [n_in, n_tok] with the canonical arithmetic
 // (core/src/reference/op_mul_mat.cpp). A quantized weight reads the columns quantized to Q8_1 once per window
-// (and not again when the previous MUL_MAT quantized the same rows: q, k and v share the normed x); each warp
-// decodes its row's spans once per pass of up to eight tokens. Float weights read the float columns.
+// (and not again when the previous MUL_MAT quantized the same rows: q, k and v share the normed x). One token:
+// block-wide dots (mul_mat_group.cuh); more: each warp decodes its row's spans once per pass of up to eight
+// tokens. Float weights read the float columns.
 #include <cstdint>
 #include <string>
 
 #include "act_quant.cuh"
 #include "matvec.cuh"
+#include "mul_mat_group.cuh"
 #include "mul_mat_tiled.cuh"
 #include "ops.hpp"
 #include "strata/format/tensor_checks.hpp"
@@ -36,32 +38,6 @@ __global__ void __launch_bounds__(kThreads) mul_mat_q_kernel(const uint8_t* w, u
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
       if (t < n) dst[static_cast<int64_t>(t0 + t) * dst_stride + row] = out[t];
-    }
-  }
-}
-
-// One token: each warp computes kRowsPerWarp rows with their loads issued together (warp_dot_q_rows).
-constexpr int kRowsPerWarp = 2;
-
-template <class Dec>
-__global__ void __launch_bounds__(kThreads) mul_mat_q1_kernel(const uint8_t* w, uint64_t w_stride, int rows,
-                                                              int n_spans, const unsigned char* act, float* dst) {
-  const int row0 = (static_cast<int>(blockIdx.x) * kRowsPerBlock + static_cast<int>(threadIdx.x) / kWarp) * kRowsPerWarp;
-  if (row0 >= rows) return;  // the whole warp leaves together
-  const uint8_t* wr[kRowsPerWarp];
-  const unsigned char* a[kRowsPerWarp];
-#pragma unroll
-  for (int q = 0; q < kRowsPerWarp; ++q) {
-    const int row = row0 + q < rows ? row0 + q : rows - 1;
-    wr[q] = w + static_cast<uint64_t>(row) * w_stride;
-    a[q] = act;
-  }
-  float out[kRowsPerWarp];
-  warp_dot_q_rows<Dec, kRowsPerWarp, true>(wr, a, n_spans, out);
-  if (threadIdx.x % kWarp == 0) {
-#pragma unroll
-    for (int q = 0; q < kRowsPerWarp; ++q) {
-      if (row0 + q < rows) dst[row0 + q] = out[q];
     }
   }
 }
@@ -231,13 +207,11 @@ void run_mul_mat(Context& ctx, const strata_op& op) {
     launch_quantize_q8_1(xdata, x_stride, n_in, n_tok, act, ctx.stream());
     cached = {x.data, n_in, n_tok, x.nb[1]};
   }
+  if (n_tok == 1) {
+    const RowGroup one{{wdata}, {w.nb[1]}, {rows}, {w.type}, {dst}, 1};
+    if (launch_mul_mat_rows(ctx, one, static_cast<int>(n_in / 32), static_cast<const unsigned char*>(act))) return;
+  }
   with_decoder(w.type, [&](auto dec) {
-    if (n_tok == 1) {
-      mul_mat_q1_kernel<decltype(dec)><<<blocks_for(rows, kRowsPerBlock * kRowsPerWarp), kThreads, 0, ctx.stream()>>>(
-          wdata, w.nb[1], rows, static_cast<int>(n_in / 32), static_cast<const unsigned char*>(act), dst);
-      check_launch("MUL_MAT (one token)");
-      return;
-    }
     with_tokens_per_pass(n_tok, [&](auto nt) {
       constexpr int NT = decltype(nt)::value;
       const dim3 grid(blocks_for(rows, kRowsPerBlock), blocks_for(n_tok, NT));

@@ -71,6 +71,30 @@ __host__ __device__ inline uint32_t ld32(const uint8_t* p) {
 #endif
 }
 
+// Eight words from n + 1 consecutive 4-byte aligned words a[] that hold them starting `shift` bits (0 or 16) into
+// a[0]: word m is bits shift.. of a[m]:a[m+1].
+template <int N>
+__host__ __device__ inline void realign_words(const uint32_t (&a)[N + 1], int shift, uint32_t (&out)[N]) {
+#pragma unroll
+  for (int m = 0; m < N; ++m) {
+    out[m] = static_cast<uint32_t>((static_cast<uint64_t>(a[m + 1]) << 32 | a[m]) >> shift);
+  }
+}
+
+#ifdef STRATA_DEVICE_PASS
+// N words at p (2-byte aligned) from N + 1 aligned 4-byte loads; the caller guarantees the bytes up to the next
+// 4-byte boundary past p + 4N are readable.
+template <int N>
+__device__ inline void load_words_a2(const uint8_t* p, uint32_t (&out)[N]) {
+  const uintptr_t at = reinterpret_cast<uintptr_t>(p);
+  const auto* w = reinterpret_cast<const uint32_t*>(at & ~static_cast<uintptr_t>(3));
+  uint32_t a[N + 1];
+#pragma unroll
+  for (int m = 0; m <= N; ++m) a[m] = w[m];
+  realign_words<N>(a, static_cast<int>(at & 3u) * 8, out);
+}
+#endif
+
 // ---- byte-lane arithmetic (no carries or borrows between the four bytes) ------------------------------------
 
 // Byte-wise a - b modulo 256.
@@ -347,7 +371,36 @@ struct DecodeQ6_K {
   static constexpr bool kOffset = false;
   // ql[128] @0, qh[64] @128, scales[16] (int8) @192, d @208. Span s = 4*half + quarter: low nibbles of
   // ql[64*half + 32*(quarter%2) + i] (high nibbles for quarters 2, 3), two bits at 2*quarter of qh[32*half + i].
+  // The span from its eight ql words, eight qh words, its two scale bytes (sc2 = scales[2s] | scales[2s+1] << 8)
+  // and d's bits.
+  __host__ __device__ static void from_words(const uint32_t (&lw)[8], const uint32_t (&hw)[8], uint32_t sc2,
+                                             uint32_t dbits, int s, Span& o) {
+    const float d = half_to_float(static_cast<uint16_t>(dbits));
+    o.c[0] = d * static_cast<float>(static_cast<int8_t>(sc2 & 255u));
+    o.c[1] = d * static_cast<float>(static_cast<int8_t>(sc2 >> 8));
+    o.b[0] = o.b[1] = 0.0f;
+    const int quarter = s % 4;
+    const int lshift = 4 * (quarter / 2), hshift = 2 * quarter;
+#pragma unroll
+    for (int m = 0; m < 8; ++m) {
+      const uint32_t low = (lw[m] >> lshift) & 0x0f0f0f0fu;
+      const uint32_t high = (hw[m] >> hshift) & 0x03030303u;
+      o.g[m] = sub_bytes(low | high << 4, 0x20202020u);
+    }
+  }
   __host__ __device__ static void decode(const uint8_t* b, int s, Span& o) {
+#ifdef STRATA_DEVICE_PASS
+    // Blocks are only 2-byte aligned: the ql and qh words from nine 4-byte aligned loads each, realigned (the
+    // ninth word still lies inside the block), instead of sixteen 2-byte loads each.
+    {
+      const int half = s / 4, quarter = s % 4;
+      uint32_t lw[8], hw[8];
+      load_words_a2(b + 64 * half + 32 * (quarter % 2), lw);
+      load_words_a2(b + 128 + 32 * half, hw);
+      from_words(lw, hw, ld16<kAlign>(b + 192 + 2 * s), ld16<kAlign>(b + 208), s, o);
+      return;
+    }
+#endif
     const float d = half_to_float(ld16<kAlign>(b + 208));
 #pragma unroll
     for (int k = 0; k < 2; ++k) {

@@ -1,0 +1,200 @@
+// The one-token quantized MUL_MAT of mul_mat_group.cuh. Block b computes rows_per_block consecutive rows of one
+// matrix of the group (the blocks of matrix m are first_block[m] .. first_block[m + 1] - 1): the Q8_1 row staged
+// in shared memory, every (row, span) partial with two items' loads in flight per thread, then the canonical
+// accumulator chains and tree per row (matvec_block.cuh).
+#include <algorithm>
+#include <type_traits>
+
+#include "act_quant.cuh"
+#include "matvec_block.cuh"
+#include "mul_mat_group.cuh"
+
+namespace strata::gpu {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kUnroll = 2;
+constexpr int kMaxRowsPerBlock = kThreads / kAccumulators;  // the reduce's eight threads per row, one pass
+constexpr int kMaxSharedBytes = 48 * 1024;
+
+struct GroupArgs {
+  const uint8_t* w[kMaxGroupMats];
+  uint64_t stride[kMaxGroupMats];
+  int rows[kMaxGroupMats];
+  bool second[kMaxGroupMats];  // decoded by the kernel's second decoder
+  float* dst[kMaxGroupMats];
+  int first_block[kMaxGroupMats];
+  int n;
+};
+
+// The fields of the block's matrix, picked with constant indices (a dynamic index into the kernel's arguments
+// would copy them to local memory).
+struct BlockMatrix {
+  const uint8_t* w;
+  uint64_t stride;
+  int rows;
+  bool second;
+  float* dst;
+  int first_block;
+};
+
+__device__ inline BlockMatrix block_matrix(const GroupArgs& g, int b) {
+  BlockMatrix bm{g.w[0], g.stride[0], g.rows[0], g.second[0], g.dst[0], g.first_block[0]};
+#pragma unroll
+  for (int i = 1; i < kMaxGroupMats; ++i) {
+    if (i < g.n && b >= g.first_block[i]) bm = {g.w[i], g.stride[i], g.rows[i], g.second[i], g.dst[i], g.first_block[i]};
+  }
+  return bm;
+}
+
+template <class Dec>
+__device__ inline void matrix_rows(const uint8_t* w, uint64_t stride, int row0, int n_rows, int n_spans,
+                                   const unsigned char* act, float* part, int pitch) {
+  block_partials<Dec, kThreads, kUnroll>(
+      n_rows, n_spans, [&](int d) { return w + static_cast<uint64_t>(row0 + d) * stride; },
+      [&](int) { return act; }, part, pitch);
+}
+
+template <class DecA, class DecB>
+__global__ void __launch_bounds__(kThreads) group_rows_kernel(GroupArgs g, int n_spans, int rows_per_block,
+                                                              const unsigned char* act) {
+  extern __shared__ uint4 shared_words[];
+  auto* shared = reinterpret_cast<unsigned char*>(shared_words);
+  const BlockMatrix bm = block_matrix(g, static_cast<int>(blockIdx.x));
+  const int row0 = (static_cast<int>(blockIdx.x) - bm.first_block) * rows_per_block;
+  const int n_rows = min(rows_per_block, bm.rows - row0);
+  stage_bytes<kThreads>(shared, act, n_spans * kQ8BlockBytes);
+  float* part = reinterpret_cast<float*>(shared + staged_act_bytes(n_spans, 1));
+  const int pitch = partial_pitch(n_spans);
+  __syncthreads();
+  if constexpr (std::is_same_v<DecA, DecB>) {
+    matrix_rows<DecA>(bm.w, bm.stride, row0, n_rows, n_spans, shared, part, pitch);
+  } else {
+    if (bm.second) {
+      matrix_rows<DecB>(bm.w, bm.stride, row0, n_rows, n_spans, shared, part, pitch);
+    } else {
+      matrix_rows<DecA>(bm.w, bm.stride, row0, n_rows, n_spans, shared, part, pitch);
+    }
+  }
+  __syncthreads();
+  float* dst = bm.dst;
+  block_reduce<kThreads>(n_rows, n_spans, part, pitch, [&](int d, float v) { dst[row0 + d] = v; });
+}
+
+int shared_bytes(int n_spans, int rows_per_block) {
+  return staged_act_bytes(n_spans, 1) + rows_per_block * partial_pitch(n_spans) * static_cast<int>(sizeof(float));
+}
+
+// Rows per block: two items per thread where the matrices are large, fewer rows (more, lighter blocks) until
+// there are at least two blocks per multiprocessor.
+int rows_per_block_for(int n_spans, int64_t total_rows, int sms) {
+  int rb = std::clamp(kThreads * kUnroll / n_spans, 1, kMaxRowsPerBlock);
+  while (rb > 1 && (total_rows + rb - 1) / rb < 2 * static_cast<int64_t>(sms)) rb /= 2;
+  return rb;
+}
+
+bool mixed_pair(const RowGroup& g) {
+  for (int m = 0; m < g.n; ++m) {
+    if (g.type[m] != static_cast<uint32_t>(GgmlType::Q4_K) && g.type[m] != static_cast<uint32_t>(GgmlType::Q6_K)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The Q8_1 row of a one-token src1, through the context's cache (q, k and v share it with later MUL_MATs).
+const unsigned char* quantized_row(Context& ctx, const strata_tensor& x) {
+  const int64_t n_in = x.ne[0];
+  void* act = ctx.scratch(ScratchSlot::ActQ8, static_cast<uint64_t>(n_in / 32) * kQ8BlockBytes);
+  QuantizedActivation& cached = ctx.quantized();
+  if (cached.src != x.data || cached.n_in != n_in || cached.n_tok != 1 || cached.row_stride != x.nb[1]) {
+    launch_quantize_q8_1(static_cast<const float*>(x.data), static_cast<int64_t>(x.nb[1] / sizeof(float)), n_in, 1,
+                         act, ctx.stream());
+    cached = {x.data, n_in, 1, x.nb[1]};
+  }
+  return static_cast<const unsigned char*>(act);
+}
+
+bool same_tensor(const strata_tensor& a, const strata_tensor& b) {
+  return a.data == b.data && a.type == b.type && a.ne[0] == b.ne[0] && a.ne[1] == b.ne[1] && a.nb[1] == b.nb[1];
+}
+
+// Whether [p, p + bytes) and [q, q + bytes_q) overlap.
+bool overlaps(const void* p, uint64_t bytes, const void* q, uint64_t bytes_q) {
+  const auto a = reinterpret_cast<uintptr_t>(p), b = reinterpret_cast<uintptr_t>(q);
+  return a < b + bytes_q && b < a + bytes;
+}
+
+}  // namespace
+
+bool launch_mul_mat_rows(Context& ctx, const RowGroup& group, int n_spans, const unsigned char* act) {
+  if (group.n < 1 || group.n > kMaxGroupMats || n_spans < 1) return false;
+  bool same = true;
+  for (int m = 1; m < group.n; ++m) same = same && group.type[m] == group.type[0];
+  if (!same && !mixed_pair(group)) return false;
+  int64_t total = 0;
+  for (int m = 0; m < group.n; ++m) total += group.rows[m];
+  if (total == 0) return true;
+  const int rb = rows_per_block_for(n_spans, total, ctx.props().multiProcessorCount);
+  const int smem = shared_bytes(n_spans, rb);
+  if (smem > kMaxSharedBytes) return false;
+
+  GroupArgs args{};
+  args.n = group.n;
+  int blocks = 0;
+  for (int m = 0; m < group.n; ++m) {
+    args.w[m] = group.w[m];
+    args.stride[m] = group.stride[m];
+    args.rows[m] = group.rows[m];
+    args.dst[m] = group.dst[m];
+    args.second[m] = group.type[m] == static_cast<uint32_t>(GgmlType::Q6_K);
+    args.first_block[m] = blocks;
+    blocks += (group.rows[m] + rb - 1) / rb;
+  }
+  if (!same) {
+    group_rows_kernel<DecodeQ4_K, DecodeQ6_K><<<blocks, kThreads, smem, ctx.stream()>>>(args, n_spans, rb, act);
+    check_launch("MUL_MAT (one token, grouped q4_K/q6_K)");
+    return true;
+  }
+  return with_decoder(group.type[0], [&](auto dec) {
+    using Dec = decltype(dec);
+    group_rows_kernel<Dec, Dec><<<blocks, kThreads, smem, ctx.stream()>>>(args, n_spans, rb, act);
+    check_launch("MUL_MAT (one token)");
+  });
+}
+
+size_t fuse_mul_mat_group(Context& ctx, const strata_op* ops, size_t i, size_t n) {
+  const strata_op& first = ops[i];
+  if (first.kind != STRATA_OP_MUL_MAT || first.src[1].ne[1] != 1) return 0;
+  const strata_tensor& x = first.src[1];
+  const uint64_t x_bytes = static_cast<uint64_t>(x.ne[0]) * sizeof(float);
+  RowGroup group{};
+  for (size_t j = i; j < n && group.n < kMaxGroupMats; ++j) {
+    const strata_op& op = ops[j];
+    if (op.kind != STRATA_OP_MUL_MAT || !same_tensor(op.src[1], x) || decoder_alignment(op.src[0].type) == 0) break;
+    // An output over the shared input would change what the later matrices read.
+    const uint64_t dst_bytes = static_cast<uint64_t>(op.dst.ne[0]) * sizeof(float);
+    if (overlaps(op.dst.data, dst_bytes, x.data, x_bytes)) break;
+    const int m = group.n++;
+    group.w[m] = static_cast<const uint8_t*>(op.src[0].data);
+    group.stride[m] = op.src[0].nb[1];
+    group.rows[m] = static_cast<int>(op.src[0].ne[1]);
+    group.type[m] = op.src[0].type;
+    group.dst[m] = static_cast<float*>(op.dst.data);
+  }
+  if (group.n < 2) return 0;
+  // Only matrices the one launch can take together: a same-type prefix, or a q4_K/q6_K mix.
+  while (group.n >= 2) {
+    bool same = true;
+    for (int m = 1; m < group.n; ++m) same = same && group.type[m] == group.type[0];
+    if (same || mixed_pair(group)) break;
+    --group.n;
+  }
+  if (group.n < 2) return 0;
+  const int n_spans = static_cast<int>(x.ne[0] / 32);
+  const unsigned char* act = quantized_row(ctx, x);
+  if (!launch_mul_mat_rows(ctx, group, n_spans, act)) return 0;
+  return static_cast<size_t>(group.n);
+}
+
+}  // namespace strata::gpu
