@@ -42,11 +42,13 @@ template <int kT>
 constexpr int row_stride() {
   return kLanes * kT + 4;
 }
+// The doubles come first, an even count of them so that the float rows stay 16-byte aligned.
+__host__ __device__ inline int split_doubles(int heads) { return (3 * heads + heads * kTile + 1) / 2 * 2; }
 template <int kT>
 size_t split_smem(int heads, int head_dim) {
   const auto h = static_cast<size_t>(heads), d = static_cast<size_t>(head_dim);
   const auto s = static_cast<size_t>(row_stride<kT>());
-  return sizeof(double) * (3 * h + h * kTile) + sizeof(float) * (h * s + kTile * s + kTile * d);
+  return sizeof(double) * static_cast<size_t>(split_doubles(heads)) + sizeof(float) * (h * s + kTile * s + kTile * d);
 }
 
 template <Cache kCache, int kT>
@@ -59,7 +61,7 @@ __global__ void __launch_bounds__(kThreads) attention_split(DecodeArgs a) {
   double* l_run = m_run + G;
   double* alpha = l_run + G;
   double* sc = alpha + G;                               // [G][kTile]
-  auto* qs = reinterpret_cast<float*>(sc + G * kTile);  // [G][kS]
+  auto* qs = reinterpret_cast<float*>(smem + split_doubles(G));  // [G][kS]
   float* ks = qs + G * kS;                              // [kTile][kS]
   float* vs = ks + kTile * kS;                          // [kTile][D]
   const int t = static_cast<int>(blockIdx.z), split = static_cast<int>(blockIdx.x);

@@ -15,5 +15,7 @@ void run_decode(Context& ctx, const Operands& o, Cache cache);
 void run_prefill(Context& ctx, const Operands& o, Cache cache, int n_kv_head);
 // How many blocks run_prefill would launch: it pays off only when they fill a good part of the GPU.
 int64_t prefill_blocks(int64_t n_tok, int64_t group, int64_t head_dim, int64_t n_kv_head);
+// Whether the device gives a block the prefill kernel's shared memory (about 70 to 115 KB; AMD's 64 KB does not).
+bool prefill_fits(const Context& ctx, int64_t head_dim);
 
 }  // namespace strata::gpu::attention

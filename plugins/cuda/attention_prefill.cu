@@ -211,6 +211,18 @@ void launch_tiled_for(const Operands& o, int n_kv_head, cudaStream_t stream) {
 
 }  // namespace
 
+bool prefill_fits(const Context& ctx, int64_t head_dim) {
+  const size_t need = head_dim <= 2 * kLanes   ? Layout<2, rows_for<2>()>::kBytes
+                      : head_dim <= 4 * kLanes ? Layout<4, rows_for<4>()>::kBytes
+                                               : Layout<8, rows_for<8>()>::kBytes;
+#if defined(STRATA_GPU_HIP)
+  const size_t limit = ctx.props().sharedMemPerBlock;
+#else
+  const size_t limit = ctx.props().sharedMemPerBlockOptin;
+#endif
+  return need <= limit;
+}
+
 int64_t prefill_blocks(int64_t n_tok, int64_t group, int64_t head_dim, int64_t n_kv_head) {
   const int64_t rows = head_dim > 4 * kLanes ? rows_for<8>() : rows_for<4>();
   return (n_tok * group + rows - 1) / rows * n_kv_head;

@@ -4,6 +4,7 @@
 // 32-lane order (the reference's bits), e_j = exp(s_j - max s), out = (sum_j e_j v_j) / (sum_j e_j).
 // Two paths (attention_paths.hpp), chosen from the shapes: query tiles when the tokens' rows fill enough blocks
 // (prefill), else split-K over the positions (decode and short windows).
+#include <cstdint>
 #include <string>
 
 #include "attention_paths.hpp"
@@ -103,7 +104,8 @@ void run_attention(Context& ctx, const strata_op& op) {
   const attention::Cache cache = format::is_type(k, GgmlType::F16)    ? attention::Cache::F16
                                  : format::is_type(k, GgmlType::Q8_0) ? attention::Cache::Q8_0
                                                                       : attention::Cache::F32;
-  if (attention::prefill_blocks(n_tok, group, head_dim, n_kv_head) >= kMinPrefillBlocks) {
+  if (attention::prefill_blocks(n_tok, group, head_dim, n_kv_head) >= kMinPrefillBlocks &&
+      attention::prefill_fits(ctx, head_dim)) {
     attention::run_prefill(ctx, o, cache, static_cast<int>(n_kv_head));
   } else {
     attention::run_decode(ctx, o, cache);
