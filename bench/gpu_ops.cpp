@@ -8,6 +8,7 @@
 //   strata_bench_gpu_ops [--plugin NAME] [--seconds S] [--memory MiB] [--ops N] [--no-graphs]
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "strata/format/fp16.hpp"
 #include "strata/format/quantize_weights.hpp"
 #include "strata/format/types.hpp"
 #include "strata/op_tensor.hpp"
@@ -200,6 +202,41 @@ Result bench_moe_routed(Device& dev, const Settings& s, GgmlType gate_up_type, G
   return {t * 1e6, bytes / t / 1e9};
 }
 
+// ATTENTION of qwen3-30b-a3b's shape (32 q heads over 4 kv heads of 128) over an f16 cache of `capacity` columns,
+// n_tok tokens at positions first .. first + n_tok - 1: microseconds per op (no weights: GB/s is left 0). Every op
+// reads the same caches (the decode window's keys and values stay in the GPU's cache, as in a model's layer).
+Result bench_attention(Device& dev, const Settings& s, int64_t capacity, int64_t first, int64_t n_tok) {
+  constexpr int64_t head_dim = 128, n_head = 32, n_kv_head = 4;
+  std::mt19937 rng(13);
+  std::normal_distribution<float> nd;
+  std::vector<uint16_t> cache(static_cast<size_t>(head_dim * n_kv_head * capacity));
+  for (uint16_t& x : cache) x = strata::format::fp32_to_fp16(nd(rng));
+  auto* k = dev.upload(cache);
+  for (uint16_t& x : cache) x = strata::format::fp32_to_fp16(nd(rng));
+  auto* v = dev.upload(cache);
+  auto* q = dev.upload(normal_floats(static_cast<size_t>(head_dim * n_head * n_tok), rng));
+  std::vector<int32_t> pos(static_cast<size_t>(n_tok));
+  for (int64_t t = 0; t < n_tok; ++t) pos[static_cast<size_t>(t)] = static_cast<int32_t>(first + t);
+  auto* pos_d = dev.upload(pos);
+  auto* y = static_cast<float*>(dev.alloc(sizeof(float) * static_cast<size_t>(head_dim * n_head * n_tok)));
+  // Prefill ops take milliseconds: fewer per call.
+  std::vector<strata_op> ops(static_cast<size_t>(n_tok > 1 ? std::min(s.ops, 16) : s.ops));
+  for (strata_op& op : ops) {
+    op = strata_op{};
+    op.struct_size = sizeof op;
+    op.kind = STRATA_OP_ATTENTION;
+    op.src[0] = strata::tensor_f32(q, {head_dim, n_head, n_tok});
+    op.src[1] = strata::make_tensor(k, GgmlType::F16, {head_dim * n_kv_head, capacity});
+    op.src[2] = strata::make_tensor(v, GgmlType::F16, {head_dim * n_kv_head, capacity});
+    op.src[3] = strata::tensor_i32(pos_d, {n_tok});
+    op.dst = strata::tensor_f32(y, {head_dim * n_head, n_tok});
+    op.i[0] = static_cast<int32_t>(n_head);
+    op.i[1] = static_cast<int32_t>(n_kv_head);
+    op.f[0] = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  }
+  return {dev.time_per_op(ops, s.seconds) * 1e6, 0.0};
+}
+
 void print_row(const std::string& what, const Result& r) {
   std::printf("| %s | %.2f | %.0f |\n", what.c_str(), r.us_per_op, r.gb_per_s);
   std::fflush(stdout);
@@ -300,6 +337,17 @@ int main(int argc, char** argv) {
       print_row(name, bench_moe_routed(dev, s, GgmlType::Q4_K, down, 2048, 768, 128, 8, 1));
     }
     bench_matvec_groups(be, inst->ctx(), s);
+    for (int64_t capacity : {int64_t{4096}, int64_t{32768}}) {
+      for (int64_t ctx : {int64_t{128}, int64_t{512}, int64_t{2048}, int64_t{8192}}) {
+        if (ctx > capacity) continue;
+        Device dev(be, inst->ctx());
+        print_row("ATTENTION f16 32/4x128, cache " + std::to_string(capacity) + ", 1 token at " + std::to_string(ctx),
+                  bench_attention(dev, s, capacity, ctx - 1, 1));
+      }
+      Device dev(be, inst->ctx());
+      print_row("ATTENTION f16 32/4x128, cache " + std::to_string(capacity) + ", 512 tokens at 0..511",
+                bench_attention(dev, s, capacity, 0, 512));
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "strata_bench_gpu_ops: %s\n", e.what());
     return 1;

@@ -661,6 +661,16 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
     c.push_back(std::make_shared<AttentionCase>(t, 64, 4, 4, 37, 1));
     c.push_back(std::make_shared<AttentionCase>(t, 128, 8, 2, 29, 5));
   }
+  // The GPU's split-K path over a long cache (many chunks to combine), a 16-token window, head_dim 256 and an odd
+  // one (no vector loads), group 1 and 8; its query-tiled path (32+ blocks of 64 or 32 rows) with groups 8, 3
+  // (rows crossing tokens) and 2, head_dim 128, 64 and 200 (zero-padded to 256).
+  c.push_back(std::make_shared<AttentionCase>(GgmlType::F16, 128, 8, 2, 5000, 2));
+  c.push_back(std::make_shared<AttentionCase>(GgmlType::Q8_0, 64, 8, 1, 300, 16));
+  c.push_back(std::make_shared<AttentionCase>(GgmlType::F16, 256, 2, 2, 70, 3));
+  c.push_back(std::make_shared<AttentionCase>(GgmlType::F32, 37, 2, 1, 50, 3));
+  c.push_back(std::make_shared<AttentionCase>(GgmlType::F16, 128, 32, 4, 100, 64));
+  c.push_back(std::make_shared<AttentionCase>(GgmlType::Q8_0, 64, 48, 16, 40, 24));
+  c.push_back(std::make_shared<AttentionCase>(GgmlType::F32, 200, 32, 16, 45, 20));
   c.push_back(std::make_shared<RouterCase>(128, 8, 3, 0, true, false));
   c.push_back(std::make_shared<RouterCase>(60, 4, 5, 0, false, false));
   c.push_back(std::make_shared<RouterCase>(64, 6, 3, 1, true, true));

@@ -1,0 +1,257 @@
+// ATTENTION for a few tokens (decode): split-K ("flash decoding"). The grid is fixed by the shapes and the cache's
+// capacity (a graph replays one launch for every decode step): n_split blocks per (q heads of a kv head, token).
+// On the device each token's positions 0..p are cut into n_split chunks of whole kTile tiles (at least one tile),
+// so the work spreads over the blocks whatever p is; blocks whose chunk starts past p exit at once. A block keeps,
+// per q head, a running max, sum of exp and unnormalised weighted values over its tiles (an online softmax); the
+// combine merges the chunks per (head, token). Regrouping the sums over positions moves the double by ~1e-16
+// relative (docs/CANONICAL_ARITHMETIC.md section 6 allows it); the scores are the reference's bits.
+#include <algorithm>
+
+#include "attention_paths.hpp"
+#include "ops.hpp"
+#include "warp_reduce.cuh"
+
+namespace strata::gpu::attention {
+namespace {
+
+constexpr int kTile = 32;             // positions whose keys, values and scores sit in shared memory at once
+constexpr int kMaxBlockDims = 1024;   // q heads * head_dim of one block: 4 outputs per thread at most
+constexpr int kPer = kMaxBlockDims / kThreads;
+constexpr int kMaxBlockHeads = 32;
+constexpr int64_t kTargetBlocks = 512;  // about 4 blocks per multiprocessor (132 on an H200)
+constexpr int64_t kMaxSplits = 256;
+
+struct DecodeArgs {
+  Operands o;
+  double* part_out;  // [n_tok][n_head][n_split][head_dim] unnormalised weighted values
+  double* part_ml;   // [n_tok][n_head][n_split][2] max score, sum of exp(score - max)
+  int heads;         // q heads per block (dividing the group)
+  int n_split;
+};
+
+// Positions per split for a token at position p: whole tiles, at least one.
+__device__ __forceinline__ int split_chunk(int p, int n_split) {
+  const int tiles = (p / kTile + 1 + n_split - 1) / n_split;
+  return (tiles < 1 ? 1 : tiles) * kTile;
+}
+
+// Shared memory, in this order: per head m, l, alpha (double); the tile's scores [heads][kTile] (double); q of the
+// block's heads [heads][stride] and the tile's keys [kTile][stride] (permuted, stride = 32 * kT + 4: the padding
+// spreads neighbouring rows over the banks), the tile's values [kTile][head_dim] (float).
+template <int kT>
+constexpr int row_stride() {
+  return kLanes * kT + 4;
+}
+// The doubles come first, an even count of them so that the float rows stay 16-byte aligned.
+__host__ __device__ inline int split_doubles(int heads) { return (3 * heads + heads * kTile + 1) / 2 * 2; }
+template <int kT>
+size_t split_smem(int heads, int head_dim) {
+  const auto h = static_cast<size_t>(heads), d = static_cast<size_t>(head_dim);
+  const auto s = static_cast<size_t>(row_stride<kT>());
+  return sizeof(double) * static_cast<size_t>(split_doubles(heads)) + sizeof(float) * (h * s + kTile * s + kTile * d);
+}
+
+template <Cache kCache, int kT>
+__global__ void __launch_bounds__(kThreads) attention_split(DecodeArgs a) {
+  extern __shared__ double smem[];
+  constexpr int kS = row_stride<kT>();
+  const Operands& o = a.o;
+  const int G = a.heads, D = o.head_dim;
+  double* m_run = smem;
+  double* l_run = m_run + G;
+  double* alpha = l_run + G;
+  double* sc = alpha + G;                               // [G][kTile]
+  auto* qs = reinterpret_cast<float*>(smem + split_doubles(G));  // [G][kS]
+  float* ks = qs + G * kS;                              // [kTile][kS]
+  float* vs = ks + kTile * kS;                          // [kTile][D]
+  const int t = static_cast<int>(blockIdx.z), split = static_cast<int>(blockIdx.x);
+  const int h0 = static_cast<int>(blockIdx.y) * G;  // the block's first q head
+  const int32_t p = o.pos[t];
+  if (p < 0 || p >= o.n_ctx) return;  // the combine marks such a token
+  const int chunk = split_chunk(p, a.n_split);
+  const int begin = split * chunk;
+  if (begin > p) return;
+  const int end = min(begin + chunk, p + 1);
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % kWarp, warp = tid / kWarp;
+  constexpr int n_warps = kThreads / kWarp;
+  const int64_t koff = static_cast<int64_t>(h0 / o.group) * D;  // this kv head's values within a cache column
+
+  zero_padding<kT>(qs, G, kS, D);
+  zero_padding<kT>(ks, kTile, kS, D);
+  for (int i = tid; i < G * D; i += kThreads) {
+    const int g = i / D, d = i % D;
+    qs[g * kS + permuted_index<kT>(d)] = q_row(o, t, h0 + g)[d];
+  }
+  for (int g = tid; g < G; g += kThreads) {
+    l_run[g] = 0.0;
+    m_run[g] = -INFINITY;
+  }
+  // The outputs this thread owns: head and value index of each.
+  double acc[kPer];
+  int o_head[kPer], v_idx[kPer];
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    const int i = tid + k * kThreads;
+    acc[k] = 0.0;
+    o_head[k] = i < G * D ? i / D : -1;
+    v_idx[k] = i < G * D ? i % D : 0;
+  }
+
+  for (int tile = begin; tile < end; tile += kTile) {
+    const int n = min(kTile, end - tile);
+    __syncthreads();  // q is in place; the previous tile's keys, values and weights are used up
+    load_columns<kCache, kT>(o.k, o.k_stride, koff, D, tile, n, o.vec4 != 0, ks, kS);
+    load_columns<kCache, 0>(o.v, o.v_stride, koff, D, tile, n, o.vec4 != 0, vs, D);
+    __syncthreads();
+    // Scores: a thread per (head, position), the 32-lane tree depth first.
+    for (int i = tid; i < G * kTile; i += kThreads) {
+      const int g = i / kTile, jj = i % kTile;
+      if (jj < n) {
+        double s[1][1];
+        dot32_tile<kT, 1, 1>(qs + g * kS, 0, ks + jj * kS, 0, s);
+        sc[i] = o.scale * s[0][0];
+      }
+    }
+    __syncthreads();
+    // Online softmax: a warp per q head updates its running max and sum and turns scores into weights.
+    for (int g = warp; g < G; g += n_warps) {
+      double mx = -INFINITY;
+      for (int jj = lane; jj < n; jj += kWarp) mx = fmax(mx, sc[g * kTile + jj]);
+      mx = warp_max(mx);
+      const double m_old = m_run[g];
+      const double m_new = fmax(m_old, mx);
+      double sum = 0.0;
+      for (int jj = lane; jj < n; jj += kWarp) {
+        const double e = exp(sc[g * kTile + jj] - m_new);
+        sc[g * kTile + jj] = e;
+        sum = sum + e;
+      }
+      sum = warp_sum(sum);
+      if (lane == 0) {
+        const double al = m_old == -INFINITY ? 0.0 : exp(m_old - m_new);
+        alpha[g] = al;
+        l_run[g] = l_run[g] * al + sum;
+        m_run[g] = m_new;
+      }
+    }
+    __syncthreads();
+    // Weighted values: each thread its (head, dim) outputs, over the tile's positions.
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      if (o_head[k] >= 0) acc[k] = acc[k] * alpha[o_head[k]];
+    }
+    for (int jj = 0; jj < n; ++jj) {
+      const float* vrow = vs + jj * D;
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) {
+        if (o_head[k] >= 0) acc[k] = acc[k] + sc[o_head[k] * kTile + jj] * static_cast<double>(vrow[v_idx[k]]);
+      }
+    }
+  }
+
+  const int64_t row = (static_cast<int64_t>(t) * o.n_head + h0) * a.n_split + split;
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    if (o_head[k] < 0) continue;
+    a.part_out[(row + static_cast<int64_t>(o_head[k]) * a.n_split) * D + v_idx[k]] = acc[k];
+  }
+  for (int g = tid; g < G; g += kThreads) {
+    double* ml = a.part_ml + 2 * (row + static_cast<int64_t>(g) * a.n_split);
+    ml[0] = m_run[g];
+    ml[1] = l_run[g];
+  }
+}
+
+// One block per (head, token): out = sum_c exp(m_c - M) acc_c / sum_c exp(m_c - M) l_c, in double.
+__global__ void __launch_bounds__(kThreads) attention_combine(DecodeArgs a) {
+  extern __shared__ double weight[];  // [n_split]
+  __shared__ double partial[kThreads / kWarp];
+  const Operands& o = a.o;
+  const int h = static_cast<int>(blockIdx.x), t = static_cast<int>(blockIdx.y), tid = static_cast<int>(threadIdx.x);
+  auto* out = reinterpret_cast<float*>(o.dst + static_cast<uint64_t>(t) * o.d_stride) + static_cast<int64_t>(h) * o.head_dim;
+  const int32_t p = o.pos[t];
+  if (p < 0 || p >= o.n_ctx) {
+    // A position outside the cache (the host's checks rule it out): NaN, visibly wrong, rather than stale memory.
+    for (int d = tid; d < o.head_dim; d += kThreads) out[d] = __int_as_float(0x7fc00000);
+    return;
+  }
+  const int used = p / split_chunk(p, a.n_split) + 1;
+  const int64_t row = (static_cast<int64_t>(t) * o.n_head + h) * a.n_split;
+  double m = -INFINITY;
+  for (int c = tid; c < used; c += kThreads) m = fmax(m, a.part_ml[2 * (row + c)]);
+  m = block_max(m, partial);
+  double total = 0.0;
+  for (int c = tid; c < used; c += kThreads) {
+    const double w = exp(a.part_ml[2 * (row + c)] - m);
+    weight[c] = w;
+    total = total + w * a.part_ml[2 * (row + c) + 1];
+  }
+  total = block_sum(total, partial);  // its barriers also publish weight[]
+  for (int d = tid; d < o.head_dim; d += kThreads) {
+    const double* part = a.part_out + row * o.head_dim + d;
+    double acc = 0.0;
+#pragma unroll 4
+    for (int c = 0; c < used; ++c) acc = acc + weight[c] * part[static_cast<int64_t>(c) * o.head_dim];
+    out[d] = static_cast<float>(acc / total);
+  }
+}
+
+// The most q heads of a kv head's group one block holds (a divisor of the group): heads * head_dim outputs fit
+// the threads' registers.
+int heads_per_block(int group, int head_dim) {
+  int best = 1;
+  for (int h = 1; h <= group; ++h) {
+    if (group % h == 0 && h * head_dim <= kMaxBlockDims && h <= kMaxBlockHeads) best = h;
+  }
+  return best;
+}
+
+// Blocks may need more than the default 48 KB of shared memory (head_dim 256 tiles): raise the kernel's limit
+// before its first launch (a function attribute, not a stream operation).
+template <Cache kCache, int kT>
+void launch_split(const DecodeArgs& a, dim3 grid, cudaStream_t stream) {
+  auto* const kernel = attention_split<kCache, kT>;
+  static const cudaError_t raised = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 96 * 1024);
+  (void)raised;
+  kernel<<<grid, kThreads, split_smem<kT>(a.heads, a.o.head_dim), stream>>>(a);
+}
+
+template <Cache kCache>
+void launch_split_for(const DecodeArgs& a, dim3 grid, cudaStream_t stream) {
+  if (a.o.head_dim <= 2 * kLanes) {
+    launch_split<kCache, 2>(a, grid, stream);
+  } else if (a.o.head_dim <= 4 * kLanes) {
+    launch_split<kCache, 4>(a, grid, stream);
+  } else {
+    launch_split<kCache, 8>(a, grid, stream);
+  }
+}
+
+}  // namespace
+
+void run_decode(Context& ctx, const Operands& o, Cache cache) {
+  const int heads = heads_per_block(o.group, o.head_dim);
+  const int64_t head_blocks = o.n_head / heads;
+  // Enough splits to spread one token's work over the GPU; no more than the capacity has tiles.
+  const int64_t cap_tiles = (o.n_ctx + kTile - 1) / kTile;
+  const int64_t want = (kTargetBlocks + head_blocks * o.n_tok - 1) / (head_blocks * o.n_tok);
+  const int64_t n_split = std::max<int64_t>(1, std::min({want, cap_tiles, kMaxSplits}));
+
+  const auto partials = static_cast<uint64_t>(o.n_tok) * static_cast<uint64_t>(o.n_head) * static_cast<uint64_t>(n_split);
+  const uint64_t out_bytes = (partials * static_cast<uint64_t>(o.head_dim) * sizeof(double) + 255) / 256 * 256;
+  auto* scratch = static_cast<char*>(ctx.scratch(ScratchSlot::AttnPartial, out_bytes + partials * 2 * sizeof(double)));
+  const DecodeArgs a{o, reinterpret_cast<double*>(scratch), reinterpret_cast<double*>(scratch + out_bytes), heads,
+                     static_cast<int>(n_split)};
+  const dim3 grid(static_cast<unsigned>(n_split), static_cast<unsigned>(head_blocks), static_cast<unsigned>(o.n_tok));
+  switch (cache) {
+    case Cache::F16: launch_split_for<Cache::F16>(a, grid, ctx.stream()); break;
+    case Cache::Q8_0: launch_split_for<Cache::Q8_0>(a, grid, ctx.stream()); break;
+    case Cache::F32: launch_split_for<Cache::F32>(a, grid, ctx.stream()); break;
+  }
+  check_launch("ATTENTION (decode splits)");
+  const dim3 combine_grid(static_cast<unsigned>(o.n_head), static_cast<unsigned>(o.n_tok));
+  attention_combine<<<combine_grid, kThreads, static_cast<size_t>(n_split) * sizeof(double), ctx.stream()>>>(a);
+  check_launch("ATTENTION (combine)");
+}
+
+}  // namespace strata::gpu::attention
