@@ -14,6 +14,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "strata/format/fp16.hpp"
@@ -280,6 +281,93 @@ void bench_matvec_groups(const strata_backend_v1* be, void* ctx, const Settings&
     const std::string name = "MUL_MAT q/k/v q4_K/q4_K/" + std::string(strata::format::traits(v_type).name) +
                              " 2048 -> 4096+512+512, 1 token (per group)";
     print_row(name, {t * 1e6, static_cast<double>(group_bytes) / t / 1e9});
+
+// The op runs fusions.cu replaces, per layer of qwen3-30b-a3b at one token, timed with fuse=true and fuse=false
+// (a plugin instance each): q/k head norms, ropes and the two f16 KV stores (32 q heads, 4 kv heads of 128); the
+// residual ADD, RMS_NORM of 2048 and the q4_K MUL_MAT (2048 x 512) that reads the normed row.
+void bench_fusions(const strata::PluginRegistry& registry, const Settings& s) {
+  for (const bool fuse : {true, false}) {
+    std::vector<std::string> options = s.plugin_options;
+    if (!fuse) options.push_back("fuse=false");
+    auto inst = registry.instantiate(s.plugin, options);
+    const auto* be = inst->get<strata_backend_v1>(STRATA_BACKEND_FAMILY, STRATA_BACKEND_VERSION);
+    Device dev(be, inst->ctx());
+    std::mt19937 rng(13);
+    const int64_t hd = 128, n_head = 32, n_kv = 4, n_ctx = 4096, n_embd = 2048;
+    auto* q = dev.upload(normal_floats(static_cast<size_t>(hd * n_head), rng));
+    auto* q_alt = static_cast<float*>(dev.alloc(sizeof(float) * static_cast<size_t>(hd * n_head)));
+    auto* k = dev.upload(normal_floats(static_cast<size_t>(hd * n_kv), rng));
+    auto* k_alt = static_cast<float*>(dev.alloc(sizeof(float) * static_cast<size_t>(hd * n_kv)));
+    auto* v = dev.upload(normal_floats(static_cast<size_t>(hd * n_kv), rng));
+    auto* q_norm = dev.upload(normal_floats(static_cast<size_t>(hd), rng));
+    auto* k_norm = dev.upload(normal_floats(static_cast<size_t>(hd), rng));
+    auto* pos = dev.upload(std::vector<int32_t>{517});
+    auto* keys = dev.alloc(2 * static_cast<size_t>(hd * n_kv * n_ctx));
+    auto* values = dev.alloc(2 * static_cast<size_t>(hd * n_kv * n_ctx));
+    const auto op_of = [](strata_op_kind kind) {
+      strata_op op{};
+      op.struct_size = sizeof op;
+      op.kind = kind;
+      return op;
+    };
+    std::vector<strata_op> head;
+    while (head.size() + 6 <= static_cast<size_t>(std::max(s.ops, 6))) {
+      for (const auto& [x, alt, heads, w] : {std::tuple{q, q_alt, n_head, q_norm}, std::tuple{k, k_alt, n_kv, k_norm}}) {
+        strata_op norm = op_of(STRATA_OP_RMS_NORM);
+        norm.src[0] = strata::tensor_f32(x, {hd, heads, 1});
+        norm.src[1] = strata::tensor_f32(w, {hd});
+        norm.dst = strata::tensor_f32(alt, {hd, heads, 1});
+        norm.f[0] = 1e-6f;
+        head.push_back(norm);
+        strata_op rope = op_of(STRATA_OP_ROPE);
+        rope.src[0] = norm.dst;
+        rope.src[1] = strata::tensor_i32(pos, {1});
+        rope.dst = norm.src[0];
+        rope.i[0] = 2;
+        rope.i[1] = static_cast<int32_t>(hd);
+        rope.f[0] = 1e6f;
+        rope.f[1] = 1.0f;
+        head.push_back(rope);
+      }
+      for (const auto& [cache, x] : {std::pair{keys, k}, std::pair{values, v}}) {
+        strata_op store = op_of(STRATA_OP_KV_STORE);
+        store.src[0] = strata::tensor_f32(x, {hd * n_kv, 1});
+        store.src[1] = strata::tensor_i32(pos, {1});
+        store.dst = strata::make_tensor(cache, GgmlType::F16, {hd * n_kv, n_ctx});
+        head.push_back(store);
+      }
+    }
+    const char* mode = fuse ? "fused" : "one by one";
+    print_row(std::string("head prep: RMS_NORM+ROPE q 32x128, k 4x128, KV_STORE k, v (6 ops), ") + mode,
+              {dev.time_per_op(head, s.seconds) * 6e6, 0.0});
+
+    auto* x = dev.upload(normal_floats(static_cast<size_t>(n_embd), rng));
+    auto* out = dev.upload(normal_floats(static_cast<size_t>(n_embd), rng));
+    auto* xn = static_cast<float*>(dev.alloc(sizeof(float) * static_cast<size_t>(n_embd)));
+    auto* w = dev.upload(normal_floats(static_cast<size_t>(n_embd), rng));
+    auto* wk = dev.upload(weight_matrix(GgmlType::Q4_K, 512, n_embd, rng));
+    auto* y = static_cast<float*>(dev.alloc(sizeof(float) * 512));
+    std::vector<strata_op> layer;
+    while (layer.size() + 3 <= static_cast<size_t>(std::max(s.ops, 3))) {
+      strata_op add = op_of(STRATA_OP_ADD);
+      add.src[0] = strata::tensor_f32(x, {n_embd, 1});
+      add.src[1] = strata::tensor_f32(out, {n_embd, 1});
+      add.dst = add.src[0];
+      layer.push_back(add);
+      strata_op norm = op_of(STRATA_OP_RMS_NORM);
+      norm.src[0] = add.dst;
+      norm.src[1] = strata::tensor_f32(w, {n_embd});
+      norm.dst = strata::tensor_f32(xn, {n_embd, 1});
+      norm.f[0] = 1e-6f;
+      layer.push_back(norm);
+      strata_op mm = op_of(STRATA_OP_MUL_MAT);
+      mm.src[0] = strata::make_tensor(wk, GgmlType::Q4_K, {n_embd, 512});
+      mm.src[1] = norm.dst;
+      mm.dst = strata::tensor_f32(y, {512, 1});
+      layer.push_back(mm);
+    }
+    print_row(std::string("ADD + RMS_NORM 2048 + MUL_MAT q4_K 2048x512 (3 ops), ") + mode,
+              {dev.time_per_op(layer, s.seconds) * 3e6, 0.0});
   }
 }
 
@@ -348,6 +436,7 @@ int main(int argc, char** argv) {
       print_row("ATTENTION f16 32/4x128, cache " + std::to_string(capacity) + ", 512 tokens at 0..511",
                 bench_attention(dev, s, capacity, 0, 512));
     }
+    bench_fusions(registry, s);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "strata_bench_gpu_ops: %s\n", e.what());
     return 1;

@@ -1,15 +1,17 @@
 // The list of fusions run_ops_at tries at each op, in order. Each is defined next to the kernels it launches; a
-// fusion must give exactly the bytes of its ops run one by one (the op-parity suite checks the ops, and
-// tests/gpu compares whole decode steps with the CPU).
+// fusion must give exactly the bytes of its ops run one by one, intermediate buffers included (tests/gpu's
+// FusionsAndGraphsChangeNoBits compares whole windows and decode steps with fuse=false).
+//   fuse_head_prep:     [RMS_NORM] ROPE of q, of k, then KV_STOREs (of k and v), per (head, token) in one kernel.
+//   fuse_add_norm:      ADD then RMS_NORM of its sum, per row; and with any RMS_NORM read next by a MUL_MAT, the
+//                       normed rows' Q8_1 copy that MUL_MAT (and MOE_ROUTED) would make.
+//   fuse_mul_mat_group: consecutive one-token MUL_MATs over one src1 (q, k, v) as one launch.
 #include "mul_mat_group.cuh"
 #include "ops.hpp"
 
 namespace strata::gpu {
 
 const std::vector<FusionFn>& fusions() {
-  static const std::vector<FusionFn> list = {
-      fuse_mul_mat_group,
-  };
+  static const std::vector<FusionFn> list = {fuse_head_prep, fuse_add_norm, fuse_mul_mat_group};
   return list;
 }
 

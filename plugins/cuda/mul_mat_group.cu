@@ -192,6 +192,8 @@ size_t fuse_mul_mat_group(Context& ctx, const strata_op* ops, size_t i, size_t n
   }
   if (group.n < 2) return 0;
   const int n_spans = static_cast<int>(x.ne[0] / 32);
+  // The outputs may hold rows quantized earlier (never x: checked above).
+  forget_quantized_writes(ctx, ops + i, static_cast<size_t>(group.n));
   const unsigned char* act = quantized_row(ctx, x);
   if (!launch_mul_mat_rows(ctx, group, n_spans, act)) return 0;
   return static_cast<size_t>(group.n);

@@ -44,18 +44,16 @@ void run_op(Context& ctx, const strata_op& op) {
   }
 }
 
-size_t run_ops_at(Context& ctx, const strata_op* ops, size_t i, size_t n) {
-  if (!ctx.options().fuse) {
-    run_op(ctx, ops[i]);
-    return 1;
+void forget_quantized_writes(Context& ctx, const strata_op* ops, size_t count) {
+  for (size_t j = 0; j < count; ++j) {
+    if (ops[j].dst.data == ctx.quantized().src) ctx.quantized() = {};
   }
-  for (FusionFn f : fusions()) {
-    if (const size_t used = f(ctx, ops, i, n)) {
-      // Any op of the run may have written the rows MUL_MAT quantized last.
-      for (size_t j = i; j < i + used; ++j) {
-        if (ops[j].dst.data == ctx.quantized().src) ctx.quantized() = {};
-      }
-      return used;
+}
+
+size_t run_ops_at(Context& ctx, const strata_op* ops, size_t i, size_t n) {
+  if (ctx.options().fuse) {
+    for (FusionFn f : fusions()) {
+      if (const size_t used = f(ctx, ops, i, n)) return used;
     }
   }
   run_op(ctx, ops[i]);

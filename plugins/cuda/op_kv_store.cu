@@ -3,7 +3,7 @@
 // position outside the cache (which the host's checks rule out) writes nothing rather than past the cache.
 #include <string>
 
-#include "kv_convert.cuh"
+#include "kv_store_block.cuh"
 #include "ops.hpp"
 #include "strata/format/tensor_checks.hpp"
 
@@ -13,8 +13,7 @@ namespace {
 using format::GgmlType;
 
 constexpr int kBlock = 256;
-constexpr int kQ8Block = 32;
-constexpr int kQ8Bytes = 34;  // f16 scale + 32 quants
+constexpr int kQ8Block = kKvQ8Block;
 
 struct StoreArgs {
   const char* x;
@@ -46,21 +45,7 @@ __global__ void store_q8_0(StoreArgs a) {
   for (int64_t b = static_cast<int64_t>(blockIdx.x) * kBlock + threadIdx.x; b < n_blocks;
        b += static_cast<int64_t>(gridDim.x) * kBlock) {
     const auto* x = reinterpret_cast<const float*>(a.x + static_cast<uint64_t>(t) * a.x_stride) + b * kQ8Block;
-    float v[kQ8Block];
-#pragma unroll
-    for (int j = 0; j < kQ8Block; ++j) v[j] = x[j];
-    uint16_t d;
-    int8_t qs[kQ8Block];
-    quantize_block_q8_0(v, &d, qs);
-    // Blocks are 34 bytes: only 2-byte alignment is guaranteed, so a block goes out as 17 half-words.
-    auto* out = reinterpret_cast<uint16_t*>(a.cache + static_cast<uint64_t>(p) * a.c_stride +
-                                            static_cast<uint64_t>(b) * kQ8Bytes);
-    out[0] = d;
-#pragma unroll
-    for (int j = 0; j < kQ8Block / 2; ++j) {
-      out[1 + j] = static_cast<uint16_t>(static_cast<uint8_t>(qs[2 * j]) |
-                                         (static_cast<uint16_t>(static_cast<uint8_t>(qs[2 * j + 1])) << 8));
-    }
+    kv_store_q8_0_block(x, a.cache + static_cast<uint64_t>(p) * a.c_stride, b);
   }
 }
 

@@ -5,20 +5,13 @@
 #include <string>
 
 #include "ops.hpp"
-#include "strata/format/canonical_double.hpp"
+#include "rms_row.cuh"
 #include "strata/format/tensor_checks.hpp"
 
 namespace strata::gpu {
 namespace {
 
 using format::GgmlType;
-using format::kNormLanes;
-
-constexpr int kBlock = 256;  // = kNormLanes: thread t of a long row's block is accumulator t
-constexpr int kGroup = 32;   // lanes of a short row (a half wavefront where kWarp is 64)
-constexpr int kSlots = kNormLanes / kGroup;
-constexpr int64_t kWarpRowMax = kNormLanes;  // rows up to this many values take one 32-lane group each
-static_assert(kBlock == kNormLanes, "a long row's block holds one accumulator per thread");
 
 struct NormArgs {
   const char* x;
@@ -32,67 +25,33 @@ struct NormArgs {
 __device__ __forceinline__ void norm_row(const NormArgs& a, int64_t r, double sum, int first, int step) {
   const auto* x = reinterpret_cast<const float*>(a.x + static_cast<uint64_t>(r) * a.x_stride);
   auto* y = reinterpret_cast<float*>(a.dst + static_cast<uint64_t>(r) * a.d_stride);
-  const double scale = 1.0 / sqrt(sum / static_cast<double>(a.n) + a.eps);
-  for (int64_t i = first; i < a.n; i += step) {
-    double v = static_cast<double>(x[i]) * scale;
-    if (a.w != nullptr) v = v * static_cast<double>(a.w[i]);
-    y[i] = static_cast<float>(v);
-  }
+  const double scale = rms_scale(sum, a.n, a.eps);
+  for (int64_t i = first; i < a.n; i += step) y[i] = rms_value(x[i], scale, a.w, i);
 }
 
-// The tree steps m = 16 .. 1 among the 32 lanes of a group (xor partners stay inside the group; a + b == b + a,
-// so every lane ends with accumulator 0's value).
-__device__ __forceinline__ double group_tree(double v) {
-  for (int m = kGroup / 2; m > 0; m /= 2) {
-    const int lo = shfl_xor(__double2loint(v), m), hi = shfl_xor(__double2hiint(v), m);
-    v = v + __hiloint2double(hi, lo);
-  }
-  return v;
-}
-
-// One 32-lane group per row (n <= 256): lane l holds accumulators l + 32 s in slot s. In place (dst == src0) is
-// safe: a lane rewrites only the values it read, after the group's shuffles.
+// One 32-lane group per row (n <= 256): lane l holds values l + 32 s in slot s. In place (dst == src0) is safe: a
+// lane rewrites only the values it read, after the group's shuffles.
 __global__ void rms_norm_group_rows(NormArgs a) {
-  const int64_t r = static_cast<int64_t>(blockIdx.x) * (kBlock / kGroup) + threadIdx.x / kGroup;
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * (kNormBlock / kNormGroup) + threadIdx.x / kNormGroup;
   if (r >= a.rows) return;  // whole groups leave together, so the shuffles below see only live lanes
-  const int lane = static_cast<int>(threadIdx.x) % kGroup;
+  const int lane = static_cast<int>(threadIdx.x) % kNormGroup;
   const auto* x = reinterpret_cast<const float*>(a.x + static_cast<uint64_t>(r) * a.x_stride);
-  double acc[kSlots];
+  float v[kNormSlots];
 #pragma unroll
-  for (int s = 0; s < kSlots; ++s) {
-    const int64_t i = lane + s * kGroup;
-    const double v = i < a.n ? static_cast<double>(x[i]) : 0.0;
-    acc[s] = v * v;
+  for (int s = 0; s < kNormSlots; ++s) {
+    const int64_t i = lane + s * kNormGroup;
+    v[s] = i < a.n ? x[i] : 0.0f;
   }
-  // Steps m = 128, 64, 32 combine the slots; adding an unused slot's +0.0 changes nothing.
-#pragma unroll
-  for (int m = kSlots / 2; m > 0; m /= 2) {
-#pragma unroll
-    for (int s = 0; s < m; ++s) acc[s] = acc[s] + acc[s + m];
-  }
-  norm_row(a, r, group_tree(acc[0]), lane, kGroup);
+  norm_row(a, r, norm_group_sum_squares(v), lane, kNormGroup);
 }
 
-__global__ void __launch_bounds__(kBlock) rms_norm_block_rows(NormArgs a) {
-  __shared__ double lanes[kBlock];
+__global__ void __launch_bounds__(kNormBlock) rms_norm_block_rows(NormArgs a) {
   const int64_t r = blockIdx.x;
   const int t = static_cast<int>(threadIdx.x);
   const auto* x = reinterpret_cast<const float*>(a.x + static_cast<uint64_t>(r) * a.x_stride);
   double acc = 0.0;
-  for (int64_t i = t; i < a.n; i += kBlock) acc = acc + static_cast<double>(x[i]) * static_cast<double>(x[i]);
-  lanes[t] = acc;
-  __syncthreads();
-  for (int m = kBlock / 2; m >= kGroup; m /= 2) {
-    if (t < m) lanes[t] = lanes[t] + lanes[t + m];
-    __syncthreads();
-  }
-  __shared__ double total;
-  if (t < kGroup) {
-    const double v = group_tree(lanes[t]);
-    if (t == 0) total = v;
-  }
-  __syncthreads();
-  norm_row(a, r, total, t, kBlock);
+  for (int64_t i = t; i < a.n; i += kNormBlock) acc = norm_accumulate(acc, x[i]);
+  norm_row(a, r, norm_block_sum(acc), t, kNormBlock);
 }
 
 }  // namespace
@@ -123,12 +82,12 @@ void run_rms_norm(Context& ctx, const strata_op& op) {
              x.ne[0],
              format::row_count(x),
              static_cast<double>(op.f[0])};
-  if (a.n <= kWarpRowMax) {
-    const int64_t rows_per_block = kBlock / kGroup;
+  if (a.n <= kNormGroupRowMax) {
+    const int64_t rows_per_block = kNormBlock / kNormGroup;
     const auto blocks = static_cast<unsigned>((a.rows + rows_per_block - 1) / rows_per_block);
-    rms_norm_group_rows<<<blocks, kBlock, 0, ctx.stream()>>>(a);
+    rms_norm_group_rows<<<blocks, kNormBlock, 0, ctx.stream()>>>(a);
   } else {
-    rms_norm_block_rows<<<static_cast<unsigned>(a.rows), kBlock, 0, ctx.stream()>>>(a);
+    rms_norm_block_rows<<<static_cast<unsigned>(a.rows), kNormBlock, 0, ctx.stream()>>>(a);
   }
   check_launch("RMS_NORM");
 }

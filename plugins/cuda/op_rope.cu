@@ -6,7 +6,7 @@
 #include <string>
 
 #include "ops.hpp"
-#include "strata/format/canonical_double.hpp"
+#include "rope_pair.cuh"
 #include "strata/format/tensor_checks.hpp"
 
 namespace strata::gpu {
@@ -15,8 +15,8 @@ namespace {
 using format::GgmlType;
 
 constexpr int kBlock = 64;
-constexpr int kModeAdjacent = 0, kModeNeox = 2;
-constexpr int kMaxPairs = 128;  // n_rot <= 256: the table of inverse frequencies travels in the arguments (1 KiB)
+constexpr int kModeAdjacent = kRopeModeAdjacent, kModeNeox = kRopeModeNeox;
+constexpr int kMaxPairs = kRopeMaxPairs;  // the table of inverse frequencies travels in the arguments (1 KiB)
 
 struct RopeArgs {
   const char* x;
@@ -38,15 +38,10 @@ __global__ void rope_heads(RopeArgs a) {
   const double p = static_cast<double>(a.pos[t]);
   const int half = a.n_rot / 2;
   for (int k = static_cast<int>(threadIdx.x); k < half; k += kBlock) {
-    double s, c;
-    format::sincos_d(p * a.scale * a.inv_freq[k], &s, &c);
-    const int ia = a.neox ? k : 2 * k;
-    const int ib = a.neox ? k + half : 2 * k + 1;
-    const double va = static_cast<double>(x[ia]);
-    const double vb = static_cast<double>(x[ib]);
+    int ia, ib;
+    rope_pair_index(k, a.n_rot, a.neox, ia, ib);
     // In place (dst == src0) is safe: this thread alone reads and writes ia and ib.
-    y[ia] = static_cast<float>(va * c - vb * s);
-    y[ib] = static_cast<float>(va * s + vb * c);
+    rope_rotate(x[ia], x[ib], p, a.scale, a.inv_freq[k], y[ia], y[ib]);
   }
   for (int64_t i = a.n_rot + threadIdx.x; i < a.head_dim; i += kBlock) y[i] = x[i];
 }

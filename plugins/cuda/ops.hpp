@@ -31,10 +31,18 @@ void run_op(Context& ctx, const strata_op& op);
 // (at least 1). Fusions only ever replace ops by kernels that give the same bytes as running them one by one.
 size_t run_ops_at(Context& ctx, const strata_op* ops, size_t i, size_t n);
 
-// A fusion: the number of ops starting at ops[i] it ran (0 when its pattern does not start there).
+// A fusion: the number of ops starting at ops[i] it ran (0 when its pattern does not start there, having
+// enqueued nothing). A fusion keeps ctx.quantized() true: it calls forget_quantized_writes for the ops it runs
+// before it may record a Q8_1 copy of its own (ScratchSlot::ActQ8) for the MUL_MAT after it.
 using FusionFn = size_t (*)(Context& ctx, const strata_op* ops, size_t i, size_t n);
 // The fusions, tried in order at each op (fusions.cu).
 const std::vector<FusionFn>& fusions();
+// Forgets the cached Q8_1 copy when one of the `count` ops writes the rows it was made from.
+void forget_quantized_writes(Context& ctx, const strata_op* ops, size_t count);
+
+// The fusions (fuse_head_prep.cu, fuse_add_norm.cu).
+size_t fuse_head_prep(Context& ctx, const strata_op* ops, size_t i, size_t n);
+size_t fuse_add_norm(Context& ctx, const strata_op* ops, size_t i, size_t n);
 
 Check check_mul_mat(const strata_op& op);
 void run_mul_mat(Context& ctx, const strata_op& op);
