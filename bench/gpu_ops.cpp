@@ -281,6 +281,8 @@ void bench_matvec_groups(const strata_backend_v1* be, void* ctx, const Settings&
     const std::string name = "MUL_MAT q/k/v q4_K/q4_K/" + std::string(strata::format::traits(v_type).name) +
                              " 2048 -> 4096+512+512, 1 token (per group)";
     print_row(name, {t * 1e6, static_cast<double>(group_bytes) / t / 1e9});
+  }
+}
 
 // The op runs fusions.cu replaces, per layer of qwen3-30b-a3b at one token, timed with fuse=true and fuse=false
 // (a plugin instance each): q/k head norms, ropes and the two f16 KV stores (32 q heads, 4 kv heads of 128); the
