@@ -21,6 +21,9 @@ cp "$build"/plugins/*.so "$pack/bin/" 2>/dev/null || true
 cp "$build/tests/strata_tests" "$pack/bin/"
 [ -x "$build/tests/gpu/strata_gpu_tests" ] && cp "$build/tests/gpu/strata_gpu_tests" "$pack/bin/"
 # The tests look for plugins, data and the executable where they were built (gpu-check.sh links them there).
+# The plugin loader's tests load the fake plugins from their build folder: they travel too.
+mkdir -p "$pack/fake_plugins"
+(cd "$build/tests/fake_plugins" && find . -type f ! -path '*/CMakeFiles/*' ! -name '*.cmake' -exec cp --parents {} "$pack/fake_plugins/" \;)
 echo "$build" > "$pack/build-root"
 for tool in "$build"/bench/*; do
   if [ -f "$tool" ] && [ -x "$tool" ]; then cp "$tool" "$pack/bin/"; fi

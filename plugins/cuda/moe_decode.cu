@@ -44,14 +44,16 @@ __device__ inline int valid_id(const Routes& r, int t, int j) {
   return id >= 0 && id < r.n_expert ? id : -1;
 }
 
-// The token's valid pairs j in ascending expert id (stable for equal ids), by thread 0; returns how many.
-__device__ inline int sorted_pairs(const Routes& routes, int t, int* order) {
+// The token's valid pairs j in ascending expert id (stable for equal ids), by one thread from the ids already in
+// shared memory (-1: left out); returns how many. Reading global memory here would put one load's latency per
+// comparison on every block's critical path.
+__device__ inline int sorted_pairs(const int* id_of, int k, int* order) {
   int n = 0;
-  for (int j = 0; j < routes.k; ++j) {
-    const int id = valid_id(routes, t, j);
+  for (int j = 0; j < k; ++j) {
+    const int id = id_of[j];
     if (id < 0) continue;
     int at = n++;  // insertion into the sorted prefix; equal ids keep their j order
-    while (at > 0 && valid_id(routes, t, order[at - 1]) > id) {
+    while (at > 0 && id_of[order[at - 1]] > id) {
       order[at] = order[at - 1];
       --at;
     }
@@ -135,9 +137,17 @@ __global__ void __launch_bounds__(kDownThreads) down_kernel(Routes routes, const
   const int row0 = static_cast<int>(blockIdx.x) * kDownRows;
   const int n_rows = min(kDownRows, n_embd - row0);
   __shared__ const uint8_t* mats[kMaxK];  // the down matrix of the q-th expert of the order
-  if (threadIdx.x == 0) {
-    count = sorted_pairs(routes, t, order);
-    for (int q = 0; q < count; ++q) mats[q] = static_cast<const uint8_t*>(routes.experts[valid_id(routes, t, order[q])].down);
+  __shared__ int id_of[kMaxK];
+  __shared__ float weight_of[kMaxK];  // the route weight of the q-th expert of the order
+  // Every load of the routes at once, then the sort in shared memory, then the matrices at once.
+  const int tid = static_cast<int>(threadIdx.x);
+  if (tid < routes.k) id_of[tid] = valid_id(routes, t, tid);
+  __syncthreads();
+  if (tid == 0) count = sorted_pairs(id_of, routes.k, order);
+  __syncthreads();
+  if (tid < count) {
+    mats[tid] = static_cast<const uint8_t*>(routes.experts[id_of[order[tid]]].down);
+    weight_of[tid] = routes.weights[static_cast<int64_t>(t) * routes.weights_stride + order[tid]];
   }
   // The token's k rows of h (Q8_1), in pair order j.
   auto* acts = reinterpret_cast<unsigned char*>(shared_words);
@@ -160,7 +170,7 @@ __global__ void __launch_bounds__(kDownThreads) down_kernel(Routes routes, const
   if (row >= n_rows) return;
   float acc = 0.0f;
   for (int q = 0; q < n; ++q) {
-    const float v = routes.weights[static_cast<int64_t>(t) * routes.weights_stride + order[q]] * y[q * n_rows + row];
+    const float v = weight_of[q] * y[q * n_rows + row];
     acc = q == 0 ? v : acc + v;
   }
   dst[static_cast<int64_t>(t) * dst_stride + row0 + row] = acc;

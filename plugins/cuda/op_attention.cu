@@ -61,10 +61,6 @@ Check check_attention(const strata_op& op) {
     }
     if (c->nb[1] % (format::is_type(*c, GgmlType::F32) ? 4 : 2) != 0)
       return std::string(what) + " columns are misaligned";
-    if (format::is_type(*c, GgmlType::Q8_0) && head_dim % 32 != 0) {
-      return std::string(what) + " is q8_0, which needs head_dim to be a multiple of 32 (it is " +
-             std::to_string(head_dim) + ")";
-    }
   }
   if (k.type != v.type) return std::string("src1 (k cache) and src2 (v cache) must have one type");
   if (k.ne[1] != v.ne[1]) return std::string("src1 (k cache) and src2 (v cache) must have as many columns");

@@ -671,6 +671,9 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
   c.push_back(std::make_shared<AttentionCase>(GgmlType::F16, 128, 32, 4, 100, 64));
   c.push_back(std::make_shared<AttentionCase>(GgmlType::Q8_0, 64, 48, 16, 40, 24));
   c.push_back(std::make_shared<AttentionCase>(GgmlType::F32, 200, 32, 16, 45, 20));
+  // stories260K with a q8_0 cache: heads of 8 values share their columns' q8_0 blocks.
+  c.push_back(std::make_shared<AttentionCase>(GgmlType::Q8_0, 8, 8, 8, 64, 1));
+  c.push_back(std::make_shared<AttentionCase>(GgmlType::Q8_0, 8, 8, 4, 64, 40));
   c.push_back(std::make_shared<RouterCase>(128, 8, 3, 0, true, false));
   c.push_back(std::make_shared<RouterCase>(60, 4, 5, 0, false, false));
   c.push_back(std::make_shared<RouterCase>(64, 6, 3, 1, true, true));
