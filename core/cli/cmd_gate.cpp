@@ -150,7 +150,7 @@ int cmd_gate(const Args& args) {
     print_list("model differs from the saved run's (same vocabulary, so compared anyway):", model_diff);
   }
   if (saved->backend != now.backend) {
-    std::printf("backend: %s, saved on %s\n", now.backend.c_str(), saved->backend.c_str());
+    std::printf("backend differs from the saved run's: saved %s, now %s\n", saved->backend.c_str(), now.backend.c_str());
   } else {
     std::printf("backend: %s, same as saved\n", now.backend.c_str());
   }
