@@ -79,6 +79,15 @@ int cmd_gate(const Args& args) {
   }
   if ((check ? check_file : save_file).empty()) throw UsageError(std::string(check ? "--check" : "--save") + " needs a file name");
 
+  if (!check) {
+    // Refused before the prompts run, not after.
+    const std::filesystem::path folder = std::filesystem::absolute(save_file).parent_path();
+    std::error_code ec;
+    if (!std::filesystem::is_directory(folder, ec)) {
+      throw Error("cannot write '" + save_file + "': the folder " + folder.string() +
+                  " does not exist; create it or save elsewhere");
+    }
+  }
   std::optional<gate::Record> saved;
   if (check) saved = gate::read_record(check_file);
   std::vector<gate::Prompt> prompts;

@@ -98,6 +98,8 @@ strata_run(2 ERR err ARGS gate ${LAUNCH} --prompts ${WORK}/prompts.json --check 
 expect_contains("${err}" "--prompts is for --save")
 strata_run(2 ERR err ARGS gate ${LAUNCH} -n 96 --save ${WORK}/a.json)
 expect_contains("${err}" "-n 96 leaves no room for a prompt in runtime.context 96")
+strata_run(2 ERR err ARGS gate ${LAUNCH} --save ${WORK}/no/such/ref.json)
+expect_contains("${err}" "cannot write '${WORK}/no/such/ref.json': the folder ${WORK}/no/such does not exist")
 strata_run(2 ERR err ARGS gate ${LAUNCH} -n 0 --save ${WORK}/a.json)
 expect_contains("${err}" "option --n-predict: 0 is out of range")
 if(EXISTS ${WORK}/a.json)
