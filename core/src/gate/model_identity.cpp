@@ -2,7 +2,6 @@
 // hashed so that a saved run can say whether a re-run's ids are comparable and whether it is the same file.
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 
 #include "strata/gate.hpp"

@@ -2,7 +2,6 @@
 // unknown keys, ids inside the saved vocabulary, so that a damaged or hand-edited file is refused with the JSON
 // path of the problem instead of being compared.
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
