@@ -16,5 +16,6 @@ int cmd_inspect(const Args& args);
 int cmd_mkmodel(const Args& args);
 int cmd_run(const Args& args);
 int cmd_bench(const Args& args);
+int cmd_gate(const Args& args);
 
 }  // namespace strata::cli

@@ -14,8 +14,13 @@ void LaunchOptions::declare(ArgParser& p) {
 
 LaunchContext LaunchOptions::resolve(bool require_file) const {
   if (require_file && config_file_.empty()) throw UsageError("a launch is needed: --config FILE");
+  return resolve_or({});
+}
+
+LaunchContext LaunchOptions::resolve_or(const std::filesystem::path& default_file) const {
   LaunchContext ctx;
-  ctx.launch = config::load(config_file_, config::process_environment(), overrides_);
+  const std::filesystem::path file = config_file_.empty() ? default_file : std::filesystem::path(config_file_);
+  ctx.launch = config::load(file, config::process_environment(), overrides_);
   for (const auto& f : ctx.launch.plugin_path) ctx.plugin_folders.emplace_back(f);
   return ctx;
 }

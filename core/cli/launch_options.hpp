@@ -24,6 +24,8 @@ class LaunchOptions {
   // Loads the launch; without --config, the defaults with the environment and -o applied (or, when
   // require_file, a UsageError).
   LaunchContext resolve(bool require_file) const;
+  // The same with `default_file` as the launch when --config is not given.
+  LaunchContext resolve_or(const std::filesystem::path& default_file) const;
   const std::string& config_file() const { return config_file_; }
   const std::vector<std::string>& overrides() const { return overrides_; }
 

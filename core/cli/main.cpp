@@ -33,6 +33,8 @@ const Command kCommands[] = {
      strata::cli::cmd_run},
     {"bench", "prefill and decode tokens/s (pp512, tg128; repetitions, median and spread; markdown or JSON)",
      strata::cli::cmd_bench},
+    {"gate", "exactness gate: save a prompt set's greedy ids (--save), or re-run and compare id for id (--check)",
+     strata::cli::cmd_gate},
 };
 
 void print_usage(FILE* out) {

@@ -16,10 +16,12 @@ if(NOT schema_pos LESS missing_pos)
 endif()
 
 strata_run(0 OUT out ARGS config check ${SRC}/configs/default.yaml)
-# The shipped launches all check (cuda.yaml too: checking needs no GPU).
-foreach(launch cpu cuda)
-  strata_run(0 OUT launch_out ARGS config check ${SRC}/configs/${launch}.yaml)
-  expect_contains("${launch_out}" "${launch}.yaml: ok")
+# Every shipped launch checks (the GPU ones too: checking needs no GPU).
+file(GLOB shipped ${SRC}/configs/*.yaml)
+foreach(launch ${shipped})
+  get_filename_component(launch_name ${launch} NAME)
+  strata_run(0 OUT launch_out ARGS config check ${launch})
+  expect_contains("${launch_out}" "${launch_name}: ok")
 endforeach()
 expect_contains("${out}" "default.yaml: ok")
 
