@@ -8,6 +8,8 @@
 // slot_of() and content() still report the old expert, but usable_slot() reports neither the old nor the new one
 // for that slot, so a plan made while the copy runs never reads the slot being written. Ties are broken by
 // (layer, expert) and by slot index, so the same uses give the same moves.
+//
+// Not thread-safe: the host thread that plans a window also records it and commits or aborts its moves.
 #pragma once
 
 #include <cstdint>

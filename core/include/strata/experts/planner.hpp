@@ -5,6 +5,7 @@
 // m is round(pcie_frac x misses) unless a hook (the balancer) says otherwise. The misses with the most tokens go
 // over PCIe first: a copy costs the same whatever the token count, while the pool's cost grows with tokens.
 // Equal token counts go by expert id. Every list of a plan is in ascending expert id.
+// plan() only reads the devices' views; a commit into a view must not run while a plan reads it.
 #pragma once
 
 #include <array>
