@@ -243,6 +243,25 @@ void print_row(const std::string& what, const Result& r) {
   std::fflush(stdout);
 }
 
+// The ceiling decode is measured against: device-to-device copies of 2 GiB (each byte read once and written
+// once), best of several, as GB/s of bytes read.
+void bench_device_copy(const strata_backend_v1* be, void* ctx) {
+  const uint64_t bytes = uint64_t{2} << 30;
+  void* a = nullptr;
+  void* b = nullptr;
+  check(be->buffer_alloc(ctx, 0, bytes, STRATA_BUFFER_DEVICE, &a), "buffer_alloc");
+  check(be->buffer_alloc(ctx, 0, bytes, STRATA_BUFFER_DEVICE, &b), "buffer_alloc");
+  double best = 1e30;
+  for (int rep = 0; rep < 8; ++rep) {
+    const auto t0 = Clock::now();
+    check(be->copy(ctx, 0, b, a, bytes, STRATA_COPY_DEVICE_TO_DEVICE), "copy");
+    if (rep > 0) best = std::min(best, since(t0));
+  }
+  be->buffer_free(ctx, 0, a);
+  be->buffer_free(ctx, 0, b);
+  print_row("device copy 2 GiB (HBM: GB/s read, as many written)", {best * 1e6, static_cast<double>(bytes) / best / 1e9});
+}
+
 // q, k and v of one layer: three one-token MUL_MATs over the same src1 (2048 -> 4096 + 512 + 512), which the
 // plugin may run as one grouped launch; v of q4_K or of q6_K (as q4_K_M files have in some layers). Prints us per
 // group of three and GB/s of the three matrices.
@@ -408,6 +427,7 @@ int main(int argc, char** argv) {
     std::printf("%s on %s (%s), %d ops per call\n\n", s.plugin.c_str(), devs.at(0).name.c_str(),
                 devs.at(0).arch.c_str(), s.ops);
     std::printf("| op | us per op | GB/s (weights) |\n| --- | ---: | ---: |\n");
+    bench_device_copy(be, inst->ctx());
     struct MulMat {
       GgmlType type;
       int64_t n_in, n_out;
