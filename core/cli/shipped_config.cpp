@@ -1,23 +1,11 @@
 #include "shipped_config.hpp"
 
-#include <unistd.h>
-
-#include <array>
 #include <vector>
 
 #include "strata/error.hpp"
+#include "strata/executable.hpp"
 
 namespace strata::cli {
-namespace {
-
-std::filesystem::path executable_folder() {
-  std::array<char, 4096> buf{};
-  const ssize_t n = readlink("/proc/self/exe", buf.data(), buf.size() - 1);
-  if (n <= 0) return {};
-  return std::filesystem::path(std::string(buf.data(), static_cast<size_t>(n))).parent_path();
-}
-
-}  // namespace
 
 std::filesystem::path shipped_config(const std::string& name) {
   std::vector<std::filesystem::path> folders = {STRATA_CONFIG_DIR};

@@ -1,22 +1,10 @@
 // Where plugins are looked for, and in which order.
-#include <unistd.h>
-
-#include <array>
 #include <sstream>
 
+#include "strata/executable.hpp"
 #include "strata/plugin_host.hpp"
 
 namespace strata {
-namespace {
-
-std::filesystem::path executable_folder() {
-  std::array<char, 4096> buf{};
-  const ssize_t n = readlink("/proc/self/exe", buf.data(), buf.size() - 1);
-  if (n <= 0) return {};
-  return std::filesystem::path(std::string(buf.data(), static_cast<size_t>(n))).parent_path();
-}
-
-}  // namespace
 
 PluginSearchPath default_search_path(const std::vector<std::filesystem::path>& config_folders,
                                      const std::string& env_plugin_path) {
