@@ -79,15 +79,12 @@ void buffer_free(void* c, uint32_t, void* buffer) {
   (void)cudaGetLastError();
 }
 
+// A copy on the compute stream, waited for (after everything computed before, as DeviceMemory promises).
 strata_status* copy(void* c, uint32_t device, void* dst, const void* src, uint64_t bytes, uint32_t kind) {
   auto* inst = static_cast<Instance*>(c);
+  std::lock_guard<std::mutex> lock(inst->ctx.mutex());
+  if (strata_status* st = copy_async(c, device, dst, src, bytes, kind, nullptr)) return st;
   return guarded(inst, [&]() -> strata_status* {
-    if (device != 0) return wrong_device(inst, device);
-    if (bytes == 0) return nullptr;
-    cudaMemcpyKind k;
-    if (!copy_kind(kind, k)) return bad_copy_kind(inst, kind);
-    std::lock_guard<std::mutex> lock(inst->ctx.mutex());
-    check_cuda(cudaMemcpyAsync(dst, src, bytes, k, inst->ctx.stream()), "copy");
     check_cuda(cudaStreamSynchronize(inst->ctx.stream()), "copy");
     return nullptr;
   });

@@ -7,6 +7,7 @@
 
 #include "strata/error.hpp"
 #include "strata/experts/expert_cache.hpp"
+#include "error_text.hpp"
 
 namespace ex = strata::experts;
 namespace cfg = strata::config;
@@ -47,14 +48,7 @@ std::vector<ex::ExpertKey> contents(const ex::ExpertCache& c) {
   return keys;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const strata::Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using strata::test::error_of;
 
 }  // namespace
 

@@ -9,6 +9,7 @@
 #include "strata/experts/expert_cache.hpp"
 #include "strata/experts/plan_counters.hpp"
 #include "strata/experts/planner.hpp"
+#include "error_text.hpp"
 
 namespace ex = strata::experts;
 
@@ -40,14 +41,7 @@ std::vector<uint32_t> ids(const std::vector<ex::PlannedExpert>& list) {
   return out;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const strata::Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using strata::test::error_of;
 
 const TableResidency kNothing({});
 
