@@ -201,8 +201,16 @@ __device__ __forceinline__ void load_columns(const char* base, uint64_t col_stri
       const int jj = i / quads, d = (i % quads) * 4;
       float x[4];
       cache_values4<kCache>(base + static_cast<uint64_t>(j0 + jj) * col_stride, koff + d, x);
+      // Doubles: the 32 threads' k-th stores would fall on 4 of the 16 eight-byte bank slots (8-way conflicts) in
+      // order; rotating each thread's order by its quad spreads them over all 16 (the permuted layout puts quad
+      // q's values 8 * kT bytes apart, plus (4q + u) / 32; the plain one 32 bytes apart).
+      const int q = d / 4;
+      const int rot = sizeof(E) == sizeof(double) ? (kT > 0 ? q : q >> 2) & 3 : 0;
 #pragma unroll
-      for (int u = 0; u < 4; ++u) place(jj, d + u, x[u]);
+      for (int k = 0; k < 4; ++k) {
+        const int u = (k + rot) & 3;
+        place(jj, d + u, u == 0 ? x[0] : u == 1 ? x[1] : u == 2 ? x[2] : x[3]);
+      }
     }
   } else {
     const int items = n * head_dim;

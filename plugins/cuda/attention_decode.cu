@@ -35,24 +35,31 @@ __device__ __forceinline__ int split_chunk(int p, int n_split) {
   return (tiles < 1 ? 1 : tiles) * kTile;
 }
 
-// Positions whose keys and values sit in shared memory at once: a chunk's unit, or half of it for the widest rows
-// (head_dim 256's doubles would not fit otherwise).
-__host__ __device__ constexpr int tile_positions(int kT) { return kT >= 8 ? kTile / 2 : kTile; }
-
-// Shared memory, all doubles, in this order: per head m, l, alpha; the tile's scores [heads][kTile]; q of the
+// Shared memory, all doubles, in this order: the tile's scores [heads][kTile]; per head m, l, alpha; q of the
 // block's heads [heads][stride] and the tile's keys [positions][stride] (permuted, stride = 32 * kT + 2: the padding
 // starts neighbouring rows 16 bytes apart, so a warp's 16-byte loads of 32 rows meet no bank conflict), the tile's
 // values [positions][head_dim]. Keys, values and q are staged as doubles, converted once each: the scores and the
 // weighted sums then read doubles (a float-to-double conversion costs 4 double fmas' issue on sm_90).
 __host__ __device__ constexpr int row_stride(int kT) { return kLanes * kT + 2; }
 // The header's doubles: an even count of them so that the rows stay 16-byte aligned.
-__host__ __device__ inline int split_header(int heads) { return (3 * heads + heads * kTile + 1) / 2 * 2; }
-size_t split_smem(int kT, int heads, int head_dim) {
-  const auto h = static_cast<size_t>(heads), d = static_cast<size_t>(head_dim);
-  const auto s = static_cast<size_t>(row_stride(kT)), n = static_cast<size_t>(tile_positions(kT));
-  return sizeof(double) * (static_cast<size_t>(split_header(heads)) + h * s + n * s + n * d);
+__host__ __device__ constexpr int split_header(int heads) { return (3 * heads + heads * kTile + 1) / 2 * 2; }
+__host__ __device__ constexpr size_t split_bytes(int kT, int positions, int heads, int head_dim) {
+  return sizeof(double) * static_cast<size_t>(split_header(heads) + heads * row_stride(kT) +
+                                              positions * (row_stride(kT) + head_dim));
 }
+#if defined(STRATA_GPU_HIP)
+constexpr size_t kSplitSmemLimit = 64 * 1024;  // a CDNA block's LDS
+#else
 constexpr size_t kSplitSmemLimit = 96 * 1024;
+#endif
+// Positions whose keys and values sit in shared memory at once: a chunk's unit, or a half or a quarter of it where
+// the widest rows (32 * kT) of one head would not fit otherwise.
+__host__ __device__ constexpr int tile_positions(int kT) {
+  return split_bytes(kT, kTile, 1, kLanes * kT) <= kSplitSmemLimit       ? kTile
+         : split_bytes(kT, kTile / 2, 1, kLanes * kT) <= kSplitSmemLimit ? kTile / 2
+                                                                         : kTile / 4;
+}
+size_t split_smem(int kT, int heads, int head_dim) { return split_bytes(kT, tile_positions(kT), heads, head_dim); }
 
 // Terms per leaf of the 32-lane tree: head_dim padded to 32 * kT.
 constexpr int terms_per_leaf(int head_dim) { return head_dim <= 2 * kLanes ? 2 : head_dim <= 4 * kLanes ? 4 : 8; }
@@ -66,12 +73,13 @@ __global__ void __launch_bounds__(kThreads) attention_split(DecodeArgs a) {
   extern __shared__ double smem[];
   constexpr int kS = row_stride(kT), kN = tile_positions(kT);
   static_assert(kLanes * kT <= kThreads, "a thread owns one value index");
+  static_assert(split_bytes(kT, kN, 1, kLanes * kT) <= kSplitSmemLimit, "a tile of one head fits");
   const Operands& o = a.o;
   const int G = a.heads, D = o.head_dim;
-  double* m_run = smem;
+  double* sc = smem;                       // [G][kTile], 16-byte aligned rows: weights are read in pairs
+  double* m_run = sc + G * kTile;
   double* l_run = m_run + G;
   double* alpha = l_run + G;
-  double* sc = alpha + G;                  // [G][kTile]
   double* qs = smem + split_header(G);     // [G][kS]
   double* ks = qs + G * kS;                // [kN][kS]
   double* vs = ks + kN * kS;               // [kN][D]
@@ -152,7 +160,20 @@ __global__ void __launch_bounds__(kThreads) attention_split(DecodeArgs a) {
       const int g = o_head0 + R * k;
       if (g < G) acc[k] = acc[k] * alpha[g];
     }
-    for (int jj = 0; jj < n; ++jj) {
+    // Positions in pairs: one 16-byte load of a head's two weights.
+    int jj = 0;
+    for (; jj + 1 < n; jj += 2) {
+      const double v0 = vs[jj * D + v_idx], v1 = vs[(jj + 1) * D + v_idx];
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) {
+        const int g = o_head0 + R * k;
+        if (g < G) {
+          const double2 w = *reinterpret_cast<const double2*>(sc + g * kTile + jj);
+          acc[k] = (acc[k] + w.x * v0) + w.y * v1;
+        }
+      }
+    }
+    if (jj < n) {
       const double v = vs[jj * D + v_idx];
 #pragma unroll
       for (int k = 0; k < kPer; ++k) {
