@@ -196,9 +196,13 @@ __global__ void __launch_bounds__(kThreads) attention_split(DecodeArgs a) {
   }
 }
 
-// One block per (head, token): out = sum_c exp(m_c - M) acc_c / sum_c exp(m_c - M) l_c, in double.
+// One block per (head, token): out = sum_c exp(m_c - M) acc_c / sum_c exp(m_c - M) l_c, in double. The sum over
+// the chunks c is cut into kThreads / head_dim slices (threads otherwise idle), each a chain with many loads in
+// flight, then the slices are added.
 __global__ void __launch_bounds__(kThreads) attention_combine(DecodeArgs a) {
-  extern __shared__ double weight[];  // [n_split]
+  extern __shared__ double smem[];
+  double* weight = smem;               // [n_split]
+  double* sums = smem + a.n_split;     // [slices][head_dim]
   __shared__ double partial[kThreads / kWarp];
   const Operands& o = a.o;
   const int h = static_cast<int>(blockIdx.x), t = static_cast<int>(blockIdx.y), tid = static_cast<int>(threadIdx.x);
@@ -221,11 +225,19 @@ __global__ void __launch_bounds__(kThreads) attention_combine(DecodeArgs a) {
     total = total + w * a.part_ml[2 * (row + c) + 1];
   }
   total = block_sum(total, partial);  // its barriers also publish weight[]
-  for (int d = tid; d < o.head_dim; d += kThreads) {
-    const double* part = a.part_out + row * o.head_dim + d;
+  const int D = o.head_dim, slices = value_replicas(D);
+  if (tid < slices * D) {
+    const int d = tid % D, slice = tid / D;
+    const double* part = a.part_out + row * D + d;
     double acc = 0.0;
-#pragma unroll 4
-    for (int c = 0; c < used; ++c) acc = acc + weight[c] * part[static_cast<int64_t>(c) * o.head_dim];
+#pragma unroll 8
+    for (int c = slice; c < used; c += slices) acc = acc + weight[c] * part[static_cast<int64_t>(c) * D];
+    sums[slice * D + d] = acc;
+  }
+  __syncthreads();
+  for (int d = tid; d < D; d += kThreads) {
+    double acc = sums[d];
+    for (int slice = 1; slice < slices; ++slice) acc = acc + sums[slice * D + d];
     out[d] = static_cast<float>(acc / total);
   }
 }
@@ -288,7 +300,8 @@ void run_decode(Context& ctx, const Operands& o, Cache cache) {
   }
   check_launch("ATTENTION (decode splits)");
   const dim3 combine_grid(static_cast<unsigned>(o.n_head), static_cast<unsigned>(o.n_tok));
-  attention_combine<<<combine_grid, kThreads, static_cast<size_t>(n_split) * sizeof(double), ctx.stream()>>>(a);
+  const size_t combine_smem = static_cast<size_t>(n_split + kThreads) * sizeof(double);  // slices * head_dim <= kThreads
+  attention_combine<<<combine_grid, kThreads, combine_smem, ctx.stream()>>>(a);
   check_launch("ATTENTION (combine)");
 }
 
