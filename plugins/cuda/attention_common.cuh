@@ -97,19 +97,28 @@ STRATA_HD constexpr int permuted_index(int d) {
   return (d % kLanes) * kT + d / kLanes;
 }
 
-// A leaf's kT adjacent terms (16-byte aligned on the device when kT is a multiple of 4).
-template <int kT>
-STRATA_HD inline void load_terms(const float* p, float* out) {
+// A leaf's kT adjacent terms, floats or doubles (16-byte aligned on the device when kT * sizeof(E) is a multiple
+// of 16: one 16-byte load per 4 floats or 2 doubles).
+template <int kT, typename E>
+STRATA_HD inline void load_terms(const E* p, E* out) {
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
-  constexpr bool kVector = kT % 4 == 0;
+  constexpr int kVec = 16 / static_cast<int>(sizeof(E));
+  constexpr bool kVector = kT % kVec == 0;
 #else
+  constexpr int kVec = 1;
   constexpr bool kVector = false;
 #endif
-  if constexpr (kVector) {
+  if constexpr (kVector && sizeof(E) == sizeof(float)) {
 #pragma unroll
-    for (int i = 0; i < kT; i += 4) {
+    for (int i = 0; i < kT; i += kVec) {
       const float4 w = *reinterpret_cast<const float4*>(p + i);
       out[i] = w.x, out[i + 1] = w.y, out[i + 2] = w.z, out[i + 3] = w.w;
+    }
+  } else if constexpr (kVector) {
+#pragma unroll
+    for (int i = 0; i < kT; i += kVec) {
+      const double2 w = *reinterpret_cast<const double2*>(p + i);
+      out[i] = w.x, out[i + 1] = w.y;
     }
   } else {
 #pragma unroll
@@ -117,12 +126,12 @@ STRATA_HD inline void load_terms(const float* p, float* out) {
   }
 }
 
-// kR x kC scores' 32-lane dots, one thread, from permuted rows: q row a at q + a * q_stride, key c at
-// k + c * k_stride. Each leaf is an fma chain of its kT terms; the leaves go through tree_push in depth-first
+// kR x kC scores' 32-lane dots, one thread, from permuted rows of floats, or of doubles converted from floats
+// (exact: the same products and sums, so the same bits): q row a at q + a * q_stride, key c at k + c * k_stride. Each leaf is an fma chain of its kT terms; the leaves go through tree_push in depth-first
 // order, in four rounds of 8 (a subtree each, then combined as the top of the tree does), which bounds how many
 // loads the compiler hoists at once.
-template <int kT, int kR, int kC>
-STRATA_HD inline void dot32_tile(const float* q, int q_stride, const float* k, int k_stride, double (&s)[kR][kC]) {
+template <int kT, int kR, int kC, typename E>
+STRATA_HD inline void dot32_tile(const E* q, int q_stride, const E* k, int k_stride, double (&s)[kR][kC]) {
   double held8[kR][kC], held16[kR][kC];
 #pragma unroll 1
   for (int round = 0; round < 4; ++round) {
@@ -132,7 +141,7 @@ STRATA_HD inline void dot32_tile(const float* q, int q_stride, const float* k, i
 #pragma unroll
     for (int p = 0; p < 8; ++p) {
       const int l = tree_leaf(p) + low;
-      float qv[kR][kT], kv[kC][kT];
+      E qv[kR][kT], kv[kC][kT];
 #pragma unroll
       for (int a = 0; a < kR; ++a) load_terms<kT>(q + a * q_stride + l * kT, qv[a]);
 #pragma unroll
@@ -167,33 +176,45 @@ STRATA_HD inline void dot32_tile(const float* q, int q_stride, const float* k, i
   }
 }
 
-// Cache columns j0..j0+n-1 of one kv head (values koff..koff+D-1 of each) into shared rows `stride` floats apart:
-// permuted (the score layout, kT > 0) or as they are (kT == 0, the values' layout). Every thread of the block
-// takes part; the loads of a thread are independent, so many are in flight at once.
-template <Cache kCache, int kT>
+// Cache columns j0..j0+n-1 of one kv head (values koff..koff+D-1 of each) into shared rows `stride` elements
+// apart, as floats or as doubles (each cache value's float converted once, exactly): permuted (the score layout,
+// kT > 0) or as they are (kT == 0, the values' layout). Every thread of the block takes part; the loads of a
+// thread are independent, so many are in flight at once.
+template <Cache kCache, int kT, typename E>
 __device__ __forceinline__ void load_columns(const char* base, uint64_t col_stride, int64_t koff, int head_dim,
-                                             int j0, int n, bool vec4, float* out, int stride) {
+                                             int j0, int n, bool vec4, E* out, int stride) {
   const int tid = static_cast<int>(threadIdx.x);
+  // Loads in flight per thread: q8_0's scale loads and address arithmetic, next to the decode kernel's doubles,
+  // spill its registers when unrolled, so one at a time there.
+  constexpr int kUnroll = kCache == Cache::Q8_0 && sizeof(E) == sizeof(double) ? 1 : 4;
   auto place = [&](int jj, int d, float x) {
     if constexpr (kT > 0) {
-      out[jj * stride + permuted_index<kT>(d)] = x;
+      out[jj * stride + permuted_index<kT>(d)] = static_cast<E>(x);
     } else {
-      out[jj * stride + d] = x;
+      out[jj * stride + d] = static_cast<E>(x);
     }
   };
   if (vec4) {
     const int quads = head_dim / 4, items = n * quads;
-#pragma unroll 4
+#pragma unroll kUnroll
     for (int i = tid; i < items; i += kThreads) {
       const int jj = i / quads, d = (i % quads) * 4;
       float x[4];
       cache_values4<kCache>(base + static_cast<uint64_t>(j0 + jj) * col_stride, koff + d, x);
+      // Doubles: the 32 threads' k-th stores would fall on 4 of the 16 eight-byte bank slots (8-way conflicts) in
+      // order; rotating each thread's order by its quad spreads them over all 16 (the permuted layout puts quad
+      // q's values 8 * kT bytes apart, plus (4q + u) / 32; the plain one 32 bytes apart).
+      const int q = d / 4;
+      const int rot = sizeof(E) == sizeof(double) ? (kT > 0 ? q : q >> 2) & 3 : 0;
 #pragma unroll
-      for (int u = 0; u < 4; ++u) place(jj, d + u, x[u]);
+      for (int k = 0; k < 4; ++k) {
+        const int u = (k + rot) & 3;
+        place(jj, d + u, u == 0 ? x[0] : u == 1 ? x[1] : u == 2 ? x[2] : x[3]);
+      }
     }
   } else {
     const int items = n * head_dim;
-#pragma unroll 4
+#pragma unroll kUnroll
     for (int i = tid; i < items; i += kThreads) {
       const int jj = i / head_dim, d = i % head_dim;
       place(jj, d, cache_value<kCache>(base + static_cast<uint64_t>(j0 + jj) * col_stride, koff + d));
@@ -202,11 +223,11 @@ __device__ __forceinline__ void load_columns(const char* base, uint64_t col_stri
 }
 
 // Zeros the padding values head_dim..32*kT-1 of `rows` permuted rows (once: the loads never write there).
-template <int kT>
-__device__ __forceinline__ void zero_padding(float* rows, int n_rows, int stride, int head_dim) {
+template <int kT, typename E>
+__device__ __forceinline__ void zero_padding(E* rows, int n_rows, int stride, int head_dim) {
   const int pad = kLanes * kT - head_dim;
   for (int i = static_cast<int>(threadIdx.x); i < n_rows * pad; i += kThreads) {
-    rows[(i / pad) * stride + permuted_index<kT>(head_dim + i % pad)] = 0.0f;
+    rows[(i / pad) * stride + permuted_index<kT>(head_dim + i % pad)] = E(0);
   }
 }
 

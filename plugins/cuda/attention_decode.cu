@@ -14,9 +14,9 @@
 namespace strata::gpu::attention {
 namespace {
 
-constexpr int kTile = 32;             // positions whose keys, values and scores sit in shared memory at once
-constexpr int kMaxBlockDims = 1024;   // q heads * head_dim of one block: 4 outputs per thread at most
-constexpr int kPer = kMaxBlockDims / kThreads;
+constexpr int kTile = 32;             // positions per chunk unit of a split
+constexpr int kMaxBlockDims = 1024;   // q heads * head_dim of one block
+constexpr int kPer = 4;               // q heads per thread in the weighted values (one value index each)
 constexpr int kMaxBlockHeads = 32;
 constexpr int64_t kTargetBlocks = 512;  // about 4 blocks per multiprocessor (132 on an H200)
 constexpr int64_t kMaxSplits = 256;
@@ -29,41 +29,60 @@ struct DecodeArgs {
   int n_split;
 };
 
-// Positions per split for a token at position p: whole tiles, at least one.
+// Positions per split for a token at position p: whole kTile units, at least one.
 __device__ __forceinline__ int split_chunk(int p, int n_split) {
   const int tiles = (p / kTile + 1 + n_split - 1) / n_split;
   return (tiles < 1 ? 1 : tiles) * kTile;
 }
 
-// Shared memory, in this order: per head m, l, alpha (double); the tile's scores [heads][kTile] (double); q of the
-// block's heads [heads][stride] and the tile's keys [kTile][stride] (permuted, stride = 32 * kT + 4: the padding
-// spreads neighbouring rows over the banks), the tile's values [kTile][head_dim] (float).
-template <int kT>
-constexpr int row_stride() {
-  return kLanes * kT + 4;
+// Shared memory, all doubles, in this order: the tile's scores [heads][kTile]; per head m, l, alpha; q of the
+// block's heads [heads][stride] and the tile's keys [positions][stride] (permuted, stride = 32 * kT + 2: the padding
+// starts neighbouring rows 16 bytes apart, so a warp's 16-byte loads of 32 rows meet no bank conflict), the tile's
+// values [positions][head_dim]. Keys, values and q are staged as doubles, converted once each: the scores and the
+// weighted sums then read doubles (a float-to-double conversion costs 4 double fmas' issue on sm_90).
+__host__ __device__ constexpr int row_stride(int kT) { return kLanes * kT + 2; }
+// The header's doubles: an even count of them so that the rows stay 16-byte aligned.
+__host__ __device__ constexpr int split_header(int heads) { return (3 * heads + heads * kTile + 1) / 2 * 2; }
+__host__ __device__ constexpr size_t split_bytes(int kT, int positions, int heads, int head_dim) {
+  return sizeof(double) * static_cast<size_t>(split_header(heads) + heads * row_stride(kT) +
+                                              positions * (row_stride(kT) + head_dim));
 }
-// The doubles come first, an even count of them so that the float rows stay 16-byte aligned.
-__host__ __device__ inline int split_doubles(int heads) { return (3 * heads + heads * kTile + 1) / 2 * 2; }
-template <int kT>
-size_t split_smem(int heads, int head_dim) {
-  const auto h = static_cast<size_t>(heads), d = static_cast<size_t>(head_dim);
-  const auto s = static_cast<size_t>(row_stride<kT>());
-  return sizeof(double) * static_cast<size_t>(split_doubles(heads)) + sizeof(float) * (h * s + kTile * s + kTile * d);
+#if defined(STRATA_GPU_HIP)
+constexpr size_t kSplitSmemLimit = 64 * 1024;  // a CDNA block's LDS
+#else
+constexpr size_t kSplitSmemLimit = 96 * 1024;
+#endif
+// Positions whose keys and values sit in shared memory at once: a chunk's unit, or a half or a quarter of it where
+// the widest rows (32 * kT) of one head would not fit otherwise.
+__host__ __device__ constexpr int tile_positions(int kT) {
+  return split_bytes(kT, kTile, 1, kLanes * kT) <= kSplitSmemLimit       ? kTile
+         : split_bytes(kT, kTile / 2, 1, kLanes * kT) <= kSplitSmemLimit ? kTile / 2
+                                                                         : kTile / 4;
 }
+size_t split_smem(int kT, int heads, int head_dim) { return split_bytes(kT, tile_positions(kT), heads, head_dim); }
+
+// Terms per leaf of the 32-lane tree: head_dim padded to 32 * kT.
+constexpr int terms_per_leaf(int head_dim) { return head_dim <= 2 * kLanes ? 2 : head_dim <= 4 * kLanes ? 4 : 8; }
+
+// Heads per thread in the weighted values: a thread owns one value index d and the heads r, r + R, ... where R
+// (replicas) = kThreads / head_dim thread sets cover the head_dim indices; the value read once serves them all.
+__host__ __device__ inline int value_replicas(int head_dim) { return kThreads / head_dim; }
 
 template <Cache kCache, int kT>
 __global__ void __launch_bounds__(kThreads) attention_split(DecodeArgs a) {
   extern __shared__ double smem[];
-  constexpr int kS = row_stride<kT>();
+  constexpr int kS = row_stride(kT), kN = tile_positions(kT);
+  static_assert(kLanes * kT <= kThreads, "a thread owns one value index");
+  static_assert(split_bytes(kT, kN, 1, kLanes * kT) <= kSplitSmemLimit, "a tile of one head fits");
   const Operands& o = a.o;
   const int G = a.heads, D = o.head_dim;
-  double* m_run = smem;
+  double* sc = smem;                       // [G][kTile], 16-byte aligned rows: weights are read in pairs
+  double* m_run = sc + G * kTile;
   double* l_run = m_run + G;
   double* alpha = l_run + G;
-  double* sc = alpha + G;                               // [G][kTile]
-  auto* qs = reinterpret_cast<float*>(smem + split_doubles(G));  // [G][kS]
-  float* ks = qs + G * kS;                              // [kTile][kS]
-  float* vs = ks + kTile * kS;                          // [kTile][D]
+  double* qs = smem + split_header(G);     // [G][kS]
+  double* ks = qs + G * kS;                // [kN][kS]
+  double* vs = ks + kN * kS;               // [kN][D]
   const int t = static_cast<int>(blockIdx.z), split = static_cast<int>(blockIdx.x);
   const int h0 = static_cast<int>(blockIdx.y) * G;  // the block's first q head
   const int32_t p = o.pos[t];
@@ -77,39 +96,39 @@ __global__ void __launch_bounds__(kThreads) attention_split(DecodeArgs a) {
   const int64_t koff = static_cast<int64_t>(h0 / o.group) * D;  // this kv head's values within a cache column
 
   zero_padding<kT>(qs, G, kS, D);
-  zero_padding<kT>(ks, kTile, kS, D);
+  zero_padding<kT>(ks, kN, kS, D);
   for (int i = tid; i < G * D; i += kThreads) {
     const int g = i / D, d = i % D;
-    qs[g * kS + permuted_index<kT>(d)] = q_row(o, t, h0 + g)[d];
+    qs[g * kS + permuted_index<kT>(d)] = static_cast<double>(q_row(o, t, h0 + g)[d]);
   }
   for (int g = tid; g < G; g += kThreads) {
     l_run[g] = 0.0;
     m_run[g] = -INFINITY;
   }
-  // The outputs this thread owns: head and value index of each.
+  // The outputs this thread owns: value index v_idx of heads o_head0 + R * k (those below G).
+  const int R = value_replicas(D);
+  const int v_idx = tid % D, o_head0 = tid < R * D ? tid / D : G;
   double acc[kPer];
-  int o_head[kPer], v_idx[kPer];
 #pragma unroll
-  for (int k = 0; k < kPer; ++k) {
-    const int i = tid + k * kThreads;
-    acc[k] = 0.0;
-    o_head[k] = i < G * D ? i / D : -1;
-    v_idx[k] = i < G * D ? i % D : 0;
-  }
+  for (int k = 0; k < kPer; ++k) acc[k] = 0.0;
+  // Scores: a thread per (pair of heads, position); a pair shares each key load. An odd group's last pair
+  // evaluates its one head twice (a q stride of 0) and stores it once.
+  const int pairs = (G + 1) / 2;
 
-  for (int tile = begin; tile < end; tile += kTile) {
-    const int n = min(kTile, end - tile);
+  for (int tile = begin; tile < end; tile += kN) {
+    const int n = min(kN, end - tile);
     __syncthreads();  // q is in place; the previous tile's keys, values and weights are used up
     load_columns<kCache, kT>(o.k, o.k_stride, koff, D, tile, n, o.vec4 != 0, ks, kS);
     load_columns<kCache, 0>(o.v, o.v_stride, koff, D, tile, n, o.vec4 != 0, vs, D);
     __syncthreads();
-    // Scores: a thread per (head, position), the 32-lane tree depth first.
-    for (int i = tid; i < G * kTile; i += kThreads) {
-      const int g = i / kTile, jj = i % kTile;
+    for (int i = tid; i < pairs * kN; i += kThreads) {
+      const int g = 2 * (i / kN), jj = i % kN;
       if (jj < n) {
-        double s[1][1];
-        dot32_tile<kT, 1, 1>(qs + g * kS, 0, ks + jj * kS, 0, s);
-        sc[i] = o.scale * s[0][0];
+        const bool two = g + 1 < G;
+        double s[2][1];
+        dot32_tile<kT, 2, 1>(qs + g * kS, two ? kS : 0, ks + jj * kS, 0, s);
+        sc[g * kTile + jj] = o.scale * s[0][0];
+        if (two) sc[(g + 1) * kTile + jj] = o.scale * s[1][0];
       }
     }
     __syncthreads();
@@ -135,16 +154,31 @@ __global__ void __launch_bounds__(kThreads) attention_split(DecodeArgs a) {
       }
     }
     __syncthreads();
-    // Weighted values: each thread its (head, dim) outputs, over the tile's positions.
+    // Weighted values: each thread its value index for its heads, over the tile's positions.
 #pragma unroll
     for (int k = 0; k < kPer; ++k) {
-      if (o_head[k] >= 0) acc[k] = acc[k] * alpha[o_head[k]];
+      const int g = o_head0 + R * k;
+      if (g < G) acc[k] = acc[k] * alpha[g];
     }
-    for (int jj = 0; jj < n; ++jj) {
-      const float* vrow = vs + jj * D;
+    // Positions in pairs: one 16-byte load of a head's two weights.
+    int jj = 0;
+    for (; jj + 1 < n; jj += 2) {
+      const double v0 = vs[jj * D + v_idx], v1 = vs[(jj + 1) * D + v_idx];
 #pragma unroll
       for (int k = 0; k < kPer; ++k) {
-        if (o_head[k] >= 0) acc[k] = acc[k] + sc[o_head[k] * kTile + jj] * static_cast<double>(vrow[v_idx[k]]);
+        const int g = o_head0 + R * k;
+        if (g < G) {
+          const double2 w = *reinterpret_cast<const double2*>(sc + g * kTile + jj);
+          acc[k] = (acc[k] + w.x * v0) + w.y * v1;
+        }
+      }
+    }
+    if (jj < n) {
+      const double v = vs[jj * D + v_idx];
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) {
+        const int g = o_head0 + R * k;
+        if (g < G) acc[k] = acc[k] + sc[g * kTile + jj] * v;
       }
     }
   }
@@ -152,8 +186,8 @@ __global__ void __launch_bounds__(kThreads) attention_split(DecodeArgs a) {
   const int64_t row = (static_cast<int64_t>(t) * o.n_head + h0) * a.n_split + split;
 #pragma unroll
   for (int k = 0; k < kPer; ++k) {
-    if (o_head[k] < 0) continue;
-    a.part_out[(row + static_cast<int64_t>(o_head[k]) * a.n_split) * D + v_idx[k]] = acc[k];
+    const int g = o_head0 + R * k;
+    if (g < G) a.part_out[(row + static_cast<int64_t>(g) * a.n_split) * D + v_idx] = acc[k];
   }
   for (int g = tid; g < G; g += kThreads) {
     double* ml = a.part_ml + 2 * (row + static_cast<int64_t>(g) * a.n_split);
@@ -162,9 +196,13 @@ __global__ void __launch_bounds__(kThreads) attention_split(DecodeArgs a) {
   }
 }
 
-// One block per (head, token): out = sum_c exp(m_c - M) acc_c / sum_c exp(m_c - M) l_c, in double.
+// One block per (head, token): out = sum_c exp(m_c - M) acc_c / sum_c exp(m_c - M) l_c, in double. The sum over
+// the chunks c is cut into kThreads / head_dim slices (threads otherwise idle), each a chain with many loads in
+// flight, then the slices are added.
 __global__ void __launch_bounds__(kThreads) attention_combine(DecodeArgs a) {
-  extern __shared__ double weight[];  // [n_split]
+  extern __shared__ double smem[];
+  double* weight = smem;               // [n_split]
+  double* sums = smem + a.n_split;     // [slices][head_dim]
   __shared__ double partial[kThreads / kWarp];
   const Operands& o = a.o;
   const int h = static_cast<int>(blockIdx.x), t = static_cast<int>(blockIdx.y), tid = static_cast<int>(threadIdx.x);
@@ -187,21 +225,34 @@ __global__ void __launch_bounds__(kThreads) attention_combine(DecodeArgs a) {
     total = total + w * a.part_ml[2 * (row + c) + 1];
   }
   total = block_sum(total, partial);  // its barriers also publish weight[]
-  for (int d = tid; d < o.head_dim; d += kThreads) {
-    const double* part = a.part_out + row * o.head_dim + d;
+  const int D = o.head_dim, slices = value_replicas(D);
+  if (tid < slices * D) {
+    const int d = tid % D, slice = tid / D;
+    const double* part = a.part_out + row * D + d;
     double acc = 0.0;
-#pragma unroll 4
-    for (int c = 0; c < used; ++c) acc = acc + weight[c] * part[static_cast<int64_t>(c) * o.head_dim];
+#pragma unroll 8
+    for (int c = slice; c < used; c += slices) acc = acc + weight[c] * part[static_cast<int64_t>(c) * D];
+    sums[slice * D + d] = acc;
+  }
+  __syncthreads();
+  for (int d = tid; d < D; d += kThreads) {
+    double acc = sums[d];
+    for (int slice = 1; slice < slices; ++slice) acc = acc + sums[slice * D + d];
     out[d] = static_cast<float>(acc / total);
   }
 }
 
-// The most q heads of a kv head's group one block holds (a divisor of the group): heads * head_dim outputs fit
-// the threads' registers.
+// The most q heads of a kv head's group one block holds (a divisor of the group): each thread's value index
+// serves at most kPer of them, and the shared rows fit the kernel's limit.
 int heads_per_block(int group, int head_dim) {
+  const int kT = terms_per_leaf(head_dim);
+  const int replicas = value_replicas(head_dim);
   int best = 1;
   for (int h = 1; h <= group; ++h) {
-    if (group % h == 0 && h * head_dim <= kMaxBlockDims && h <= kMaxBlockHeads) best = h;
+    if (group % h == 0 && h * head_dim <= kMaxBlockDims && h <= kMaxBlockHeads && (h + replicas - 1) / replicas <= kPer &&
+        split_smem(kT, h, head_dim) <= kSplitSmemLimit) {
+      best = h;
+    }
   }
   return best;
 }
@@ -211,19 +262,18 @@ int heads_per_block(int group, int head_dim) {
 template <Cache kCache, int kT>
 void launch_split(const DecodeArgs& a, dim3 grid, cudaStream_t stream) {
   auto* const kernel = attention_split<kCache, kT>;
-  static const cudaError_t raised = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 96 * 1024);
+  static const cudaError_t raised =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSplitSmemLimit));
   (void)raised;
-  kernel<<<grid, kThreads, split_smem<kT>(a.heads, a.o.head_dim), stream>>>(a);
+  kernel<<<grid, kThreads, split_smem(kT, a.heads, a.o.head_dim), stream>>>(a);
 }
 
 template <Cache kCache>
 void launch_split_for(const DecodeArgs& a, dim3 grid, cudaStream_t stream) {
-  if (a.o.head_dim <= 2 * kLanes) {
-    launch_split<kCache, 2>(a, grid, stream);
-  } else if (a.o.head_dim <= 4 * kLanes) {
-    launch_split<kCache, 4>(a, grid, stream);
-  } else {
-    launch_split<kCache, 8>(a, grid, stream);
+  switch (terms_per_leaf(a.o.head_dim)) {
+    case 2: launch_split<kCache, 2>(a, grid, stream); break;
+    case 4: launch_split<kCache, 4>(a, grid, stream); break;
+    default: launch_split<kCache, 8>(a, grid, stream); break;
   }
 }
 
@@ -250,7 +300,8 @@ void run_decode(Context& ctx, const Operands& o, Cache cache) {
   }
   check_launch("ATTENTION (decode splits)");
   const dim3 combine_grid(static_cast<unsigned>(o.n_head), static_cast<unsigned>(o.n_tok));
-  attention_combine<<<combine_grid, kThreads, static_cast<size_t>(n_split) * sizeof(double), ctx.stream()>>>(a);
+  const size_t combine_smem = static_cast<size_t>(n_split + kThreads) * sizeof(double);  // slices * head_dim <= kThreads
+  attention_combine<<<combine_grid, kThreads, combine_smem, ctx.stream()>>>(a);
   check_launch("ATTENTION (combine)");
 }
 

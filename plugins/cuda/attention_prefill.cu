@@ -1,7 +1,9 @@
 // ATTENTION for many tokens (prefill): a block takes kRows consecutive (token, q head) rows of one kv head (for
 // qwen3's group of 8: 8 tokens x 8 heads) and walks the key tiles 0..(its largest position), loading each key and
-// value tile once into shared memory for all its rows. Scores: each thread 2 x kC (row, key) dots, 2 x 2 at a time of (row, key) dots,
-// the 32-lane tree depth first (attention_common.cuh), from permuted rows with one 16-byte load per leaf and row.
+// value tile once into shared memory for all its rows. Scores: each thread 2 x kC (row, key) dots, 2 x 2 at a time,
+// the 32-lane tree depth first (attention_common.cuh), from permuted rows of doubles (q and keys converted from
+// float once, when staged: a float-to-double conversion issues at a quarter of the double fma rate on sm_90, and
+// each staged value serves many dots), 16-byte loads of 2 terms.
 // Then an online softmax per row (keys past a row's position masked out) and the weighted values, each thread
 // kRows/8 rows x kT value indices, in double. Rows are finished in the block: no partials, no combine. Tiles past
 // every row's position are never loaded (causal skipping); the grid depends on the shapes only.
@@ -23,12 +25,13 @@ constexpr int rows_for() {
 template <int kT, int kRows>
 struct Layout {
   static constexpr int kDp = kLanes * kT;   // padded head_dim
-  static constexpr int kS = kDp + 4;        // permuted row stride: neighbouring rows start 4 banks apart
+  static constexpr int kS = kDp + 2;        // permuted row stride (doubles): neighbouring rows start 4 banks apart
   static constexpr int kSc = kTk + 1;       // score row stride (doubles)
-  // Shared memory, in this order: per row m, l, alpha; scores [kRows][kSc]; weights [kTk][kRows] (doubles);
-  // q [kRows][kS] and keys [kTk][kS] (permuted floats), values [kTk][kDp] (floats); the rows' positions (int).
-  static constexpr size_t kDoubles = 3 * kRows + kRows * kSc + kTk * kRows;
-  static constexpr size_t kFloats = kRows * kS + kTk * kS + kTk * kDp;
+  // Shared memory, in this order: per row m, l, alpha; scores [kRows][kSc]; weights [kTk][kRows]; q [kRows][kS] and
+  // keys [kTk][kS] (permuted; all doubles); values [kTk][kDp] (floats: each is converted once per use, but serves
+  // kRows / 8 rows, and doubles would not fit head_dim 256); the rows' positions (int).
+  static constexpr size_t kDoubles = 3 * kRows + kRows * kSc + kTk * kRows + kRows * kS + kTk * kS;
+  static constexpr size_t kFloats = kTk * kDp;
   static constexpr size_t kBytes = kDoubles * sizeof(double) + kFloats * sizeof(float) + kRows * sizeof(int);
   static_assert(kDoubles % 2 == 0, "the float rows must stay 16-byte aligned");
 };
@@ -43,9 +46,9 @@ __global__ void __launch_bounds__(kThreads, 1) attention_tiled(Operands o) {
   double* alpha = l_run + kRows;
   double* sc = alpha + kRows;  // [kRows][kSc]
   double* wt = sc + kRows * kSc;  // [kTk][kRows]
-  auto* qs = reinterpret_cast<float*>(wt + kTk * kRows);
-  float* ks = qs + kRows * kS;
-  float* vs = ks + kTk * kS;
+  double* qs = wt + kTk * kRows;
+  double* ks = qs + kRows * kS;
+  auto* vs = reinterpret_cast<float*>(ks + kTk * kS);
   auto* rpos = reinterpret_cast<int*>(vs + kTk * kDp);
 
   const int tid = static_cast<int>(threadIdx.x), squad = tid / kLanes, lane = tid % kLanes;
@@ -75,7 +78,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_tiled(Operands o) {
     const int64_t gr = row0 + r;
     float x = 0.0f;
     if (gr < n_rows) x = q_row(o, static_cast<int>(gr / G), kvh * G + static_cast<int>(gr % G))[d];
-    qs[r * kS + permuted_index<kT>(d)] = x;
+    qs[r * kS + permuted_index<kT>(d)] = static_cast<double>(x);
   }
   __syncthreads();
   int last = -1;
