@@ -62,11 +62,13 @@ __global__ void __launch_bounds__(kMaxThreads) route_tokens(RouterArgs a) {
   __shared__ double partial_max[kMaxWarps], partial_sum[kMaxWarps];
   const int tid = static_cast<int>(threadIdx.x), n_threads = static_cast<int>(blockDim.x);
   const auto* l = reinterpret_cast<const float*>(a.logits + static_cast<uint64_t>(blockIdx.x) * a.l_stride);
-  double p[P];
+  // The bias is read with the logits: a load after the first barrier would wait a second memory round trip.
+  double p[P], b[P];
 #pragma unroll
   for (int j = 0; j < P; ++j) {
     const int e = tid + j * n_threads;
     p[j] = e < a.n_expert ? static_cast<double>(l[e]) : -INFINITY;
+    b[j] = e < a.n_expert && a.bias != nullptr ? static_cast<double>(a.bias[e]) : 0.0;
   }
   if (a.sigmoid) {
 #pragma unroll
@@ -94,7 +96,7 @@ __global__ void __launch_bounds__(kMaxThreads) route_tokens(RouterArgs a) {
     const int e = tid + j * n_threads;
     s[j] = 0.0;
     if (e < a.n_expert) {
-      s[j] = p[j] + (a.bias != nullptr ? static_cast<double>(a.bias[e]) : 0.0);
+      s[j] = p[j] + b[j];
       score[e] = s[j];
     }
   }
