@@ -75,7 +75,7 @@ constexpr int kStageRows = kWarp / kAccumulators;  // rows a block when there ar
 constexpr int kStageThreads = 256;
 constexpr int kStageLoads = 4;  // loads a thread issues before storing any
 constexpr uint64_t kStageSharedBytes = 48 * 1024;
-constexpr int kOneRowBlocksUpTo = 2048;  // up to this many rows: one row a block
+constexpr int kOneRowBlocksUpTo = 512;  // one row a block up to here (past it, fewer re-reads of the token rows)
 
 // Row pitch (floats) of the staged weights: rows start 8 banks apart, so the warp's row groups hit distinct banks.
 __host__ __device__ inline int64_t stage_pitch(int64_t n_in) { return n_in + (40 - n_in % 32) % 32; }
