@@ -243,6 +243,44 @@ void print_row(const std::string& what, const Result& r) {
   std::fflush(stdout);
 }
 
+// ROUTER for the decode shapes: qwen3's 128 experts (softmax, k 8, normalised) and a 256-expert sigmoid router
+// with a selection bias, one token; the logits of successive ops differ so no op reads another's output.
+void bench_router(const strata_backend_v1* be, void* ctx, const Settings& s) {
+  struct Shape {
+    int64_t n_expert, k;
+    int gating;
+    bool bias;
+  };
+  for (const Shape& sh : {Shape{128, 8, 0, false}, Shape{256, 8, 1, true}}) {
+    Device dev(be, ctx);
+    std::mt19937 rng(13);
+    const auto n_ops = static_cast<size_t>(s.ops);
+    auto* l = static_cast<float*>(dev.upload(normal_floats(static_cast<size_t>(sh.n_expert) * n_ops, rng)));
+    auto* b = sh.bias ? dev.upload(normal_floats(static_cast<size_t>(sh.n_expert), rng)) : nullptr;
+    auto* ids = static_cast<int32_t*>(dev.alloc(sizeof(int32_t) * static_cast<size_t>(sh.k)));
+    auto* w = static_cast<float*>(dev.alloc(sizeof(float) * static_cast<size_t>(sh.k)));
+    std::vector<strata_op> ops(n_ops);
+    for (size_t i = 0; i < n_ops; ++i) {
+      strata_op& op = ops[i];
+      op = strata_op{};
+      op.struct_size = sizeof op;
+      op.kind = STRATA_OP_ROUTER;
+      op.src[0] = strata::tensor_f32(l + i * static_cast<size_t>(sh.n_expert), {sh.n_expert, 1});
+      op.src[1] = b != nullptr ? strata::tensor_f32(b, {sh.n_expert}) : strata::no_tensor();
+      op.src[2] = strata::tensor_f32(w, {sh.k, 1});
+      op.dst = strata::tensor_i32(ids, {sh.k, 1});
+      op.i[0] = static_cast<int32_t>(sh.k);
+      op.i[1] = sh.gating;
+      op.i[2] = 1;
+      op.f[0] = 1.0f;
+    }
+    const double t = dev.time_per_op(ops, s.seconds);
+    print_row("ROUTER " + std::to_string(sh.n_expert) + " experts, k " + std::to_string(sh.k) +
+                  (sh.gating == 0 ? ", softmax" : ", sigmoid + bias") + ", 1 token",
+              {t * 1e6, 0.0});
+  }
+}
+
 // The ceiling decode is measured against: device-to-device copies of 2 GiB (each byte read once and written
 // once), best of several, as GB/s of bytes read.
 void bench_device_copy(const strata_backend_v1* be, void* ctx) {
@@ -447,6 +485,7 @@ int main(int argc, char** argv) {
       print_row(name, bench_moe_routed(dev, s, GgmlType::Q4_K, down, 2048, 768, 128, 8, 1));
     }
     bench_matvec_groups(be, inst->ctx(), s);
+    bench_router(be, inst->ctx(), s);
     for (int64_t capacity : {int64_t{4096}, int64_t{32768}}) {
       for (int64_t ctx : {int64_t{128}, int64_t{512}, int64_t{2048}, int64_t{8192}}) {
         if (ctx > capacity) continue;

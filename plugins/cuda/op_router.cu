@@ -1,7 +1,10 @@
 // ROUTER: per token, the k experts with the largest gate probability (+ selection bias) and their weights, in
 // double as the reference: p_e = softmax(l)_e or sigmoid(l_e); order by p_e + bias_e descending, ties to the
 // lower expert id (the reference's stable sort); weight = p_e [/ sum of the k chosen p, summed in rank order]
-// * f[0], rounded to float. One block per token; an expert's rank is the number of experts ahead of it.
+// * f[0], rounded to float. One small block per token: one expert a thread up to kMaxThreads experts (a decode
+// token's 128 experts take 4 warps), else kPerThread experts a thread; each thread keeps its experts'
+// probabilities in registers, an expert's rank is the number of experts ahead of it (every thread scans the
+// scores in shared memory), and the block meets at four barriers only (maximum, sum, scores, chosen).
 #include <string>
 
 #include "ops.hpp"
@@ -13,8 +16,12 @@ namespace {
 
 using format::GgmlType;
 
-constexpr int kBlock = 128;
-constexpr int64_t kMaxExperts = 1024;  // shared memory: 8 bytes of probability and 8 of score per expert
+constexpr int kPerThread = 4;  // experts a thread at most (past kMaxThreads experts)
+constexpr int64_t kMaxExperts = 1024;
+constexpr int kMaxWarps = static_cast<int>(kMaxExperts / (kPerThread * kWarp)) > 0
+                              ? static_cast<int>(kMaxExperts / (kPerThread * kWarp))
+                              : 1;
+constexpr int kMaxThreads = kMaxWarps * kWarp;
 
 struct RouterArgs {
   const char* logits;
@@ -27,55 +34,112 @@ struct RouterArgs {
   double factor;
 };
 
-__global__ void route_tokens(RouterArgs a) {
-  extern __shared__ double smem[];
-  double* prob = smem;                  // [n_expert]
-  double* score = smem + a.n_expert;    // [n_expert]
-  double* chosen = score + a.n_expert;  // [k] probabilities in rank order
-  __shared__ double partial[kBlock / 32];
-  __shared__ double norm;
-  const int tid = static_cast<int>(threadIdx.x);
-  const auto* l = reinterpret_cast<const float*>(a.logits + static_cast<uint64_t>(blockIdx.x) * a.l_stride);
-  if (a.sigmoid) {
-    for (int e = tid; e < a.n_expert; e += kBlock) prob[e] = 1.0 / (1.0 + exp(-static_cast<double>(l[e])));
-  } else {
-    double m = -INFINITY;
-    for (int e = tid; e < a.n_expert; e += kBlock) m = fmax(m, static_cast<double>(l[e]));
-    m = block_max(m, partial);
-    double total = 0.0;
-    for (int e = tid; e < a.n_expert; e += kBlock) {
-      prob[e] = exp(static_cast<double>(l[e]) - m);
-      total += prob[e];
-    }
-    total = block_sum(total, partial);
-    for (int e = tid; e < a.n_expert; e += kBlock) prob[e] = prob[e] / total;
-  }
-  for (int e = tid; e < a.n_expert; e += kBlock)
-    score[e] = prob[e] + (a.bias != nullptr ? static_cast<double>(a.bias[e]) : 0.0);
+// Warp maxima (resp. sums) meet in `partial`, one value a warp, after one barrier; every thread adds the warps'
+// values in warp order, so all threads hold the same bits.
+__device__ __forceinline__ double across_warps_max(double v, double* partial) {
+  v = warp_max(v);
+  if (threadIdx.x % kWarp == 0) partial[threadIdx.x / kWarp] = v;
   __syncthreads();
+  double best = partial[0];
+  for (unsigned w = 1; w < blockDim.x / kWarp; ++w) best = fmax(best, partial[w]);
+  return best;
+}
+
+__device__ __forceinline__ double across_warps_sum(double v, double* partial) {
+  v = warp_sum(v);
+  if (threadIdx.x % kWarp == 0) partial[threadIdx.x / kWarp] = v;
+  __syncthreads();
+  double total = partial[0];
+  for (unsigned w = 1; w < blockDim.x / kWarp; ++w) total += partial[w];
+  return total;
+}
+
+template <int P>  // experts a thread
+__global__ void __launch_bounds__(kMaxThreads) route_tokens(RouterArgs a) {
+  extern __shared__ double smem[];
+  double* score = smem;                 // [n_expert]
+  double* chosen = smem + a.n_expert;   // [k] probabilities in rank order
+  __shared__ double partial_max[kMaxWarps], partial_sum[kMaxWarps];
+  const int tid = static_cast<int>(threadIdx.x), n_threads = static_cast<int>(blockDim.x);
+  const auto* l = reinterpret_cast<const float*>(a.logits + static_cast<uint64_t>(blockIdx.x) * a.l_stride);
+  // The bias is read with the logits: a load after the first barrier would wait a second memory round trip.
+  double p[P], b[P];
+#pragma unroll
+  for (int j = 0; j < P; ++j) {
+    const int e = tid + j * n_threads;
+    p[j] = e < a.n_expert ? static_cast<double>(l[e]) : -INFINITY;
+    b[j] = e < a.n_expert && a.bias != nullptr ? static_cast<double>(a.bias[e]) : 0.0;
+  }
+  if (a.sigmoid) {
+#pragma unroll
+    for (int j = 0; j < P; ++j) p[j] = 1.0 / (1.0 + exp(-p[j]));
+  } else {
+    double m = p[0];
+#pragma unroll
+    for (int j = 1; j < P; ++j) m = fmax(m, p[j]);
+    m = across_warps_max(m, partial_max);
+    double total = 0.0;
+#pragma unroll
+    for (int j = 0; j < P; ++j) {
+      if (tid + j * n_threads < a.n_expert) {
+        p[j] = exp(p[j] - m);
+        total += p[j];
+      }
+    }
+    total = across_warps_sum(total, partial_sum);
+#pragma unroll
+    for (int j = 0; j < P; ++j) p[j] = p[j] / total;
+  }
+  double s[P];
+#pragma unroll
+  for (int j = 0; j < P; ++j) {
+    const int e = tid + j * n_threads;
+    s[j] = 0.0;
+    if (e < a.n_expert) {
+      s[j] = p[j] + b[j];
+      score[e] = s[j];
+    }
+  }
+  __syncthreads();
+  // Expert o is ahead of e when its score is larger, or equal with o < e: for o < e that is score >= s, else
+  // score > s (both false for a NaN on either side, as the two-part test).
+  int rank[P];
+#pragma unroll
+  for (int j = 0; j < P; ++j) rank[j] = 0;
+#pragma unroll 4
+  for (int o = 0; o < a.n_expert; ++o) {
+    const double so = score[o];
+#pragma unroll
+    for (int j = 0; j < P; ++j) rank[j] += o < tid + j * n_threads ? so >= s[j] : so > s[j];
+  }
   auto* ids = reinterpret_cast<int32_t*>(a.ids + static_cast<uint64_t>(blockIdx.x) * a.id_stride);
   auto* w = reinterpret_cast<float*>(a.weights + static_cast<uint64_t>(blockIdx.x) * a.w_stride);
-  for (int e = tid; e < a.n_expert; e += kBlock) {
-    const double s = score[e];
-    int rank = 0;
-    for (int o = 0; o < a.n_expert; ++o) rank += (score[o] > s) || (score[o] == s && o < e);
-    if (rank < a.k) {
-      ids[rank] = e;
-      chosen[rank] = prob[e];
+#pragma unroll
+  for (int j = 0; j < P; ++j) {
+    const int e = tid + j * n_threads;
+    if (e < a.n_expert && rank[j] < a.k) {
+      ids[rank[j]] = e;
+      chosen[rank[j]] = p[j];
     }
   }
   __syncthreads();
-  if (tid == 0) {
-    double sum = 0.0;
-    for (int j = 0; j < a.k; ++j) sum += chosen[j];
-    norm = sum;
+  // Every writing thread sums the chosen in rank order itself (the same bits in each): no further barrier.
+  double norm = 1.0;
+  if (a.normalize && tid < a.k) {
+    norm = 0.0;
+    for (int j = 0; j < a.k; ++j) norm += chosen[j];
   }
-  __syncthreads();
-  for (int j = tid; j < a.k; j += kBlock) {
+  for (int j = tid; j < a.k; j += n_threads) {
     double v = chosen[j];
     if (a.normalize) v /= norm;
     w[j] = static_cast<float>(v * a.factor);
   }
+}
+
+// Threads a token: whole warps, enough for `per_thread` experts a thread.
+int router_threads(int n_expert, int per_thread) {
+  const int per_warp = per_thread * kWarp;
+  return kWarp * ((n_expert + per_warp - 1) / per_warp);
 }
 
 }  // namespace
@@ -118,8 +182,15 @@ void run_router(Context& ctx, const strata_op& op) {
                op.i[1] == 1,
                op.i[2] != 0,
                static_cast<double>(op.f[0])};
-  const size_t smem = (2 * static_cast<size_t>(a.n_expert) + static_cast<size_t>(a.k)) * sizeof(double);
-  route_tokens<<<static_cast<unsigned>(logits.ne[1]), kBlock, smem, ctx.stream()>>>(a);
+  const size_t smem = (static_cast<size_t>(a.n_expert) + static_cast<size_t>(a.k)) * sizeof(double);
+  const auto tokens = static_cast<unsigned>(logits.ne[1]);
+  if (a.n_expert <= kMaxThreads) {
+    const auto threads = static_cast<unsigned>(router_threads(a.n_expert, 1));
+    route_tokens<1><<<tokens, threads, smem, ctx.stream()>>>(a);
+  } else {
+    const auto threads = static_cast<unsigned>(router_threads(a.n_expert, kPerThread));
+    route_tokens<kPerThread><<<tokens, threads, smem, ctx.stream()>>>(a);
+  }
   check_launch("ROUTER");
 }
 

@@ -610,6 +610,12 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
   c.push_back(std::make_shared<MulMatCase>(GgmlType::Q8_0, 4096, 61, 17));
   c.push_back(std::make_shared<MulMatCase>(GgmlType::Q4_K, 8192, 45, 11));
   c.push_back(std::make_shared<MulMatCase>(GgmlType::F16, 4096, 29, 3));
+  // Float one-token products (the MoE router): one row a block with float4 staging, a partial row count, more
+  // rows than the one-row-a-block limit (four rows a block), two and four tokens, and 16-bit weights.
+  for (int64_t n_out : {128, 60}) c.push_back(std::make_shared<MulMatCase>(GgmlType::F32, 2048, n_out, 1));
+  c.push_back(std::make_shared<MulMatCase>(GgmlType::F32, 1024, 2050, 2));
+  c.push_back(std::make_shared<MulMatCase>(GgmlType::F32, 512, 67, 4));
+  c.push_back(std::make_shared<MulMatCase>(GgmlType::BF16, 2048, 128, 1));
   // Prefill windows: the GPU's tiled products (64 rows x 32 tokens), with partial row and token tiles.
   for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
     for (int64_t n_tok : {33, 130}) c.push_back(std::make_shared<MulMatCase>(t, 1024, 70, n_tok));
@@ -678,6 +684,12 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
   c.push_back(std::make_shared<RouterCase>(60, 4, 5, 0, false, false));
   c.push_back(std::make_shared<RouterCase>(64, 6, 3, 1, true, true));
   c.push_back(std::make_shared<RouterCase>(8, 2, 7, 0, true, false));
+  // Decode shapes (one token), one expert a thread up to 256 experts, four past that (300 and 1024 experts).
+  c.push_back(std::make_shared<RouterCase>(128, 8, 1, 0, true, false));
+  c.push_back(std::make_shared<RouterCase>(256, 8, 1, 1, true, true));
+  c.push_back(std::make_shared<RouterCase>(300, 16, 2, 0, true, true));
+  c.push_back(std::make_shared<RouterCase>(1024, 8, 3, 0, true, false));
+  c.push_back(std::make_shared<RouterCase>(1024, 5, 2, 1, false, true));
   c.push_back(std::make_shared<SoftmaxCase>(203, 5, 0.7f, false));
   c.push_back(std::make_shared<SoftmaxCase>(37, 6, 1.0f, true));
   return c;
