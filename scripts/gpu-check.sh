@@ -15,8 +15,11 @@
 #     gpu-ops    single-op timings on the GPU (strata_bench_gpu_ops: us per op, GB/s of weights)
 #     profile    where decode time goes, op by op (strata bench --profile), on cpu_avx2 (unless
 #                STRATA_PROFILE_CPU=0) and on cuda
-#     peer-cuda  llama.cpp's llama-bench -ngl 99 -fa on: built here from the carried source (.peer/src: a fetched llama.cpp without its unused backends,
-#                never committed) unless .device/peer-cuda/llama-bench is bundled
+#     ncu        Nsight Compute over a short greedy decode on cuda (STRATA_NCU_COUNT kernels, default 1200): each
+#                kernel's mean time and DRAM read rate, for finding where decode time goes
+#     peer-cuda  llama.cpp's llama-bench -ngl 99 -fa on, when a binary is given: STRATA_PEER_CUDA, else
+#                .device/peer-cuda/llama-bench. It is built from a fetched copy outside the project; no build of it
+#                is committed here (docs/PERFORMANCE.md says how the figures were taken).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 OUT="${OUT:-/tmp/strata-out}"
@@ -149,19 +152,43 @@ if want profile; then
   row "profiles: $OUT/profile-cpu.txt, $OUT/profile-cuda.txt"
 fi
 
+if want ncu; then
+  log "ncu: the kernels of a short decode"
+  ncu_bin="$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)"
+  if [ -z "$ncu_bin" ]; then
+    row "ncu: not found"
+  else
+    timeout 300 "$ncu_bin" --clock-control none --cache-control none --csv --print-units base \
+      --launch-count "${STRATA_NCU_COUNT:-1200}" --metrics gpu__time_duration.sum,dram__bytes_read.sum \
+      strata run --model "$model" --backend cuda -p "Once upon a time" -n 3 --temperature 0 \
+      > "$OUT/ncu.csv" 2> "$OUT/ncu.log"
+    row "ncu (exit $?): $OUT/ncu-kernels.txt"
+    python3 - "$OUT/ncu.csv" > "$OUT/ncu-kernels.txt" <<'PY'
+import csv, sys, collections
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
+head = rows[0]; col = {n: i for i, n in enumerate(head)}
+per = collections.defaultdict(dict)
+for r in rows[1:]:
+    per[r[col["ID"]]][r[col["Metric Name"]]] = float(r[col["Metric Value"]].replace(",", "") or 0)
+    per[r[col["ID"]]]["name"] = r[col["Kernel Name"]][:90]
+    per[r[col["ID"]]]["grid"] = r[col["Grid Size"]] + "x" + r[col["Block Size"]]
+agg = collections.defaultdict(lambda: [0, 0.0, 0.0, ""])
+for k in per.values():
+    a = agg[k["name"]]; a[0] += 1; a[1] += k.get("gpu__time_duration.sum", 0); a[2] += k.get("dram__bytes_read.sum", 0); a[3] = k["grid"]
+total = sum(a[1] for a in agg.values())
+print(f"{len(per)} kernels, {total/1e3:.1f} us in all")
+print(f"{'count':>6} {'total us':>9} {'mean us':>8} {'GB/s':>7}  grid x block  kernel")
+for n, a in sorted(agg.items(), key=lambda kv: -kv[1][1]):
+    print(f"{a[0]:6d} {a[1]/1e3:9.1f} {a[1]/a[0]/1e3:8.2f} {a[2]/max(a[1],1):7.0f}  {a[3]:>14}  {n}")
+PY
+    head -25 "$OUT/ncu-kernels.txt"
+  fi
+fi
+
 if want peer-cuda; then
-  peer="$root/.device/peer-cuda/llama-bench"
-  peer_src="$root/.peer/src"
-  if [ ! -x "$peer" ] && [ -d "$peer_src" ]; then
-    log "building llama.cpp (CUDA, sm_90) from the carried source"
-    t0=$(date +%s)
-    cmake -S "$peer_src" -B /tmp/peer-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
-      -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF \
-      -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
-      -DLLAMA_BUILD_UI=OFF > "$OUT/peer-cuda-build.log" 2>&1 &&
-      cmake --build /tmp/peer-cuda -j "$threads" --target llama-bench >> "$OUT/peer-cuda-build.log" 2>&1 &&
-      peer=/tmp/peer-cuda/bin/llama-bench
-    row "llama.cpp CUDA build: $(( $(date +%s) - t0 )) s, $( [ -x "$peer" ] && echo ok || echo FAILED: $(tail -3 "$OUT/peer-cuda-build.log" | tr '\n' ' '))"
+  peer="${STRATA_PEER_CUDA:-$root/.device/peer-cuda/llama-bench}"
+  if [ ! -x "$peer" ]; then
+    row "llama.cpp CUDA: no binary at $peer (build one from a fetched copy; set STRATA_PEER_CUDA)"
   fi
   if [ -x "$peer" ]; then
     log "llama.cpp llama-bench -ngl 99 -fa on"

@@ -53,6 +53,37 @@ __host__ __device__ inline void quantize_block_q8_1(const float (&x)[32], uint32
   out[0] = q8_1_header(d, sum);
 }
 
+#ifdef STRATA_DEVICE_PASS
+// One block quantized by the 32 lanes of a group that hold it, lane i of the group holding x[i] (groups are lanes
+// 32g..32g+31, so on 64-wide wavefronts too every xor partner below 32 stays inside the group): the bits of
+// quantize_block_q8_1 with no thread walking the 32 values. Returns lane i's value; d and the sum of the values
+// come back in every lane. Every lane of the group must call it (it shuffles).
+__device__ inline int8_t group_quantize_q8_1(float x, int i, float& d, int& sum) {
+  // quantize_block_q8_1 takes amax in element order as amax = amax > a ? amax : a; a NaN makes the next element
+  // the new start, so the result is the largest |x| after the last NaN, or NaN when x[31] is one.
+  int last_nan = isnan(x) ? i : -1;
+  for (int m = 1; m < 32; m <<= 1) last_nan = max(last_nan, shfl_xor(last_nan, m));
+  float amax = i > last_nan ? fabsf(x) : 0.0f;  // values are >= +0, so 0 leaves the maximum unchanged
+  for (int m = 1; m < 32; m <<= 1) amax = fmaxf(amax, shfl_xor(amax, m));
+  if (last_nan == 31) amax = __int_as_float(0x7fc00000);
+  d = div_c(amax, 127.0f);
+  const float id = d != 0.0f ? div_c(1.0f, d) : 0.0f;
+  const int8_t q = q8_1_value(x, id);
+  sum = q;
+  for (int m = 1; m < 32; m <<= 1) sum += shfl_xor(sum, m);  // exact: integers
+  return q;
+}
+
+// group_quantize_q8_1 written to the block at `blk` (36 bytes): each lane its byte, lane 0 the header.
+__device__ inline void group_store_q8_1(float x, int i, unsigned char* blk) {
+  float d;
+  int sum;
+  const int8_t q = group_quantize_q8_1(x, i, d, sum);
+  blk[4 + i] = static_cast<unsigned char>(q);
+  if (i == 0) *reinterpret_cast<uint32_t*>(blk) = q8_1_header(d, sum);
+}
+#endif
+
 // Section 3 step 3 for 32 values: h_i = silu_c(g_i) * u_i.
 __host__ __device__ inline void swiglu_block(const float* g, const float* u, int n, float (&h)[32]) {
 #pragma unroll
