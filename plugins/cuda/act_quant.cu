@@ -1,4 +1,4 @@
-// The activation kernels of act_quant.cuh: one thread per 32-value block.
+// The activation kernels of act_quant.cuh: Q8_1 with a 32-lane group per block, SwiGLU with one thread per block.
 #include "act_quant.cuh"
 #include "ops.hpp"
 
@@ -13,18 +13,16 @@ __device__ void store_block(void* out, int64_t index, const uint32_t (&w)[kQ8Wor
   for (int i = 0; i < kQ8Words; ++i) dst[i] = w[i];
 }
 
+// One value a thread: the 32 lanes of a group quantize one block together (group_store_q8_1), so no thread walks
+// a block and every load is in flight at once.
 __global__ void quantize_q8_1_kernel(const float* x, int64_t x_stride, int64_t blocks_per_row, int64_t rows,
                                      void* out) {
-  const int64_t index = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  const int64_t thread = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  const int64_t index = thread / 32;  // the block; the whole group returns together
   if (index >= blocks_per_row * rows) return;
+  const int lane = static_cast<int>(thread % 32);
   const int64_t row = index / blocks_per_row, blk = index % blocks_per_row;
-  const float* src = x + row * x_stride + 32 * blk;
-  float v[32];
-#pragma unroll
-  for (int i = 0; i < 32; ++i) v[i] = src[i];
-  uint32_t w[kQ8Words];
-  quantize_block_q8_1(v, w);
-  store_block(out, index, w);
+  group_store_q8_1(x[row * x_stride + 32 * blk + lane], lane, static_cast<unsigned char*>(out) + index * kQ8Bytes);
 }
 
 __global__ void swiglu_kernel(const float* g, const float* u, int64_t n, int64_t blocks_per_row, int64_t rows,
@@ -56,7 +54,7 @@ unsigned grid_for(int64_t items) { return static_cast<unsigned>((items + kThread
 void launch_quantize_q8_1(const float* x, int64_t x_stride, int64_t n, int64_t rows, void* out, cudaStream_t stream) {
   const int64_t items = n / 32 * rows;
   if (items == 0) return;
-  quantize_q8_1_kernel<<<grid_for(items), kThreads, 0, stream>>>(x, x_stride, n / 32, rows, out);
+  quantize_q8_1_kernel<<<grid_for(items * 32), kThreads, 0, stream>>>(x, x_stride, n / 32, rows, out);
   check_launch("quantize_q8_1");
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "canonical_math.cuh"
+#include "gpu_runtime.cuh"
 
 namespace strata::gpu {
 
@@ -53,7 +54,7 @@ __host__ __device__ inline void quantize_block_q8_1(const float (&x)[32], uint32
   out[0] = q8_1_header(d, sum);
 }
 
-#ifdef STRATA_DEVICE_PASS
+#if defined(__CUDACC__) || defined(__HIPCC__)
 // One block quantized by the 32 lanes of a group that hold it, lane i of the group holding x[i] (groups are lanes
 // 32g..32g+31, so on 64-wide wavefronts too every xor partner below 32 stays inside the group): the bits of
 // quantize_block_q8_1 with no thread walking the 32 values. Returns lane i's value; d and the sum of the values

@@ -38,41 +38,118 @@ __device__ __forceinline__ T* row_of(T* base, uint64_t stride, int64_t r) {
   return reinterpret_cast<T*>(reinterpret_cast<uintptr_t>(base) + static_cast<uint64_t>(r) * stride);
 }
 
-template <bool kAdd>
+// kPer > 0: the row fits in registers (n <= 256 * kPer): every load is issued before the first use (no store
+// between them), and the Q8_1 copy comes from registers: thread t holds values t + 256 s, so the 32 lanes of its
+// group hold block (t / 32) + 8 s in order, one value each (group_store_q8_1). kPer == 0: any length, in loops.
+template <bool kAdd, int kPer>
 __global__ void __launch_bounds__(kNormBlock) add_norm_rows(AddNormArgs a) {
   const int64_t r = blockIdx.x;
   const int t = static_cast<int>(threadIdx.x);
   const float* x = row_of(reinterpret_cast<const float*>(a.x), a.x_stride, r);
-  double acc = 0.0;
-  if constexpr (kAdd) {
-    const float* pa = row_of(reinterpret_cast<const float*>(a.a), a.a_stride, r);
-    const float* pb = row_of(reinterpret_cast<const float*>(a.b), a.b_stride, r);
-    float* ps = row_of(reinterpret_cast<float*>(a.sum), a.s_stride, r);
-    for (int64_t i = t; i < a.n; i += kNormBlock) {
-      const float v = add_x86(pa[i], pb[i]);
-      ps[i] = v;
-      acc = norm_accumulate(acc, v);
+  float* y = row_of(reinterpret_cast<float*>(a.dst), a.d_stride, r);
+  if constexpr (kPer > 0) {
+    float v[kPer], wv[kPer];
+    if constexpr (kAdd) {
+      const float* pa = row_of(reinterpret_cast<const float*>(a.a), a.a_stride, r);
+      const float* pb = row_of(reinterpret_cast<const float*>(a.b), a.b_stride, r);
+      float va[kPer], vb[kPer];
+#pragma unroll
+      for (int s = 0; s < kPer; ++s) {
+        const int64_t i = t + kNormBlock * s;
+        va[s] = i < a.n ? pa[i] : 0.0f;
+        vb[s] = i < a.n ? pb[i] : 0.0f;
+      }
+#pragma unroll
+      for (int s = 0; s < kPer; ++s) v[s] = add_x86(va[s], vb[s]);
+    } else {
+#pragma unroll
+      for (int s = 0; s < kPer; ++s) {
+        const int64_t i = t + kNormBlock * s;
+        v[s] = i < a.n ? x[i] : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int s = 0; s < kPer; ++s) {
+      const int64_t i = t + kNormBlock * s;
+      wv[s] = a.w != nullptr && i < a.n ? a.w[i] : 0.0f;
+    }
+    double acc = 0.0;
+#pragma unroll
+    for (int s = 0; s < kPer; ++s) {
+      if (t + kNormBlock * s < a.n) acc = norm_accumulate(acc, v[s]);
+    }
+    if constexpr (kAdd) {
+      float* ps = row_of(reinterpret_cast<float*>(a.sum), a.s_stride, r);
+#pragma unroll
+      for (int s = 0; s < kPer; ++s) {
+        const int64_t i = t + kNormBlock * s;
+        if (i < a.n) ps[i] = v[s];
+      }
+    }
+    // Every thread has read its inputs before the barrier in the sum: y may be x or the sum.
+    const double scale = rms_scale(norm_block_sum(acc), a.n, a.eps);
+#pragma unroll
+    for (int s = 0; s < kPer; ++s) {
+      const int64_t i = t + kNormBlock * s;
+      double q = static_cast<double>(v[s]) * scale;  // rms_value, with the weight already in a register
+      if (a.w != nullptr) q = q * static_cast<double>(wv[s]);
+      v[s] = static_cast<float>(q);
+      if (i < a.n) y[i] = v[s];
+    }
+    if (a.q8 == nullptr) return;
+    const int64_t blocks = a.n / 32;  // n is a multiple of 32 here: a group is wholly inside the row or past it
+    unsigned char* q8 = a.q8 + static_cast<uint64_t>(r) * static_cast<uint64_t>(blocks) * kQ8Bytes;
+#pragma unroll
+    for (int s = 0; s < kPer; ++s) {
+      const int64_t b = t / 32 + (kNormBlock / 32) * s;
+      if (b < blocks) group_store_q8_1(v[s], t % 32, q8 + b * kQ8Bytes);
     }
   } else {
-    for (int64_t i = t; i < a.n; i += kNormBlock) acc = norm_accumulate(acc, x[i]);
+    double acc = 0.0;
+    if constexpr (kAdd) {
+      const float* pa = row_of(reinterpret_cast<const float*>(a.a), a.a_stride, r);
+      const float* pb = row_of(reinterpret_cast<const float*>(a.b), a.b_stride, r);
+      float* ps = row_of(reinterpret_cast<float*>(a.sum), a.s_stride, r);
+      for (int64_t i = t; i < a.n; i += kNormBlock) {
+        const float v = add_x86(pa[i], pb[i]);
+        ps[i] = v;
+        acc = norm_accumulate(acc, v);
+      }
+    } else {
+      for (int64_t i = t; i < a.n; i += kNormBlock) acc = norm_accumulate(acc, x[i]);
+    }
+    const double scale = rms_scale(norm_block_sum(acc), a.n, a.eps);
+    // x[i] is this thread's own value (the sum it wrote); y may be x (in place): read before written, one thread.
+    for (int64_t i = t; i < a.n; i += kNormBlock) y[i] = rms_value(x[i], scale, a.w, i);
+    if (a.q8 == nullptr) return;
+    __syncthreads();  // every thread's outputs are in the row before the quantizers read it
+    const int64_t blocks = a.n / 32;
+    for (int64_t b = t; b < blocks; b += kNormBlock) {
+      float v[32];
+#pragma unroll
+      for (int k = 0; k < 32; ++k) v[k] = y[32 * b + k];
+      uint32_t words[kQ8Words];
+      quantize_block_q8_1(v, words);
+      auto* out = reinterpret_cast<uint32_t*>(a.q8 + (static_cast<uint64_t>(r) * static_cast<uint64_t>(blocks) +
+                                                      static_cast<uint64_t>(b)) * kQ8Bytes);
+#pragma unroll
+      for (int k = 0; k < kQ8Words; ++k) out[k] = words[k];
+    }
   }
-  const double scale = rms_scale(norm_block_sum(acc), a.n, a.eps);
-  float* y = row_of(reinterpret_cast<float*>(a.dst), a.d_stride, r);
-  // x[i] is this thread's own value (the sum it wrote); y may be x (in place): read before written, one thread.
-  for (int64_t i = t; i < a.n; i += kNormBlock) y[i] = rms_value(x[i], scale, a.w, i);
-  if (a.q8 == nullptr) return;
-  __syncthreads();  // every thread's outputs are in the row before the quantizers read it
-  const int64_t blocks = a.n / 32;
-  for (int64_t b = t; b < blocks; b += kNormBlock) {
-    float v[32];
-#pragma unroll
-    for (int k = 0; k < 32; ++k) v[k] = y[32 * b + k];
-    uint32_t words[kQ8Words];
-    quantize_block_q8_1(v, words);
-    auto* out = reinterpret_cast<uint32_t*>(a.q8 + (static_cast<uint64_t>(r) * static_cast<uint64_t>(blocks) +
-                                                    static_cast<uint64_t>(b)) * kQ8Bytes);
-#pragma unroll
-    for (int k = 0; k < kQ8Words; ++k) out[k] = words[k];
+}
+
+// The launch for rows of n values: the register variant when the row fits (up to 16 values a thread: n <= 4096).
+template <bool kAdd>
+void launch_add_norm(const AddNormArgs& a, unsigned rows, cudaStream_t stream) {
+  const int64_t per = (a.n + kNormBlock - 1) / kNormBlock;
+  if (per <= 4) {
+    add_norm_rows<kAdd, 4><<<rows, kNormBlock, 0, stream>>>(a);
+  } else if (per <= 8) {
+    add_norm_rows<kAdd, 8><<<rows, kNormBlock, 0, stream>>>(a);
+  } else if (per <= 16) {
+    add_norm_rows<kAdd, 16><<<rows, kNormBlock, 0, stream>>>(a);
+  } else {
+    add_norm_rows<kAdd, 0><<<rows, kNormBlock, 0, stream>>>(a);
   }
 }
 
@@ -131,9 +208,9 @@ size_t fuse_add_norm(Context& ctx, const strata_op* ops, size_t i, size_t n) {
     a.q8 = static_cast<unsigned char*>(ctx.scratch(ScratchSlot::ActQ8, bytes));
   }
   if (with_add) {
-    add_norm_rows<true><<<static_cast<unsigned>(rows), kNormBlock, 0, ctx.stream()>>>(a);
+    launch_add_norm<true>(a, static_cast<unsigned>(rows), ctx.stream());
   } else {
-    add_norm_rows<false><<<static_cast<unsigned>(rows), kNormBlock, 0, ctx.stream()>>>(a);
+    launch_add_norm<false>(a, static_cast<unsigned>(rows), ctx.stream());
   }
   check_launch(with_add ? "ADD + RMS_NORM (fused)" : "RMS_NORM + Q8_1 copy (fused)");
   if (quantize) ctx.quantized() = {y.data, nv, rows, y.nb[1]};

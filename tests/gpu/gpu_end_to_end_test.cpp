@@ -203,15 +203,12 @@ TEST(GpuEndToEnd, TimestampsFollowRealTime) {
   be->buffer_free(inst->ctx(), 0, dev);
 }
 
-// Fused kernels and graph replay change nothing: the logits of every position equal those of ops run one by one.
-TEST(GpuEndToEnd, FusionsAndGraphsChangeNoBits) {
-  std::string why;
-  const std::string gpu = gpu_backend(why);
-  if (gpu.empty()) GTEST_SKIP() << why;
-  const std::string& model = tiny_model();
+// Fused kernels and graph replay change nothing: the logits of every position equal those of ops run one by one,
+// over `windows` prompt windows of 16 tokens and 8 decode steps (graph replays after the second).
+void expect_fusions_change_no_bits(const std::string& gpu, const std::string& model, int windows) {
   auto fast = open(model, gpu, 16);
   auto plain = open(model, gpu, 16, {"fuse=false", "graphs=false"});
-  const std::vector<TokenId> tokens = random_tokens(96, fast->model().hparams().n_vocab, 3);
+  const std::vector<TokenId> tokens = random_tokens(16 * windows, fast->model().hparams().n_vocab, 3);
   for (size_t start = 0; start < tokens.size(); start += 16) {
     const std::span<const TokenId> w(tokens.data() + start, 16);
     const std::span<const float> a = fast->feed_window(0, w);
@@ -219,7 +216,6 @@ TEST(GpuEndToEnd, FusionsAndGraphsChangeNoBits) {
     const std::span<const float> b = plain->feed_window(0, w);
     ASSERT_EQ(0, std::memcmp(av.data(), b.data(), av.size() * sizeof(float))) << "window at " << start;
   }
-  // Decode steps (graph replays after the second) too.
   for (int i = 0; i < 8; ++i) {
     const TokenId t = tokens[static_cast<size_t>(i)];
     const std::span<const float> a = fast->feed(0, std::span<const TokenId>(&t, 1));
@@ -227,6 +223,25 @@ TEST(GpuEndToEnd, FusionsAndGraphsChangeNoBits) {
     const std::span<const float> b = plain->feed(0, std::span<const TokenId>(&t, 1));
     ASSERT_EQ(0, std::memcmp(av.data(), b.data(), av.size() * sizeof(float))) << "decode step " << i;
   }
+}
+
+TEST(GpuEndToEnd, FusionsAndGraphsChangeNoBits) {
+  std::string why;
+  const std::string gpu = gpu_backend(why);
+  if (gpu.empty()) GTEST_SKIP() << why;
+  expect_fusions_change_no_bits(gpu, tiny_model(), 6);
+}
+
+// The same at the real shapes (n_embd 2048, 32/4 heads of 128, 128 experts): the fused kernels' register paths.
+TEST(GpuEndToEnd, Qwen3_30B_FusionsAndGraphsChangeNoBits) {
+  std::string why;
+  const std::string gpu = gpu_backend(why);
+  if (gpu.empty()) GTEST_SKIP() << why;
+  const char* path = std::getenv("STRATA_GPU_MODEL_30B");
+  if (path == nullptr || !std::filesystem::exists(path)) {
+    GTEST_SKIP() << "set STRATA_GPU_MODEL_30B to a generated qwen3-30b-a3b GGUF (scripts/gpu-check.sh does)";
+  }
+  expect_fusions_change_no_bits(gpu, path, 2);
 }
 
 TEST(GpuEndToEnd, Qwen3_30B_TeacherForcedTop1) {
