@@ -1,5 +1,6 @@
 // The activation kernels of act_quant.cuh: Q8_1 with a 32-lane group per block, SwiGLU with one thread per block.
 #include "act_quant.cuh"
+#include "dependent_launch.cuh"
 #include "ops.hpp"
 
 namespace strata::gpu {
@@ -17,6 +18,8 @@ __device__ void store_block(void* out, int64_t index, const uint32_t (&w)[kQ8Wor
 // a block and every load is in flight at once.
 __global__ void quantize_q8_1_kernel(const float* x, int64_t x_stride, int64_t blocks_per_row, int64_t rows,
                                      void* out) {
+  wait_for_inputs();  // before any return (dependent_launch.cuh)
+  start_dependents();
   const int64_t thread = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   const int64_t index = thread / 32;  // the block; the whole group returns together
   if (index >= blocks_per_row * rows) return;
@@ -55,6 +58,13 @@ void launch_quantize_q8_1(const float* x, int64_t x_stride, int64_t n, int64_t r
   const int64_t items = n / 32 * rows;
   if (items == 0) return;
   quantize_q8_1_kernel<<<grid_for(items * 32), kThreads, 0, stream>>>(x, x_stride, n / 32, rows, out);
+  check_launch("quantize_q8_1");
+}
+
+void launch_quantize_q8_1(const Context& ctx, const float* x, int64_t x_stride, int64_t n, int64_t rows, void* out) {
+  const int64_t items = n / 32 * rows;
+  if (items == 0) return;
+  launch_dependent(ctx, quantize_q8_1_kernel, grid_for(items * 32), kThreads, 0, x, x_stride, n / 32, rows, out);
   check_launch("quantize_q8_1");
 }
 

@@ -95,6 +95,10 @@ __host__ __device__ inline void swiglu_block(const float* g, const float* u, int
 // rows * n / 32 consecutive blocks at `out` (4-byte aligned).
 void launch_quantize_q8_1(const float* x, int64_t x_stride, int64_t n, int64_t rows, void* out, cudaStream_t stream);
 
+class Context;
+// The same on the context's stream, overlapped with the kernel before it (dependent_launch.cuh).
+void launch_quantize_q8_1(const Context& ctx, const float* x, int64_t x_stride, int64_t n, int64_t rows, void* out);
+
 // Enqueues h = silu_c(g) * u for `rows` rows of n values (g, u and h rows n floats apart); writes h as floats when
 // `h` is not null and as Q8_1 blocks (n a multiple of 32, n / 32 blocks per row) when `hq` is not null.
 void launch_swiglu(const float* g, const float* u, int64_t n, int64_t rows, float* h, void* hq, cudaStream_t stream);

@@ -21,6 +21,7 @@ struct Options {
   int device = 0;            // which GPU of the machine
   bool graphs = true;        // capture repeated op lists (decode steps) into GPU graphs and replay them
   bool fuse = true;          // run op patterns as fused kernels (fusions.cu); off: every op alone, same bytes
+  bool overlap = true;       // let a kernel start while the one before it ends (dependent_launch.cuh; sm_90+)
 };
 
 // What scratch memory is for; each has one buffer, reused by every op that needs it.
@@ -55,6 +56,8 @@ class Context {
   const cudaDeviceProp& props() const { return props_; }
   const std::string& device_name() const { return device_name_; }
   const std::string& arch() const { return arch_; }
+  // Whether launch_dependent overlaps kernels: the option, on a GPU with programmatic dependent launch.
+  bool overlap_launches() const { return options_.overlap && props_.major >= 9; }
   std::mutex& mutex() { return mutex_; }
 
   // A buffer of at least `bytes` for `slot`, valid until the end of the current op list. Grows (synchronizing

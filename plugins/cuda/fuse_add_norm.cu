@@ -9,6 +9,7 @@
 #include <climits>
 
 #include "act_quant.cuh"
+#include "dependent_launch.cuh"
 #include "fusion_match.hpp"
 #include "ops.hpp"
 #include "rms_row.cuh"
@@ -49,6 +50,14 @@ __global__ void __launch_bounds__(kNormBlock) add_norm_rows(AddNormArgs a) {
   float* y = row_of(reinterpret_cast<float*>(a.dst), a.d_stride, r);
   if constexpr (kPer > 0) {
     float v[kPer], wv[kPer];
+    // The norm's weight is the model's: read before the previous kernel ends (dependent_launch.cuh).
+#pragma unroll
+    for (int s = 0; s < kPer; ++s) {
+      const int64_t i = t + kNormBlock * s;
+      wv[s] = a.w != nullptr && i < a.n ? a.w[i] : 0.0f;
+    }
+    wait_for_inputs();
+    start_dependents();
     if constexpr (kAdd) {
       const float* pa = row_of(reinterpret_cast<const float*>(a.a), a.a_stride, r);
       const float* pb = row_of(reinterpret_cast<const float*>(a.b), a.b_stride, r);
@@ -67,11 +76,6 @@ __global__ void __launch_bounds__(kNormBlock) add_norm_rows(AddNormArgs a) {
         const int64_t i = t + kNormBlock * s;
         v[s] = i < a.n ? x[i] : 0.0f;
       }
-    }
-#pragma unroll
-    for (int s = 0; s < kPer; ++s) {
-      const int64_t i = t + kNormBlock * s;
-      wv[s] = a.w != nullptr && i < a.n ? a.w[i] : 0.0f;
     }
     double acc = 0.0;
 #pragma unroll
@@ -105,6 +109,8 @@ __global__ void __launch_bounds__(kNormBlock) add_norm_rows(AddNormArgs a) {
       if (b < blocks) group_store_q8_1(v[s], t % 32, q8 + b * kQ8Bytes);
     }
   } else {
+    wait_for_inputs();
+    start_dependents();
     double acc = 0.0;
     if constexpr (kAdd) {
       const float* pa = row_of(reinterpret_cast<const float*>(a.a), a.a_stride, r);
@@ -140,16 +146,16 @@ __global__ void __launch_bounds__(kNormBlock) add_norm_rows(AddNormArgs a) {
 
 // The launch for rows of n values: the register variant when the row fits (up to 16 values a thread: n <= 4096).
 template <bool kAdd>
-void launch_add_norm(const AddNormArgs& a, unsigned rows, cudaStream_t stream) {
+void launch_add_norm(const Context& ctx, const AddNormArgs& a, unsigned rows) {
   const int64_t per = (a.n + kNormBlock - 1) / kNormBlock;
   if (per <= 4) {
-    add_norm_rows<kAdd, 4><<<rows, kNormBlock, 0, stream>>>(a);
+    launch_dependent(ctx, add_norm_rows<kAdd, 4>, rows, kNormBlock, 0, a);
   } else if (per <= 8) {
-    add_norm_rows<kAdd, 8><<<rows, kNormBlock, 0, stream>>>(a);
+    launch_dependent(ctx, add_norm_rows<kAdd, 8>, rows, kNormBlock, 0, a);
   } else if (per <= 16) {
-    add_norm_rows<kAdd, 16><<<rows, kNormBlock, 0, stream>>>(a);
+    launch_dependent(ctx, add_norm_rows<kAdd, 16>, rows, kNormBlock, 0, a);
   } else {
-    add_norm_rows<kAdd, 0><<<rows, kNormBlock, 0, stream>>>(a);
+    launch_dependent(ctx, add_norm_rows<kAdd, 0>, rows, kNormBlock, 0, a);
   }
 }
 
@@ -208,9 +214,9 @@ size_t fuse_add_norm(Context& ctx, const strata_op* ops, size_t i, size_t n) {
     a.q8 = static_cast<unsigned char*>(ctx.scratch(ScratchSlot::ActQ8, bytes));
   }
   if (with_add) {
-    launch_add_norm<true>(a, static_cast<unsigned>(rows), ctx.stream());
+    launch_add_norm<true>(ctx, a, static_cast<unsigned>(rows));
   } else {
-    launch_add_norm<false>(a, static_cast<unsigned>(rows), ctx.stream());
+    launch_add_norm<false>(ctx, a, static_cast<unsigned>(rows));
   }
   check_launch(with_add ? "ADD + RMS_NORM (fused)" : "RMS_NORM + Q8_1 copy (fused)");
   if (quantize) ctx.quantized() = {y.data, nv, rows, y.nb[1]};

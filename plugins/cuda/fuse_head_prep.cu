@@ -8,6 +8,7 @@
 // (v) is a job of its own, cut into rows of the head size.
 #include <algorithm>
 
+#include "dependent_launch.cuh"
 #include "fusion_match.hpp"
 #include "kv_store_block.cuh"
 #include "ops.hpp"
@@ -63,6 +64,8 @@ __device__ __forceinline__ float* row_at(char* base, uint64_t unit, uint64_t tok
 // blockIdx.z is the job, blockIdx.y the token, blockIdx.x a pair of units.
 __global__ void __launch_bounds__(kThreads) head_prep_kernel(HeadPrepArgs a) {
   __shared__ float rows[kGroups][kMaxRow];
+  wait_for_inputs();  // before any return (dependent_launch.cuh)
+  start_dependents();
   const HeadJob& j = a.job[blockIdx.z];
   const int unit0 = static_cast<int>(blockIdx.x) * kGroups;
   if (unit0 >= j.units) return;  // the whole block leaves together
@@ -328,7 +331,7 @@ size_t fuse_head_prep(Context& ctx, const strata_op* ops, size_t i, size_t n) {
   forget_quantized_writes(ctx, ops + i, used);
   const dim3 grid(static_cast<unsigned>((max_units + kGroups - 1) / kGroups), static_cast<unsigned>(n_tok),
                   static_cast<unsigned>(n_jobs));
-  head_prep_kernel<<<grid, kThreads, 0, ctx.stream()>>>(a);
+  launch_dependent(ctx, head_prep_kernel, grid, kThreads, 0, a);
   check_launch("head preparation (fused RMS_NORM, ROPE, KV_STORE)");
   return used;
 }

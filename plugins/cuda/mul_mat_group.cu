@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "act_quant.cuh"
+#include "dependent_launch.cuh"
 #include "matvec_block.cuh"
 #include "mul_mat_group.cuh"
 
@@ -63,6 +64,10 @@ __global__ void __launch_bounds__(kThreads) group_rows_kernel(GroupArgs g, int n
   const BlockMatrix bm = block_matrix(g, static_cast<int>(blockIdx.x));
   const int row0 = (static_cast<int>(blockIdx.x) - bm.first_block) * rows_per_block;
   const int n_rows = min(rows_per_block, bm.rows - row0);
+  // The block's weight rows (consecutive) are the model's: on their way to L2 before the previous kernel ends.
+  prefetch_l2<kThreads>(bm.w + static_cast<uint64_t>(row0) * bm.stride, static_cast<uint64_t>(n_rows) * bm.stride);
+  wait_for_inputs();
+  start_dependents();
   stage_bytes<kThreads>(shared, act, n_spans * kQ8BlockBytes);
   float* part = reinterpret_cast<float*>(shared + staged_act_bytes(n_spans, 1));
   const int pitch = partial_pitch(n_spans);
@@ -108,8 +113,8 @@ const unsigned char* quantized_row(Context& ctx, const strata_tensor& x) {
   void* act = ctx.scratch(ScratchSlot::ActQ8, static_cast<uint64_t>(n_in / 32) * kQ8BlockBytes);
   QuantizedActivation& cached = ctx.quantized();
   if (cached.src != x.data || cached.n_in != n_in || cached.n_tok != 1 || cached.row_stride != x.nb[1]) {
-    launch_quantize_q8_1(static_cast<const float*>(x.data), static_cast<int64_t>(x.nb[1] / sizeof(float)), n_in, 1,
-                         act, ctx.stream());
+    launch_quantize_q8_1(ctx, static_cast<const float*>(x.data), static_cast<int64_t>(x.nb[1] / sizeof(float)), n_in, 1,
+                         act);
     cached = {x.data, n_in, 1, x.nb[1]};
   }
   return static_cast<const unsigned char*>(act);
@@ -152,13 +157,13 @@ bool launch_mul_mat_rows(Context& ctx, const RowGroup& group, int n_spans, const
     blocks += (group.rows[m] + rb - 1) / rb;
   }
   if (!same) {
-    group_rows_kernel<DecodeQ4_K, DecodeQ6_K><<<blocks, kThreads, smem, ctx.stream()>>>(args, n_spans, rb, act);
+    launch_dependent(ctx, group_rows_kernel<DecodeQ4_K, DecodeQ6_K>, blocks, kThreads, smem, args, n_spans, rb, act);
     check_launch("MUL_MAT (one token, grouped q4_K/q6_K)");
     return true;
   }
   return with_decoder(group.type[0], [&](auto dec) {
     using Dec = decltype(dec);
-    group_rows_kernel<Dec, Dec><<<blocks, kThreads, smem, ctx.stream()>>>(args, n_spans, rb, act);
+    launch_dependent(ctx, group_rows_kernel<Dec, Dec>, blocks, kThreads, smem, args, n_spans, rb, act);
     check_launch("MUL_MAT (one token)");
   });
 }

@@ -184,14 +184,14 @@ strata_status* init(const strata_host_api* host, const char* const* options, siz
         return host->status_new(STRATA_ERR_INVALID_ARGUMENT,
                                 (std::string(kName) + ": device must be a GPU index (0, 1, ...), not '" + value + "'").c_str());
       }
-    } else if (key == "graphs" || key == "fuse") {
-      if (!parse_bool(value, key == "graphs" ? o.graphs : o.fuse)) {
+    } else if (key == "graphs" || key == "fuse" || key == "overlap") {
+      if (!parse_bool(value, key == "graphs" ? o.graphs : key == "fuse" ? o.fuse : o.overlap)) {
         return host->status_new(STRATA_ERR_INVALID_ARGUMENT,
                                 (std::string(kName) + ": " + key + " must be true or false, not '" + value + "'").c_str());
       }
     } else {
       return host->status_new(STRATA_ERR_INVALID_ARGUMENT,
-                              (std::string(kName) + ": unknown option '" + key + "' (known: device, graphs, fuse)").c_str());
+                              (std::string(kName) + ": unknown option '" + key + "' (known: device, graphs, fuse, overlap)").c_str());
     }
   }
   const Probe& p = probe();
