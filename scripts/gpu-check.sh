@@ -15,8 +15,8 @@
 #     gpu-ops    single-op timings on the GPU (strata_bench_gpu_ops: us per op, GB/s of weights)
 #     profile    where decode time goes, op by op (strata bench --profile), on cpu_avx2 (unless
 #                STRATA_PROFILE_CPU=0) and on cuda
-#     ncu        Nsight Compute over a short greedy decode on cuda (STRATA_NCU_COUNT kernels, default 1200): each
-#                kernel's mean time and DRAM read rate, for finding where decode time goes
+#     ncu        Nsight Compute over a short greedy decode on cuda (STRATA_NCU_COUNT kernels, default 1200; the
+#                prompt STRATA_NCU_PROMPT): each kernel's mean time and DRAM read rate, to see where time goes
 #     peer-cuda  llama.cpp's llama-bench -ngl 99 -fa on, when a binary is given: STRATA_PEER_CUDA, else
 #                .device/peer-cuda/llama-bench. It is built from a fetched copy outside the project; no build of it
 #                is committed here (docs/PERFORMANCE.md says how the figures were taken).
@@ -160,7 +160,7 @@ if want ncu; then
   else
     timeout 300 "$ncu_bin" --clock-control none --cache-control none --csv --print-units base \
       --launch-count "${STRATA_NCU_COUNT:-1200}" --metrics gpu__time_duration.sum,dram__bytes_read.sum \
-      strata run --model "$model" --backend cuda -p "Once upon a time" -n 3 --temperature 0 \
+      strata run --model "$model" --backend cuda -p "${STRATA_NCU_PROMPT:-Once upon a time}" -n 3 --temperature 0 \
       > "$OUT/ncu.csv" 2> "$OUT/ncu.log"
     row "ncu (exit $?): $OUT/ncu-kernels.txt"
     python3 - "$OUT/ncu.csv" > "$OUT/ncu-kernels.txt" <<'PY'
