@@ -18,6 +18,8 @@ namespace strata::gpu {
 namespace {
 
 constexpr int kGroupThreads = 1024;
+constexpr int kMaxSegments = 32;           // pair ranges counted and placed in parallel, each by one thread
+constexpr int kSegmentSharedBytes = 32 * 1024;
 constexpr int64_t kMinTokens = 9;
 // The tiled product computes whole tiles of kTileCols pairs; below about four pairs per expert on average most of
 // a tile is idle and the pair kernels (eight pairs per item) do less work. An estimate, not a measurement.
@@ -30,50 +32,84 @@ struct Grouping {
   uint32_t* pairs;       // [n_pairs] grouped by expert, ascending pair within an expert
   uint32_t* tok_count;   // [n_tok] valid pairs of token t, listed in tok_pairs[t * k ..] by ascending expert id
   uint32_t* tok_pairs;   // [n_pairs]
+  int* pair_expert;      // [n_pairs] the pair's expert, -1 for an id out of range
 };
 
+// Segments: contiguous pair ranges, one thread each, so that the count and the placement of each range run in
+// parallel and still list an expert's pairs in ascending order (segment s's pairs go after those of segments < s).
+__host__ __device__ inline int segments_for(int n_expert) {
+  const int fit = kSegmentSharedBytes / (4 * (n_expert > 0 ? n_expert : 1));
+  return fit < 1 ? 1 : fit < kMaxSegments ? fit : kMaxSegments;
+}
+
+// A counting sort of the pairs by expert, stable, in one block: every step is parallel over pairs, segments,
+// experts or tokens; the longest serial walk is one segment's n_pairs / segments pairs.
 __global__ void __launch_bounds__(kGroupThreads) group_by_expert_kernel(
     const int32_t* ids, int64_t ids_stride, const float* weights, int64_t weights_stride, int k, int n_tok,
     int n_expert, Grouping out) {
   extern __shared__ int shared[];
   const int n_pairs = k * n_tok;
-  int* pair_expert = shared;                  // [n_pairs], -1 for an id out of range
-  int* expert_count = shared + n_pairs;       // [n_expert]
-  int* expert_start = expert_count + n_expert;  // [n_expert] into out.pairs
+  const int n_seg = segments_for(n_expert);
+  const int seg_len = (n_pairs + n_seg - 1) / n_seg;
+  int* expert_count = shared;                    // [n_expert]
+  int* expert_start = expert_count + n_expert;   // [n_expert] into out.pairs
+  int* tile_start = expert_start + n_expert;     // [n_expert] into out.tiles
+  int* hist = tile_start + n_expert;             // [n_seg][n_expert]: counts, then each segment's next slot
   const int tid = static_cast<int>(threadIdx.x);
 
   for (int p = tid; p < n_pairs; p += blockDim.x) {
     const int t = p / k, j = p % k;
     const int32_t id = ids[static_cast<int64_t>(t) * ids_stride + j];
-    pair_expert[p] = id >= 0 && id < n_expert ? id : -1;
+    out.pair_expert[p] = id >= 0 && id < n_expert ? id : -1;
     out.pair_weight[p] = weights[static_cast<int64_t>(t) * weights_stride + j];
   }
-  for (int e = tid; e < n_expert; e += blockDim.x) expert_count[e] = 0;
+  for (int i = tid; i < n_seg * n_expert; i += blockDim.x) hist[i] = 0;
   __syncthreads();
-  for (int p = tid; p < n_pairs; p += blockDim.x) {
-    if (pair_expert[p] >= 0) atomicAdd(&expert_count[pair_expert[p]], 1);
-  }
-  __syncthreads();
-  if (tid == 0) {
-    constexpr auto kCap = static_cast<uint32_t>(kTileCols);
-    uint32_t at = 0, tiles = 0;
-    for (int e = 0; e < n_expert; ++e) {
-      const auto count = static_cast<uint32_t>(expert_count[e]);
-      expert_start[e] = static_cast<int>(at);
-      for (uint32_t q = 0; q < count; q += kCap) {
-        const uint32_t left = count - q;
-        out.tiles[tiles++] = {static_cast<uint32_t>(e), at + q, left < kCap ? left : kCap, 0u};
-      }
-      at += count;
+  if (tid < n_seg) {
+    int* h = hist + tid * n_expert;
+    const int end = min(n_pairs, (tid + 1) * seg_len);
+    for (int p = tid * seg_len; p < end; ++p) {
+      const int e = out.pair_expert[p];
+      if (e >= 0) ++h[e];
     }
-    *out.n_tiles = tiles;
   }
   __syncthreads();
   for (int e = tid; e < n_expert; e += blockDim.x) {
-    uint32_t* list = out.pairs + expert_start[e];
-    int seen = 0;
-    for (int p = 0; p < n_pairs && seen < expert_count[e]; ++p) {
-      if (pair_expert[p] == e) list[seen++] = static_cast<uint32_t>(p);
+    int running = 0;
+    for (int sg = 0; sg < n_seg; ++sg) {
+      const int c = hist[sg * n_expert + e];
+      hist[sg * n_expert + e] = running;
+      running += c;
+    }
+    expert_count[e] = running;
+  }
+  __syncthreads();
+  constexpr auto kCap = static_cast<int>(kTileCols);
+  if (tid == 0) {
+    int at = 0, tiles = 0;
+    for (int e = 0; e < n_expert; ++e) {
+      expert_start[e] = at;
+      tile_start[e] = tiles;
+      at += expert_count[e];
+      tiles += (expert_count[e] + kCap - 1) / kCap;
+    }
+    *out.n_tiles = static_cast<uint32_t>(tiles);
+  }
+  __syncthreads();
+  for (int e = tid; e < n_expert; e += blockDim.x) {
+    const int count = expert_count[e];
+    for (int q = 0, tile = tile_start[e]; q < count; q += kCap, ++tile) {
+      const int left = count - q;
+      out.tiles[tile] = {static_cast<uint32_t>(e), static_cast<uint32_t>(expert_start[e] + q),
+                         static_cast<uint32_t>(left < kCap ? left : kCap), 0u};
+    }
+  }
+  if (tid < n_seg) {
+    int* h = hist + tid * n_expert;
+    const int end = min(n_pairs, (tid + 1) * seg_len);
+    for (int p = tid * seg_len; p < end; ++p) {
+      const int e = out.pair_expert[p];
+      if (e >= 0) out.pairs[expert_start[e] + h[e]++] = static_cast<uint32_t>(p);
     }
   }
   for (int t = tid; t < n_tok; t += blockDim.x) {
@@ -81,9 +117,10 @@ __global__ void __launch_bounds__(kGroupThreads) group_by_expert_kernel(
     int count = 0;
     for (int j = 0; j < k; ++j) {
       const int p = t * k + j;
-      if (pair_expert[p] < 0) continue;
+      const int e = out.pair_expert[p];
+      if (e < 0) continue;
       int at = count++;  // insertion into the sorted prefix; equal ids keep their j order
-      while (at > 0 && pair_expert[list[at - 1]] > pair_expert[p]) {
+      while (at > 0 && out.pair_expert[list[at - 1]] > e) {
         list[at] = list[at - 1];
         --at;
       }
@@ -91,6 +128,10 @@ __global__ void __launch_bounds__(kGroupThreads) group_by_expert_kernel(
     }
     out.tok_count[t] = static_cast<uint32_t>(count);
   }
+}
+
+int group_shared_bytes(int n_expert) {
+  return (3 + segments_for(n_expert)) * n_expert * static_cast<int>(sizeof(int));
 }
 
 // dst row t = token t's weighted rows in ascending expert id: the first, then + each next (zeros for none).
@@ -118,6 +159,7 @@ bool run_moe_routed_tiled(Context& ctx, const strata_op& op) {
   const int64_t n_tok = x.ne[1], k = ids.ne[0], n_pairs = k * n_tok;
   const int64_t n_embd = table.n_embd, n_ff = table.n_ff, n_expert = table.n_expert;
   if (n_tok < kMinTokens || n_pairs < kMinPairsPerExpert * n_expert) return false;
+  if (n_expert > 1024 || n_pairs > INT32_MAX / 2) return false;  // the grouping's lists: at most 44 KB of shared memory
   if (!has_tiled_kernel(table.gate_type, ctx) || !has_tiled_kernel(table.up_type, ctx) ||
       !has_tiled_kernel(table.down_type, ctx)) {
     return false;
@@ -134,10 +176,12 @@ bool run_moe_routed_tiled(Context& ctx, const strata_op& op) {
   const uint64_t at_pairs = carve.take(static_cast<uint64_t>(n_pairs) * sizeof(uint32_t));
   const uint64_t at_count = carve.take(static_cast<uint64_t>(n_tok) * sizeof(uint32_t));
   const uint64_t at_tok_pairs = carve.take(static_cast<uint64_t>(n_pairs) * sizeof(uint32_t));
+  const uint64_t at_pair_expert = carve.take(static_cast<uint64_t>(n_pairs) * sizeof(int));
   auto* index = static_cast<unsigned char*>(ctx.scratch(ScratchSlot::MoeIndex, carve.size));
   Grouping g{reinterpret_cast<ExpertTile*>(index + at_tiles), reinterpret_cast<uint32_t*>(index + at_n_tiles),
              reinterpret_cast<float*>(index + at_weights),    reinterpret_cast<uint32_t*>(index + at_pairs),
-             reinterpret_cast<uint32_t*>(index + at_count),   reinterpret_cast<uint32_t*>(index + at_tok_pairs)};
+             reinterpret_cast<uint32_t*>(index + at_count),   reinterpret_cast<uint32_t*>(index + at_tok_pairs),
+             reinterpret_cast<int*>(index + at_pair_expert)};
 
   const uint64_t xq_bytes = static_cast<uint64_t>(n_embd / 32) * kQ8BlockBytes * static_cast<uint64_t>(n_tok);
   void* xq = ctx.scratch(ScratchSlot::ActQ8, xq_bytes);
@@ -146,8 +190,7 @@ bool run_moe_routed_tiled(Context& ctx, const strata_op& op) {
   void* hq = ctx.scratch(ScratchSlot::MoeHiddenQ8, static_cast<uint64_t>(n_pairs) * static_cast<uint64_t>(n_ff / 32) * kQ8BlockBytes);
   auto* rows = static_cast<float*>(ctx.scratch(ScratchSlot::MoeRows, static_cast<uint64_t>(n_pairs) * static_cast<uint64_t>(n_embd) * sizeof(float)));
 
-  const uint64_t shared = static_cast<uint64_t>(n_pairs + 2 * n_expert) * sizeof(int);
-  group_by_expert_kernel<<<1, kGroupThreads, shared, stream>>>(
+  group_by_expert_kernel<<<1, kGroupThreads, group_shared_bytes(static_cast<int>(n_expert)), stream>>>(
       static_cast<const int32_t*>(ids.data), static_cast<int64_t>(ids.nb[1] / sizeof(int32_t)),
       static_cast<const float*>(w.data), static_cast<int64_t>(w.nb[1] / sizeof(float)), static_cast<int>(k),
       static_cast<int>(n_tok), static_cast<int>(n_expert), g);
