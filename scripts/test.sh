@@ -18,7 +18,8 @@ arch_args=()
 
 "$root/scripts/install-deps.sh"
 
-step() { printf '\n==== %s ====\n' "$*"; }
+started=$(date +%s)
+step() { printf '\n==== %s (at %d s) ====\n' "$*" $(( $(date +%s) - started )); }
 
 step "build (Release, -Werror=$werror)"
 STRATA_BUILD_DIR="$root/build" "$root/scripts/build.sh" -DSTRATA_WERROR="$werror" "${arch_args[@]}"
