@@ -58,6 +58,7 @@ void* Context::scratch(ScratchSlot slot, uint64_t bytes) {
   scratch_[i] = p;
   scratch_bytes_[i] = want;
   ++scratch_generation_;
+  if (slot == ScratchSlot::Counters) check_cuda(cudaMemsetAsync(p, 0, want, stream_), "cudaMemsetAsync (counters)");
   return p;
 }
 

@@ -161,13 +161,6 @@ void launch_add_norm(const Context& ctx, const AddNormArgs& a, unsigned rows) {
 
 bool rows_apart(const strata_tensor& t, int64_t n) { return t.nb[1] >= static_cast<uint64_t>(n) * sizeof(float); }
 
-// Does `mm` (a MUL_MAT) read the rows `y` as its src1, all of them as they are, with rows of whole Q8_1 blocks?
-bool quantized_next(const strata_op& mm, const strata_tensor& y) {
-  const strata_tensor& s = mm.src[1];
-  return mm.kind == STRATA_OP_MUL_MAT && s.data == y.data && s.ne[0] == y.ne[0] && s.ne[1] == format::row_count(y) &&
-         s.ne[2] == 1 && s.ne[3] == 1 && s.nb[1] == y.nb[1] && y.ne[0] % 32 == 0 && !check_mul_mat(mm);
-}
-
 }  // namespace
 
 size_t fuse_add_norm(Context& ctx, const strata_op* ops, size_t i, size_t n) {

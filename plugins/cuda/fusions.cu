@@ -5,13 +5,16 @@
 //   fuse_add_norm:      ADD then RMS_NORM of its sum, per row; and with any RMS_NORM read next by a MUL_MAT, the
 //                       normed rows' Q8_1 copy that MUL_MAT (and MOE_ROUTED) would make.
 //   fuse_mul_mat_group: consecutive one-token MUL_MATs over one src1 (q, k, v) as one launch.
+//   fuse_attention_q8:  ATTENTION read next by a MUL_MAT (the o projection): its output rows' Q8_1 copy written
+//                       by the attention kernel, so the MUL_MAT skips its quantize launch.
 #include "mul_mat_group.cuh"
 #include "ops.hpp"
 
 namespace strata::gpu {
 
 const std::vector<FusionFn>& fusions() {
-  static const std::vector<FusionFn> list = {fuse_head_prep, fuse_add_norm, fuse_mul_mat_group};
+  static const std::vector<FusionFn> list = {fuse_head_prep, fuse_add_norm, fuse_mul_mat_group,
+                                             fuse_attention_q8};
   return list;
 }
 

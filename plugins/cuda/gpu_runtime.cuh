@@ -88,6 +88,8 @@ __device__ __forceinline__ float shfl_down(float v, int delta) { return __shfl_d
 __device__ __forceinline__ int dp4a(int a, int b, int c) { return __builtin_amdgcn_sdot4(a, b, c, false); }
 // Nanoseconds of the device's constant clock, for stamps: s_memrealtime counts at 100 MHz on gfx9.
 __device__ __forceinline__ unsigned long long clock_ns() { return __builtin_amdgcn_s_memrealtime() * 10ull; }
+// A load that sees what other blocks of the kernel wrote before a fence (past the CU's non-coherent cache).
+__device__ __forceinline__ double load_coherent(const double* p) { return *static_cast<const volatile double*>(p); }
 }  // namespace strata::gpu
 
 #else
@@ -102,6 +104,8 @@ __device__ __forceinline__ float shfl(float v, int lane) { return __shfl_sync(0x
 __device__ __forceinline__ int shfl(int v, int lane) { return __shfl_sync(0xffffffffu, v, lane); }
 __device__ __forceinline__ float shfl_down(float v, int delta) { return __shfl_down_sync(0xffffffffu, v, delta); }
 __device__ __forceinline__ int dp4a(int a, int b, int c) { return __dp4a(a, b, c); }
+// A load that sees what other blocks of the kernel wrote before a fence: cached in L2 only (L1 is not coherent).
+__device__ __forceinline__ double load_coherent(const double* p) { return __ldcg(p); }
 // The global timer (nanoseconds, shared by every SM): the clock stamp the balancer reads.
 __device__ __forceinline__ unsigned long long clock_ns() {
   unsigned long long t;

@@ -76,36 +76,57 @@ Check check_attention(const strata_op& op) {
   return std::nullopt;
 }
 
-void run_attention(Context& ctx, const strata_op& op) {
+namespace {
+
+attention::Operands operands(const strata_op& op) {
   const strata_tensor &q = op.src[0], &k = op.src[1], &v = op.src[2], &pos = op.src[3], &d = op.dst;
   const int64_t head_dim = q.ne[0], n_head = op.i[0], n_kv_head = op.i[1], n_tok = q.ne[2], n_ctx = k.ne[1];
   const int64_t group = n_head / n_kv_head;
-  const attention::Operands o{static_cast<const char*>(q.data),
-                              q.nb[1],
-                              q.nb[2],
-                              static_cast<const char*>(k.data),
-                              static_cast<const char*>(v.data),
-                              k.nb[1],
-                              v.nb[1],
-                              static_cast<const int32_t*>(pos.data),
-                              static_cast<char*>(d.data),
-                              d.nb[1],
-                              static_cast<int>(head_dim),
-                              static_cast<int>(n_head),
-                              static_cast<int>(group),
-                              static_cast<int>(n_tok),
-                              static_cast<int>(n_ctx),
-                              vector_loads(k, v, head_dim) ? 1 : 0,
-                              static_cast<double>(op.f[0])};
+  return attention::Operands{static_cast<const char*>(q.data),
+                             q.nb[1],
+                             q.nb[2],
+                             static_cast<const char*>(k.data),
+                             static_cast<const char*>(v.data),
+                             k.nb[1],
+                             v.nb[1],
+                             static_cast<const int32_t*>(pos.data),
+                             static_cast<char*>(d.data),
+                             d.nb[1],
+                             static_cast<int>(head_dim),
+                             static_cast<int>(n_head),
+                             static_cast<int>(group),
+                             static_cast<int>(n_tok),
+                             static_cast<int>(n_ctx),
+                             vector_loads(k, v, head_dim) ? 1 : 0,
+                             static_cast<double>(op.f[0])};
+}
+
+// The query-tiled path, where the tokens' rows fill enough blocks and the device gives a block its shared memory.
+bool takes_prefill(const Context& ctx, const strata_op& op) {
+  const int64_t head_dim = op.src[0].ne[0], n_head = op.i[0], n_kv_head = op.i[1], n_tok = op.src[0].ne[2];
+  return attention::prefill_blocks(n_tok, n_head / n_kv_head, head_dim, n_kv_head) >= kMinPrefillBlocks &&
+         attention::prefill_fits(ctx, head_dim);
+}
+
+}  // namespace
+
+bool attention_writes_q8(const Context& ctx, const strata_op& op) {
+  return !takes_prefill(ctx, op) && attention::decode_quantizes(operands(op));
+}
+
+void run_attention(Context& ctx, const strata_op& op, unsigned char* q8) {
+  const attention::Operands o = operands(op);
+  const strata_tensor& k = op.src[1];
   const attention::Cache cache = format::is_type(k, GgmlType::F16)    ? attention::Cache::F16
                                  : format::is_type(k, GgmlType::Q8_0) ? attention::Cache::Q8_0
                                                                       : attention::Cache::F32;
-  if (attention::prefill_blocks(n_tok, group, head_dim, n_kv_head) >= kMinPrefillBlocks &&
-      attention::prefill_fits(ctx, head_dim)) {
-    attention::run_prefill(ctx, o, cache, static_cast<int>(n_kv_head));
+  if (q8 == nullptr && takes_prefill(ctx, op)) {
+    attention::run_prefill(ctx, o, cache, op.i[1]);
   } else {
-    attention::run_decode(ctx, o, cache);
+    attention::run_decode(ctx, o, cache, q8);
   }
 }
+
+void run_attention(Context& ctx, const strata_op& op) { run_attention(ctx, op, nullptr); }
 
 }  // namespace strata::gpu

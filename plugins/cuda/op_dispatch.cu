@@ -1,5 +1,6 @@
 // Which op runs where: check_op and run_op dispatch on strata_op_kind.
 #include "ops.hpp"
+#include "strata/format/tensor_checks.hpp"
 
 namespace strata::gpu {
 
@@ -48,6 +49,12 @@ void forget_quantized_writes(Context& ctx, const strata_op* ops, size_t count) {
   for (size_t j = 0; j < count; ++j) {
     if (ops[j].dst.data == ctx.quantized().src) ctx.quantized() = {};
   }
+}
+
+bool quantized_next(const strata_op& mm, const strata_tensor& y) {
+  const strata_tensor& s = mm.src[1];
+  return mm.kind == STRATA_OP_MUL_MAT && s.data == y.data && s.ne[0] == y.ne[0] && s.ne[1] == format::row_count(y) &&
+         s.ne[2] == 1 && s.ne[3] == 1 && s.nb[1] == y.nb[1] && y.ne[0] % 32 == 0 && !check_mul_mat(mm);
 }
 
 size_t run_ops_at(Context& ctx, const strata_op* ops, size_t i, size_t n) {

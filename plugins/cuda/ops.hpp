@@ -39,10 +39,14 @@ using FusionFn = size_t (*)(Context& ctx, const strata_op* ops, size_t i, size_t
 const std::vector<FusionFn>& fusions();
 // Forgets the cached Q8_1 copy when one of the `count` ops writes the rows it was made from.
 void forget_quantized_writes(Context& ctx, const strata_op* ops, size_t count);
+// Does `mm` (a MUL_MAT) read the rows `y` as its src1, all of them as they are, with rows of whole Q8_1 blocks?
+// Then the op writing y may leave y's Q8_1 copy in ctx.quantized() for it.
+bool quantized_next(const strata_op& mm, const strata_tensor& y);
 
-// The fusions (fuse_head_prep.cu, fuse_add_norm.cu).
+// The fusions (fuse_head_prep.cu, fuse_add_norm.cu, fuse_attention_q8.cu).
 size_t fuse_head_prep(Context& ctx, const strata_op* ops, size_t i, size_t n);
 size_t fuse_add_norm(Context& ctx, const strata_op* ops, size_t i, size_t n);
+size_t fuse_attention_q8(Context& ctx, const strata_op* ops, size_t i, size_t n);
 
 Check check_mul_mat(const strata_op& op);
 void run_mul_mat(Context& ctx, const strata_op& op);
@@ -64,6 +68,10 @@ Check check_kv_store(const strata_op& op);
 void run_kv_store(Context& ctx, const strata_op& op);
 Check check_attention(const strata_op& op);
 void run_attention(Context& ctx, const strata_op& op);
+// Whether ATTENTION's path for these shapes can also write its output rows' Q8_1 copy; run_attention with `q8`
+// (only then) writes it there as launch_quantize_q8_1 would.
+bool attention_writes_q8(const Context& ctx, const strata_op& op);
+void run_attention(Context& ctx, const strata_op& op, unsigned char* q8);
 Check check_router(const strata_op& op);
 void run_router(Context& ctx, const strata_op& op);
 Check check_softmax(const strata_op& op);

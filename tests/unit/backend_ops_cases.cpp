@@ -468,9 +468,14 @@ struct KvStoreCase : OpCase {
 struct AttentionCase : OpCase {
   GgmlType type;
   int64_t head_dim, n_head, n_kv_head, n_ctx, n_tok;
-  AttentionCase(GgmlType t, int64_t hd, int64_t nh, int64_t nkv, int64_t nc, int64_t nt)
-      : type(t), head_dim(hd), n_head(nh), n_kv_head(nkv), n_ctx(nc), n_tok(nt) {}
+  int64_t first;  // the tokens' positions first, first + 1, ...; negative: see build
+  AttentionCase(GgmlType t, int64_t hd, int64_t nh, int64_t nkv, int64_t nc, int64_t nt, int64_t f = -1)
+      : type(t), head_dim(hd), n_head(nh), n_kv_head(nkv), n_ctx(nc), n_tok(nt), first(f) {}
   std::string vars() const override {
+    if (first >= 0) {
+      return vars_of("ATTENTION", kv("cache", tname(type)), kv("head_dim", head_dim), kv("n_head", n_head),
+                     kv("n_kv_head", n_kv_head), kv("n_ctx", n_ctx), kv("n_tok", n_tok), kv("first", first));
+    }
     return vars_of("ATTENTION", kv("cache", tname(type)), kv("head_dim", head_dim), kv("n_head", n_head),
                    kv("n_kv_head", n_kv_head), kv("n_ctx", n_ctx), kv("n_tok", n_tok));
   }
@@ -483,10 +488,12 @@ struct AttentionCase : OpCase {
     const float* q = inst.keep(normal_floats(rng, static_cast<size_t>(head_dim * n_head * n_tok)));
     const unsigned char* k = inst.keep(random_cache(type, head_dim * n_kv_head, n_ctx, rng));
     const unsigned char* v = inst.keep(random_cache(type, head_dim * n_kv_head, n_ctx, rng));
-    // A window at the end of the context, and one token near its start.
+    // A window at the end of the context, and one token near its start; or the window at `first`.
     std::vector<int32_t> pos(static_cast<size_t>(n_tok));
-    for (int64_t t = 0; t < n_tok; ++t) pos[static_cast<size_t>(t)] = static_cast<int32_t>(n_ctx - n_tok + t);
-    pos[0] = 2;
+    for (int64_t t = 0; t < n_tok; ++t) {
+      pos[static_cast<size_t>(t)] = static_cast<int32_t>(first >= 0 ? first + t : n_ctx - n_tok + t);
+    }
+    if (first < 0) pos[0] = 2;
     const int32_t* ps = inst.keep(pos);
     inst.outputs.push_back(f32_output("dst", head_dim * n_head * n_tok, Compare::Nmse));
     const GgmlType t = type;
@@ -677,6 +684,14 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
   c.push_back(std::make_shared<AttentionCase>(GgmlType::F16, 128, 32, 4, 100, 64));
   c.push_back(std::make_shared<AttentionCase>(GgmlType::Q8_0, 64, 48, 16, 40, 24));
   c.push_back(std::make_shared<AttentionCase>(GgmlType::F32, 200, 32, 16, 45, 20));
+  // Decode at the split path's chunk boundaries (qwen3-30b-a3b's heads; a capacity of 32 splits of one 32-position
+  // tile each): one chunk (merged at once), two, the first tile of a fifth, all 32; three tokens of one and two
+  // chunks in one launch. Then the most splits (256, two tiles a chunk past 8192 positions): all 256, and 129.
+  for (int64_t first : {0, 31, 32, 127, 128, 999}) {
+    c.push_back(std::make_shared<AttentionCase>(GgmlType::F16, 128, 32, 4, 1000, 1, first));
+  }
+  c.push_back(std::make_shared<AttentionCase>(GgmlType::F16, 128, 32, 4, 1000, 3, 30));
+  for (int64_t first : {8191, 8199}) c.push_back(std::make_shared<AttentionCase>(GgmlType::F16, 128, 2, 1, 8200, 1, first));
   // stories260K with a q8_0 cache: heads of 8 values share their columns' q8_0 blocks.
   c.push_back(std::make_shared<AttentionCase>(GgmlType::Q8_0, 8, 8, 8, 64, 1));
   c.push_back(std::make_shared<AttentionCase>(GgmlType::Q8_0, 8, 8, 4, 64, 40));
