@@ -57,6 +57,7 @@ void* Context::scratch(ScratchSlot slot, uint64_t bytes) {
   }
   scratch_[i] = p;
   scratch_bytes_[i] = want;
+  if (slot == ScratchSlot::Counters) check_cuda(cudaMemsetAsync(p, 0, want, stream_), "cudaMemsetAsync (counters)");
   ++scratch_generation_;
   return p;
 }

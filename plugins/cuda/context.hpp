@@ -32,6 +32,8 @@ enum class ScratchSlot : int {
   MoeIndex,    // MOE: pair lists copied from the host
   AttnPartial, // ATTENTION: split-K partial outputs and their maxima and sums
   Work,        // anything else an op needs for the length of one op
+  Counters,    // device counters (u32) of kernels that count their finished blocks: zeroed when allocated, and
+               // each kernel leaves its counter 0 again, so graph replays find it 0 (fuse_router.cu)
   Count
 };
 

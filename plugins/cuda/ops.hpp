@@ -40,9 +40,10 @@ const std::vector<FusionFn>& fusions();
 // Forgets the cached Q8_1 copy when one of the `count` ops writes the rows it was made from.
 void forget_quantized_writes(Context& ctx, const strata_op* ops, size_t count);
 
-// The fusions (fuse_head_prep.cu, fuse_add_norm.cu).
+// The fusions (fuse_head_prep.cu, fuse_add_norm.cu, fuse_router.cu).
 size_t fuse_head_prep(Context& ctx, const strata_op* ops, size_t i, size_t n);
 size_t fuse_add_norm(Context& ctx, const strata_op* ops, size_t i, size_t n);
+size_t fuse_mul_mat_router(Context& ctx, const strata_op* ops, size_t i, size_t n);
 
 Check check_mul_mat(const strata_op& op);
 void run_mul_mat(Context& ctx, const strata_op& op);
