@@ -281,6 +281,54 @@ void bench_router(const strata_backend_v1* be, void* ctx, const Settings& s) {
   }
 }
 
+// The router of a qwen3-30b-a3b layer at one token, as fuse_router.cu fuses it: MUL_MAT of the f32 router weight
+// (2048 -> 128 logits) then ROUTER (softmax, k 8, normalised), timed with fuse=true and fuse=false (a plugin
+// instance each); every pair reads its own weight copy (cycled past the GPU's caches). Prints us per pair.
+void bench_router_fused(const strata::PluginRegistry& registry, const Settings& s) {
+  constexpr int64_t n_in = 2048, n_expert = 128, k = 8;
+  for (const bool fuse : {true, false}) {
+    std::vector<std::string> options = s.plugin_options;
+    if (!fuse) options.push_back("fuse=false");
+    auto inst = registry.instantiate(s.plugin, options);
+    const auto* be = inst->get<strata_backend_v1>(STRATA_BACKEND_FAMILY, STRATA_BACKEND_VERSION);
+    Device dev(be, inst->ctx());
+    std::mt19937 rng(13);
+    const size_t pairs = static_cast<size_t>(std::max(1, s.ops / 2));
+    const size_t one = sizeof(float) * static_cast<size_t>(n_in * n_expert);
+    const size_t copies = std::clamp<size_t>(s.memory / one, 1, pairs);
+    auto* w = static_cast<unsigned char*>(
+        dev.upload(weight_matrix(GgmlType::F32, n_expert * static_cast<int64_t>(copies), n_in, rng)));
+    auto* x = dev.upload(normal_floats(static_cast<size_t>(n_in), rng));
+    auto* logits = static_cast<float*>(dev.alloc(sizeof(float) * static_cast<size_t>(n_expert)));
+    auto* ids = static_cast<int32_t*>(dev.alloc(sizeof(int32_t) * static_cast<size_t>(k)));
+    auto* weights = static_cast<float*>(dev.alloc(sizeof(float) * static_cast<size_t>(k)));
+    std::vector<strata_op> ops;
+    for (size_t i = 0; i < pairs; ++i) {
+      strata_op mm{};
+      mm.struct_size = sizeof mm;
+      mm.kind = STRATA_OP_MUL_MAT;
+      mm.src[0] = strata::make_tensor(w + (i % copies) * one, GgmlType::F32, {n_in, n_expert});
+      mm.src[1] = strata::tensor_f32(x, {n_in, 1});
+      mm.dst = strata::tensor_f32(logits, {n_expert, 1});
+      ops.push_back(mm);
+      strata_op route{};
+      route.struct_size = sizeof route;
+      route.kind = STRATA_OP_ROUTER;
+      route.src[0] = mm.dst;
+      route.src[1] = strata::no_tensor();
+      route.src[2] = strata::tensor_f32(weights, {k, 1});
+      route.dst = strata::tensor_i32(ids, {k, 1});
+      route.i[0] = static_cast<int32_t>(k);
+      route.i[2] = 1;
+      route.f[0] = 1.0f;
+      ops.push_back(route);
+    }
+    const double t = 2.0 * dev.time_per_op(ops, s.seconds);
+    print_row(std::string("MUL_MAT f32 2048x128 + ROUTER 128 k 8, ") + (fuse ? "fused" : "one by one"),
+              {t * 1e6, static_cast<double>(one) / t / 1e9});
+  }
+}
+
 // The ceiling decode is measured against: device-to-device copies of 2 GiB (each byte read once and written
 // once), best of several, as GB/s of bytes read.
 void bench_device_copy(const strata_backend_v1* be, void* ctx) {
@@ -486,6 +534,7 @@ int main(int argc, char** argv) {
     }
     bench_matvec_groups(be, inst->ctx(), s);
     bench_router(be, inst->ctx(), s);
+    bench_router_fused(registry, s);
     for (int64_t capacity : {int64_t{4096}, int64_t{32768}}) {
       for (int64_t ctx : {int64_t{128}, int64_t{512}, int64_t{2048}, int64_t{8192}}) {
         if (ctx > capacity) continue;

@@ -57,8 +57,8 @@ void* Context::scratch(ScratchSlot slot, uint64_t bytes) {
   }
   scratch_[i] = p;
   scratch_bytes_[i] = want;
-  ++scratch_generation_;
   if (slot == ScratchSlot::Counters) check_cuda(cudaMemsetAsync(p, 0, want, stream_), "cudaMemsetAsync (counters)");
+  ++scratch_generation_;
   return p;
 }
 

@@ -32,8 +32,8 @@ enum class ScratchSlot : int {
   MoeRows,     // MOE: weighted rows per pair
   MoeIndex,    // MOE: pair lists copied from the host
   AttnPartial, // ATTENTION: split-K partial outputs and their maxima and sums
-  Counters,    // counters kernels count finished blocks with: zeroed when allocated, and every kernel leaves the
-               // ones it used at zero again (graph replays find them so)
+  Counters,    // counters kernels count finished blocks with (attention_decode.cu, fuse_router.cu): zeroed when
+               // allocated, and every kernel leaves the ones it used at zero again (graph replays find them so)
   Work,        // anything else an op needs for the length of one op
   Count
 };

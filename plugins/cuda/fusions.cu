@@ -4,6 +4,8 @@
 //   fuse_head_prep:     [RMS_NORM] ROPE of q, of k, then KV_STOREs (of k and v), per (head, token) in one kernel.
 //   fuse_add_norm:      ADD then RMS_NORM of its sum, per row; and with any RMS_NORM read next by a MUL_MAT, the
 //                       normed rows' Q8_1 copy that MUL_MAT (and MOE_ROUTED) would make.
+//   fuse_mul_mat_router: the router's MUL_MAT (float weights, up to 4 tokens) and the ROUTER of its logits, the
+//                       last block of the product routing.
 //   fuse_mul_mat_group: consecutive one-token MUL_MATs over one src1 (q, k, v) as one launch.
 //   fuse_attention_q8:  ATTENTION read next by a MUL_MAT (the o projection): its output rows' Q8_1 copy written
 //                       by the attention kernel, so the MUL_MAT skips its quantize launch.
@@ -13,8 +15,8 @@
 namespace strata::gpu {
 
 const std::vector<FusionFn>& fusions() {
-  static const std::vector<FusionFn> list = {fuse_head_prep, fuse_add_norm, fuse_mul_mat_group,
-                                             fuse_attention_q8};
+  static const std::vector<FusionFn> list = {fuse_head_prep, fuse_add_norm, fuse_mul_mat_router,
+                                             fuse_mul_mat_group, fuse_attention_q8};
   return list;
 }
 

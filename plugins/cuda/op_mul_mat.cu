@@ -5,11 +5,11 @@
 // tokens. Float weights read the float columns.
 #include <cstdint>
 #include <string>
-#include <type_traits>
 
 #include "act_quant.cuh"
 #include "matvec.cuh"
 #include "mul_mat_group.cuh"
+#include "mul_mat_staged.cuh"
 #include "mul_mat_tiled.cuh"
 #include "ops.hpp"
 #include "strata/format/tensor_checks.hpp"
@@ -64,108 +64,15 @@ __global__ void __launch_bounds__(kThreads) mul_mat_f_kernel(const uint8_t* w, u
   }
 }
 
-// Float weights, few tokens (the router: [2048 x 128] F32): the fma chains of section 4 are 256 steps long and
-// the weights are read once, so the time is one memory round trip plus the chain. A block of kStageThreads
-// stages `rpb` weight rows (as floats) and the token rows in shared memory with all of every thread's loads in
-// flight at once (one round trip: rpb = 1 and n_in = 2048 is four 16-byte loads a thread), then its first warp
-// runs the chains out of shared memory: lane 8q + r holds accumulator r of row q (lanes past the block's rows
-// repeat its last row and write nothing). One row a block spreads a small matrix over many SMs. Same operations
-// in the same order as group8_dot_f.
-constexpr int kStageRows = kWarp / kAccumulators;  // rows a block when there are many rows
-constexpr int kStageThreads = 256;
-constexpr int kStageLoads = 4;  // loads a thread issues before storing any
-constexpr uint64_t kStageSharedBytes = 48 * 1024;
-constexpr int kOneRowBlocksUpTo = 512;  // one row a block up to here (past it, fewer re-reads of the token rows)
-
-// Row pitch (floats) of the staged weights: rows start 8 banks apart, so the warp's row groups hit distinct banks.
-__host__ __device__ inline int64_t stage_pitch(int64_t n_in) { return n_in + (40 - n_in % 32) % 32; }
-
-uint64_t stage_shared_bytes(int64_t n_in, int64_t n_tok, int rows_per_block) {
-  return static_cast<uint64_t>(rows_per_block * stage_pitch(n_in) + n_tok * n_in) * sizeof(float);
-}
-
-// Copies the block's weight rows and the token rows into shared memory; `Unit` values at a time (float4 for
-// aligned F32, else one value). Items [0, rpb * units) are weight units, the rest token units.
-template <FloatWeight W, bool kVec4>
-__device__ inline void stage_rows(const uint8_t* w, uint64_t w_stride, int rows, int row0, int rpb, int n_in,
-                                  const float* x, int64_t x_stride, int n_tok, float* sw, int pitch, float* sx) {
-  using Unit = typename std::conditional<kVec4, float4, float>::type;
-  constexpr int kWidth = kVec4 ? 4 : 1;
-  const int units = n_in / kWidth;
-  const int w_items = rpb * units, items = w_items + n_tok * units;
-  const int tid = static_cast<int>(threadIdx.x);
-  for (int base = tid; base < items; base += kStageThreads * kStageLoads) {
-    Unit v[kStageLoads];
-    float* to[kStageLoads];
-#pragma unroll
-    for (int u = 0; u < kStageLoads; ++u) {
-      const int e = base + u * kStageThreads;
-      to[u] = nullptr;
-      if (e < w_items) {
-        const int q = e / units, c = e % units;
-        const int row = row0 + q < rows ? row0 + q : rows - 1;
-        const uint8_t* src = w + static_cast<uint64_t>(row) * w_stride;
-        if constexpr (kVec4) {
-          v[u] = reinterpret_cast<const float4*>(src)[c];
-        } else {
-          v[u] = load_weight<W>(src, c);
-        }
-        to[u] = sw + q * pitch + c * kWidth;
-      } else if (e < items) {
-        const int t = (e - w_items) / units, c = (e - w_items) % units;
-        v[u] = reinterpret_cast<const Unit*>(x + static_cast<int64_t>(t) * x_stride)[c];
-        to[u] = sx + t * n_in + c * kWidth;
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kStageLoads; ++u) {
-      if (to[u] != nullptr) *reinterpret_cast<Unit*>(to[u]) = v[u];
-    }
-  }
-}
-
+// Float weights, few tokens (the router): mul_mat_staged.cuh.
 template <FloatWeight W, int NT>
 __global__ void __launch_bounds__(kStageThreads) mul_mat_f_staged_kernel(const uint8_t* w, uint64_t w_stride, int rows,
                                                                          int rpb, int n_in, bool vec4, const float* x,
                                                                          int64_t x_stride, int n_tok, float* dst,
                                                                          int64_t dst_stride) {
-  extern __shared__ float4 staged_quads[];  // float4: the float4 stores below are aligned
-  float* staged = reinterpret_cast<float*>(staged_quads);
-  const int pitch = static_cast<int>(stage_pitch(n_in));
-  float* sw = staged;                // [rpb][pitch]
-  float* sx = staged + rpb * pitch;  // [n_tok][n_in]
-  const int row0 = static_cast<int>(blockIdx.x) * rpb;
-  bool done = false;
-  if constexpr (W == FloatWeight::F32) {
-    if (vec4) {
-      stage_rows<W, true>(w, w_stride, rows, row0, rpb, n_in, x, x_stride, n_tok, sw, pitch, sx);
-      done = true;
-    }
-  }
-  if (!done) stage_rows<W, false>(w, w_stride, rows, row0, rpb, n_in, x, x_stride, n_tok, sw, pitch, sx);
-  __syncthreads();
-  const int tid = static_cast<int>(threadIdx.x);
-  if (tid >= kWarp) return;
-  const int group = tid / kAccumulators, r = tid % kAccumulators;
-  const int q = group < rpb ? group : rpb - 1;
-  const float* wr = sw + q * pitch;
-  float acc[NT];
-#pragma unroll
-  for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
-#pragma unroll 16
-  for (int i = r; i < n_in; i += kAccumulators) {
-    const float wv = wr[i];
-#pragma unroll
-    for (int t = 0; t < NT; ++t) {
-      if (t < n_tok) acc[t] = fma_c(wv, sx[t * n_in + i], acc[t]);
-    }
-  }
-  const int row = row0 + q;
-#pragma unroll
-  for (int t = 0; t < NT; ++t) {
-    const float v = tree8(acc[t]);
-    if (t < n_tok && r == 0 && group < rpb && row < rows) dst[static_cast<int64_t>(t) * dst_stride + row] = v;
-  }
+  extern __shared__ float4 staged_quads[];  // float4: the float4 stores are aligned
+  staged_dot_rows<W, NT>(w, w_stride, rows, rpb, n_in, vec4, x, x_stride, n_tok, dst, dst_stride,
+                         reinterpret_cast<float*>(staged_quads));
 }
 
 unsigned blocks_for(int64_t items, int per_block) { return static_cast<unsigned>((items + per_block - 1) / per_block); }
@@ -212,17 +119,13 @@ void run_mul_mat(Context& ctx, const strata_op& op) {
 
   if (rows == 0 || n_tok == 0) return;
   const bool floating = with_float_weight(w.type, [&](auto wt) {
-    const int rpb = rows <= kOneRowBlocksUpTo ? 1 : kStageRows;
-    const uint64_t staged_bytes = stage_shared_bytes(n_in, n_tok, rpb);
-    if (n_tok <= 4 && staged_bytes <= kStageSharedBytes) {
-      // float4 staging: the weight rows and the token rows all 16-byte aligned.
-      const bool vec4 = n_in % 4 == 0 && (reinterpret_cast<uintptr_t>(wdata) | w.nb[1]) % 16 == 0 &&
-                        reinterpret_cast<uintptr_t>(xdata) % 16 == 0 && (n_tok == 1 || x.nb[1] % 16 == 0);
+    const StagedPlan plan = staged_plan(w, x);
+    if (plan.staged) {
       with_tokens_per_pass(n_tok, [&](auto nt) {
         mul_mat_f_staged_kernel<decltype(wt)::value, decltype(nt)::value>
-            <<<blocks_for(rows, rpb), kStageThreads, staged_bytes, ctx.stream()>>>(
-                wdata, w.nb[1], rows, rpb, static_cast<int>(n_in), vec4, xdata, x_stride, static_cast<int>(n_tok), dst,
-                dst_stride);
+            <<<plan.blocks, kStageThreads, plan.shared_bytes, ctx.stream()>>>(
+                wdata, w.nb[1], rows, plan.rows_per_block, static_cast<int>(n_in), plan.vec4, xdata, x_stride,
+                static_cast<int>(n_tok), dst, dst_stride);
         check_launch("MUL_MAT (float weights, staged)");
       });
       return;
