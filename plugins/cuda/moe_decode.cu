@@ -1,18 +1,24 @@
 // The decode path of MOE_ROUTED (moe_decode.cuh).
 //
 // Both kernels compute their row dots block-wide (matvec_block.cuh: every span partial with several loads in
-// flight per thread, then the canonical chains and tree per dot).
+// flight per thread, then the canonical chains and tree per dot). A kernel's dependent global round trips are
+// what its time is made of at one token, so each kernel issues its independent loads together.
 // gate_up_kernel: block (c, p) owns rows 32c..32c+31 of pair p = t * k + j's gate and up matrices (64 dots). It
-// first quantizes token t's x to Q8_1 in shared memory itself, with the same block quantizer as the Q8_1 launch
-// (so the op needs no launch for it); then h = silu_c(g) * u for the 32 rows and their Q8_1 block (scale from the
-// 32 values in element order, as quantize_block_q8_1 does).
-// down_kernel: block (c, t) owns kDownRows output rows of token t; its dots are (row, expert) for the token's
-// experts in ascending id (stable for equal ids); then per row out = w1 * y1; out = out + w2 * y2; ... in that
-// order.
+// loads token t's x with the pair's id, quantizes x to Q8_1 in shared memory itself (32 lanes a block, the bits of
+// the Q8_1 launch, so the op needs no launch for it) while the expert's matrix pointers load; then h = silu_c(g) *
+// u for the 32 rows and their Q8_1 block, again by 32 lanes. One more block per token (row n_pairs + t of the
+// grid) writes the token's route table for down_kernel: its valid pairs in ascending expert id (stable for equal
+// ids) with their down matrices and route weights, so down_kernel reaches its weights in one round trip.
+// down_kernel: block (c, t) owns `rows` output rows (8 unless shared memory limits it) of token t; its dots are
+// (row, expert) for the token's experts in the table's order; then per row out = w1 * y1; out = out + w2 * y2;
+// ... in that order.
+#include <type_traits>
+
 #include "act_quant.cuh"
 #include "matvec_block.cuh"
 #include "moe_decode.cuh"
 #include "ops.hpp"
+#include "scratch_carve.hpp"
 #include "strata/format/types.hpp"
 
 namespace strata::gpu {
@@ -20,14 +26,19 @@ namespace {
 
 constexpr int kMaxTokens = 8;
 constexpr int kMaxK = 16;
+constexpr int kQ8Group = 32;                      // lanes that quantize one Q8_1 block together
 constexpr int kGateUpRows = 32;                   // one Q8_1 block of h
 constexpr int kGateUpDots = 2 * kGateUpRows;      // gate and up
 constexpr int kGateUpThreads = kGateUpDots * kAccumulators;  // the reduce in one pass
-constexpr int kGateUpUnroll = 2;
-constexpr int kDownRows = 2;                      // output rows per block
-constexpr int kDownThreads = 256;
-constexpr int kDownUnroll = 2;
+constexpr int kGateUpUnroll = 4;
+constexpr int kGateUpGroups = kGateUpThreads / kQ8Group;
+constexpr int kXRounds = 4;                       // x blocks per group loaded at once (n_embd 2048: all of them)
+constexpr int kDownMaxRows = 8;                   // output rows per block (fewer where shared memory is short)
+constexpr int kDownThreads = 512;
+constexpr int kDownUnroll = 3;                    // 8 rows x 8 experts x 24 spans: one batch of loads
 constexpr int kMaxSharedBytes = 48 * 1024;
+static_assert(kMaxK <= kWarp, "one lane per pair in write_token_routes");
+static_assert(32 % kDownMaxRows == 0, "n_embd is a multiple of 32, so blocks of rows never fall short");
 
 struct Routes {
   const int32_t* ids;
@@ -39,145 +50,225 @@ struct Routes {
   const strata_expert_weights* experts;
 };
 
+// A token's valid pairs in ascending expert id (stable for equal ids): what down_kernel needs of the routes.
+struct alignas(16) TokenRoutes {
+  const uint8_t* down[kMaxK];  // the q-th pair's down matrix
+  float weight[kMaxK];         // its route weight
+  int pair[kMaxK];             // its j (which of the token's h rows)
+  int count;                   // entries 0..count-1 are written
+};
+constexpr int kRouteVecs = static_cast<int>(sizeof(TokenRoutes) / sizeof(uint4));
+static_assert(sizeof(TokenRoutes) % sizeof(uint4) == 0, "copied as 16-byte words");
+
 __device__ inline int valid_id(const Routes& r, int t, int j) {
   const int32_t id = r.ids[static_cast<int64_t>(t) * r.ids_stride + j];
   return id >= 0 && id < r.n_expert ? id : -1;
 }
 
-// The token's valid pairs j in ascending expert id (stable for equal ids), by one thread from the ids already in
-// shared memory (-1: left out); returns how many. Reading global memory here would put one load's latency per
-// comparison on every block's critical path.
-__device__ inline int sorted_pairs(const int* id_of, int k, int* order) {
-  int n = 0;
-  for (int j = 0; j < k; ++j) {
-    const int id = id_of[j];
-    if (id < 0) continue;
-    int at = n++;  // insertion into the sorted prefix; equal ids keep their j order
-    while (at > 0 && id_of[order[at - 1]] > id) {
-      order[at] = order[at - 1];
-      --at;
-    }
-    order[at] = j;
+// Token t's table by one warp, lane j holding pair j: a pair's place is the number of valid pairs before it in
+// (id, j) order, the order of a stable sort by id.
+__device__ inline void write_token_routes(const Routes& r, int t, TokenRoutes& out) {
+  const int lane = static_cast<int>(threadIdx.x);
+  const int id = lane < r.k ? valid_id(r, t, lane) : -1;
+  const float w = lane < r.k ? r.weights[static_cast<int64_t>(t) * r.weights_stride + lane] : 0.0f;
+  int place = 0, count = 0;
+  for (int j = 0; j < r.k; ++j) {
+    const int other = shfl(id, j);
+    count += other >= 0 ? 1 : 0;
+    place += other >= 0 && (other < id || (other == id && j < lane)) ? 1 : 0;
   }
-  return n;
+  if (id >= 0) {
+    out.down[place] = static_cast<const uint8_t*>(r.experts[id].down);
+    out.weight[place] = w;
+    out.pair[place] = lane;
+  }
+  if (lane == 0) out.count = count;
+}
+
+// Q4_K rows known to start at 16-byte boundaries (checked once per block): DecodeQ4_K's three 16-byte loads
+// only. Without the byte-load fallback's registers, four spans' loads stay in flight per thread at 64 registers.
+struct DecodeQ4_KAligned : DecodeQ4_K {
+  __device__ static void decode(const uint8_t* b, int s, Span& o) {
+    const uint4 hv = reinterpret_cast<const uint4*>(b)[0];
+    const uint4* qv = reinterpret_cast<const uint4*>(b + 16 + 32 * (s / 2));
+    const uint4 q0 = qv[0], q1 = qv[1];
+    const uint32_t h[4] = {hv.x, hv.y, hv.z, hv.w};
+    const uint32_t qw[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+    from_words(h, qw, s, o);
+  }
+};
+
+// The decoder of Dec for 16-byte aligned rows (Dec itself where it has no such variant).
+template <class Dec>
+struct Aligned16 {
+  using type = Dec;
+};
+template <>
+struct Aligned16<DecodeQ4_K> {
+  using type = DecodeQ4_KAligned;
+};
+
+// Spans in flight per thread in the kernels' block_partials: at most `most`, as many as 64 registers hold without
+// spills.
+template <class Dec>
+constexpr int spans_in_flight(int most) {
+  if constexpr (std::is_same_v<Dec, DecodeQ4_K>) {
+    return most < 2 ? most : 2;  // the unaligned fallback (byte loads)
+  } else if constexpr (std::is_same_v<Dec, DecodeQ3_K>) {
+    return most < 2 ? most : 2;
+  } else {
+    return most;
+  }
+}
+
+// f(Aligned16<Dec>::type{}) when every row base (`bases`, or-ed) and the row stride are multiples of 16, else
+// f(Dec{}). Block-uniform, so the branch costs nothing.
+template <class Dec, class F>
+__device__ inline void with_row_decoder(uintptr_t bases, uint64_t stride, F&& f) {
+  using Fast = typename Aligned16<Dec>::type;
+  if constexpr (std::is_same_v<Fast, Dec>) {
+    f(Dec{});
+  } else if (((bases | static_cast<uintptr_t>(stride)) & 15u) == 0) {
+    f(Fast{});
+  } else {
+    f(Dec{});
+  }
+}
+
+// group_store_q8_1 for the kernels below: act_quant.cuh declares it in the device pass only, and the host pass
+// also reads these kernels' bodies.
+__device__ inline void store_q8_1(float v, int i, unsigned char* blk) {
+#ifdef STRATA_DEVICE_PASS
+  group_store_q8_1(v, i, blk);
+#endif
 }
 
 template <class Dec>
 __global__ void __launch_bounds__(kGateUpThreads, 2) gate_up_kernel(Routes routes, const float* x, int64_t x_stride,
                                                                  int n_spans, uint64_t w_stride, int n_ff,
-                                                                 unsigned char* hq) {
+                                                                 int n_pairs, unsigned char* hq,
+                                                                 TokenRoutes* tables) {
   extern __shared__ uint4 shared_words[];
+  const int p = static_cast<int>(blockIdx.y);
+  if (p >= n_pairs) {  // the route table of token p - n_pairs, by the first warp of one block
+    if (blockIdx.x == 0 && threadIdx.x < kWarp) write_token_routes(routes, p - n_pairs, tables[p - n_pairs]);
+    return;
+  }
   auto* act = reinterpret_cast<unsigned char*>(shared_words);  // the token's Q8_1 row of x
   float* part = reinterpret_cast<float*>(act + staged_act_bytes(n_spans, 1));
   const int pitch = partial_pitch(n_spans);
   float* gu = part + kGateUpDots * pitch;  // [kGateUpDots]: 32 gate dots, then 32 up dots
-  const int p = static_cast<int>(blockIdx.y);
   const int t = p / routes.k, j = p % routes.k;
+  const int group = static_cast<int>(threadIdx.x) / kQ8Group, i = static_cast<int>(threadIdx.x) % kQ8Group;
+  // The pair's id and the first kXRounds of x's blocks per group in one round trip: group g holds blocks
+  // g, g + kGateUpGroups, ..., lane i value i of each.
   const int id = valid_id(routes, t, j);
+  const float* xt = x + static_cast<int64_t>(t) * x_stride;
+  float xv[kXRounds];
+#pragma unroll
+  for (int r = 0; r < kXRounds; ++r) {
+    const int blk = group + r * kGateUpGroups;
+    xv[r] = blk < n_spans ? xt[32 * blk + i] : 0.0f;
+  }
   if (id < 0) return;  // the whole block: the pair is left out
+  // The matrix pointers load while x is quantized.
   const strata_expert_weights& e = routes.experts[id];
   const auto* gate = static_cast<const uint8_t*>(e.gate);
   const auto* up = static_cast<const uint8_t*>(e.up);
-  const int row0 = static_cast<int>(blockIdx.x) * kGateUpRows;
-  // x's Q8_1 blocks, each by one thread, as quantize_q8_1_kernel writes them (no launch of its own).
-  const float* xt = x + static_cast<int64_t>(t) * x_stride;
-  for (int blk = static_cast<int>(threadIdx.x); blk < n_spans; blk += kGateUpThreads) {
-    float v[32];
+  // Whether a group quantizes a block depends on the group only, so all 32 lanes of a group shuffle together.
 #pragma unroll
-    for (int i = 0; i < 32; ++i) v[i] = xt[32 * blk + i];
-    uint32_t w[kQ8Words];
-    quantize_block_q8_1(v, w);
-    auto* dstw = reinterpret_cast<uint32_t*>(act + blk * kQ8BlockBytes);
-#pragma unroll
-    for (int i = 0; i < kQ8Words; ++i) dstw[i] = w[i];
+  for (int r = 0; r < kXRounds; ++r) {
+    const int blk = group + r * kGateUpGroups;
+    if (blk < n_spans) store_q8_1(xv[r], i, act + blk * kQ8BlockBytes);
+  }
+  for (int blk = group + kXRounds * kGateUpGroups; blk < n_spans; blk += kGateUpGroups) {
+    store_q8_1(xt[32 * blk + i], i, act + blk * kQ8BlockBytes);
   }
   __syncthreads();
-  block_partials<Dec, kGateUpThreads, kGateUpUnroll>(
-      kGateUpDots, n_spans,
-      [&](int d) {
-        const uint8_t* m = d < kGateUpRows ? gate : up;
-        return m + static_cast<uint64_t>(row0 + d % kGateUpRows) * w_stride;
-      },
-      [&](int) { return static_cast<const unsigned char*>(act); }, part, pitch);
+  const uint64_t first_row = static_cast<uint64_t>(blockIdx.x) * kGateUpRows * w_stride;
+  with_row_decoder<Dec>(reinterpret_cast<uintptr_t>(gate) | reinterpret_cast<uintptr_t>(up), w_stride, [&](auto dec) {
+    using D = decltype(dec);
+    block_partials<D, kGateUpThreads, spans_in_flight<D>(kGateUpUnroll)>(
+        kGateUpDots, n_spans,
+        [&](int d) {
+          return (d < kGateUpRows ? gate : up) + first_row + static_cast<uint64_t>(d % kGateUpRows) * w_stride;
+        },
+        [&](int) { return static_cast<const unsigned char*>(act); }, part, pitch);
+  });
   __syncthreads();
   block_reduce<kGateUpThreads>(kGateUpDots, n_spans, part, pitch, [&](int d, float v) { gu[d] = v; });
   __syncthreads();
-  // h for the block's 32 rows and its Q8_1 block (scale from the 32 values in element order, as
-  // quantize_block_q8_1 does), by the first warp (kWarp >= 32).
-  float* sh = part;  // the partials are no longer needed
-  if (threadIdx.x < kGateUpRows) sh[threadIdx.x] = silu_c(gu[threadIdx.x]) * gu[kGateUpRows + threadIdx.x];
-  __syncthreads();
-  const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
-  if (warp != 0) return;
-  float d, id_scale;
-  q8_1_scale(sh, d, id_scale);
-  const int8_t q = lane < kGateUpRows ? q8_1_value(sh[lane], id_scale) : 0;
-  int sum = q;
-  for (int m = 1; m < kWarp; m <<= 1) sum += shfl_xor(sum, m);  // exact: integers
+  // h for the block's 32 rows and its Q8_1 block, lane i of the first group holding row i.
+  if (threadIdx.x >= static_cast<unsigned>(kQ8Group)) return;
   const int n_blocks = n_ff / kGateUpRows;
   unsigned char* blk = hq + (static_cast<uint64_t>(p) * static_cast<uint64_t>(n_blocks) + blockIdx.x) * kQ8BlockBytes;
-  if (lane < kGateUpRows) blk[4 + lane] = static_cast<unsigned char>(q);
-  if (lane == 0) *reinterpret_cast<uint32_t*>(blk) = q8_1_header(d, sum);
+  store_q8_1(silu_c(gu[i]) * gu[kGateUpRows + i], i, blk);
 }
 
 int gate_up_shared_bytes(int n_spans) {
   return staged_act_bytes(n_spans, 1) + (kGateUpDots * partial_pitch(n_spans) + kGateUpDots) * static_cast<int>(sizeof(float));
 }
 
-// Block (c, t): output rows kDownRows * c .. of token t. Dots: (row, the token's q-th expert in ascending id).
+// Block (c, t): output rows rows * c .. of token t (rows a power of two up to kDownMaxRows, dividing n_embd).
+// Dots: d = q * rows + row, the q-th pair of the token's table against output row row.
 template <class Dec>
-__global__ void __launch_bounds__(kDownThreads) down_kernel(Routes routes, const unsigned char* hq, int n_spans,
-                                                            uint64_t w_stride, int n_embd, float* dst,
-                                                            int64_t dst_stride) {
+__global__ void __launch_bounds__(kDownThreads, 2) down_kernel(const TokenRoutes* tables, const unsigned char* hq,
+                                                              int k, int n_spans, int rows_log2, uint64_t w_stride,
+                                                              float* dst, int64_t dst_stride) {
   extern __shared__ uint4 shared_words[];
-  __shared__ int order[kMaxK];
-  __shared__ int count;
-  __shared__ float y[kDownRows * kMaxK];
+  __shared__ TokenRoutes routes;
+  __shared__ float y[kDownMaxRows * kMaxK];
   const int t = static_cast<int>(blockIdx.y);
-  const int row0 = static_cast<int>(blockIdx.x) * kDownRows;
-  const int n_rows = min(kDownRows, n_embd - row0);
-  __shared__ const uint8_t* mats[kMaxK];  // the down matrix of the q-th expert of the order
-  __shared__ int id_of[kMaxK];
-  __shared__ float weight_of[kMaxK];  // the route weight of the q-th expert of the order
-  // Every load of the routes at once, then the sort in shared memory, then the matrices at once.
+  const int rows = 1 << rows_log2;
+  const int row0 = static_cast<int>(blockIdx.x) * rows;
   const int tid = static_cast<int>(threadIdx.x);
-  if (tid < routes.k) id_of[tid] = valid_id(routes, t, tid);
-  __syncthreads();
-  if (tid == 0) count = sorted_pairs(id_of, routes.k, order);
-  __syncthreads();
-  if (tid < count) {
-    mats[tid] = static_cast<const uint8_t*>(routes.experts[id_of[order[tid]]].down);
-    weight_of[tid] = routes.weights[static_cast<int64_t>(t) * routes.weights_stride + order[tid]];
-  }
-  // The token's k rows of h (Q8_1), in pair order j.
+  // The token's table and its k rows of h (Q8_1, in pair order j) in one round trip: the table's load is issued
+  // before the staging loop's first store waits for its own load.
+  const bool route_thread = tid < kRouteVecs;
+  uint4 route_vec{};
+  if (route_thread) route_vec = reinterpret_cast<const uint4*>(tables + t)[tid];
   auto* acts = reinterpret_cast<unsigned char*>(shared_words);
   const int act_row = n_spans * kQ8BlockBytes;
-  stage_bytes<kDownThreads>(acts, hq + static_cast<uint64_t>(t) * static_cast<uint64_t>(routes.k) * act_row,
-                            routes.k * act_row);
-  float* part = reinterpret_cast<float*>(acts + staged_act_bytes(n_spans, routes.k));
+  stage_bytes<kDownThreads>(acts, hq + static_cast<uint64_t>(t) * static_cast<uint64_t>(k) * act_row, k * act_row);
+  if (route_thread) reinterpret_cast<uint4*>(&routes)[tid] = route_vec;
+  float* part = reinterpret_cast<float*>(acts + staged_act_bytes(n_spans, k));
   const int pitch = partial_pitch(n_spans);
   __syncthreads();
-  const int n = count;
-  // Dot d = q * n_rows + row: the q-th expert of the order, output row row0 + row.
-  block_partials<Dec, kDownThreads, kDownUnroll>(
-      n * n_rows, n_spans,
-      [&](int d) { return mats[d / n_rows] + static_cast<uint64_t>(row0 + d % n_rows) * w_stride; },
-      [&](int d) { return static_cast<const unsigned char*>(acts + order[d / n_rows] * act_row); }, part, pitch);
+  const int n = routes.count;
+  uintptr_t bases = 0;
+  for (int q = 0; q < n; ++q) bases |= reinterpret_cast<uintptr_t>(routes.down[q]);
+  with_row_decoder<Dec>(bases, w_stride, [&](auto dec) {
+    using D = decltype(dec);
+    block_partials<D, kDownThreads, spans_in_flight<D>(kDownUnroll)>(
+        n << rows_log2, n_spans,
+        [&](int d) {
+          return routes.down[d >> rows_log2] + static_cast<uint64_t>(row0 + (d & (rows - 1))) * w_stride;
+        },
+        [&](int d) { return static_cast<const unsigned char*>(acts + routes.pair[d >> rows_log2] * act_row); },
+        part, pitch);
+  });
   __syncthreads();
-  block_reduce<kDownThreads>(n * n_rows, n_spans, part, pitch, [&](int d, float v) { y[d] = v; });
+  block_reduce<kDownThreads>(n << rows_log2, n_spans, part, pitch, [&](int d, float v) { y[d] = v; });
   __syncthreads();
-  const int row = static_cast<int>(threadIdx.x);
-  if (row >= n_rows) return;
+  if (tid >= rows) return;
   float acc = 0.0f;
   for (int q = 0; q < n; ++q) {
-    const float v = weight_of[q] * y[q * n_rows + row];
+    const float v = routes.weight[q] * y[(q << rows_log2) + tid];
     acc = q == 0 ? v : acc + v;
   }
-  dst[static_cast<int64_t>(t) * dst_stride + row0 + row] = acc;
+  dst[static_cast<int64_t>(t) * dst_stride + row0 + tid] = acc;
 }
 
-int down_shared_bytes(int n_spans, int k) {
-  return staged_act_bytes(n_spans, k) + kDownRows * k * partial_pitch(n_spans) * static_cast<int>(sizeof(float));
+int down_shared_bytes(int n_spans, int k, int rows) {
+  return staged_act_bytes(n_spans, k) + rows * k * partial_pitch(n_spans) * static_cast<int>(sizeof(float));
+}
+
+// The most rows per down block (a power of two up to kDownMaxRows) whose shared memory fits; -1 when none does.
+int down_rows_log2(int n_spans, int k) {
+  for (int lg = 3; lg >= 0; --lg) {
+    if ((1 << lg) <= kDownMaxRows && down_shared_bytes(n_spans, k, 1 << lg) <= kMaxSharedBytes) return lg;
+  }
+  return -1;
 }
 
 // The decoders the decode path is built for; other types take the general pipeline.
@@ -205,15 +296,18 @@ bool run_moe_routed_decode(Context& ctx, const strata_op& op) {
   if (table.n_ff % kGateUpRows != 0 || table.n_embd % 32 != 0) return false;
 
   const int n_embd_spans = static_cast<int>(table.n_embd / 32), n_ff_spans = static_cast<int>(table.n_ff / 32);
-  if (gate_up_shared_bytes(n_embd_spans) > kMaxSharedBytes ||
-      down_shared_bytes(n_ff_spans, static_cast<int>(k)) > kMaxSharedBytes) {
-    return false;
-  }
+  const int rows_log2 = down_rows_log2(n_ff_spans, static_cast<int>(k));
+  if (gate_up_shared_bytes(n_embd_spans) > kMaxSharedBytes || rows_log2 < 0) return false;
 
   cudaStream_t stream = ctx.stream();
   const int64_t n_embd = table.n_embd, n_ff = table.n_ff, n_pairs = k * n_tok;
-  auto* hq = static_cast<unsigned char*>(
-      ctx.scratch(ScratchSlot::MoeHiddenQ8, static_cast<uint64_t>(n_pairs) * static_cast<uint64_t>(n_ff / 32) * kQ8BlockBytes));
+  // One scratch buffer: the tokens' route tables, then the pairs' Q8_1 rows of h.
+  ScratchCarve carve;
+  const uint64_t tables_at = carve.take(static_cast<uint64_t>(n_tok) * sizeof(TokenRoutes));
+  const uint64_t hq_at = carve.take(static_cast<uint64_t>(n_pairs) * static_cast<uint64_t>(n_ff / 32) * kQ8BlockBytes);
+  auto* base = static_cast<unsigned char*>(ctx.scratch(ScratchSlot::MoeHiddenQ8, carve.size));
+  auto* tables = reinterpret_cast<TokenRoutes*>(base + tables_at);
+  unsigned char* hq = base + hq_at;
   const Routes routes{static_cast<const int32_t*>(ids.data), static_cast<int64_t>(ids.nb[1] / sizeof(int32_t)),
                       static_cast<const float*>(wt.data),  static_cast<int64_t>(wt.nb[1] / sizeof(float)),
                       static_cast<int>(k),                  static_cast<int>(table.n_expert),
@@ -222,17 +316,19 @@ bool run_moe_routed_decode(Context& ctx, const strata_op& op) {
     return format::row_bytes(static_cast<GgmlType>(type), static_cast<uint64_t>(n));
   };
   with_decode_type(table.gate_type, [&](auto dec) {
-    const dim3 grid(static_cast<unsigned>(n_ff / kGateUpRows), static_cast<unsigned>(n_pairs));
+    // Rows n_pairs .. n_pairs + n_tok - 1 of the grid: the tokens' route tables.
+    const dim3 grid(static_cast<unsigned>(n_ff / kGateUpRows), static_cast<unsigned>(n_pairs + n_tok));
     gate_up_kernel<decltype(dec)><<<grid, kGateUpThreads, gate_up_shared_bytes(n_embd_spans), stream>>>(
         routes, static_cast<const float*>(x.data), static_cast<int64_t>(x.nb[1] / sizeof(float)), n_embd_spans,
-        row_stride(table.gate_type, n_embd), static_cast<int>(n_ff), hq);
-    check_launch("MOE_ROUTED (decode: Q8_1 of x, gate, up, SwiGLU)");
+        row_stride(table.gate_type, n_embd), static_cast<int>(n_ff), static_cast<int>(n_pairs), hq, tables);
+    check_launch("MOE_ROUTED (decode: Q8_1 of x, gate, up, SwiGLU; route tables)");
   });
   with_decode_type(table.down_type, [&](auto dec) {
-    const dim3 grid(static_cast<unsigned>((n_embd + kDownRows - 1) / kDownRows), static_cast<unsigned>(n_tok));
-    down_kernel<decltype(dec)><<<grid, kDownThreads, down_shared_bytes(n_ff_spans, static_cast<int>(k)), stream>>>(
-        routes, hq, n_ff_spans, row_stride(table.down_type, n_ff), static_cast<int>(n_embd),
-        static_cast<float*>(d.data), static_cast<int64_t>(d.nb[1] / sizeof(float)));
+    const dim3 grid(static_cast<unsigned>(n_embd >> rows_log2), static_cast<unsigned>(n_tok));
+    down_kernel<decltype(dec)>
+        <<<grid, kDownThreads, down_shared_bytes(n_ff_spans, static_cast<int>(k), 1 << rows_log2), stream>>>(
+            tables, hq, static_cast<int>(k), n_ff_spans, rows_log2, row_stride(table.down_type, n_ff),
+            static_cast<float*>(d.data), static_cast<int64_t>(d.nb[1] / sizeof(float)));
     check_launch("MOE_ROUTED (decode: down and sums)");
   });
   return true;

@@ -222,15 +222,19 @@ struct MoeCase : OpCase {
   }
 };
 
-// MOE_ROUTED: the routes in tensors (k distinct experts per token, drawn from 16) and every expert in a table.
+// MOE_ROUTED: the routes in tensors (k distinct experts per token, drawn from 16; with `repeats`, k experts of
+// 0..3 drawn independently, so a token names some expert twice) and every expert in a table.
 struct MoeRoutedCase : OpCase {
   GgmlType in_type, down_type;
   int64_t n_embd, n_ff, n_tok, k;
-  MoeRoutedCase(GgmlType in, GgmlType down, int64_t embd, int64_t ff, int64_t tok, int64_t top_k)
-      : in_type(in), down_type(down), n_embd(embd), n_ff(ff), n_tok(tok), k(top_k) {}
+  bool repeats;
+  MoeRoutedCase(GgmlType in, GgmlType down, int64_t embd, int64_t ff, int64_t tok, int64_t top_k, bool rep = false)
+      : in_type(in), down_type(down), n_embd(embd), n_ff(ff), n_tok(tok), k(top_k), repeats(rep) {}
   std::string vars() const override {
-    return vars_of("MOE_ROUTED", kv("gate_up", tname(in_type)), kv("down", tname(down_type)), kv("n_embd", n_embd),
-                   kv("n_ff", n_ff), kv("n_tok", n_tok), kv("k", k));
+    std::string v = vars_of("MOE_ROUTED", kv("gate_up", tname(in_type)), kv("down", tname(down_type)),
+                            kv("n_embd", n_embd), kv("n_ff", n_ff), kv("n_tok", n_tok), kv("k", k));
+    if (repeats) v.insert(v.size() - 1, ",ids=repeated");
+    return v;
   }
   Instance build(std::mt19937& rng) const override {
     Instance inst;
@@ -252,7 +256,7 @@ struct MoeRoutedCase : OpCase {
       for (size_t i = 0; i < pick.size(); ++i) pick[i] = static_cast<int32_t>(i);
       std::shuffle(pick.begin(), pick.end(), rng);
       for (int64_t j = 0; j < k; ++j) {
-        ids.push_back(pick[static_cast<size_t>(j)]);
+        ids.push_back(repeats ? static_cast<int32_t>(rng() % 4u) : pick[static_cast<size_t>(j)]);
         route.push_back(wd(rng));
       }
     }
@@ -647,6 +651,15 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
     c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 512, 256, n_tok, 4));
     c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q4_K, 512, 768, n_tok, 4));
   }
+  // The decode kernels' shapes: qwen3-30b-a3b's k 8 and n_ff 768 (one batch of down spans per thread), n_ff 1024
+  // (a second, partial batch), n_embd 2304 (x blocks past the first loads), k 16 with repeated experts (stable
+  // order for equal ids, two reduce passes), a q4_K down.
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 256, 768, 1, 8));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q4_K, 256, 768, 2, 8));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 512, 1024, 1, 8));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q4_K, 2304, 256, 2, 8));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 512, 256, 3, 16, true));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q8_0, GgmlType::Q8_0, 256, 96, 4, 5, true));
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q8_0, GgmlType::Q8_0, 256, 96, 3, 2));
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::F16, GgmlType::F32, 256, 64, 2, 3));
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::IQ3_S, GgmlType::Q5_K, 512, 256, 5, 2));
