@@ -12,6 +12,7 @@
 
 #include "act_quant.cuh"
 #include "attention_paths.hpp"
+#include "dependent_launch.cuh"
 #include "ops.hpp"
 #include "warp_reduce.cuh"
 
@@ -195,6 +196,8 @@ __global__ void __launch_bounds__(kThreads) attention_split(DecodeArgs a) {
   double* vs = ks + kN * kS;               // [kN][D]
   const int t = static_cast<int>(blockIdx.y), split = static_cast<int>(blockIdx.z);
   const int h0 = static_cast<int>(blockIdx.x) * G;  // the block's first q head
+  wait_for_inputs();  // before any read of the step's data or any return (dependent_launch.cuh)
+  start_dependents();
   const int32_t p = o.pos[t];
   if (p < 0 || p >= o.n_ctx) {
     // A position outside the cache (the host's checks rule it out): NaN, visibly wrong, rather than stale memory.
@@ -361,20 +364,20 @@ int heads_per_block(int group, int head_dim) {
 // Blocks may need more than the default 48 KB of shared memory (head_dim 256 tiles): raise the kernel's limit
 // before its first launch (a function attribute, not a stream operation).
 template <Cache kCache, int kT>
-void launch_split(const DecodeArgs& a, dim3 grid, cudaStream_t stream) {
+void launch_split(const DecodeArgs& a, dim3 grid, const Context& ctx) {
   auto* const kernel = attention_split<kCache, kT>;
   static const cudaError_t raised =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSplitSmemLimit));
   (void)raised;
-  kernel<<<grid, kThreads, decode_smem(kT, a.heads, a.n_split, a.o.head_dim), stream>>>(a);
+  launch_dependent(ctx, kernel, grid, kThreads, decode_smem(kT, a.heads, a.n_split, a.o.head_dim), a);
 }
 
 template <Cache kCache>
-void launch_split_for(const DecodeArgs& a, dim3 grid, cudaStream_t stream) {
+void launch_split_for(const DecodeArgs& a, dim3 grid, const Context& ctx) {
   switch (terms_per_leaf(a.o.head_dim)) {
-    case 2: launch_split<kCache, 2>(a, grid, stream); break;
-    case 4: launch_split<kCache, 4>(a, grid, stream); break;
-    default: launch_split<kCache, 8>(a, grid, stream); break;
+    case 2: launch_split<kCache, 2>(a, grid, ctx); break;
+    case 4: launch_split<kCache, 4>(a, grid, ctx); break;
+    default: launch_split<kCache, 8>(a, grid, ctx); break;
   }
 }
 
@@ -401,9 +404,9 @@ void run_decode(Context& ctx, const Operands& o, Cache cache, unsigned char* q8)
   // that exist start first and the empty blocks after them.
   const dim3 grid(static_cast<unsigned>(head_blocks), static_cast<unsigned>(o.n_tok), static_cast<unsigned>(n_split));
   switch (cache) {
-    case Cache::F16: launch_split_for<Cache::F16>(a, grid, ctx.stream()); break;
-    case Cache::Q8_0: launch_split_for<Cache::Q8_0>(a, grid, ctx.stream()); break;
-    case Cache::F32: launch_split_for<Cache::F32>(a, grid, ctx.stream()); break;
+    case Cache::F16: launch_split_for<Cache::F16>(a, grid, ctx); break;
+    case Cache::Q8_0: launch_split_for<Cache::Q8_0>(a, grid, ctx); break;
+    case Cache::F32: launch_split_for<Cache::F32>(a, grid, ctx); break;
   }
   check_launch(q8 != nullptr ? "ATTENTION (decode, with the Q8_1 copy)" : "ATTENTION (decode)");
 }

@@ -8,6 +8,7 @@
 // those of the two ops run one by one, and a decode step saves the ROUTER's launch and its wait on the MUL_MAT.
 #include <algorithm>
 
+#include "dependent_launch.cuh"
 #include "fusion_match.hpp"
 #include "matvec.cuh"
 #include "mul_mat_staged.cuh"
@@ -36,6 +37,13 @@ __global__ void __launch_bounds__(kStageThreads) mul_mat_route_kernel(StagedArgs
   extern __shared__ float4 staged_quads[];  // the staged rows, then the router's scores
   __shared__ double partial_max[kRouterMaxWarps], partial_sum[kRouterMaxWarps];
   __shared__ bool last;
+  {  // the block's weight rows are the model's: on their way to L2 before the previous kernel ends
+    const int row0 = static_cast<int>(blockIdx.x) * m.rpb;
+    const int n = min(m.rpb, m.rows - row0);
+    if (n > 0) prefetch_l2<kStageThreads>(m.w + static_cast<uint64_t>(row0) * m.w_stride, static_cast<uint64_t>(n) * m.w_stride);
+  }
+  wait_for_inputs();
+  start_dependents();
   staged_dot_rows<W, NT>(m.w, m.w_stride, m.rows, m.rpb, m.n_in, m.vec4, m.x, m.x_stride, m.n_tok, m.dst,
                          m.dst_stride, reinterpret_cast<float*>(staged_quads));
   // This block's logits reach the device's coherent level before the block counts itself done. atomicInc wraps
@@ -56,11 +64,11 @@ __global__ void __launch_bounds__(kStageThreads) mul_mat_route_kernel(StagedArgs
 
 template <FloatWeight W, int NT>
 void launch(const StagedArgs& m, const RouterArgs& r, unsigned* done, unsigned blocks, size_t smem,
-            cudaStream_t stream) {
+            const Context& ctx) {
   if (router_per_thread(r.n_expert) == 1) {
-    mul_mat_route_kernel<W, NT, 1><<<blocks, kStageThreads, smem, stream>>>(m, r, done);
+    launch_dependent(ctx, mul_mat_route_kernel<W, NT, 1>, blocks, kStageThreads, smem, m, r, done);
   } else {
-    mul_mat_route_kernel<W, NT, kRouterPerThread><<<blocks, kStageThreads, smem, stream>>>(m, r, done);
+    launch_dependent(ctx, mul_mat_route_kernel<W, NT, kRouterPerThread>, blocks, kStageThreads, smem, m, r, done);
   }
 }
 
@@ -101,11 +109,11 @@ size_t fuse_mul_mat_router(Context& ctx, const strata_op* ops, size_t i, size_t 
   with_float_weight(w.type, [&](auto wt) {
     constexpr FloatWeight W = decltype(wt)::value;
     if (m.n_tok == 1) {
-      launch<W, 1>(m, r, done, plan.blocks, smem, ctx.stream());
+      launch<W, 1>(m, r, done, plan.blocks, smem, ctx);
     } else if (m.n_tok == 2) {
-      launch<W, 2>(m, r, done, plan.blocks, smem, ctx.stream());
+      launch<W, 2>(m, r, done, plan.blocks, smem, ctx);
     } else {
-      launch<W, 4>(m, r, done, plan.blocks, smem, ctx.stream());
+      launch<W, 4>(m, r, done, plan.blocks, smem, ctx);
     }
   });
   check_launch("MUL_MAT + ROUTER (fused)");

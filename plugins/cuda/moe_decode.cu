@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "act_quant.cuh"
+#include "dependent_launch.cuh"
 #include "matvec_block.cuh"
 #include "moe_decode.cuh"
 #include "ops.hpp"
@@ -149,6 +150,8 @@ __global__ void __launch_bounds__(kGateUpThreads, 2) gate_up_kernel(Routes route
                                                                  int n_pairs, unsigned char* hq,
                                                                  TokenRoutes* tables) {
   extern __shared__ uint4 shared_words[];
+  wait_for_inputs();  // before any read of the routes or x and any return (dependent_launch.cuh)
+  start_dependents();
   const int p = static_cast<int>(blockIdx.y);
   if (p >= n_pairs) {  // the route table of token p - n_pairs, by the first warp of one block
     if (blockIdx.x == 0 && threadIdx.x < kWarp) write_token_routes(routes, p - n_pairs, tables[p - n_pairs]);
@@ -218,6 +221,8 @@ __global__ void __launch_bounds__(kDownThreads, 2) down_kernel(const TokenRoutes
   extern __shared__ uint4 shared_words[];
   __shared__ TokenRoutes routes;
   __shared__ float y[kDownMaxRows * kMaxK];
+  wait_for_inputs();  // dependent_launch.cuh
+  start_dependents();
   const int t = static_cast<int>(blockIdx.y);
   const int rows = 1 << rows_log2;
   const int row0 = static_cast<int>(blockIdx.x) * rows;
@@ -299,7 +304,6 @@ bool run_moe_routed_decode(Context& ctx, const strata_op& op) {
   const int rows_log2 = down_rows_log2(n_ff_spans, static_cast<int>(k));
   if (gate_up_shared_bytes(n_embd_spans) > kMaxSharedBytes || rows_log2 < 0) return false;
 
-  cudaStream_t stream = ctx.stream();
   const int64_t n_embd = table.n_embd, n_ff = table.n_ff, n_pairs = k * n_tok;
   // One scratch buffer: the tokens' route tables, then the pairs' Q8_1 rows of h.
   ScratchCarve carve;
@@ -318,15 +322,15 @@ bool run_moe_routed_decode(Context& ctx, const strata_op& op) {
   with_decode_type(table.gate_type, [&](auto dec) {
     // Rows n_pairs .. n_pairs + n_tok - 1 of the grid: the tokens' route tables.
     const dim3 grid(static_cast<unsigned>(n_ff / kGateUpRows), static_cast<unsigned>(n_pairs + n_tok));
-    gate_up_kernel<decltype(dec)><<<grid, kGateUpThreads, gate_up_shared_bytes(n_embd_spans), stream>>>(
+    launch_dependent(ctx, gate_up_kernel<decltype(dec)>, grid, kGateUpThreads, gate_up_shared_bytes(n_embd_spans),
         routes, static_cast<const float*>(x.data), static_cast<int64_t>(x.nb[1] / sizeof(float)), n_embd_spans,
         row_stride(table.gate_type, n_embd), static_cast<int>(n_ff), static_cast<int>(n_pairs), hq, tables);
     check_launch("MOE_ROUTED (decode: Q8_1 of x, gate, up, SwiGLU; route tables)");
   });
   with_decode_type(table.down_type, [&](auto dec) {
     const dim3 grid(static_cast<unsigned>(n_embd >> rows_log2), static_cast<unsigned>(n_tok));
-    down_kernel<decltype(dec)>
-        <<<grid, kDownThreads, down_shared_bytes(n_ff_spans, static_cast<int>(k), 1 << rows_log2), stream>>>(
+    launch_dependent(ctx, down_kernel<decltype(dec)>, grid, kDownThreads,
+                     down_shared_bytes(n_ff_spans, static_cast<int>(k), 1 << rows_log2),
             tables, hq, static_cast<int>(k), n_ff_spans, rows_log2, row_stride(table.down_type, n_ff),
             static_cast<float*>(d.data), static_cast<int64_t>(d.nb[1] / sizeof(float)));
     check_launch("MOE_ROUTED (decode: down and sums)");
