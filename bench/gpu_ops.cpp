@@ -243,6 +243,27 @@ void print_row(const std::string& what, const Result& r) {
   std::fflush(stdout);
 }
 
+// The prefill shapes of the tiled products (a 512-token window): qwen3-30b-a3b's q projection and a Q6_K down
+// matrix with 630-byte rows (2-byte aligned: the unaligned copy path), then both MoE layer kinds.
+void bench_prefill_products(const strata_backend_v1* be, void* ctx, const Settings& s) {
+  struct MulMat {
+    GgmlType type;
+    int64_t n_in, n_out;
+  };
+  for (const MulMat& m : {MulMat{GgmlType::Q4_K, 2048, 4096}, MulMat{GgmlType::Q6_K, 768, 2048}}) {
+    Device dev(be, ctx);
+    const std::string name = "MUL_MAT " + std::string(strata::format::traits(m.type).name) + " " +
+                             std::to_string(m.n_in) + "x" + std::to_string(m.n_out) + ", 512 tokens";
+    print_row(name, bench_mul_mat(dev, s, m.type, m.n_in, m.n_out, 512));
+  }
+  for (GgmlType down : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+    Device dev(be, ctx);
+    const std::string name = "MOE_ROUTED q4_K/" + std::string(strata::format::traits(down).name) +
+                             " 2048/768, 128 experts, k 8, 512 tokens";
+    print_row(name, bench_moe_routed(dev, s, GgmlType::Q4_K, down, 2048, 768, 128, 8, 512));
+  }
+}
+
 // ROUTER for the decode shapes: qwen3's 128 experts (softmax, k 8, normalised) and a 256-expert sigmoid router
 // with a selection bias, one token; the logits of successive ops differ so no op reads another's output.
 void bench_router(const strata_backend_v1* be, void* ctx, const Settings& s) {
@@ -532,6 +553,7 @@ int main(int argc, char** argv) {
                                " 2048/768, 128 experts, k 8, 1 token";
       print_row(name, bench_moe_routed(dev, s, GgmlType::Q4_K, down, 2048, 768, 128, 8, 1));
     }
+    bench_prefill_products(be, inst->ctx(), s);
     bench_matvec_groups(be, inst->ctx(), s);
     bench_router(be, inst->ctx(), s);
     bench_router_fused(registry, s);

@@ -128,11 +128,32 @@ __host__ __device__ inline ColScales col_scales(const uint32_t* rec) {
   return {float_from_bits(rec[8]), float_from_bits(rec[9]), float_from_bits(rec[10])};
 }
 
-// Section 2 for one (row, column, span): the sums S_0 (and S_1) from the MMAs, then span_partial's float steps.
+// The MMAs of types with 16-value sub-blocks (two sums per element) start their sums at kSumBias, the bits of
+// 1.5 * 2^23: for |S| < 2^22 (a span's sums stay below 2^20) the biased sum is the bits of the float
+// 1.5 * 2^23 + S, exact, and one exact subtraction gives float(S). That replaces an int-to-float conversion (a
+// quarter-rate instruction, the busiest pipe of those kernels) with a float add. The other types keep the
+// conversion: the bias's register pushes their kernels past 128 registers (one block per SM instead of two).
+constexpr int kSumBias = 0x4B400000;
+__host__ __device__ inline float unbias_sum(int biased) {
+  return float_from_bits(static_cast<uint32_t>(biased)) - 12582912.0f;
+}
+template <class Dec>
+constexpr int kMmaSumStart = Dec::kSub == 16 ? kSumBias : 0;
+template <class Dec>
+__host__ __device__ inline float sum_to_float(int s) {
+  if constexpr (kMmaSumStart<Dec> == kSumBias) {
+    return unbias_sum(s);
+  } else {
+    return static_cast<float>(s);
+  }
+}
+
+// Section 2 for one (row, column, span): the sums S_0 (and S_1) from the MMAs (started at kMmaSumStart), then
+// span_partial's float steps.
 template <class Dec>
 __host__ __device__ inline float tile_partial(const RowScales& w, const ColScales& a, int s0, int s1) {
-  float t = w.c0 * static_cast<float>(s0);
-  if constexpr (Dec::kSub == 16) t = fma_c(w.c1, static_cast<float>(s1), t);
+  float t = w.c0 * sum_to_float<Dec>(s0);
+  if constexpr (Dec::kSub == 16) t = fma_c(w.c1, sum_to_float<Dec>(s1), t);
   if constexpr (Dec::kOffset) {
     t = fma_c(w.b0, a.q0, t);
     if constexpr (Dec::kSub == 16) t = fma_c(w.b1, a.q1, t);

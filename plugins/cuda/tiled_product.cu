@@ -15,30 +15,30 @@ constexpr int kStageWords = kTileWarps * (kTileRows + kTileCols) * kRecordWords;
 constexpr int kSlotFloats = kTileRows * kTileCols;  // one warp's accumulators in the tree's exchange
 static_assert(4 * kSlotFloats <= kStageWords, "the tree's exchange reuses the staging memory");
 
-// S = A x B over 32 values (one 32-value sub-block) and over 16 values (a 16-value sub-block), exact int32.
-__device__ inline void mma_k32(const uint32_t (&a)[4], const uint32_t (&b)[2], int (&c)[4]) {
+// start + A x B over 32 values (one 32-value sub-block) and over 16 values (a 16-value sub-block), exact int32.
+__device__ inline void mma_k32(const uint32_t (&a)[4], const uint32_t (&b)[2], int start, int (&c)[4]) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};"
       : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(0));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(start));
 #else
   (void)a;
   (void)b;
-  c[0] = c[1] = c[2] = c[3] = 0;
+  c[0] = c[1] = c[2] = c[3] = start;
   __trap();  // has_tiled_kernel keeps older devices off this path
 #endif
 }
 
-__device__ inline void mma_k16(uint32_t a0, uint32_t a1, uint32_t b, int (&c)[4]) {
+__device__ inline void mma_k16(uint32_t a0, uint32_t a1, uint32_t b, int start, int (&c)[4]) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%7,%7,%7};"
       : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
-      : "r"(a0), "r"(a1), "r"(b), "r"(0));
+      : "r"(a0), "r"(a1), "r"(b), "r"(start));
 #else
   (void)a0;
   (void)a1;
   (void)b;
-  c[0] = c[1] = c[2] = c[3] = 0;
+  c[0] = c[1] = c[2] = c[3] = start;
   __trap();
 #endif
 }
@@ -66,10 +66,10 @@ __device__ inline void add_span(const uint32_t* wrecs, const uint32_t* arecs, in
     for (int n = 0; n < kTileN; ++n) {
       int s0[4], s1[4] = {0, 0, 0, 0};
       if constexpr (Dec::kSub == 32) {
-        mma_k32(a, b[n], s0);
+        mma_k32(a, b[n], kMmaSumStart<Dec>, s0);
       } else {
-        mma_k16(a[0], a[1], b[n][0], s0);
-        mma_k16(a[2], a[3], b[n][1], s1);
+        mma_k16(a[0], a[1], b[n][0], kMmaSumStart<Dec>, s0);
+        mma_k16(a[2], a[3], b[n][1], kMmaSumStart<Dec>, s1);
       }
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -91,8 +91,13 @@ __device__ inline void add_span(const uint32_t* wrecs, const uint32_t* arecs, in
 template <class Dec>
 __device__ __forceinline__ void tiled_body(TiledJob p);
 
+// Two blocks per SM (128 registers): ptxas left alone takes up to 150 for some types (one block per SM). Q2_K's
+// decode does not fit 128 without spills: it keeps one.
 template <class Dec>
-__global__ void __launch_bounds__(kTileThreads) tiled_kernel(TiledJob p) {
+constexpr int kTiledMinBlocks = Dec::kType == GgmlType::Q2_K ? 1 : 2;
+
+template <class Dec>
+__global__ void __launch_bounds__(kTileThreads, kTiledMinBlocks<Dec>) tiled_kernel(TiledJob p) {
 #if !STRATA_TILED_SUB16
   if constexpr (Dec::kSub == 16) {
     __trap();

@@ -28,11 +28,11 @@ int8_t byte_of(uint32_t word, int i) { return static_cast<int8_t>(word >> (8 * i
 // PTX's layout for 32-lane warps, lane = 4 * group + tig: A(16 x K) row r, value v sits in lane 4 * (r % 8) +
 // (v % 16) / 4, register (r >= 8) + 2 * (v >= 16), byte v % 4 (K = 16 uses registers 0 and 1 only); B(K x 8)
 // value v, column n in lane 4 * n + (v % 16) / 4, register v >= 16, byte v % 4; C row r, column n in lane
-// 4 * (r % 8) + n / 2, element 2 * (r >= 8) + n % 2.
-void emulate_mma(int k_values, const Lanes4& a, const Lanes2& b, int (&c)[32][4]) {
+// 4 * (r % 8) + n / 2, element 2 * (r >= 8) + n % 2. The sums start at `start` (the kernel's C input).
+void emulate_mma(int k_values, const Lanes4& a, const Lanes2& b, int start, int (&c)[32][4]) {
   for (int r = 0; r < 16; ++r) {
     for (int n = 0; n < 8; ++n) {
-      int sum = 0;
+      int sum = start;  // the kernel's C input
       for (int v = 0; v < k_values; ++v) {
         const int av = byte_of(a[4 * (r % 8) + (v % 16) / 4][(r >= 8 ? 1 : 0) + (v >= 16 ? 2 : 0)], v % 4);
         const int bv = byte_of(b[4 * n + (v % 16) / 4][v >= 16 ? 1 : 0], v % 4);
@@ -81,7 +81,7 @@ std::vector<std::vector<float>> emulate_block(const std::vector<unsigned char>& 
           }
           int s0[32][4], s1[32][4] = {};
           if (Dec::kSub == 32) {
-            emulate_mma(32, a, b, s0);
+            emulate_mma(32, a, b, kMmaSumStart<Dec>, s0);
           } else {
             Lanes4 a_hi;
             Lanes2 b_hi;
@@ -92,8 +92,8 @@ std::vector<std::vector<float>> emulate_block(const std::vector<unsigned char>& 
               b_hi[lane][0] = b[lane][1];
               b_hi[lane][1] = 0;
             }
-            emulate_mma(16, a, b, s0);
-            emulate_mma(16, a_hi, b_hi, s1);
+            emulate_mma(16, a, b, kMmaSumStart<Dec>, s0);
+            emulate_mma(16, a_hi, b_hi, kMmaSumStart<Dec>, s1);
           }
           for (int lane = 0; lane < 32; ++lane) {
             for (int i = 0; i < 4; ++i) {
@@ -181,6 +181,14 @@ INSTANTIATE_TEST_SUITE_P(TiledTypes, TiledProduct,
                                            GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
                                            GgmlType::IQ4_NL, GgmlType::IQ4_XS),
                          type_name);
+
+// Every sum a span can have (|S| < 2^22) comes back from the biased MMA result as exactly float(S).
+TEST(TiledProduct, BiasedSumsConvertExactly) {
+  for (int s = -(1 << 22); s < (1 << 22); ++s) {
+    const float f = unbias_sum(kSumBias + s);
+    if (f != static_cast<float>(s)) FAIL() << "sum " << s << " came back as " << f;
+  }
+}
 
 // A type without a tiled kernel stays on the warp-per-row kernels.
 TEST(TiledProduct, TypesWithoutTilesAreDeclined) {
