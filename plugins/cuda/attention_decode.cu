@@ -38,10 +38,13 @@ struct DecodeArgs {
   int n_split;
 };
 
-// Positions per split for a token at position p: whole kTile units, at least one.
+// Positions per split for a token at position p: whole kTile units, at least kMinChunkTiles of them. Fewer,
+// longer chunks at short contexts: a token below kMinChunkTiles * kTile positions has one chunk, merged in
+// shared memory with no partials, counter or second pass; longer ones have few partials to merge.
+constexpr int kMinChunkTiles = 4;
 __device__ __forceinline__ int split_chunk(int p, int n_split) {
   const int tiles = (p / kTile + 1 + n_split - 1) / n_split;
-  return (tiles < 1 ? 1 : tiles) * kTile;
+  return (tiles < kMinChunkTiles ? kMinChunkTiles : tiles) * kTile;
 }
 
 // Shared memory, all doubles, in this order: the tile's scores [heads][kTile]; per head m, l, alpha; q of the
