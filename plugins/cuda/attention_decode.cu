@@ -1,13 +1,10 @@
 // ATTENTION for a few tokens (decode): split-K ("flash decoding"). The grid is fixed by the shapes and the cache's
 // capacity (a graph replays one launch for every decode step): n_split blocks per (q heads of a kv head, token).
 // On the device each token's positions 0..p are cut into n_split chunks of whole kTile tiles (at least one tile),
-// so the work spreads over the blocks whatever p is; blocks whose chunk starts past p exit at once (the split is
-// the grid's slowest index, so at short contexts the blocks with work are the first dispatched). A block keeps,
-// per q head, a running max, sum of exp and unnormalised weighted values over its tiles (an online softmax). The
-// last block of a (token, q heads) to finish its chunk merges the chunks that exist, in chunk order (the same
-// bits whichever block is last), and may write the output rows' Q8_1 copy for the MUL_MAT reading them next; a
-// token with one chunk merges it at once. Regrouping the sums over positions moves the double by ~1e-16 relative
-// (docs/CANONICAL_ARITHMETIC.md section 6 allows it); the scores are the reference's bits.
+// so the work spreads over the blocks whatever p is; blocks whose chunk starts past p exit at once. A block keeps,
+// per q head, a running max, sum of exp and unnormalised weighted values over its tiles (an online softmax); the
+// combine merges the chunks per (head, token). Regrouping the sums over positions moves the double by ~1e-16
+// relative (docs/CANONICAL_ARITHMETIC.md section 6 allows it); the scores are the reference's bits.
 #include <algorithm>
 
 #include "act_quant.cuh"
@@ -25,26 +22,20 @@ constexpr int kPer = 4;               // q heads per thread in the weighted valu
 constexpr int kMaxBlockHeads = 32;
 constexpr int64_t kTargetBlocks = 512;  // about 4 blocks per multiprocessor (132 on an H200)
 constexpr int64_t kMaxSplits = 256;
-// The merge's per-head sums of chunks: a lane (or thread) per chunk, as many chunks as a block has threads.
-static_assert(kMaxSplits <= kThreads, "one chunk per thread of a block");
 
 struct DecodeArgs {
   Operands o;
-  double* part_out;    // [n_tok][n_head][n_split][head_dim] unnormalised weighted values
-  double* part_ml;     // [n_tok][n_head][n_split][2] max score, sum of exp(score - max)
-  unsigned* done;      // [n_tok][n_head / heads] chunks finished; the merging block sets it back to 0
-  unsigned char* q8;   // nullptr, or the output rows' Q8_1 copy (n_head * head_dim / 32 blocks a token)
-  int heads;           // q heads per block (dividing the group)
+  double* part_out;  // [n_tok][n_head][n_split][head_dim] unnormalised weighted values
+  double* part_ml;   // [n_tok][n_head][n_split][2] max score, sum of exp(score - max)
+  unsigned char* q8;  // nullptr, or the output rows' Q8_1 copy (n_head * head_dim / 32 blocks a token)
+  int heads;         // q heads per block (dividing the group)
   int n_split;
 };
 
-// Positions per split for a token at position p: whole kTile units, at least kMinChunkTiles of them. Fewer,
-// longer chunks at short contexts: a token below kMinChunkTiles * kTile positions has one chunk, merged in
-// shared memory with no partials, counter or second pass; longer ones have few partials to merge.
-constexpr int kMinChunkTiles = 4;
+// Positions per split for a token at position p: whole kTile units, at least one.
 __device__ __forceinline__ int split_chunk(int p, int n_split) {
   const int tiles = (p / kTile + 1 + n_split - 1) / n_split;
-  return (tiles < kMinChunkTiles ? kMinChunkTiles : tiles) * kTile;
+  return (tiles < 1 ? 1 : tiles) * kTile;
 }
 
 // Shared memory, all doubles, in this order: the tile's scores [heads][kTile]; per head m, l, alpha; q of the
@@ -72,15 +63,6 @@ __host__ __device__ constexpr int tile_positions(int kT) {
                                                                          : kTile / 4;
 }
 size_t split_smem(int kT, int heads, int head_dim) { return split_bytes(kT, tile_positions(kT), heads, head_dim); }
-// The merge's shared doubles, where q was (after the header): a lone chunk's values [heads][head_dim], the chunks'
-// weights [heads][n_split], each head's total, and the sums of the chunk slices [heads][kThreads].
-__host__ __device__ constexpr int merge_doubles(int heads, int n_split, int head_dim) {
-  return heads * (head_dim + n_split + 1 + kThreads);
-}
-size_t decode_smem(int kT, int heads, int n_split, int head_dim) {
-  const size_t merge = sizeof(double) * static_cast<size_t>(split_header(heads) + merge_doubles(heads, n_split, head_dim));
-  return std::max(split_smem(kT, heads, head_dim), merge);
-}
 
 // Terms per leaf of the 32-lane tree: head_dim padded to 32 * kT.
 constexpr int terms_per_leaf(int head_dim) { return head_dim <= 2 * kLanes ? 2 : head_dim <= 4 * kLanes ? 4 : 8; }
@@ -88,99 +70,6 @@ constexpr int terms_per_leaf(int head_dim) { return head_dim <= 2 * kLanes ? 2 :
 // Heads per thread in the weighted values: a thread owns one value index d and the heads r, r + R, ... where R
 // (replicas) = kThreads / head_dim thread sets cover the head_dim indices; the value read once serves them all.
 __host__ __device__ inline int value_replicas(int head_dim) { return kThreads / head_dim; }
-
-// Where a block's chunk results are: value d of head g, chunk c at out[g * out_head + c * out_chunk + d]; its max
-// score at ml[g * ml_head + c * ml_chunk] and its sum of exp at l_off past that.
-struct ChunkResults {
-  const double* out;
-  int64_t out_head, out_chunk;
-  const double* ml;
-  int64_t ml_head, ml_chunk, l_off;
-};
-
-// Chunk results in shared memory (this block's own) or in the partials other blocks wrote in this kernel.
-template <bool kShared>
-__device__ __forceinline__ double chunk_value(const double* p) {
-  if constexpr (kShared) {
-    return *p;
-  } else {
-    return load_coherent(p);
-  }
-}
-
-// The output rows of the block's heads, value i of them (head i / head_dim) from value(g, d), and their Q8_1
-// copy when asked for (the block's values are whole Q8_1 blocks then: the host checks heads * head_dim % 32 == 0,
-// and value i sits in lane i % 32 of a 32-lane group holding the block's 32 values).
-template <class Value>
-__device__ __forceinline__ void write_rows(const DecodeArgs& a, int t, int h0, Value value) {
-  const Operands& o = a.o;
-  const int D = o.head_dim, n = a.heads * D;
-  float* out = reinterpret_cast<float*>(o.dst + static_cast<uint64_t>(t) * o.d_stride) + static_cast<int64_t>(h0) * D;
-  for (int i = static_cast<int>(threadIdx.x); i < n; i += kThreads) {
-    const float v = value(i / D, i % D);
-    out[i] = v;
-#ifdef STRATA_DEVICE_PASS  // group_store_q8_1 exists in the device pass only
-    if (a.q8 != nullptr) {
-      const int64_t row_blocks = static_cast<int64_t>(o.n_head) * D / 32;
-      const int64_t b = static_cast<int64_t>(t) * row_blocks + (static_cast<int64_t>(h0) * D + i) / 32;
-      group_store_q8_1(v, i % 32, a.q8 + b * strata::gpu::kQ8Bytes);
-    }
-#endif
-  }
-}
-
-// The merge of the `used` chunks of the block's heads, by the whole block: per head, out = sum_c exp(m_c - M) acc_c
-// / sum_c exp(m_c - M) l_c in double. The order is one fixed tree whoever runs it: M and the total as a block of
-// kThreads threads would take them (thread c's term, a warp's butterfly sum, the warps' sums in order; a warp here
-// walks the virtual warps of its head, skipping those with no chunk, whose sum is an exact +0.0); the sum over the
-// chunks cut into kThreads / head_dim slices (threads otherwise idle), each a chain with many loads in flight,
-// then the slices added in order.
-template <bool kShared>
-__device__ __forceinline__ void merge_chunks(const DecodeArgs& a, const ChunkResults& r, int used, int t, int h0,
-                                             double* smem) {
-  const int G = a.heads, D = a.o.head_dim;
-  const int tid = static_cast<int>(threadIdx.x), lane = tid % kWarp, warp = tid / kWarp;
-  constexpr int n_warps = kThreads / kWarp;
-  double* weight = smem;                 // [G][n_split]
-  double* total = weight + G * a.n_split;  // [G]
-  double* sums = total + G;              // [G][slices * D]
-  for (int g = warp; g < G; g += n_warps) {
-    const double* ml = r.ml + g * r.ml_head;
-    double m = -INFINITY;
-    for (int c = lane; c < used; c += kWarp) m = fmax(m, chunk_value<kShared>(ml + c * r.ml_chunk));
-    m = warp_max(m);
-    double sum = 0.0;
-    for (int w = 0; w * kWarp < used; ++w) {
-      double part = 0.0;
-      for (int c = w * kWarp + lane; c < used; c += kThreads) {
-        const double e = exp(chunk_value<kShared>(ml + c * r.ml_chunk) - m);
-        weight[g * a.n_split + c] = e;
-        part = part + e * chunk_value<kShared>(ml + c * r.ml_chunk + r.l_off);
-      }
-      part = warp_sum(part);
-      sum = w == 0 ? part : sum + part;
-    }
-    if (lane == 0) total[g] = sum;
-  }
-  __syncthreads();
-  const int slices = value_replicas(D), per_head = slices * D;
-  for (int j = tid; j < G * per_head; j += kThreads) {
-    const int g = j / per_head, slice = (j % per_head) / D, d = j % D;
-    const double* part = r.out + g * r.out_head + d;
-    const double* wg = weight + g * a.n_split;
-    double acc = 0.0;
-#pragma unroll 8
-    for (int c = slice; c < used; c += slices) acc = acc + wg[c] * chunk_value<kShared>(part + c * r.out_chunk);
-    sums[j] = acc;
-  }
-  __syncthreads();
-  write_rows(a, t, h0, [&](int g, int d) {
-    const double* sg = sums + g * per_head + d;
-    double acc = sg[0];
-    for (int slice = 1; slice < slices; ++slice) acc = acc + sg[slice * D];
-    return static_cast<float>(acc / total[g]);
-  });
-}
 
 template <Cache kCache, int kT>
 __global__ void __launch_bounds__(kThreads) attention_split(DecodeArgs a) {
@@ -197,21 +86,16 @@ __global__ void __launch_bounds__(kThreads) attention_split(DecodeArgs a) {
   double* qs = smem + split_header(G);     // [G][kS]
   double* ks = qs + G * kS;                // [kN][kS]
   double* vs = ks + kN * kS;               // [kN][D]
-  const int t = static_cast<int>(blockIdx.y), split = static_cast<int>(blockIdx.z);
-  const int h0 = static_cast<int>(blockIdx.x) * G;  // the block's first q head
+  const int t = static_cast<int>(blockIdx.z), split = static_cast<int>(blockIdx.x);
+  const int h0 = static_cast<int>(blockIdx.y) * G;  // the block's first q head
   wait_for_inputs();  // before any read of the step's data or any return (dependent_launch.cuh)
   start_dependents();
   const int32_t p = o.pos[t];
-  if (p < 0 || p >= o.n_ctx) {
-    // A position outside the cache (the host's checks rule it out): NaN, visibly wrong, rather than stale memory.
-    if (split == 0) write_rows(a, t, h0, [](int, int) { return __int_as_float(0x7fc00000); });
-    return;
-  }
+  if (p < 0 || p >= o.n_ctx) return;  // the combine marks such a token
   const int chunk = split_chunk(p, a.n_split);
   const int begin = split * chunk;
   if (begin > p) return;
   const int end = min(begin + chunk, p + 1);
-  const int used = p / chunk + 1;  // the chunks that exist: splits 0..used-1
   const int tid = static_cast<int>(threadIdx.x), lane = tid % kWarp, warp = tid / kWarp;
   constexpr int n_warps = kThreads / kWarp;
   const int64_t koff = static_cast<int64_t>(h0 / o.group) * D;  // this kv head's values within a cache column
@@ -304,60 +188,89 @@ __global__ void __launch_bounds__(kThreads) attention_split(DecodeArgs a) {
     }
   }
 
-  // The merge's shared memory: q's rows, last read before the last tile's softmax (a barrier ago).
-  double* merge = smem + split_header(G);
-  if (used == 1) {
-    // The only chunk: merged from shared memory (the same arithmetic as from the partials), no round trip.
-#pragma unroll
-    for (int k = 0; k < kPer; ++k) {
-      const int g = o_head0 + R * k;
-      if (g < G) merge[g * D + v_idx] = acc[k];
-    }
-    __syncthreads();
-    merge_chunks<true>(a, ChunkResults{merge, D, 0, m_run, 1, 0, G}, 1, t, h0, merge + G * D);
-    return;
-  }
-  const int64_t row = (static_cast<int64_t>(t) * o.n_head + h0) * a.n_split;
+  const int64_t row = (static_cast<int64_t>(t) * o.n_head + h0) * a.n_split + split;
 #pragma unroll
   for (int k = 0; k < kPer; ++k) {
     const int g = o_head0 + R * k;
-    if (g < G) a.part_out[(row + static_cast<int64_t>(g) * a.n_split + split) * D + v_idx] = acc[k];
+    if (g < G) a.part_out[(row + static_cast<int64_t>(g) * a.n_split) * D + v_idx] = acc[k];
   }
   for (int g = tid; g < G; g += kThreads) {
-    double* ml = a.part_ml + 2 * (row + static_cast<int64_t>(g) * a.n_split + split);
+    double* ml = a.part_ml + 2 * (row + static_cast<int64_t>(g) * a.n_split);
     ml[0] = m_run[g];
     ml[1] = l_run[g];
   }
-  // Last block done: the partials are visible device-wide before the count says so; the block that brings the
-  // count to `used` merges, after a fence that orders its reads after the count.
-  __shared__ int merges;
-  __threadfence();
-  __syncthreads();
-  if (tid == 0) {
-    unsigned* count = a.done + static_cast<int64_t>(t) * gridDim.x + blockIdx.x;
-    const bool last = atomicAdd(count, 1u) == static_cast<unsigned>(used - 1);
-    if (last) *count = 0;  // every other chunk has counted: ready for the next launch (graph replays)
-    merges = last ? 1 : 0;
+}
+
+// One block per (head, token): out = sum_c exp(m_c - M) acc_c / sum_c exp(m_c - M) l_c, in double. The sum over
+// the chunks c is cut into kThreads / head_dim slices (threads otherwise idle), each a chain with many loads in
+// flight, then the slices are added.
+__global__ void __launch_bounds__(kThreads) attention_combine(DecodeArgs a) {
+  extern __shared__ double smem[];
+  double* weight = smem;               // [n_split]
+  double* sums = smem + a.n_split;     // [slices][head_dim]
+  __shared__ double partial[kThreads / kWarp];
+  const Operands& o = a.o;
+  const int h = static_cast<int>(blockIdx.x), t = static_cast<int>(blockIdx.y), tid = static_cast<int>(threadIdx.x);
+  auto* out = reinterpret_cast<float*>(o.dst + static_cast<uint64_t>(t) * o.d_stride) + static_cast<int64_t>(h) * o.head_dim;
+  wait_for_inputs();  // dependent_launch.cuh
+  start_dependents();
+  const int32_t p = o.pos[t];
+  if (p < 0 || p >= o.n_ctx) {
+    // A position outside the cache (the host's checks rule it out): NaN, visibly wrong, rather than stale memory.
+    for (int d = tid; d < o.head_dim; d += kThreads) {
+      out[d] = __int_as_float(0x7fc00000);
+      if (a.q8 != nullptr) {
+        const int64_t b = (static_cast<int64_t>(t) * o.n_head + h) * (o.head_dim / 32) + d / 32;
+        group_store_q8_1(out[d], d % 32, a.q8 + b * kQ8Bytes);
+      }
+    }
+    return;
+  }
+  const int used = p / split_chunk(p, a.n_split) + 1;
+  const int64_t row = (static_cast<int64_t>(t) * o.n_head + h) * a.n_split;
+  double m = -INFINITY;
+  for (int c = tid; c < used; c += kThreads) m = fmax(m, a.part_ml[2 * (row + c)]);
+  m = block_max(m, partial);
+  double total = 0.0;
+  for (int c = tid; c < used; c += kThreads) {
+    const double w = exp(a.part_ml[2 * (row + c)] - m);
+    weight[c] = w;
+    total = total + w * a.part_ml[2 * (row + c) + 1];
+  }
+  total = block_sum(total, partial);  // its barriers also publish weight[]
+  const int D = o.head_dim, slices = value_replicas(D);
+  if (tid < slices * D) {
+    const int d = tid % D, slice = tid / D;
+    const double* part = a.part_out + row * D + d;
+    double acc = 0.0;
+#pragma unroll 8
+    for (int c = slice; c < used; c += slices) acc = acc + weight[c] * part[static_cast<int64_t>(c) * D];
+    sums[slice * D + d] = acc;
   }
   __syncthreads();
-  if (merges == 0) return;
-  __threadfence();
-  merge_chunks<false>(a,
-                      ChunkResults{a.part_out + row * D, static_cast<int64_t>(a.n_split) * D, D, a.part_ml + 2 * row,
-                                   2 * static_cast<int64_t>(a.n_split), 2, 1},
-                      used, t, h0, merge + G * D);
+  // With the Q8_1 copy, head_dim is a multiple of 32: whole 32-lane groups hold each block's values in order.
+  const int64_t row_blocks = static_cast<int64_t>(o.n_head) * D / 32;
+  for (int d = tid; d < D; d += kThreads) {
+    double acc = sums[d];
+    for (int slice = 1; slice < slices; ++slice) acc = acc + sums[slice * D + d];
+    const float v = static_cast<float>(acc / total);
+    out[d] = v;
+    if (a.q8 != nullptr) {
+      const int64_t b = static_cast<int64_t>(t) * row_blocks + (static_cast<int64_t>(h) * D + d) / 32;
+      group_store_q8_1(v, d % 32, a.q8 + b * kQ8Bytes);
+    }
+  }
 }
 
 // The most q heads of a kv head's group one block holds (a divisor of the group): each thread's value index
-// serves at most kPer of them, and the shared rows (the tiles', and the merge's of the most splits) fit the
-// kernel's limit.
+// serves at most kPer of them, and the shared rows fit the kernel's limit.
 int heads_per_block(int group, int head_dim) {
   const int kT = terms_per_leaf(head_dim);
   const int replicas = value_replicas(head_dim);
   int best = 1;
   for (int h = 1; h <= group; ++h) {
     if (group % h == 0 && h * head_dim <= kMaxBlockDims && h <= kMaxBlockHeads && (h + replicas - 1) / replicas <= kPer &&
-        decode_smem(kT, h, static_cast<int>(kMaxSplits), head_dim) <= kSplitSmemLimit) {
+        split_smem(kT, h, head_dim) <= kSplitSmemLimit) {
       best = h;
     }
   }
@@ -372,7 +285,7 @@ void launch_split(const DecodeArgs& a, dim3 grid, const Context& ctx) {
   static const cudaError_t raised =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSplitSmemLimit));
   (void)raised;
-  launch_dependent(ctx, kernel, grid, kThreads, decode_smem(kT, a.heads, a.n_split, a.o.head_dim), a);
+  launch_dependent(ctx, kernel, grid, kThreads, split_smem(kT, a.heads, a.o.head_dim), a);
 }
 
 template <Cache kCache>
@@ -386,7 +299,7 @@ void launch_split_for(const DecodeArgs& a, dim3 grid, const Context& ctx) {
 
 }  // namespace
 
-bool decode_quantizes(const Operands& o) { return heads_per_block(o.group, o.head_dim) * o.head_dim % 32 == 0; }
+bool decode_quantizes(const Operands& o) { return o.head_dim % 32 == 0; }
 
 void run_decode(Context& ctx, const Operands& o, Cache cache, unsigned char* q8) {
   const int heads = heads_per_block(o.group, o.head_dim);
@@ -399,19 +312,19 @@ void run_decode(Context& ctx, const Operands& o, Cache cache, unsigned char* q8)
   const auto partials = static_cast<uint64_t>(o.n_tok) * static_cast<uint64_t>(o.n_head) * static_cast<uint64_t>(n_split);
   const uint64_t out_bytes = (partials * static_cast<uint64_t>(o.head_dim) * sizeof(double) + 255) / 256 * 256;
   auto* scratch = static_cast<char*>(ctx.scratch(ScratchSlot::AttnPartial, out_bytes + partials * 2 * sizeof(double)));
-  auto* done = static_cast<unsigned*>(
-      ctx.scratch(ScratchSlot::Counters, static_cast<uint64_t>(o.n_tok) * static_cast<uint64_t>(head_blocks) * sizeof(unsigned)));
-  const DecodeArgs a{o,  reinterpret_cast<double*>(scratch), reinterpret_cast<double*>(scratch + out_bytes), done, q8,
+  const DecodeArgs a{o, reinterpret_cast<double*>(scratch), reinterpret_cast<double*>(scratch + out_bytes), q8,
                      heads, static_cast<int>(n_split)};
-  // The split is the slowest index: blocks are dispatched in index order, so at a short context the few chunks
-  // that exist start first and the empty blocks after them.
-  const dim3 grid(static_cast<unsigned>(head_blocks), static_cast<unsigned>(o.n_tok), static_cast<unsigned>(n_split));
+  const dim3 grid(static_cast<unsigned>(n_split), static_cast<unsigned>(head_blocks), static_cast<unsigned>(o.n_tok));
   switch (cache) {
     case Cache::F16: launch_split_for<Cache::F16>(a, grid, ctx); break;
     case Cache::Q8_0: launch_split_for<Cache::Q8_0>(a, grid, ctx); break;
     case Cache::F32: launch_split_for<Cache::F32>(a, grid, ctx); break;
   }
-  check_launch(q8 != nullptr ? "ATTENTION (decode, with the Q8_1 copy)" : "ATTENTION (decode)");
+  check_launch("ATTENTION (decode splits)");
+  const dim3 combine_grid(static_cast<unsigned>(o.n_head), static_cast<unsigned>(o.n_tok));
+  const size_t combine_smem = static_cast<size_t>(n_split + kThreads) * sizeof(double);  // slices * head_dim <= kThreads
+  launch_dependent(ctx, attention_combine, combine_grid, kThreads, combine_smem, a);
+  check_launch("ATTENTION (combine)");
 }
 
 }  // namespace strata::gpu::attention

@@ -7,9 +7,9 @@
 
 namespace strata::gpu::attention {
 
-// Decode: blocks per (q heads of a kv head, token, split of the token's positions) in one launch, the last block
-// of each (q heads, token) merging its splits. With `q8`, also the output rows' Q8_1 copy there (n_tok rows of
-// n_head * head_dim / 32 blocks, as launch_quantize_q8_1 writes them); only where decode_quantizes(o).
+// Decode: blocks per (split of the token's positions, q heads of a kv head, token), then a combine per (head,
+// token). With `q8`, the combine also writes the output rows' Q8_1 copy (n_tok rows of n_head * head_dim / 32
+// blocks, as launch_quantize_q8_1 writes them); only where decode_quantizes(o).
 void run_decode(Context& ctx, const Operands& o, Cache cache, unsigned char* q8 = nullptr);
 // Whether run_decode can write the Q8_1 copy: its blocks' heads cover whole Q8_1 blocks.
 bool decode_quantizes(const Operands& o);

@@ -1,5 +1,5 @@
 // Fusion: ATTENTION and the Q8_1 copy of its output rows that the MUL_MAT reading them next (the o projection)
-// would make. The decode path's merging blocks quantize the rows they write (the bytes launch_quantize_q8_1
+// would make. The decode path's combine blocks quantize the rows they write (the bytes launch_quantize_q8_1
 // writes, into ScratchSlot::ActQ8), and the copy is recorded in ctx.quantized(), so the MUL_MAT skips its quantize
 // launch. Only the ATTENTION runs here; the MUL_MAT runs next as it is.
 #include "act_quant.cuh"

@@ -697,15 +697,16 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
   c.push_back(std::make_shared<AttentionCase>(GgmlType::F16, 128, 32, 4, 100, 64));
   c.push_back(std::make_shared<AttentionCase>(GgmlType::Q8_0, 64, 48, 16, 40, 24));
   c.push_back(std::make_shared<AttentionCase>(GgmlType::F32, 200, 32, 16, 45, 20));
-  // Decode at the split path's chunk boundaries (qwen3-30b-a3b's heads; chunks of at least four 32-position tiles):
-  // one chunk (merged at once) up to position 127, two from 128, three, five, eight; three tokens of one and two
-  // chunks in one launch. Then many splits (256 of them over a 33000-position capacity, five tiles a chunk): 207
-  // chunks, and positions just past a multiple of the chunk.
-  for (int64_t first : {0, 127, 128, 300, 640, 999}) {
+  // Decode at the split path's chunk boundaries (qwen3-30b-a3b's heads; a capacity of 32 splits of one 32-position
+  // tile each): one chunk (merged at once), two, the first tile of a fifth, all 32; three tokens of one and two
+  // chunks in one launch. Then the most splits (256, two tiles a chunk past 8192 positions): all 256, and 129.
+  for (int64_t first : {0, 31, 32, 127, 128, 999}) {
     c.push_back(std::make_shared<AttentionCase>(GgmlType::F16, 128, 32, 4, 1000, 1, first));
   }
-  c.push_back(std::make_shared<AttentionCase>(GgmlType::F16, 128, 32, 4, 1000, 3, 126));
-  for (int64_t first : {8191, 8199, 32999}) c.push_back(std::make_shared<AttentionCase>(GgmlType::F16, 128, 2, 1, 33000, 1, first));
+  c.push_back(std::make_shared<AttentionCase>(GgmlType::F16, 128, 32, 4, 1000, 3, 30));
+  for (int64_t first : {8191, 8199}) c.push_back(std::make_shared<AttentionCase>(GgmlType::F16, 128, 2, 1, 8200, 1, first));
+  // A long capacity (33000 positions: 256 splits of five tiles) near its end.
+  c.push_back(std::make_shared<AttentionCase>(GgmlType::F16, 128, 2, 1, 33000, 1, 32999));
   // stories260K with a q8_0 cache: heads of 8 values share their columns' q8_0 blocks.
   c.push_back(std::make_shared<AttentionCase>(GgmlType::Q8_0, 8, 8, 8, 64, 1));
   c.push_back(std::make_shared<AttentionCase>(GgmlType::Q8_0, 8, 8, 4, 64, 40));
