@@ -698,7 +698,7 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
   c.push_back(std::make_shared<AttentionCase>(GgmlType::Q8_0, 64, 48, 16, 40, 24));
   c.push_back(std::make_shared<AttentionCase>(GgmlType::F32, 200, 32, 16, 45, 20));
   // Decode at the split path's chunk boundaries (qwen3-30b-a3b's heads; a capacity of 32 splits of one 32-position
-  // tile each): one chunk (merged at once), two, the first tile of a fifth, all 32; three tokens of one and two
+  // tile each): one chunk, two, the first tile of a fifth, all 32; three tokens of one and two
   // chunks in one launch. Then the most splits (256, two tiles a chunk past 8192 positions): all 256, and 129.
   for (int64_t first : {0, 31, 32, 127, 128, 999}) {
     c.push_back(std::make_shared<AttentionCase>(GgmlType::F16, 128, 32, 4, 1000, 1, first));
