@@ -17,7 +17,7 @@
 namespace strata::gpu::attention {
 
 enum class Cache { F32, F16, Q8_0 };
-constexpr int kQ8Bytes = 34;
+constexpr int kCacheQ8Bytes = 34;
 constexpr int kLanes = format::kSum32Lanes;
 constexpr int kThreads = 256;  // both paths' blocks
 constexpr int kSquads = kThreads / kLanes;  // 32-lane groups of a block (a warp on NVIDIA, half a wavefront on CDNA)
@@ -44,7 +44,7 @@ __device__ __forceinline__ float cache_value(const char* col, int64_t i) {
   } else if constexpr (kCache == Cache::F16) {
     return f16_bits_to_f32(reinterpret_cast<const uint16_t*>(col)[i]);
   } else {
-    const char* block = col + (i / 32) * kQ8Bytes;
+    const char* block = col + (i / 32) * kCacheQ8Bytes;
     const float d = f16_bits_to_f32(*reinterpret_cast<const uint16_t*>(block));
     return static_cast<float>(static_cast<int8_t>(block[2 + i % 32])) * d;
   }
@@ -64,7 +64,7 @@ __device__ __forceinline__ void cache_values4(const char* col, int64_t i, float 
     out[2] = f16_bits_to_f32(static_cast<uint16_t>(w.y & 0xffffu));
     out[3] = f16_bits_to_f32(static_cast<uint16_t>(w.y >> 16));
   } else {
-    const char* block = col + (i / 32) * kQ8Bytes;
+    const char* block = col + (i / 32) * kCacheQ8Bytes;
     const float d = f16_bits_to_f32(*reinterpret_cast<const uint16_t*>(block));
 #pragma unroll
     for (int u = 0; u < 4; ++u) out[u] = static_cast<float>(static_cast<int8_t>(block[2 + (i + u) % 32])) * d;

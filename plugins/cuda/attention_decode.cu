@@ -221,7 +221,7 @@ __global__ void __launch_bounds__(kThreads) attention_combine(DecodeArgs a) {
       out[d] = __int_as_float(0x7fc00000);
       if (a.q8 != nullptr) {
         const int64_t b = (static_cast<int64_t>(t) * o.n_head + h) * (o.head_dim / 32) + d / 32;
-        group_store_q8_1(out[d], d % 32, a.q8 + b * strata::gpu::kQ8Bytes);
+        group_store_q8_1(out[d], d % 32, a.q8 + b * kQ8Bytes);
       }
     }
     return;
@@ -257,7 +257,7 @@ __global__ void __launch_bounds__(kThreads) attention_combine(DecodeArgs a) {
     out[d] = v;
     if (a.q8 != nullptr) {
       const int64_t b = static_cast<int64_t>(t) * row_blocks + (static_cast<int64_t>(h) * D + d) / 32;
-      group_store_q8_1(v, d % 32, a.q8 + b * strata::gpu::kQ8Bytes);  // Q8_1 blocks, not the cache's Q8_0
+      group_store_q8_1(v, d % 32, a.q8 + b * kQ8Bytes);
     }
   }
 }
