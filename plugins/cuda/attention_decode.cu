@@ -20,7 +20,7 @@ constexpr int kTile = 32;             // positions per chunk unit of a split
 constexpr int kMaxBlockDims = 1024;   // q heads * head_dim of one block
 constexpr int kPer = 4;               // q heads per thread in the weighted values (one value index each)
 constexpr int kMaxBlockHeads = 32;
-constexpr int64_t kTargetBlocks = 512;  // about 4 blocks per multiprocessor (132 on an H200)
+constexpr int64_t kBlocksPerSm = 2;  // what a split block's ~77 KB of shared memory (head_dim 128) lets run at once
 constexpr int64_t kMaxSplits = 256;
 
 struct DecodeArgs {
@@ -306,7 +306,9 @@ void run_decode(Context& ctx, const Operands& o, Cache cache, unsigned char* q8)
   const int64_t head_blocks = o.n_head / heads;
   // Enough splits to spread one token's work over the GPU; no more than the capacity has tiles.
   const int64_t cap_tiles = (o.n_ctx + kTile - 1) / kTile;
-  const int64_t want = (kTargetBlocks + head_blocks * o.n_tok - 1) / (head_blocks * o.n_tok);
+  // One wave: at short contexts most blocks have no positions, and a second wave of them costs its scheduling.
+  const int64_t target = kBlocksPerSm * ctx.props().multiProcessorCount;
+  const int64_t want = (target + head_blocks * o.n_tok - 1) / (head_blocks * o.n_tok);
   const int64_t n_split = std::max<int64_t>(1, std::min({want, cap_tiles, kMaxSplits}));
 
   const auto partials = static_cast<uint64_t>(o.n_tok) * static_cast<uint64_t>(o.n_head) * static_cast<uint64_t>(n_split);
