@@ -56,7 +56,7 @@ int cmd_run(const Args& args) {
   });
   p.option("--seed", "N", "sampling seed", [&](const std::string& v) { seed = parse_int("--seed", v, 0, LLONG_MAX); });
   p.option("--backend", "NAME", "auto, reference, or a backend plugin's name (overrides the launch)", &backend);
-  p.repeated("--stop", "TEXT", "stop when the generated text contains TEXT (repeatable)", &stops);
+  p.repeated("--stop", "TEXT", "stop when the generated text contains TEXT", &stops);
   p.flag("--json", "print one JSON object (prompt_ids, generated_ids, text) instead of streaming text", &json);
   if (!p.parse(args)) return 0;
   if (p.given("--prompt") == p.given("--file")) {
