@@ -12,6 +12,8 @@
 #     cpu        strata bench on the CPU backend (cpu_avx2), all cores: pp512 and tg128
 #     peer-cpu   llama.cpp's llama-bench (CPU build, if bundled) on the same file and thread count
 #     cuda       strata bench on the cuda backend (every weight in VRAM): pp512 and tg128
+#     link       the link probe (strata bench --link on cuda): pinned host-to-device rate, a queued copy's cost, the
+#                host's read rate and the experts.pcie_frac they give this model
 #     gpu-ops    single-op timings on the GPU (strata_bench_gpu_ops: us per op, GB/s of weights)
 #     profile    where decode time goes, op by op (strata bench --profile), on cpu_avx2 (unless
 #                STRATA_PROFILE_CPU=0) and on cuda
@@ -91,7 +93,7 @@ if want gpu-tests; then
   row "stories260K greedy on every backend (cuda included): exit $?, $(grep -E 'PASSED|FAILED' "$OUT/gpu-greedy.txt" | head -2 | tr '\n' ' ')"
   # A driver call that never returns must not take the whole call with it.
   STRATA_GPU_MODEL_30B="$model" timeout 240 strata_gpu_tests > "$OUT/gpu-e2e.txt" 2>&1
-  row "strata_gpu_tests: exit $?, $(grep -E '^\[(tiny|qwen3)' "$OUT/gpu-e2e.txt" | tr '\n' ' ') $(grep -E 'PASSED|FAILED|SKIPPED' "$OUT/gpu-e2e.txt" | head -3 | tr '\n' ' ')"
+  row "strata_gpu_tests: exit $?, $(grep -E '^\[(tiny|qwen3|link)' "$OUT/gpu-e2e.txt" | tr '\n' ' ') $(grep -E 'PASSED|FAILED|SKIPPED' "$OUT/gpu-e2e.txt" | head -3 | tr '\n' ' ')"
 fi
 
 if want inspect; then
@@ -183,6 +185,12 @@ for n, a in sorted(agg.items(), key=lambda kv: -kv[1][1]):
 PY
     head -25 "$OUT/ncu-kernels.txt"
   fi
+fi
+
+if want link; then
+  log "link probe"
+  strata bench --model "$model" --backend cuda -p 0 -n 0 --link > "$OUT/link.txt" 2>&1
+  row "link probe (exit $?): $(grep -E 'link probe|pcie_frac' "$OUT/link.txt" | sed 's/^link probe on [^:]*: //' | tr '\n' ' ')"
 fi
 
 if want peer-cuda; then

@@ -5,12 +5,16 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "args.hpp"
 #include "commands.hpp"
 #include "launch_options.hpp"
 #include "strata/bench.hpp"
 #include "strata/engine.hpp"
+#include "strata/experts/expert_geometry.hpp"
+#include "strata/experts/link_probe.hpp"
+#include "strata/experts/link_share.hpp"
 #include "strata/op_profile.hpp"
 #include "strata/plugin_host.hpp"
 #include "strata/process_memory.hpp"
@@ -34,6 +38,40 @@ uint64_t parameter_count(const Model& m) {
   uint64_t n = 0;
   for (const gguf::TensorView& t : m.file().tensors()) n += t.n_elements;
   return n;
+}
+
+// The link probe on the engine's backend and the default PCIe share it gives this model's experts (stderr).
+void print_link_probe(Engine& engine) {
+  Backend& be = engine.backend();
+  DeviceMemory* memory = be.device_memory();
+  DeviceQueues* queues = be.device_queues();
+  if (memory == nullptr || queues == nullptr) {
+    throw Error("bench --link: backend '" + be.name() +
+                "' has no device link to probe; run it with a GPU backend (--backend cuda)");
+  }
+  const experts::LinkMeasure m = experts::probe_link(*memory, *queues);
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  const double host_read = experts::measure_host_read(threads, uint64_t{1} << 30);
+  std::fprintf(stderr, "link probe on %s: %s; host read %.2f GB/s (%u threads)\n", be.describe().c_str(),
+               experts::describe(m).c_str(), host_read / 1e9, threads);
+  if (!m.pinned) std::fprintf(stderr, "warning: the probe's host memory could not be page-locked: copies were pageable\n");
+  // The share for the model's mean expert size (layers of different sizes differ little in it).
+  const experts::ExpertGeometry g = experts::expert_geometry(engine.model().weights());
+  uint64_t bytes = 0, count = 0;
+  for (const experts::LayerExperts& l : g.layers) {
+    if (l.n_expert > 0) {
+      bytes += l.expert_bytes;
+      ++count;
+    }
+  }
+  if (count == 0) {
+    std::fprintf(stderr, "the model has no routed experts: no PCIe share to set\n");
+    return;
+  }
+  const uint64_t mean = bytes / count;
+  std::fprintf(stderr, "experts.pcie_frac auto: %.3f (experts of %.2f MiB)\n",
+               experts::default_pcie_frac(m.h2d_bytes_per_s, host_read, mean, m.copy_overhead_s),
+               static_cast<double>(mean) / (1 << 20));
 }
 
 }  // namespace
@@ -62,6 +100,9 @@ int cmd_bench(const Args& args) {
   p.flag("--json", "print the results as JSON instead of a markdown table", &json);
   p.option("--profile", "N", "then decode N more tokens with a clock stamp between ops, and print (stderr) where the time goes",
            [&](const std::string& v) { profile_tokens = parse_int("--profile", v, 1, 1 << 16); });
+  bool link = false;
+  p.flag("--link", "then probe the link (a GPU backend): pinned host-to-device rate, a queued copy's cost, the host's "
+         "read rate, and the experts.pcie_frac they give (stderr)", &link);
   p.option("--profile-prompt", "N", "then feed an N-token prompt the same way and print where its time goes",
            [&](const std::string& v) { profile_prompt = parse_int("--profile-prompt", v, 1, 1 << 20); });
   if (!p.parse(args)) return 0;
@@ -73,7 +114,7 @@ int cmd_bench(const Args& args) {
   std::vector<BenchTest> tests;
   for (uint32_t n : n_prompt) tests.push_back({BenchTest::Kind::Prompt, n});
   for (uint32_t n : n_gen) tests.push_back({BenchTest::Kind::Generate, n});
-  if (tests.empty()) throw UsageError("nothing to measure: -p and -n are both 0");
+  if (tests.empty() && !link) throw UsageError("nothing to measure: -p and -n are both 0 (and no --link)");
   // The context holds the longest test.
   uint32_t longest = 0;
   for (const BenchTest& t : tests) longest = std::max(longest, t.n_tokens);
@@ -86,7 +127,9 @@ int cmd_bench(const Args& args) {
   std::vector<BenchResult> results;
   for (const BenchTest& t : tests) results.push_back(run_bench(*engine, t, static_cast<int>(reps)));
 
-  if (json) {
+  if (results.empty()) {
+    // --link alone: no table
+  } else if (json) {
     nlohmann::json out = nlohmann::json::array();
     for (const BenchResult& r : results) {
       out.push_back({{"model", model_name},
@@ -114,6 +157,7 @@ int cmd_bench(const Args& args) {
                   engine->backend().name().c_str(), r.test.name().c_str(), r.median, r.stddev, r.min, r.max);
     }
   }
+  if (link) print_link_probe(*engine);
   if (profile_tokens > 0) {
     OpProfile profile;
     engine->cut(0, 0);

@@ -17,3 +17,8 @@ strata_run(0 OUT out ARGS --version)
 expect_contains("${out}" "strata 0.1.0")
 strata_run(2 ERR err ARGS --log-level loud plugins)
 expect_contains("${err}" "'loud' is not one of")
+# bench: nothing to measure; a link probe asked of a backend with no device link names the fix.
+strata_run(2 ERR err ARGS bench --model ${SRC}/models/stories260K.gguf --backend reference -p 0 -n 0)
+expect_contains("${err}" "nothing to measure: -p and -n are both 0 (and no --link)")
+strata_run(2 ERR err ARGS bench --model ${SRC}/models/stories260K.gguf --backend reference -p 0 -n 0 --link)
+expect_contains("${err}" "backend 'reference' has no device link to probe; run it with a GPU backend (--backend cuda)")
