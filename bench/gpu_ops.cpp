@@ -302,15 +302,22 @@ void bench_router(const strata_backend_v1* be, void* ctx, const Settings& s) {
   }
 }
 
+// The plugin instance a fused-against-one-by-one comparison runs on: the run's options, plus fuse=false for the
+// one-by-one side.
+std::unique_ptr<strata::PluginInstance> instance_with_fuse(const strata::PluginRegistry& registry, const Settings& s,
+                                                           bool fuse) {
+  std::vector<std::string> options = s.plugin_options;
+  if (!fuse) options.push_back("fuse=false");
+  return registry.instantiate(s.plugin, options);
+}
+
 // The router of a qwen3-30b-a3b layer at one token, as fuse_router.cu fuses it: MUL_MAT of the f32 router weight
 // (2048 -> 128 logits) then ROUTER (softmax, k 8, normalised), timed with fuse=true and fuse=false (a plugin
 // instance each); every pair reads its own weight copy (cycled past the GPU's caches). Prints us per pair.
 void bench_router_fused(const strata::PluginRegistry& registry, const Settings& s) {
   constexpr int64_t n_in = 2048, n_expert = 128, k = 8;
   for (const bool fuse : {true, false}) {
-    std::vector<std::string> options = s.plugin_options;
-    if (!fuse) options.push_back("fuse=false");
-    auto inst = registry.instantiate(s.plugin, options);
+    auto inst = instance_with_fuse(registry, s, fuse);
     const auto* be = inst->get<strata_backend_v1>(STRATA_BACKEND_FAMILY, STRATA_BACKEND_VERSION);
     Device dev(be, inst->ctx());
     std::mt19937 rng(13);
@@ -415,9 +422,7 @@ void bench_matvec_groups(const strata_backend_v1* be, void* ctx, const Settings&
 // residual ADD, RMS_NORM of 2048 and the q4_K MUL_MAT (2048 x 512) that reads the normed row.
 void bench_fusions(const strata::PluginRegistry& registry, const Settings& s) {
   for (const bool fuse : {true, false}) {
-    std::vector<std::string> options = s.plugin_options;
-    if (!fuse) options.push_back("fuse=false");
-    auto inst = registry.instantiate(s.plugin, options);
+    auto inst = instance_with_fuse(registry, s, fuse);
     const auto* be = inst->get<strata_backend_v1>(STRATA_BACKEND_FAMILY, STRATA_BACKEND_VERSION);
     Device dev(be, inst->ctx());
     std::mt19937 rng(13);
