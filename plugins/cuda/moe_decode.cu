@@ -89,14 +89,7 @@ __device__ inline void write_token_routes(const Routes& r, int t, TokenRoutes& o
 // Q4_K rows known to start at 16-byte boundaries (checked once per block): DecodeQ4_K's three 16-byte loads
 // only. Without the byte-load fallback's registers, four spans' loads stay in flight per thread at 64 registers.
 struct DecodeQ4_KAligned : DecodeQ4_K {
-  __device__ static void decode(const uint8_t* b, int s, Span& o) {
-    const uint4 hv = reinterpret_cast<const uint4*>(b)[0];
-    const uint4* qv = reinterpret_cast<const uint4*>(b + 16 + 32 * (s / 2));
-    const uint4 q0 = qv[0], q1 = qv[1];
-    const uint32_t h[4] = {hv.x, hv.y, hv.z, hv.w};
-    const uint32_t qw[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-    from_words(h, qw, s, o);
-  }
+  __device__ static void decode(const uint8_t* b, int s, Span& o) { decode_aligned(b, s, o); }
 };
 
 // The decoder of Dec for 16-byte aligned rows (Dec itself where it has no such variant).

@@ -317,17 +317,21 @@ struct DecodeQ4_K {
 #pragma unroll
     for (int m = 0; m < 8; ++m) o.g[m] = (qw[m] >> shift) & 0x0f0f0f0fu;
   }
+  // A block at a 16-byte boundary: three 16-byte loads per span.
+  __device__ static void decode_aligned(const uint8_t* b, int s, Span& o) {
+    const uint4 hv = reinterpret_cast<const uint4*>(b)[0];
+    const uint4* qv = reinterpret_cast<const uint4*>(b + 16 + 32 * (s / 2));
+    const uint4 q0 = qv[0], q1 = qv[1];
+    const uint32_t h[4] = {hv.x, hv.y, hv.z, hv.w};
+    const uint32_t qw[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+    from_words(h, qw, s, o);
+  }
   // d @0, dmin @2, scales[12] @4, qs[128] @16. Span s: nibble s%2 of qs[32*(s/2) + i].
   __host__ __device__ static void decode(const uint8_t* b, int s, Span& o) {
 #ifdef STRATA_DEVICE_PASS
-    // Rows at 16-byte boundaries (144-byte blocks keep it): three 16-byte loads per span.
+    // Rows at 16-byte boundaries (144-byte blocks keep it).
     if ((reinterpret_cast<uintptr_t>(b) & 15u) == 0) {
-      const uint4 hv = reinterpret_cast<const uint4*>(b)[0];
-      const uint4* qv = reinterpret_cast<const uint4*>(b + 16 + 32 * (s / 2));
-      const uint4 q0 = qv[0], q1 = qv[1];
-      const uint32_t h[4] = {hv.x, hv.y, hv.z, hv.w};
-      const uint32_t qw[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-      from_words(h, qw, s, o);
+      decode_aligned(b, s, o);
       return;
     }
 #endif
