@@ -232,32 +232,32 @@ TEST(GpuEndToEnd, FusionsAndGraphsChangeNoBits) {
   expect_fusions_change_no_bits(gpu, tiny_model(), 6);
 }
 
-// The generated qwen3-30b-a3b the 30B tests run on, or "" with the reason to skip in `why`.
-std::string model_30b(std::string& why) {
-  const char* path = std::getenv("STRATA_GPU_MODEL_30B");
-  if (path == nullptr || !std::filesystem::exists(path)) {
+// The GPU backend and the generated qwen3-30b-a3b (in `path`) the 30B tests run on, or "" with the reason to skip
+// in `why`.
+std::string gpu_with_model_30b(std::string& path, std::string& why) {
+  const std::string gpu = gpu_backend(why);
+  if (gpu.empty()) return "";
+  const char* env = std::getenv("STRATA_GPU_MODEL_30B");
+  if (env == nullptr || !std::filesystem::exists(env)) {
     why = "set STRATA_GPU_MODEL_30B to a generated qwen3-30b-a3b GGUF (scripts/gpu-check.sh does)";
     return "";
   }
-  return path;
+  path = env;
+  return gpu;
 }
 
 // The same at the real shapes (n_embd 2048, 32/4 heads of 128, 128 experts): the fused kernels' register paths.
 TEST(GpuEndToEnd, Qwen3_30B_FusionsAndGraphsChangeNoBits) {
-  std::string why;
-  const std::string gpu = gpu_backend(why);
+  std::string why, path;
+  const std::string gpu = gpu_with_model_30b(path, why);
   if (gpu.empty()) GTEST_SKIP() << why;
-  const std::string path = model_30b(why);
-  if (path.empty()) GTEST_SKIP() << why;
   expect_fusions_change_no_bits(gpu, path, 2);
 }
 
 TEST(GpuEndToEnd, Qwen3_30B_TeacherForcedTop1) {
-  std::string why;
-  const std::string gpu = gpu_backend(why);
+  std::string why, path;
+  const std::string gpu = gpu_with_model_30b(path, why);
   if (gpu.empty()) GTEST_SKIP() << why;
-  const std::string path = model_30b(why);
-  if (path.empty()) GTEST_SKIP() << why;
   auto g = open(path, gpu, 16);
   auto c = open(path, "cpu_avx2", 16);
   const Agreement a = teacher_forced(*g, *c, random_tokens(256, g->model().hparams().n_vocab, 5));

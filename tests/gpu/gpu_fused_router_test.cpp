@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../unit/float_nmse.hpp"
 #include "gpu_test_support.hpp"
 #include "strata/backend.hpp"
 #include "strata/device_memory.hpp"
@@ -196,19 +197,6 @@ Outputs reference(const Shape& s, const std::vector<Layer>& layers) {
   return out;
 }
 
-double nmse(const std::vector<unsigned char>& want, const std::vector<unsigned char>& got) {
-  const size_t n = want.size() / 4;
-  std::vector<float> w(n), g(n);
-  std::memcpy(w.data(), want.data(), 4 * n);
-  std::memcpy(g.data(), got.data(), 4 * n);
-  double err = 0.0, norm = 0.0;
-  for (size_t i = 0; i < n; ++i) {
-    const double d = static_cast<double>(g[i]) - static_cast<double>(w[i]);
-    err += d * d;
-    norm += static_cast<double>(w[i]) * static_cast<double>(w[i]);
-  }
-  return norm > 0.0 ? err / norm : err;
-}
 
 const char* const kOutputNames[3] = {"logits", "ids", "weights"};
 
@@ -243,7 +231,7 @@ TEST(GpuFusedRouter, SameBytesAsOneByOneAndTheReference) {
                                  ", call " + std::to_string(call);
         EXPECT_EQ(got[o], one_by_one[o]) << what << ": fused differs from one by one";
         if (o % 3 == 2) {
-          EXPECT_LE(nmse(want[o], got[o]), 1e-16) << what << ": NMSE vs the reference";
+          EXPECT_EQ(strata::test::nmse_mismatch(what, want[o], got[o], 1e-16), "") << "vs the reference";
         } else {
           EXPECT_EQ(got[o], want[o]) << what << ": differs from the reference";
         }

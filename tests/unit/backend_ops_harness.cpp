@@ -1,4 +1,5 @@
 #include "backend_ops_harness.hpp"
+#include "float_nmse.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -289,27 +290,7 @@ std::string compare_output(const Output& o, const std::vector<unsigned char>& wa
         << ")";
     return msg.str();
   }
-  const size_t n = want.size() / 4;
-  std::vector<float> w(n), g(n);
-  std::memcpy(w.data(), want.data(), 4 * n);
-  std::memcpy(g.data(), got.data(), 4 * n);
-  double err = 0.0, norm = 0.0;
-  for (size_t i = 0; i < n; ++i) {
-    const bool wn = std::isnan(w[i]), gn = std::isnan(g[i]);
-    const bool wi = std::isinf(w[i]), gi = std::isinf(g[i]);
-    if (wn != gn || wi != gi || (wi && w[i] != g[i])) {
-      msg << o.name << ": NaN/Inf parity differs at " << i << " (want " << w[i] << ", got " << g[i] << ")";
-      return msg.str();
-    }
-    if (wn || wi) continue;
-    const double d = static_cast<double>(w[i]) - static_cast<double>(g[i]);
-    err += d * d;
-    norm += static_cast<double>(w[i]) * static_cast<double>(w[i]);
-  }
-  const double nmse = norm > 0.0 ? err / norm : err;
-  if (nmse <= max_nmse) return "";
-  msg << o.name << ": NMSE " << nmse << " > " << max_nmse;
-  return msg.str();
+  return nmse_mismatch(o.name, want, got, max_nmse);
 }
 
 }  // namespace strata::test
