@@ -27,7 +27,9 @@ class HostDevice final : public strata::DeviceMemory, public strata::DeviceQueue
   int live_streams = 0, live_events = 0, registered = 0, recorded = 0, synced = 0;
 
   void* allocate(uint64_t bytes) override { return std::malloc(bytes); }
+  void* allocate_mapped(uint64_t bytes) override { return std::malloc(bytes); }
   void release(void* p) noexcept override { std::free(p); }
+  uint64_t free_bytes() const override { return uint64_t{1} << 30; }
   void upload(void* d, const void* s, uint64_t n) override { std::memcpy(d, s, n); }
   void download(void* d, const void* s, uint64_t n) override { std::memcpy(d, s, n); }
   const std::string& device_name() const override { return name_; }

@@ -18,6 +18,11 @@ class DeviceMemory {
   // `bytes` of device memory. Throws strata::Error naming the device and the size when it cannot.
   virtual void* allocate(uint64_t bytes) = 0;
   virtual void release(void* p) noexcept = 0;
+  // `bytes` of page-locked host memory that kernels address with the same pointer (backend 1.1's
+  // STRATA_BUFFER_HOST_MAPPED): what the host writes there the device reads without a copy. Freed by release().
+  virtual void* allocate_mapped(uint64_t bytes) = 0;
+  // The device's free memory now (what an expert cache may plan with).
+  virtual uint64_t free_bytes() const = 0;
   // Copies; they return when the bytes have arrived, after everything computed before.
   virtual void upload(void* device_dst, const void* host_src, uint64_t bytes) = 0;
   virtual void download(void* host_dst, const void* device_src, uint64_t bytes) = 0;
@@ -41,6 +46,15 @@ class Buffer {
       ptr_ = static_cast<T*>(mem->allocate(n * sizeof(T)));
     }
   }
+  // n values of T in mem's mapped host memory: the host reads and writes them directly, kernels too.
+  static Buffer mapped(size_t n, DeviceMemory& mem) {
+    Buffer b;
+    b.n_ = n;
+    b.mem_ = &mem;
+    b.mapped_ = true;
+    b.ptr_ = static_cast<T*>(mem.allocate_mapped(n * sizeof(T) + (n == 0 ? 1 : 0)));
+    return b;
+  }
   Buffer(Buffer&& o) noexcept { *this = std::move(o); }
   Buffer& operator=(Buffer&& o) noexcept {
     if (this != &o) {
@@ -48,6 +62,7 @@ class Buffer {
       n_ = o.n_;
       mem_ = o.mem_;
       ptr_ = o.ptr_;
+      mapped_ = o.mapped_;
       host_ = std::move(o.host_);
       o.n_ = 0;
       o.ptr_ = nullptr;
@@ -61,8 +76,9 @@ class Buffer {
 
   T* data() const { return ptr_; }
   size_t size() const { return n_; }
-  bool on_device() const { return mem_ != nullptr; }
-  // Host buffers only.
+  // In device memory: the host must copy to read or write it (mapped buffers are host memory).
+  bool on_device() const { return mem_ != nullptr && !mapped_; }
+  // Host and mapped buffers only.
   T& operator[](size_t i) const { return ptr_[i]; }
 
  private:
@@ -74,6 +90,7 @@ class Buffer {
   size_t n_ = 0;
   DeviceMemory* mem_ = nullptr;
   T* ptr_ = nullptr;
+  bool mapped_ = false;
   std::unique_ptr<T[]> host_;
 };
 

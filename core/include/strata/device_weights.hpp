@@ -1,7 +1,8 @@
-// A model's weights in a device's memory: the data section of each GGUF part copied once, whole, so a weight's
-// device address is its part's device base plus its offset in the file. Each MoE layer also gets its expert table
-// (plugin_api.h's strata_expert_table, for MOE_ROUTED) with the entries in device memory. The mapped file stays
-// the host copy (the hybrid path later reads misses from it).
+// A model's weights in a device's memory. All of them: the data section of each GGUF part copied once, whole, so a
+// weight's device address is its part's device base plus its offset in the file, and each MoE layer gets its
+// expert table (plugin_api.h's strata_expert_table, for MOE_ROUTED) with the entries in device memory. Or, for the
+// hybrid path, every tensor but the routed experts (WeightsOnDevice::Dense): runs of consecutive dense tensors are
+// copied as one buffer each, and the experts come from the expert cache's slots (core/src/engine/hybrid_moe.cpp).
 #pragma once
 
 #include <cstdint>
@@ -15,29 +16,35 @@ namespace strata {
 
 class Model;
 
+enum class WeightsOnDevice { All, Dense };
+
 class DeviceWeights {
  public:
-  // Copies every part's tensor data to the device. Throws strata::Error when the device cannot hold it.
-  DeviceWeights(const Model& model, DeviceMemory& mem);
+  // Copies the weights to the device. Throws strata::Error when the device cannot hold them.
+  DeviceWeights(const Model& model, DeviceMemory& mem, WeightsOnDevice which = WeightsOnDevice::All);
 
-  // The device address of a host address inside a mapped part's data section. Throws strata::Error otherwise.
+  // The device address of a host address inside a copied tensor. Throws strata::Error otherwise.
   const void* place(const void* host) const;
   // A weight as ops take it, addressed on the device.
   strata_tensor tensor(const gguf::TensorView& t) const;
-  // Layer il's routed experts (null for a layer without them).
+  // Layer il's routed experts (null for a layer without them, and for every layer with WeightsOnDevice::Dense).
   const strata_expert_table* expert_table(uint32_t il) const;
+  WeightsOnDevice which() const { return which_; }
   uint64_t bytes() const { return bytes_; }
   double upload_seconds() const { return upload_seconds_; }
 
  private:
-  struct Part {
-    const unsigned char* host = nullptr;  // the part's data section in the mapping
+  // A span of host bytes copied whole (a part's data section, or a run of dense tensors), sorted by host address.
+  struct Run {
+    const unsigned char* host = nullptr;
     uint64_t size = 0;
     Buffer<unsigned char> device;
   };
-  std::vector<Part> parts_;
+  void copy_run(const unsigned char* host, uint64_t size, DeviceMemory& mem, const std::string& what);
+  std::vector<Run> runs_;
   std::vector<strata_expert_table> tables_;               // per layer; n_expert 0 when the layer has none
   std::vector<Buffer<strata_expert_weights>> entries_;    // per layer, in device memory
+  WeightsOnDevice which_ = WeightsOnDevice::All;
   uint64_t bytes_ = 0;
   double upload_seconds_ = 0.0;
 };

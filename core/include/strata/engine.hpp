@@ -18,20 +18,29 @@
 
 namespace strata {
 
+class HybridMoe;
+class PluginInstance;
+
 struct EngineSettings {
   uint32_t context = 4096;  // positions per slot
   uint32_t slots = 1;
   uint32_t batch = 512;     // prefill chunk
   uint32_t max_window_logits = 16;  // feed_window's limit: every token's logits are kept
   format::GgmlType kv_type = format::GgmlType::F16;
+  config::ExpertsConfig experts;  // the hybrid path's expert cache (GPU backends)
+  unsigned threads = 0;           // CPU threads for the experts' host copy and the link probe (0 = all cores)
 };
 
-// runtime.context, runtime.slots, runtime.batch and runtime.kv_type of a launch.
+// runtime.context, runtime.slots, runtime.batch, runtime.kv_type, runtime.threads and experts: of a launch.
 EngineSettings settings_from(const config::Launch& launch);
 
 class Engine {
  public:
-  Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, const EngineSettings& settings);
+  // On a GPU backend with streams (backend 1.2) the weights go to the device: all of them, or, when
+  // settings.experts.cache is set (or `auto` and the model does not fit), all but the routed experts, which then
+  // take the hybrid path (a VRAM expert cache, PCIe reads and `pool`'s CPU computations; see hybrid_moe.hpp).
+  Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, const EngineSettings& settings,
+         std::unique_ptr<PluginInstance> pool = nullptr);
   // Loads launch.model and the launch's backend (select_backend; plugins found on the launch's search path).
   static std::unique_ptr<Engine> from_launch(const config::Launch& launch);
   ~Engine();
@@ -54,12 +63,17 @@ class Engine {
   void cut(uint32_t slot, uint32_t position) { kv_.cut(slot, position); }
   // While set, ops run one at a time and their times are added to `profile` (null: off).
   void set_profile(OpProfile* profile) { profile_ = profile; }
+  // Whether routed experts take the hybrid path; its summary (cache hits, experts by source, bytes, times) since
+  // the start, empty when not hybrid.
+  bool hybrid() const { return hybrid_ != nullptr; }
+  std::string expert_summary() const;
 
  private:
   void run(const Window& w);
   void run_profiled(const std::vector<Stage>& stages);
   // Declared first, destroyed last: it keeps the plugin libraries loaded while the backend lives.
   std::unique_ptr<PluginRegistry> registry_;
+  std::unique_ptr<PluginInstance> pool_plugin_;  // the CPU expert pool of the hybrid path
   std::unique_ptr<Model> model_;
   std::unique_ptr<Backend> backend_;
   EngineSettings settings_;
@@ -67,6 +81,7 @@ class Engine {
   std::unique_ptr<DeviceWeights> device_weights_;
   KvCache kv_;
   Activations act_;
+  std::unique_ptr<HybridMoe> hybrid_;  // destroyed first: it uses the activations and the device
   OpProfile* profile_ = nullptr;
 };
 

@@ -150,6 +150,21 @@ struct Window {
   bool all_logits = false;  // logits of every token (verify windows), or of the last one only
 };
 
+// Where a MoE layer's routed experts come from when the weights are on a device but the experts are not all there
+// (the hybrid path, core/src/engine/hybrid_moe.cpp). The layer's stage then ends after ROUTER with a host step,
+// place(il, n_tok), which reads the router's choices and puts each chosen expert somewhere the MOE_ROUTED of the
+// next stage reads it: a cache slot, a staging slot filled over PCIe, or a weighted row computed by the CPU pool.
+class ExpertPlacement {
+ public:
+  virtual ~ExpertPlacement() = default;
+  // The host step after layer il's ROUTER, for a window of n_tok tokens.
+  virtual void place(uint32_t il, uint32_t n_tok) = 0;
+  // Layer il's table as the last place() left it (the entries live in device memory).
+  virtual const strata_expert_table* table(uint32_t il) const = 0;
+  // MOE_ROUTED's src3: the pool's weighted rows [n_embd, k * n_tok] (mapped host memory).
+  virtual strata_tensor precomputed_rows(uint32_t n_tok, uint32_t k) const = 0;
+};
+
 // Ops to run in order on a backend, then an optional host step.
 struct Stage {
   std::vector<strata_op> ops;
@@ -182,9 +197,10 @@ class Model {
   // The whole program of one window: embeddings, every layer, the output head (logits into act.logits: one
   // column per token when w.all_logits, else one for the last token). Tokens and positions are copied into act
   // (and uploaded); the caller has made room for them in the KV cache. With `device` (the weights in a device's
-  // memory) every weight is addressed there and MoE layers take MOE_ROUTED with no host step.
+  // memory) every weight is addressed there and MoE layers take MOE_ROUTED with no host step; with `placement`
+  // too (the routed experts are not on the device), each MoE layer's stage ends in placement's host step.
   std::vector<Stage> build_window(const Window& w, Activations& act, const KvCache& kv,
-                                  const DeviceWeights* device = nullptr) const;
+                                  const DeviceWeights* device = nullptr, ExpertPlacement* placement = nullptr) const;
 
   class Graph;  // the architecture's layer builder (core/src/model/<arch>_graph.cpp)
 

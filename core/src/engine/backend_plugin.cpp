@@ -27,7 +27,20 @@ class PluginMemory final : public DeviceMemory {
     if (p == nullptr) throw Error("plugin '" + plugin_.name() + "' returned no buffer for " + std::to_string(bytes) + " bytes");
     return p;
   }
+  void* allocate_mapped(uint64_t bytes) override {
+    void* p = nullptr;
+    throw_if_error(table_.buffer_alloc(plugin_.ctx(), 0, bytes, STRATA_BUFFER_HOST_MAPPED, &p), plugin_.name(),
+                   "buffer_alloc (mapped host memory)");
+    if (p == nullptr) throw Error("plugin '" + plugin_.name() + "' returned no mapped buffer for " + std::to_string(bytes) + " bytes");
+    return p;
+  }
   void release(void* p) noexcept override { table_.buffer_free(plugin_.ctx(), 0, p); }
+  uint64_t free_bytes() const override {
+    strata_device_info info{};
+    info.struct_size = sizeof info;
+    throw_if_error(table_.device_info(plugin_.ctx(), 0, &info), plugin_.name(), "device_info");
+    return info.memory_free;
+  }
   void upload(void* dst, const void* src, uint64_t bytes) override {
     throw_if_error(table_.copy(plugin_.ctx(), 0, dst, src, bytes, STRATA_COPY_HOST_TO_DEVICE), plugin_.name(), "copy");
   }

@@ -1,5 +1,6 @@
 #include "strata/device_weights.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -7,33 +8,71 @@
 #include "strata/log.hpp"
 #include "strata/model.hpp"
 #include "strata/op_tensor.hpp"
+#include "strata/tensor_role.hpp"
 
 namespace strata {
 
-DeviceWeights::DeviceWeights(const Model& model, DeviceMemory& mem) {
+void DeviceWeights::copy_run(const unsigned char* host, uint64_t size, DeviceMemory& mem, const std::string& what) {
+  Run r;
+  r.host = host;
+  r.size = size;
+  try {
+    r.device = Buffer<unsigned char>(size, &mem);
+  } catch (const Error& e) {
+    throw Error("the weights of " + what + " (" + std::to_string(size >> 20) + " MiB) do not fit on " +
+                mem.device_name() + ": " + e.what());
+  }
+  // In pieces, so a 17 GB file does not need one 17 GB staging copy inside the driver.
+  constexpr uint64_t kPiece = uint64_t{256} << 20;
+  for (uint64_t off = 0; off < size; off += kPiece) mem.upload(r.device.data() + off, host + off, std::min(kPiece, size - off));
+  bytes_ += size;
+  runs_.push_back(std::move(r));
+}
+
+DeviceWeights::DeviceWeights(const Model& model, DeviceMemory& mem, WeightsOnDevice which) : which_(which) {
   const auto start = std::chrono::steady_clock::now();
   const gguf::Model& file = model.file();
-  for (size_t i = 0; i < file.part_count(); ++i) {
-    const gguf::File& part = file.part(i);
-    const std::span<const uint8_t> bytes = part.bytes();
-    Part p;
-    p.host = bytes.data() + part.data_offset();
-    p.size = bytes.size() - part.data_offset();
-    try {
-      p.device = Buffer<unsigned char>(p.size, &mem);
-    } catch (const Error& e) {
-      throw Error("the weights of " + part.name() + " (" + std::to_string(p.size >> 20) + " MiB) do not fit on " +
-                  mem.device_name() + ": " + e.what());
+  if (which == WeightsOnDevice::All) {
+    for (size_t i = 0; i < file.part_count(); ++i) {
+      const gguf::File& part = file.part(i);
+      const std::span<const uint8_t> bytes = part.bytes();
+      copy_run(bytes.data() + part.data_offset(), bytes.size() - part.data_offset(), mem, part.name());
     }
-    // In pieces, so a 17 GB file does not need one 17 GB staging copy inside the driver.
-    constexpr uint64_t kPiece = uint64_t{256} << 20;
-    for (uint64_t off = 0; off < p.size; off += kPiece) {
-      mem.upload(p.device.data() + off, p.host + off, std::min(kPiece, p.size - off));
+  } else {
+    // Runs of consecutive dense tensors in file order; a routed-expert tensor ends a run.
+    std::vector<const gguf::TensorView*> order;
+    for (const gguf::TensorView& t : file.tensors()) order.push_back(&t);
+    std::sort(order.begin(), order.end(), [](const gguf::TensorView* a, const gguf::TensorView* b) {
+      return a->data < b->data;
+    });
+    const unsigned char* run_begin = nullptr;
+    const unsigned char* run_end = nullptr;
+    uint32_t run_split = 0;
+    const auto flush = [&] {
+      if (run_begin != nullptr) copy_run(run_begin, static_cast<uint64_t>(run_end - run_begin), mem, "the dense tensors");
+      run_begin = run_end = nullptr;
+    };
+    for (const gguf::TensorView* t : order) {
+      if (classify_tensor(t->name).part == TensorPart::RoutedExperts) {
+        flush();
+        continue;
+      }
+      // A run stays inside one part's mapping.
+      if (run_begin != nullptr && (t->split != run_split || t->data < run_end)) flush();
+      if (run_begin == nullptr) {
+        run_begin = t->data;
+        run_split = t->split;
+      }
+      run_end = t->data + t->n_bytes;
     }
-    bytes_ += p.size;
-    parts_.push_back(std::move(p));
+    flush();
   }
+  std::sort(runs_.begin(), runs_.end(), [](const Run& a, const Run& b) { return a.host < b.host; });
   upload_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  log::info("weights on " + mem.device_name() + ": " + std::to_string(bytes_ >> 20) + " MiB in " +
+            std::to_string(upload_seconds_).substr(0, 5) + " s" +
+            (which == WeightsOnDevice::Dense ? " (all but the routed experts, " + std::to_string(runs_.size()) + " runs)" : ""));
+  if (which == WeightsOnDevice::Dense) return;
 
   const ModelWeights& w = model.weights();
   tables_.resize(w.layers.size());
@@ -59,16 +98,17 @@ DeviceWeights::DeviceWeights(const Model& model, DeviceMemory& mem) {
                                       host[0].down_type,
                                       entries_[il].data()};
   }
-  log::info("weights on " + mem.device_name() + ": " + std::to_string(bytes_ >> 20) + " MiB in " +
-            std::to_string(upload_seconds_).substr(0, 5) + " s");
 }
 
 const void* DeviceWeights::place(const void* host) const {
   const auto* h = static_cast<const unsigned char*>(host);
-  for (const Part& p : parts_) {
-    if (h >= p.host && h < p.host + p.size) return p.device.data() + (h - p.host);
+  // The last run starting at or before h.
+  auto it = std::upper_bound(runs_.begin(), runs_.end(), h, [](const unsigned char* a, const Run& r) { return a < r.host; });
+  if (it != runs_.begin()) {
+    --it;
+    if (h < it->host + it->size) return it->device.data() + (h - it->host);
   }
-  throw Error("internal: a weight address outside the model's mapped tensor data");
+  throw Error("internal: a weight address outside the tensor data copied to the device");
 }
 
 strata_tensor DeviceWeights::tensor(const gguf::TensorView& t) const {

@@ -2,8 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
+#include <thread>
+
+#include "hybrid_moe.hpp"
+#include "strata/experts/expert_report.hpp"
 
 #include "strata/error.hpp"
 #include "strata/log.hpp"
@@ -18,20 +24,91 @@ EngineSettings settings_from(const config::Launch& launch) {
   s.slots = static_cast<uint32_t>(launch.runtime.slots);
   s.batch = static_cast<uint32_t>(launch.runtime.batch);
   s.kv_type = launch.runtime.kv_type == config::KvType::Q8_0 ? format::GgmlType::Q8_0 : format::GgmlType::F16;
+  s.experts = launch.experts;
+  s.threads = static_cast<unsigned>(launch.runtime.threads);
   return s;
 }
 
-Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, const EngineSettings& settings)
-    : model_(std::move(model)),
+namespace {
+
+bool has_routed_experts(const Model& model) {
+  for (const LayerWeights& lw : model.weights().layers) {
+    if (lw.has_experts() && lw.experts.gate != nullptr) return true;
+  }
+  return false;
+}
+
+// Where the weights go: nowhere (a CPU backend), all to the device, or all but the routed experts (the hybrid
+// path: experts.cache set, or `auto` and the whole model with its KV cache does not fit).
+std::optional<WeightsOnDevice> weights_placement(const Model& model, Backend& backend, const EngineSettings& s) {
+  DeviceMemory* mem = backend.device_memory();
+  if (mem == nullptr) return std::nullopt;
+  if (backend.device_queues() == nullptr || !has_routed_experts(model)) return WeightsOnDevice::All;
+  if (s.experts.cache.kind != config::CacheSize::Kind::Auto) return WeightsOnDevice::Dense;
+  const HParams& hp = model.hparams();
+  const double kv_value = s.kv_type == format::GgmlType::Q8_0 ? 34.0 / 32.0 : 2.0;
+  const auto kv = static_cast<uint64_t>(2.0 * hp.n_layer * model.kv_dim() * static_cast<double>(s.context) * s.slots * kv_value);
+  constexpr uint64_t kRoom = uint64_t{1} << 30;  // activations, scratch, the runtime's own
+  const uint64_t need = model.file_bytes() + kv + kRoom;
+  if (need <= mem->free_bytes()) return WeightsOnDevice::All;
+  log::info("the model (" + std::to_string(model.file_bytes() >> 20) + " MiB) and its KV cache do not fit in " +
+            std::to_string(mem->free_bytes() >> 20) + " MiB of " + mem->device_name() +
+            ": routed experts take the hybrid path (experts.cache: auto)");
+  return WeightsOnDevice::Dense;
+}
+
+unsigned thread_count(const EngineSettings& s) {
+  return s.threads > 0 ? s.threads : std::max(1u, std::thread::hardware_concurrency());
+}
+
+}  // namespace
+
+Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, const EngineSettings& settings,
+               std::unique_ptr<PluginInstance> pool)
+    : pool_plugin_(std::move(pool)),
+      model_(std::move(model)),
       backend_(std::move(backend)),
       settings_(settings),
-      device_weights_(backend_->device_memory() != nullptr
-                          ? std::make_unique<DeviceWeights>(*model_, *backend_->device_memory())
-                          : nullptr),
+      device_weights_([&]() -> std::unique_ptr<DeviceWeights> {
+        const auto where = weights_placement(*model_, *backend_, settings_);
+        if (!where) return nullptr;
+        return std::make_unique<DeviceWeights>(*model_, *backend_->device_memory(), *where);
+      }()),
       kv_(model_->hparams().n_layer, model_->kv_dim(), settings.context, settings.slots, settings.kv_type,
           backend_->device_memory()),
       act_(model_->make_activations(std::max<uint32_t>(settings.batch, 1), settings.max_window_logits,
-                                    backend_->device_memory())) {}
+                                    backend_->device_memory())) {
+  if (device_weights_ == nullptr || device_weights_->which() == WeightsOnDevice::All) return;
+  DeviceMemory& mem = *backend_->device_memory();
+  // The host reads the router's choices every layer: in mapped memory they need no copy.
+  act_.expert_ids = Buffer<int32_t>::mapped(act_.expert_ids.size(), mem);
+  act_.expert_weights = Buffer<float>::mapped(act_.expert_weights.size(), mem);
+  ExpertPoolRef pool_ref;
+  if (pool_plugin_ != nullptr) {
+    pool_ref.table = pool_plugin_->get<strata_expert_pool_v1>(STRATA_EXPERT_POOL_FAMILY, STRATA_EXPERT_POOL_VERSION);
+    pool_ref.ctx = pool_plugin_->ctx();
+    pool_ref.name = pool_plugin_->name();
+  }
+  hybrid_ = std::make_unique<HybridMoe>(*model_, act_, mem, *backend_->device_queues(), settings_.experts, pool_ref,
+                                        std::max<uint32_t>(settings_.batch, 1), thread_count(settings_));
+  log::info(hybrid_->describe());
+}
+
+std::string Engine::expert_summary() const {
+  if (!hybrid_) return {};
+  const HybridTimes& t = hybrid_->times();
+  const experts::PlanCounters& plans = hybrid_->plans();
+  std::string out = experts::render_expert_summary(hybrid_->cache().stats(), &plans);
+  const double windows = static_cast<double>(std::max<uint64_t>(plans.windows, 1));
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "host steps %.1f ms a window (pool %.3f ms over %llu layer calls); %llu experts read over PCIe; %llu "
+                "swaps; pcie_frac %.3f\n",
+                1e3 * t.place_s / windows, t.pool_layers > 0 ? 1e3 * t.pool_s / static_cast<double>(t.pool_layers) : 0.0,
+                static_cast<unsigned long long>(t.pool_layers), static_cast<unsigned long long>(t.copies),
+                static_cast<unsigned long long>(t.swaps), hybrid_->pcie_frac());
+  return out + line;
+}
 
 Engine::~Engine() = default;
 
@@ -41,7 +118,19 @@ std::unique_ptr<Engine> Engine::from_launch(const config::Launch& launch) {
   std::vector<std::filesystem::path> folders(launch.plugin_path.begin(), launch.plugin_path.end());
   auto registry = std::make_unique<PluginRegistry>(default_search_path(folders, env_path ? env_path : ""));
   std::unique_ptr<Backend> backend = select_backend(launch, *registry);
-  auto engine = std::make_unique<Engine>(Model::load(*launch.model), std::move(backend), settings_from(launch));
+  // The hybrid path's CPU pool: the first usable plugin that provides the expert_pool family (cpu_avx2).
+  std::unique_ptr<PluginInstance> pool;
+  if (backend->device_memory() != nullptr) {
+    for (const PluginCandidate& c : registry->candidates()) {
+      if (c.verdict != PluginCandidate::Verdict::Usable || c.families.find("expert_pool") == std::string::npos) continue;
+      const config::PluginEntry* entry = launch.plugin(c.name);
+      if (entry != nullptr && !entry->enabled) continue;
+      pool = registry->instantiate(c.name, entry != nullptr ? entry->flattened() : std::vector<std::string>{});
+      break;
+    }
+  }
+  auto engine = std::make_unique<Engine>(Model::load(*launch.model), std::move(backend), settings_from(launch),
+                                         std::move(pool));
   engine->registry_ = std::move(registry);
   log::info("backend: " + engine->backend_->describe());
   return engine;
@@ -49,7 +138,8 @@ std::unique_ptr<Engine> Engine::from_launch(const config::Launch& launch) {
 
 void Engine::run(const Window& w) {
   kv_.check_window(w.slot, w.first_position, static_cast<uint32_t>(w.tokens.size()));
-  const std::vector<Stage> stages = model_->build_window(w, act_, kv_, device_weights_.get());
+  if (hybrid_) hybrid_->begin_window(static_cast<uint32_t>(w.tokens.size()));
+  const std::vector<Stage> stages = model_->build_window(w, act_, kv_, device_weights_.get(), hybrid_.get());
   if (profile_ != nullptr) {
     run_profiled(stages);
   } else {
@@ -59,6 +149,7 @@ void Engine::run(const Window& w) {
     }
   }
   kv_.set_length(w.slot, w.first_position + static_cast<uint32_t>(w.tokens.size()));
+  if (hybrid_) hybrid_->end_window();
 }
 
 void Engine::run_profiled(const std::vector<Stage>& stages) {

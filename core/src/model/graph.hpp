@@ -21,6 +21,7 @@ struct GraphContext {
   uint32_t slot;
   int64_t n_tok;
   const DeviceWeights* device;  // the weights on a device (null: the mapped file, host memory)
+  ExpertPlacement* placement;   // with device: where the routed experts come from (null: the device has them all)
 
   // A weight as ops take it: a view of the mapped file, or its copy on the device.
   strata_tensor weight(Tensor t) const;

@@ -205,16 +205,29 @@ void emit_moe_ffn(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, 
   route.i[2] = r.normalize ? 1 : 0;
   route.f[0] = r.scale;
   ops.push_back(route);
-  if (const strata_expert_table* table = ctx.device != nullptr ? ctx.device->expert_table(il) : nullptr) {
-    // The weights are on the device: the experts are chosen there too, with no stop on the host.
+  const auto routed = [&](std::vector<strata_op>& list, const strata_expert_table* table) {
     strata_op moe = new_op(STRATA_OP_MOE_ROUTED);
     moe.dst = rows_of(a.out, n_embd, n);
     moe.src[0] = rows_of(a.xn, n_embd, n);
     moe.src[1] = tensor_i32(a.expert_ids.data(), {r.k, n});
     moe.src[2] = tensor_f32(a.expert_weights.data(), {r.k, n});
     moe.extra = table;
-    ops.push_back(moe);
-    add_into(ops, rows_of(a.x, n_embd, n), rows_of(a.out, n_embd, n));
+    list.push_back(moe);
+    add_into(list, rows_of(a.x, n_embd, n), rows_of(a.out, n_embd, n));
+  };
+  if (ctx.device != nullptr && ctx.placement != nullptr) {
+    // The hybrid path: the host places the chosen experts, then MOE_ROUTED reads them (and the pool's rows).
+    ExpertPlacement* placement = ctx.placement;
+    const auto n_tok = static_cast<uint32_t>(n);
+    out.host([placement, il, n_tok] { placement->place(il, n_tok); });
+    std::vector<strata_op>& after = out.ops();
+    routed(after, placement->table(il));
+    after[after.size() - 2].src[3] = placement->precomputed_rows(n_tok, r.k);
+    return;
+  }
+  if (const strata_expert_table* table = ctx.device != nullptr ? ctx.device->expert_table(il) : nullptr) {
+    // The weights are on the device: the experts are chosen there too, with no stop on the host.
+    routed(ops, table);
     return;
   }
   const ExpertStack* experts = &lw.experts;

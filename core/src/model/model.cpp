@@ -164,7 +164,7 @@ std::span<const float> Activations::read_logits(size_t n_vocab, size_t rows) {
 }
 
 std::vector<Stage> Model::build_window(const Window& w, Activations& act, const KvCache& kv,
-                                       const DeviceWeights* device) const {
+                                       const DeviceWeights* device, ExpertPlacement* placement) const {
   const auto n = static_cast<int64_t>(w.tokens.size());
   if (n == 0 || n > act.max_tokens || (w.all_logits && n > act.max_logit_rows)) {
     throw Error("a window of " + std::to_string(n) + " tokens does not fit activations for " +
@@ -180,7 +180,7 @@ std::vector<Stage> Model::build_window(const Window& w, Activations& act, const 
     act.host_positions[static_cast<size_t>(i)] = static_cast<int32_t>(w.first_position + i);
   }
   act.upload_window(static_cast<size_t>(n));
-  const GraphContext ctx{hp_, act, kv, w.slot, n, device};
+  const GraphContext ctx{hp_, act, kv, w.slot, n, device, placement};
   StageList stages;
   strata_op embed{};
   embed.struct_size = sizeof(strata_op);

@@ -1,0 +1,308 @@
+#include "hybrid_moe.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "strata/error.hpp"
+#include "strata/experts/cache_setup.hpp"
+#include "strata/experts/expert_geometry.hpp"
+#include "strata/experts/link_probe.hpp"
+#include "strata/experts/link_share.hpp"
+#include "strata/gate.hpp"
+#include "strata/log.hpp"
+#include "strata/op_tensor.hpp"
+#include "strata/plugin_host.hpp"
+
+namespace strata {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double seconds_since(clock_type::time_point t0) {
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+// n values of a buffer the device may hold, into host memory.
+template <class T>
+void read_back(DeviceMemory& mem, const Buffer<T>& src, size_t n, std::vector<T>& out) {
+  out.resize(n);
+  if (src.on_device()) {
+    mem.download(out.data(), src.data(), n * sizeof(T));
+  } else {
+    std::memcpy(out.data(), src.data(), n * sizeof(T));
+  }
+}
+
+// The share of misses read over PCIe when the launch leaves it to the link probe.
+double probed_pcie_frac(DeviceMemory& mem, DeviceQueues& queues, unsigned threads, uint64_t expert_bytes,
+                        std::string& said) {
+  const experts::LinkMeasure link = experts::probe_link(mem, queues);
+  const double read = experts::measure_host_read(std::max(1u, threads), uint64_t{1} << 30);
+  const double frac = experts::default_pcie_frac(link.h2d_bytes_per_s, read, expert_bytes, link.copy_overhead_s);
+  said = experts::describe(link) + "; host read " + std::to_string(read / 1e9).substr(0, 6) + " GB/s (" +
+         std::to_string(threads) + " threads)";
+  return frac;
+}
+
+}  // namespace
+
+HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, DeviceQueues& queues,
+                     const config::ExpertsConfig& experts_cfg, ExpertPoolRef pool, uint32_t max_tokens,
+                     unsigned threads)
+    : model_(model), act_(act), mem_(mem), queues_(queues), pool_(std::move(pool)) {
+  const HParams& hp = model.hparams();
+  const ModelWeights& w = model.weights();
+  n_embd_ = hp.n_embd;
+  max_tokens_ = std::max<uint32_t>(max_tokens, 1);
+  adapt_swaps_ = experts_cfg.adapt_swaps;
+  const experts::ExpertGeometry geometry = experts::expert_geometry(w);
+  uint32_t max_expert = 0;
+  for (const LayerWeights& lw : w.layers) {
+    if (!lw.has_experts()) continue;
+    k_max_ = std::max(k_max_, lw.routing.k);
+    max_expert = std::max(max_expert, lw.routing.n_expert);
+  }
+  copy_stream_ = std::make_unique<DeviceStream>(queues);
+  copies_done_ = std::make_unique<DeviceEvent>(queues);
+
+  // The host arena, page-locked so that copies from it run at the link's speed.
+  arena_ = std::make_unique<experts::ExpertArena>(w, threads);
+  arena_lock_ = std::make_unique<HostRegistration>(queues, arena_->data(), arena_->size(), true);
+  description_ = "experts in RAM: " + mib(arena_->size()) + " arena filled in " +
+                 std::to_string(arena_->fill_seconds()).substr(0, 4) + " s, " +
+                 (arena_lock_->locked() ? "page-locked" : "pageable");
+  if (!arena_lock_->locked()) {
+    log::warn("the experts' host copy could not be page-locked (" + arena_lock_->why() +
+              "): PCIe reads of missed experts will run at pageable speed; raise the locked-memory limit "
+              "(ulimit -l) or read fewer misses over PCIe (experts.pcie_frac)");
+  }
+
+  // Staging slots for the PCIe experts of one layer of one window, and the layers' tables.
+  uint64_t widest = 0;
+  for (uint32_t il = 0; il < w.layers.size(); ++il) widest = std::max(widest, arena_->layout(il).bytes);
+  staging_slots_ = std::min<uint32_t>(max_expert, k_max_ * max_tokens_);
+  staging_bytes_ = (widest + 255) / 256 * 256;  // slot starts stay 256-byte aligned
+  staging_ = Buffer<unsigned char>(uint64_t{staging_slots_} * staging_bytes_, &mem);
+  tables_.resize(w.layers.size());
+  device_entries_.resize(w.layers.size());
+  host_entries_.resize(w.layers.size());
+  for (uint32_t il = 0; il < w.layers.size(); ++il) {
+    const LayerWeights& lw = w.layers[il];
+    if (!lw.has_experts()) continue;
+    const experts::ExpertLayout& layout = arena_->layout(il);
+    const uint32_t n = lw.routing.n_expert;
+    host_entries_[il] = Buffer<strata_expert_weights>::mapped(n, mem);
+    for (uint32_t e = 0; e < n; ++e) host_entries_[il][e] = layout.at(staging_.data());  // the types, valid pointers
+    device_entries_[il] = Buffer<strata_expert_weights>(n, &mem);
+    mem.upload(device_entries_[il].data(), host_entries_[il].data(), n * sizeof(strata_expert_weights));
+    tables_[il] = strata_expert_table{n_embd_, lw.experts.n_ff, n, layout.gate_type, layout.up_type, layout.down_type,
+                                      device_entries_[il].data()};
+  }
+  pool_rows_ = Buffer<float>::mapped(size_t{n_embd_} * k_max_ * kPoolMaxTokens, mem);
+
+  // The slots: what experts.cache allows of what the device has left now (dense weights, KV cache, activations
+  // and staging are already placed).
+  experts::DeviceRoom room;
+  room.free_bytes = mem.free_bytes();
+  const gate::ModelIdentity who = gate::identify(model);
+  cache_ = experts::make_expert_cache(experts_cfg, geometry, room,
+                                      experts::ModelIdentity{who.header_hash, geometry.n_layer(), geometry.max_experts()});
+  const experts::SlotBudget& budget = cache_->budget();
+  for (const experts::SlotClass& c : budget.classes) {
+    class_slots_.emplace_back(uint64_t{c.n_slots} * c.slot_bytes, &mem);
+    for (uint32_t il : c.layers) {
+      if (arena_->layout(il).bytes != c.slot_bytes) {
+        throw Error("internal: layer " + std::to_string(il) + "'s experts take " + std::to_string(arena_->layout(il).bytes) +
+                    " bytes in the arena but " + std::to_string(c.slot_bytes) + " in a slot");
+      }
+    }
+  }
+  const auto t_fill = clock_type::now();
+  for (uint32_t s = 0; s < cache_->n_slots(); ++s) {
+    const auto key = cache_->content(s);
+    if (!key) continue;
+    queues.copy_async(const_cast<void*>(slot_address(s)), arena_->expert(key->layer, key->expert),
+                      arena_->layout(key->layer).bytes, STRATA_COPY_HOST_TO_DEVICE, copy_stream_->get());
+  }
+  queues.record(copies_done_->get(), copy_stream_->get());
+  queues.synchronize(copies_done_->get());
+  description_ += "; VRAM slots: " + budget.describe() + ", filled in " + std::to_string(seconds_since(t_fill)).substr(0, 4) +
+                  " s; staging: " + std::to_string(staging_slots_) + " x " + mib(staging_bytes_);
+
+  // The share of misses read over PCIe.
+  double frac = 0;
+  if (!pool_) {
+    frac = 1.0;
+    description_ += "; no CPU pool (no plugin provides expert_pool): every miss is read over PCIe";
+  } else if (experts_cfg.pcie_frac) {
+    frac = *experts_cfg.pcie_frac;
+    description_ += "; pcie_frac " + std::to_string(frac).substr(0, 5) + " (set)";
+  } else {
+    uint64_t n_experts = 0;
+    for (const experts::LayerExperts& l : geometry.layers) n_experts += l.n_expert;
+    std::string said;
+    frac = probed_pcie_frac(mem, queues, threads, geometry.routed_bytes() / std::max<uint64_t>(n_experts, 1), said);
+    description_ += "; pcie_frac " + std::to_string(frac).substr(0, 5) + " from the link probe (" + said + ")";
+  }
+  if (pool_) description_ += "; CPU pool: " + pool_.name + " (" + std::to_string(pool_.table->worker_count(pool_.ctx)) + " workers)";
+  planner_ = std::make_unique<experts::Planner>(geometry, std::vector<const experts::ResidencyView*>{cache_.get()}, frac);
+}
+
+HybridMoe::~HybridMoe() {
+  // Copies may still read the arena or write slots.
+  try {
+    queues_.record(copies_done_->get(), copy_stream_->get());
+    queues_.synchronize(copies_done_->get());
+  } catch (const Error&) {
+  }
+}
+
+const void* HybridMoe::slot_address(uint32_t slot) const {
+  const experts::SlotBudget& budget = cache_->budget();
+  for (size_t c = 0; c < budget.classes.size(); ++c) {
+    const experts::SlotClass& k = budget.classes[c];
+    if (slot >= k.first_slot && slot < k.first_slot + k.n_slots) {
+      return class_slots_[c].data() + uint64_t{slot - k.first_slot} * k.slot_bytes;
+    }
+  }
+  throw Error("internal: slot " + std::to_string(slot) + " is in no slot class");
+}
+
+strata_tensor HybridMoe::precomputed_rows(uint32_t n_tok, uint32_t k) const {
+  if (!pool_ || n_tok > kPoolMaxTokens) return no_tensor();
+  return tensor_f32(pool_rows_.data(), {n_embd_, int64_t{k} * n_tok});
+}
+
+void HybridMoe::begin_window(uint32_t n_tok) {
+  cache_->begin_window(n_tok);
+  counters_.add_window(n_tok);
+}
+
+void HybridMoe::end_window() {
+  if (adapt_swaps_ <= 0) return;
+  const std::vector<experts::SwapMove> moves = cache_->plan_swaps(static_cast<uint32_t>(adapt_swaps_));
+  if (moves.empty()) return;
+  for (const experts::SwapMove& m : moves) {
+    queues_.copy_async(const_cast<void*>(slot_address(m.slot)), arena_->expert(m.incoming.layer, m.incoming.expert),
+                       arena_->layout(m.incoming.layer).bytes, STRATA_COPY_HOST_TO_DEVICE, copy_stream_->get());
+  }
+  queues_.record(copies_done_->get(), copy_stream_->get());
+  try {
+    queues_.synchronize(copies_done_->get());
+  } catch (const Error&) {
+    for (const experts::SwapMove& m : moves) cache_->abort(m, experts::AbortedCopy::Partial);
+    throw;
+  }
+  for (const experts::SwapMove& m : moves) cache_->commit(m);
+  times_.swaps += moves.size();
+}
+
+void HybridMoe::place(uint32_t il, uint32_t n_tok) {
+  const auto t0 = clock_type::now();
+  const LayerWeights& lw = model_.weights().layers[il];
+  const uint32_t k = lw.routing.k, n_expert = lw.routing.n_expert;
+  const size_t n_pairs = size_t{k} * n_tok;
+  read_back(mem_, act_.expert_ids, n_pairs, ids_);
+  read_back(mem_, act_.expert_weights, n_pairs, weights_);
+
+  // The distinct experts of the window and their tokens.
+  std::vector<uint32_t>& counts = offsets_;
+  counts.assign(n_expert, 0);
+  for (const int32_t id : ids_) {
+    if (id < 0 || static_cast<uint32_t>(id) >= n_expert) {
+      throw Error("layer " + std::to_string(il) + ": the router chose expert " + std::to_string(id) + " of " +
+                  std::to_string(n_expert));
+    }
+    ++counts[static_cast<size_t>(id)];
+  }
+  uses_.clear();
+  for (uint32_t e = 0; e < n_expert; ++e) {
+    if (counts[e] > 0) uses_.push_back({e, counts[e]});
+  }
+  cache_->record(il, uses_);
+  experts::LayerPlan plan = planner_->plan(il, uses_);
+  if (!plan.cpu.empty() && (!pool_ || n_tok > kPoolMaxTokens)) {
+    // A window longer than decode's reads its misses over PCIe and computes them on the GPU.
+    plan.pcie.insert(plan.pcie.end(), plan.cpu.begin(), plan.cpu.end());
+    std::sort(plan.pcie.begin(), plan.pcie.end(),
+              [](const experts::PlannedExpert& a, const experts::PlannedExpert& b) { return a.expert < b.expert; });
+    plan.cpu.clear();
+  }
+  counters_.add(plan, cache_->geometry());
+  // The pool's input rows, read before anything is queued behind the copies.
+  if (!plan.cpu.empty()) read_back(mem_, act_.xn, size_t{n_embd_} * n_tok, x_);
+
+  const experts::ExpertLayout& layout = arena_->layout(il);
+  strata_expert_weights* entries = host_entries_[il].data();
+  for (const experts::PlannedExpert& h : plan.hit) entries[h.expert] = layout.at(slot_address(h.slot));
+  uint32_t next = 0;
+  for (const experts::PlannedExpert& p : plan.pcie) {
+    unsigned char* dst = staging_.data() + uint64_t{next++} * staging_bytes_;
+    entries[p.expert] = layout.at(dst);
+    queues_.copy_async(dst, arena_->expert(il, p.expert), layout.bytes, STRATA_COPY_HOST_TO_DEVICE, copy_stream_->get());
+  }
+  times_.copies += plan.pcie.size();
+  for (const experts::PlannedExpert& c : plan.cpu) {
+    entries[c.expert] = strata_expert_weights{nullptr, nullptr, nullptr, layout.gate_type, layout.up_type, layout.down_type, 0};
+  }
+  queues_.copy_async(device_entries_[il].data(), entries, size_t{n_expert} * sizeof(strata_expert_weights),
+                     STRATA_COPY_HOST_TO_DEVICE, nullptr);
+  if (!plan.pcie.empty()) {
+    queues_.record(copies_done_->get(), copy_stream_->get());
+    queues_.wait(nullptr, copies_done_->get());
+  }
+  if (!plan.cpu.empty()) run_pool(il, n_tok, plan.cpu);
+  times_.place_s += seconds_since(t0);
+}
+
+void HybridMoe::run_pool(uint32_t il, uint32_t n_tok, const std::vector<experts::PlannedExpert>& cpu) {
+  const auto t0 = clock_type::now();
+  const LayerWeights& lw = model_.weights().layers[il];
+  const uint32_t k = lw.routing.k;
+  const experts::ExpertLayout& layout = arena_->layout(il);
+  cpu_ids_.clear();
+  cpu_weights_.clear();
+  token_index_.clear();
+  route_weight_.clear();
+  columns_.clear();
+  offsets_.assign(1, 0);
+  for (const experts::PlannedExpert& c : cpu) {  // ascending id; each expert's pairs in window order
+    cpu_ids_.push_back(c.expert);
+    cpu_weights_.push_back(layout.at(arena_->expert(il, c.expert)));
+    for (uint32_t t = 0; t < n_tok; ++t) {
+      for (uint32_t j = 0; j < k; ++j) {
+        const size_t p = size_t{t} * k + j;
+        if (static_cast<uint32_t>(ids_[p]) != c.expert) continue;
+        token_index_.push_back(t);
+        route_weight_.push_back(weights_[p]);
+        columns_.push_back(static_cast<uint32_t>(p));
+      }
+    }
+    offsets_.push_back(static_cast<uint32_t>(token_index_.size()));
+  }
+  rows_.resize(size_t{n_embd_} * columns_.size());
+  const strata_moe_op m{n_embd_,
+                        lw.experts.n_ff,
+                        n_tok,
+                        static_cast<uint32_t>(cpu_ids_.size()),
+                        cpu_ids_.data(),
+                        cpu_weights_.data(),
+                        offsets_.data(),
+                        token_index_.data(),
+                        route_weight_.data(),
+                        x_.data(),
+                        rows_.data()};
+  throw_if_error(pool_.table->compute(pool_.ctx, &m, nullptr, 0), pool_.name, "expert_pool.compute");
+  // Each pair's row to its column t * k + j of MOE_ROUTED's src3.
+  for (size_t p = 0; p < columns_.size(); ++p) {
+    std::memcpy(pool_rows_.data() + size_t{columns_[p]} * n_embd_, rows_.data() + p * n_embd_, n_embd_ * sizeof(float));
+  }
+  times_.pool_s += seconds_since(t0);
+  ++times_.pool_layers;
+}
+
+}  // namespace strata

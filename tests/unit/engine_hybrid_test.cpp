@@ -1,0 +1,124 @@
+// The hybrid expert path on the CPU: a generated tiny qwen3moe on a stand-in GPU (host memory, cpu_avx2's
+// arithmetic) with a VRAM expert cache of a part of the experts, misses read "over PCIe" into staging slots or
+// computed by cpu_avx2's expert pool, must give the bytes of the plain cpu_avx2 engine at every position, whatever
+// the cache size, the split and the swaps. The planner's counts must add up.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "engine_backends.hpp"
+#include "stand_in_gpu.hpp"
+#include "strata/config.hpp"
+#include "strata/mkmodel.hpp"
+
+namespace {
+
+using strata::TokenId;
+
+const std::string& tiny_moe() {
+  static const std::string path = [] {
+    const auto p = std::filesystem::temp_directory_path() / ("strata_hybrid_tiny_" + std::to_string(::getpid()) + ".gguf");
+    auto spec = strata::mkmodel::shape_preset("tiny", strata::Arch::Qwen3Moe);
+    spec->quant = strata::mkmodel::QuantPreset::Q4_K_M;
+    spec->seed = 11;
+    strata::mkmodel::write_model(*spec, p.string(), {});
+    return p.string();
+  }();
+  return path;
+}
+
+bool has_cpu_avx2() {
+  for (const std::string& b : strata::test::backends_under_test()) {
+    if (b == "cpu_avx2") return true;
+  }
+  return false;
+}
+
+strata::config::ExpertsConfig experts(double percent, std::optional<double> pcie_frac, int swaps,
+                                      strata::config::CachePolicy policy = strata::config::CachePolicy::Lfu) {
+  strata::config::ExpertsConfig e;
+  e.cache.kind = strata::config::CacheSize::Kind::Percent;
+  e.cache.percent = percent;
+  e.pcie_frac = pcie_frac;
+  e.adapt_swaps = swaps;
+  e.policy = policy;
+  return e;
+}
+
+std::unique_ptr<strata::Engine> hybrid_engine(const strata::config::ExpertsConfig& e) {
+  strata::EngineSettings s = strata::test::test_settings();
+  s.experts = e;
+  s.threads = 2;
+  auto gpu = std::make_unique<strata::test::StandInGpu>(strata::test::open_backend("cpu_avx2"));
+  return std::make_unique<strata::Engine>(strata::Model::load(tiny_moe()), std::move(gpu), s,
+                                          strata::test::built_plugins().instantiate("cpu_avx2"));
+}
+
+// A prompt of 20 tokens (one prefill window), then 12 greedy tokens one by one: every logit of every step.
+std::vector<float> run(strata::Engine& e) {
+  const size_t n_vocab = e.model().hparams().n_vocab;
+  std::vector<TokenId> prompt;
+  for (int i = 0; i < 20; ++i) prompt.push_back(static_cast<TokenId>((i * 197 + 3) % 4096));
+  std::vector<float> all;
+  std::span<const float> logits = e.feed(0, prompt);
+  for (int i = 0; i < 12; ++i) {
+    all.insert(all.end(), logits.begin(), logits.end());
+    const auto next = static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    logits = e.feed(0, std::span<const TokenId>(&next, 1));
+  }
+  all.insert(all.end(), logits.begin(), logits.end());
+  EXPECT_EQ(all.size(), 13 * n_vocab);
+  return all;
+}
+
+const std::vector<float>& plain_cpu() {
+  static const std::vector<float> logits = [] {
+    auto e = strata::test::open_engine(tiny_moe(), "cpu_avx2");
+    return run(*e);
+  }();
+  return logits;
+}
+
+void expect_same_bytes(const std::vector<float>& got, const std::vector<float>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  size_t first = got.size();
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0) {
+      first = i;
+      break;
+    }
+  }
+  EXPECT_EQ(first, got.size()) << "first differing logit at " << first << ": " << got[first] << " vs " << want[first];
+}
+
+struct Split {
+  const char* name;
+  double percent;
+  std::optional<double> pcie_frac;
+  int swaps;
+};
+
+class HybridSplit : public ::testing::TestWithParam<Split> {};
+
+TEST_P(HybridSplit, LogitsEqualThePlainCpuEngine) {
+  if (!has_cpu_avx2()) GTEST_SKIP() << "cpu_avx2 is not usable on this machine";
+  const Split& s = GetParam();
+  auto e = hybrid_engine(experts(s.percent, s.pcie_frac, s.swaps));
+  ASSERT_TRUE(e->hybrid());
+  expect_same_bytes(run(*e), plain_cpu());
+  const std::string summary = e->expert_summary();
+  EXPECT_NE(summary.find("hit"), std::string::npos) << summary;
+}
+
+INSTANTIATE_TEST_SUITE_P(Hybrid, HybridSplit,
+                         ::testing::Values(Split{"all_misses_over_pcie", 25, 1.0, 0},
+                                           Split{"all_misses_on_the_pool", 25, 0.0, 0},
+                                           Split{"half_and_half_with_swaps", 25, 0.5, 4},
+                                           Split{"empty_cache", 0, 0.5, 0},
+                                           Split{"every_expert_cached", 100, 0.5, 0}),
+                         [](const auto& p) { return std::string(p.param.name); });
+
+}  // namespace
