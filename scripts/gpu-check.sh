@@ -19,6 +19,13 @@
 #                STRATA_PROFILE_CPU=0) and on cuda
 #     ncu        Nsight Compute over a short greedy decode on cuda (STRATA_NCU_COUNT kernels, default 1200; the
 #                prompt STRATA_NCU_PROMPT): each kernel's mean time and DRAM read rate, to see where time goes
+#     hybrid     strata bench on cuda with the routed experts' VRAM budget at STRATA_HYBRID_BUDGETS (default 25%):
+#                the hybrid path (cache, PCIe reads, CPU pool), pcie_frac from the link probe; then the pool
+#                alone (pcie_frac 0) at the first budget; each run's expert summary in its log
+#     gate       the exactness gates on that model: all-GPU saved, then the hybrid engine at 100% and at 25% with
+#                pcie_frac 0.5 checked against it (strata gate, configs/gate-cuda.yaml)
+#     peer-hybrid llama.cpp's llama-bench -ngl 99 -fa on --n-cpu-moe N (N = STRATA_PEER_NCMOE, default 36: 12 of
+#                48 layers' experts in VRAM, the bytes of a 25% budget) -t <all cores>
 #     peer-cuda  llama.cpp's llama-bench -ngl 99 -fa on, when a binary is given: STRATA_PEER_CUDA, else
 #                .device/peer-cuda/llama-bench. It is built from a fetched copy outside the project; no build of it
 #                is committed here (docs/PERFORMANCE.md says how the figures were taken).
@@ -193,6 +200,53 @@ if want link; then
   row "link probe (exit $?): $(grep -E 'link probe|pcie_frac' "$OUT/link.txt" | sed 's/^link probe on [^:]*: //' | tr '\n' ' ')"
 fi
 
+if want hybrid; then
+  for budget in ${STRATA_HYBRID_BUDGETS:-25%}; do
+    tag="${budget%\%}"
+    log "strata bench, cuda, hybrid experts.cache=$budget"
+    strata bench --model "$model" --backend cuda -o "experts.cache=$budget" -p 512 -n 128 -r "$reps" \
+      > "$OUT/bench-hybrid-$tag.md" 2> "$OUT/bench-hybrid-$tag.log"
+    rc=$?
+    cat "$OUT/bench-hybrid-$tag.md"; grep -E 'pcie_frac|hit rate|host steps|experts per token' "$OUT/bench-hybrid-$tag.log" | head -8
+    row "strata hybrid cache $budget (exit $rc): $(grep -oE 'pcie_frac [0-9.]+' "$OUT/bench-hybrid-$tag.log" | head -1)"
+    while IFS= read -r l; do row "  $l"; done < <(grep -E 'pp|tg' "$OUT/bench-hybrid-$tag.md")
+  done
+  first="$(echo "${STRATA_HYBRID_BUDGETS:-25%}" | awk '{print $1}')"
+  log "strata bench, cuda, hybrid experts.cache=$first, pool alone (pcie_frac 0)"
+  strata bench --model "$model" --backend cuda -o "experts.cache=$first" -o experts.pcie_frac=0 -p 512 -n 128 -r "$reps" \
+    > "$OUT/bench-hybrid-pool.md" 2> "$OUT/bench-hybrid-pool.log"
+  rc=$?
+  cat "$OUT/bench-hybrid-pool.md"
+  row "strata hybrid cache $first, pool alone (exit $rc):"
+  while IFS= read -r l; do row "  $l"; done < <(grep -E 'pp|tg' "$OUT/bench-hybrid-pool.md")
+fi
+if want gate; then
+  log "strata gate: all-GPU saved; hybrid 100% and 25% (pcie_frac 0.5) checked against it"
+  g="strata gate --config $root/configs/gate-cuda.yaml --model $model -o sampling.n_predict=32"
+  $g -o experts.cache=auto --save "$OUT/gate-all-gpu.json" > "$OUT/gate.log" 2>&1
+  row "gate all-GPU save (exit $?)"
+  $g -o experts.cache=100% --check "$OUT/gate-all-gpu.json" >> "$OUT/gate.log" 2>&1
+  row "gate hybrid 100% vs all-GPU (exit $?): $(grep -cE '^PASS|PASS' "$OUT/gate.log") PASS lines so far"
+  $g -o experts.cache=25% -o experts.pcie_frac=0.5 --check "$OUT/gate-all-gpu.json" >> "$OUT/gate.log" 2>&1
+  row "gate hybrid 25% pcie 0.5 vs all-GPU (exit $?)"
+  $g -o experts.cache=25% -o experts.pcie_frac=0.5 --check "$OUT/gate-all-gpu.json" >> "$OUT/gate.log" 2>&1
+  row "gate hybrid 25% pcie 0.5 again (exit $?)"
+fi
+if want peer-hybrid; then
+  peer="${STRATA_PEER_CUDA:-$root/.device/peer-cuda/llama-bench}"
+  ncmoe="${STRATA_PEER_NCMOE:-36}"
+  if [ -x "$peer" ]; then
+    log "llama.cpp llama-bench -ngl 99 -fa on --n-cpu-moe $ncmoe -t $threads"
+    "$peer" -m "$model" -p 512 -n 128 -r "$reps" -ngl 99 -fa on -ncmoe "$ncmoe" -t "$threads" \
+      > "$OUT/bench-peer-hybrid.md" 2> "$OUT/bench-peer-hybrid.log"
+    rc=$?
+    cat "$OUT/bench-peer-hybrid.md"
+    row "llama.cpp -ngl 99 -ncmoe $ncmoe (exit $rc):"
+    while IFS= read -r l; do row "  $l"; done < <(grep -E 'pp|tg' "$OUT/bench-peer-hybrid.md")
+  else
+    row "llama.cpp hybrid: no binary at $peer"
+  fi
+fi
 if want peer-cuda; then
   peer="${STRATA_PEER_CUDA:-$root/.device/peer-cuda/llama-bench}"
   if [ ! -x "$peer" ]; then

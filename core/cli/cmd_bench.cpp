@@ -157,6 +157,7 @@ int cmd_bench(const Args& args) {
                   engine->backend().name().c_str(), r.test.name().c_str(), r.median, r.stddev, r.min, r.max);
     }
   }
+  if (engine->hybrid()) std::fprintf(stderr, "hybrid experts over the whole bench:\n%s", engine->expert_summary().c_str());
   if (link) print_link_probe(*engine);
   if (profile_tokens > 0) {
     OpProfile profile;

@@ -104,6 +104,7 @@ int cmd_run(const Args& args) {
                r.stop_reason.c_str(), format_mib(peak_resident_bytes()).c_str(),
                format_mib(engine->model().file_bytes()).c_str(), format_mib(engine->kv().bytes()).c_str(),
                engine->backend().describe().c_str());
+  if (engine->hybrid()) std::fprintf(stderr, "%s", engine->expert_summary().c_str());
   return 0;
 }
 

@@ -28,7 +28,9 @@ namespace {
 
 using strata::TokenId;
 using strata::gpu_tests::gpu_backend;
+using strata::gpu_tests::gpu_with_model_30b;
 using strata::gpu_tests::plugins;
+using strata::gpu_tests::tiny_model;
 
 std::unique_ptr<strata::Engine> open(const std::string& model, const std::string& backend, uint32_t window_logits,
                                      const std::vector<std::string>& options = {}) {
@@ -37,19 +39,6 @@ std::unique_ptr<strata::Engine> open(const std::string& model, const std::string
   s.max_window_logits = window_logits;
   return std::make_unique<strata::Engine>(strata::Model::load(model),
                                           strata::make_plugin_backend(plugins().instantiate(backend, options)), s);
-}
-
-// Written once per run of the binary; the tests that use it share it.
-const std::string& tiny_model() {
-  static const std::string path = [] {
-    const std::filesystem::path p = std::filesystem::temp_directory_path() / "strata_gpu_tests_tiny_q4_k_m.gguf";
-    auto spec = strata::mkmodel::shape_preset("tiny", strata::Arch::Qwen3Moe);
-    spec->quant = strata::mkmodel::QuantPreset::Q4_K_M;
-    spec->seed = 7;
-    strata::mkmodel::write_model(*spec, p.string(), {});
-    return p.string();
-  }();
-  return path;
 }
 
 struct Agreement {
@@ -234,18 +223,6 @@ TEST(GpuEndToEnd, FusionsAndGraphsChangeNoBits) {
 
 // The GPU backend and the generated qwen3-30b-a3b (in `path`) the 30B tests run on, or "" with the reason to skip
 // in `why`.
-std::string gpu_with_model_30b(std::string& path, std::string& why) {
-  const std::string gpu = gpu_backend(why);
-  if (gpu.empty()) return "";
-  const char* env = std::getenv("STRATA_GPU_MODEL_30B");
-  if (env == nullptr || !std::filesystem::exists(env)) {
-    why = "set STRATA_GPU_MODEL_30B to a generated qwen3-30b-a3b GGUF (scripts/gpu-check.sh does)";
-    return "";
-  }
-  path = env;
-  return gpu;
-}
-
 // The same at the real shapes (n_embd 2048, 32/4 heads of 128, 128 experts): the fused kernels' register paths.
 TEST(GpuEndToEnd, Qwen3_30B_FusionsAndGraphsChangeNoBits) {
   std::string why, path;

@@ -1,5 +1,10 @@
 #include "gpu_test_support.hpp"
 
+#include <cstdlib>
+#include <filesystem>
+
+#include "strata/mkmodel.hpp"
+
 namespace strata::gpu_tests {
 
 const PluginRegistry& plugins() {
@@ -20,6 +25,30 @@ std::string gpu_backend(std::string& why) {
     why = c.name + ": " + c.reason;
   }
   return "";
+}
+
+std::string gpu_with_model_30b(std::string& path, std::string& why) {
+  const std::string gpu = gpu_backend(why);
+  if (gpu.empty()) return "";
+  const char* env = std::getenv("STRATA_GPU_MODEL_30B");
+  if (env == nullptr || !std::filesystem::exists(env)) {
+    why = "set STRATA_GPU_MODEL_30B to a generated qwen3-30b-a3b GGUF (scripts/gpu-check.sh does)";
+    return "";
+  }
+  path = env;
+  return gpu;
+}
+
+const std::string& tiny_model() {
+  static const std::string path = [] {
+    const std::filesystem::path p = std::filesystem::temp_directory_path() / "strata_gpu_tests_tiny_q4_k_m.gguf";
+    auto spec = mkmodel::shape_preset("tiny", Arch::Qwen3Moe);
+    spec->quant = mkmodel::QuantPreset::Q4_K_M;
+    spec->seed = 7;
+    mkmodel::write_model(*spec, p.string(), {});
+    return p.string();
+  }();
+  return path;
 }
 
 }  // namespace strata::gpu_tests

@@ -10,5 +10,10 @@ namespace strata::gpu_tests {
 const PluginRegistry& plugins();
 // The usable GPU backend plugin (cuda or hip), or "" with the reason in `why`.
 std::string gpu_backend(std::string& why);
+// The usable GPU backend and the generated qwen3-30b-a3b GGUF named by STRATA_GPU_MODEL_30B (scripts/gpu-check.sh
+// sets it) in `path`, or "" with the reason in `why`.
+std::string gpu_with_model_30b(std::string& path, std::string& why);
+// The generated `tiny` qwen3moe (q4_k_m, seed 7), written once per run of the binary into the temp folder.
+const std::string& tiny_model();
 
 }  // namespace strata::gpu_tests
