@@ -25,12 +25,14 @@ std::optional<std::string> group_routes(const int32_t* ids, const float* weights
   // Each expert's range filled in window order: a running cursor per expert.
   out.token_index.assign(n_pairs, 0);
   out.route_weight.assign(n_pairs, 0.0f);
+  out.route_index.assign(n_pairs, 0);
   for (uint32_t t = 0; t < n_tok; ++t) {
     for (uint32_t j = 0; j < k; ++j) {
       const auto e = static_cast<uint32_t>(ids[size_t{t} * k + j]);
       const uint32_t pair = cursor[e]++;
       out.token_index[pair] = t;
       out.route_weight[pair] = weights[size_t{t} * k + j];
+      out.route_index[pair] = t * k + j;
     }
   }
   return std::nullopt;

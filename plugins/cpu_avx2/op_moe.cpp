@@ -1,6 +1,7 @@
 // MOE: the experts of a window (strata_moe_op in op.extra); dst [n_embd, n_tok] = per token, the sum of its
 // experts' weighted rows in ascending expert id. The rows go to moe.rows when the caller gave it.
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "moe.hpp"
@@ -37,7 +38,8 @@ void run_moe(Context& ctx, const strata_op& op) { run_grouped(ctx, *static_cast<
 
 
 // MOE_ROUTED: the same experts with the routes in tensors (src1 ids, src2 weights) and every expert in a table
-// (extra): grouped on the host exactly as the model's host step groups them, then MOE's path.
+// (extra): grouped on the host exactly as the model's host step groups them, then MOE's path. With src3, entries
+// with a NULL gate are precomputed: their pairs' rows come from src3 (plugin_api.h).
 
 Check check_moe_routed(const Context& ctx, const strata_op& op) {
   if (op.extra == nullptr) return std::string("MOE_ROUTED needs a strata_expert_table in extra");
@@ -53,12 +55,66 @@ Check check_moe_routed(const Context& ctx, const strata_op& op) {
   }
   if (op.dst.ne[0] != table.n_embd || op.dst.ne[1] != n_tok) return std::string("dst shape is not [n_embd, n_tok]");
   if (table.n_expert == 0 || table.experts == nullptr) return std::string("the expert table is empty");
-  // The kernels' checks, on one expert of the table's types.
+  const strata_tensor& pre = op.src[3];
+  if (pre.data != nullptr) {
+    if (auto e = check_matrix(pre, "src3 (precomputed rows)", format::GgmlType::F32)) return e;
+    if (pre.ne[0] != table.n_embd || pre.ne[1] != op.src[1].ne[0] * n_tok) {
+      return "src3 (precomputed rows) is [" + std::to_string(pre.ne[0]) + ", " + std::to_string(pre.ne[1]) +
+             "], expected [n_embd, k * n_tok] = [" + std::to_string(table.n_embd) + ", " +
+             std::to_string(op.src[1].ne[0] * n_tok) + "]";
+    }
+    if (pre.nb[1] % sizeof(float) != 0) return std::string("src3 (precomputed rows) rows are not float-aligned");
+  }
+  // The kernels' checks, on an expert of the table's types. Its matrices are never read (the probe has no pairs),
+  // and any entry may lack them (a precomputed expert), so the probe points them at the table itself.
   const uint32_t id = 0, offsets[2] = {0, 0};
-  const strata_moe_op probe{table.n_embd, table.n_ff, static_cast<uint32_t>(n_tok), 1, &id, table.experts,
+  const strata_expert_weights types{table.experts, table.experts, table.experts, table.gate_type, table.up_type,
+                                    table.down_type, 0};
+  const strata_moe_op probe{table.n_embd, table.n_ff, static_cast<uint32_t>(n_tok), 1, &id, &types,
                             offsets, offsets, nullptr, static_cast<const float*>(op.src[0].data), nullptr};
   return check_moe_op(ctx, probe, false);
 }
+
+namespace {
+
+// MOE_ROUTED with src3: the pairs whose expert entry has a NULL gate take src3's column t * k + j; the others are
+// computed (one MOE op over those experts only). Then every token's rows are summed as without src3.
+void run_with_precomputed(Context& ctx, const strata_op& op, const strata_moe_op& m, const format::ExpertRoutes& routes,
+                          const strata_expert_table& table) {
+  const uint32_t n_pairs = m.n_experts > 0 ? m.token_offsets[m.n_experts] : 0;
+  const size_t n_embd = m.n_embd;
+  format::ExpertRoutes computed;
+  std::vector<uint32_t> full_pair;  // the pair of `m` each computed pair is
+  computed.token_offsets.assign(1, 0);
+  for (uint32_t i = 0; i < m.n_experts; ++i) {
+    if (m.weights[i].gate == nullptr) continue;
+    computed.expert_ids.push_back(m.expert_ids[i]);
+    for (uint32_t p = m.token_offsets[i]; p < m.token_offsets[i + 1]; ++p) {
+      computed.token_index.push_back(m.token_index[p]);
+      computed.route_weight.push_back(m.route_weight[p]);
+      full_pair.push_back(p);
+    }
+    computed.token_offsets.push_back(static_cast<uint32_t>(full_pair.size()));
+  }
+  std::vector<strata_expert_weights> chosen;
+  const strata_moe_op c = format::grouped_moe_op(computed, table, m.n_tok, m.x, chosen);
+  if (auto why = check_moe_op(ctx, c, false)) throw OpFailure(STRATA_ERR_INVALID_ARGUMENT, "MOE_ROUTED: " + *why);
+  float* rows = ctx.scratch().rows.as<float>(static_cast<size_t>(n_pairs) * n_embd + 1);
+  compute_expert_rows(ctx, c, rows);
+  // Computed pair s moves to its place full_pair[s] >= s; from the last one down, no row is overwritten unread.
+  for (size_t s = full_pair.size(); s-- > 0;) {
+    std::memmove(rows + full_pair[s] * n_embd, rows + s * n_embd, n_embd * sizeof(float));
+  }
+  for (uint32_t i = 0; i < m.n_experts; ++i) {
+    if (m.weights[i].gate != nullptr) continue;
+    for (uint32_t p = m.token_offsets[i]; p < m.token_offsets[i + 1]; ++p) {
+      std::memcpy(rows + p * n_embd, row_ptr(op.src[3], routes.route_index[p]), n_embd * sizeof(float));
+    }
+  }
+  sum_expert_rows(ctx, m, rows, static_cast<float*>(op.dst.data), static_cast<int64_t>(op.dst.nb[1] / sizeof(float)));
+}
+
+}  // namespace
 
 void run_moe_routed(Context& ctx, const strata_op& op) {
   const auto& table = *static_cast<const strata_expert_table*>(op.extra);
@@ -85,6 +141,10 @@ void run_moe_routed(Context& ctx, const strata_op& op) {
     x = x_rows.data();
   }
   const strata_moe_op m = format::grouped_moe_op(routes, table, static_cast<uint32_t>(n_tok), x, chosen);
+  if (op.src[3].data != nullptr) {
+    run_with_precomputed(ctx, op, m, routes, table);
+    return;
+  }
   if (auto why = check_moe_op(ctx, m, false)) throw OpFailure(STRATA_ERR_INVALID_ARGUMENT, "MOE_ROUTED: " + *why);
   run_grouped(ctx, m, op);
 }

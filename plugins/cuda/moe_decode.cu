@@ -12,6 +12,9 @@
 // down_kernel: block (c, t) owns `rows` output rows (8 unless shared memory limits it) of token t; its dots are
 // (row, expert) for the token's experts in the table's order; then per row out = w1 * y1; out = out + w2 * y2;
 // ... in that order.
+// Precomputed rows (MOE_ROUTED's src3): a pair whose expert entry has no gate matrix is computed elsewhere. Its
+// gate_up block does nothing, the route table lists it by its src3 column instead of a dot, and down_kernel takes
+// that column's value in the pair's place of the sum; only the computed pairs have dots.
 #include <type_traits>
 
 #include "act_quant.cuh"
@@ -51,12 +54,15 @@ struct Routes {
   const strata_expert_weights* experts;
 };
 
-// A token's valid pairs in ascending expert id (stable for equal ids): what down_kernel needs of the routes.
+// A token's valid pairs in ascending expert id (stable for equal ids), position q = 0..count-1: what down_kernel
+// needs of the routes. The computed pairs' dots are listed compacted (c = 0..computed-1, in q order).
 struct alignas(16) TokenRoutes {
-  const uint8_t* down[kMaxK];  // the q-th pair's down matrix
+  const uint8_t* down[kMaxK];  // the c-th computed pair's down matrix
   float weight[kMaxK];         // its route weight
-  int pair[kMaxK];             // its j (which of the token's h rows)
-  int count;                   // entries 0..count-1 are written
+  int act[kMaxK];              // its j (which of the token's h rows)
+  int source[kMaxK];           // position q: c (its dots) when computed, -1 - j (src3 column t * k + j) when not
+  int count;                   // positions 0..count-1 are written
+  int computed;                // computed pairs 0..computed-1 are written
 };
 constexpr int kRouteVecs = static_cast<int>(sizeof(TokenRoutes) / sizeof(uint4));
 static_assert(sizeof(TokenRoutes) % sizeof(uint4) == 0, "copied as 16-byte words");
@@ -67,23 +73,40 @@ __device__ inline int valid_id(const Routes& r, int t, int j) {
 }
 
 // Token t's table by one warp, lane j holding pair j: a pair's place is the number of valid pairs before it in
-// (id, j) order, the order of a stable sort by id.
+// (id, j) order, the order of a stable sort by id; a computed pair's dot index counts the computed ones only.
 __device__ inline void write_token_routes(const Routes& r, int t, TokenRoutes& out) {
   const int lane = static_cast<int>(threadIdx.x);
   const int id = lane < r.k ? valid_id(r, t, lane) : -1;
   const float w = lane < r.k ? r.weights[static_cast<int64_t>(t) * r.weights_stride + lane] : 0.0f;
-  int place = 0, count = 0;
+  const uint8_t* down = nullptr;
+  int computed_here = 0;  // 1 for a valid pair whose entry has a gate matrix
+  if (id >= 0) {
+    const strata_expert_weights& e = r.experts[id];
+    down = static_cast<const uint8_t*>(e.down);
+    computed_here = e.gate != nullptr ? 1 : 0;
+  }
+  int place = 0, count = 0, dot = 0, computed = 0;
   for (int j = 0; j < r.k; ++j) {
     const int other = shfl(id, j);
+    const int other_computed = shfl(computed_here, j);
+    const int before = other >= 0 && (other < id || (other == id && j < lane)) ? 1 : 0;
     count += other >= 0 ? 1 : 0;
-    place += other >= 0 && (other < id || (other == id && j < lane)) ? 1 : 0;
+    computed += other_computed;
+    place += before;
+    dot += before & other_computed;
   }
-  if (id >= 0) {
-    out.down[place] = static_cast<const uint8_t*>(r.experts[id].down);
-    out.weight[place] = w;
-    out.pair[place] = lane;
+  if (id >= 0 && computed_here != 0) {
+    out.down[dot] = down;
+    out.weight[dot] = w;
+    out.act[dot] = lane;
+    out.source[place] = dot;
+  } else if (id >= 0) {
+    out.source[place] = -1 - lane;
   }
-  if (lane == 0) out.count = count;
+  if (lane == 0) {
+    out.count = count;
+    out.computed = computed;
+  }
 }
 
 // Q4_K rows known to start at 16-byte boundaries (checked once per block): DecodeQ4_K's three 16-byte loads
@@ -180,6 +203,9 @@ __global__ void __launch_bounds__(kGateUpThreads, 2) gate_up_kernel(Routes route
   for (int blk = group + kXRounds * kGateUpGroups; blk < n_spans; blk += kGateUpGroups) {
     store_q8_1(xt[32 * blk + i], i, act + blk * kQ8BlockBytes);
   }
+  // A precomputed pair (no gate matrix; its row is in src3): the whole block leaves. Tested after x's Q8_1, so a
+  // computed pair's quantization does not wait for the pointer's load.
+  if (gate == nullptr) return;
   __syncthreads();
   const uint64_t first_row = static_cast<uint64_t>(blockIdx.x) * kGateUpRows * w_stride;
   with_row_decoder<Dec>(reinterpret_cast<uintptr_t>(gate) | reinterpret_cast<uintptr_t>(up), w_stride, [&](auto dec) {
@@ -206,14 +232,17 @@ int gate_up_shared_bytes(int n_spans) {
 }
 
 // Block (c, t): output rows rows * c .. of token t (rows a power of two up to kDownMaxRows, dividing n_embd).
-// Dots: d = q * rows + row, the q-th pair of the token's table against output row row.
+// Dots: d = c * rows + row, the c-th computed pair of the token's table against output row row. `pre`: src3 (NULL
+// when absent), pre_stride floats between its columns.
 template <class Dec>
 __global__ void __launch_bounds__(kDownThreads, 2) down_kernel(const TokenRoutes* tables, const unsigned char* hq,
                                                               int k, int n_spans, int rows_log2, uint64_t w_stride,
-                                                              float* dst, int64_t dst_stride) {
+                                                              const float* pre, int64_t pre_stride, float* dst,
+                                                              int64_t dst_stride) {
   extern __shared__ uint4 shared_words[];
   __shared__ TokenRoutes routes;
   __shared__ float y[kDownMaxRows * kMaxK];
+  __shared__ float pre_y[kDownMaxRows * kMaxK];  // [q * rows + row]: the precomputed pairs' values
   wait_for_inputs();  // dependent_launch.cuh
   start_dependents();
   const int t = static_cast<int>(blockIdx.y);
@@ -232,26 +261,34 @@ __global__ void __launch_bounds__(kDownThreads, 2) down_kernel(const TokenRoutes
   float* part = reinterpret_cast<float*>(acts + staged_act_bytes(n_spans, k));
   const int pitch = partial_pitch(n_spans);
   __syncthreads();
-  const int n = routes.count;
+  const int n = routes.count, n_dot = routes.computed;
+  // Thread q * rows + row stages the value of position q for output row row when q is precomputed. (Holding it in
+  // a register across the dots would spill; the other threads start the dots meanwhile.)
+  const int pre_q = tid >> rows_log2;
+  if (pre_q < n && routes.source[pre_q] < 0) {
+    const int j = -1 - routes.source[pre_q];
+    pre_y[tid] = pre[(static_cast<int64_t>(t) * k + j) * pre_stride + row0 + (tid & (rows - 1))];
+  }
   uintptr_t bases = 0;
-  for (int q = 0; q < n; ++q) bases |= reinterpret_cast<uintptr_t>(routes.down[q]);
+  for (int c = 0; c < n_dot; ++c) bases |= reinterpret_cast<uintptr_t>(routes.down[c]);
   with_row_decoder<Dec>(bases, w_stride, [&](auto dec) {
     using D = decltype(dec);
     block_partials<D, kDownThreads, spans_in_flight<D>(kDownUnroll)>(
-        n << rows_log2, n_spans,
+        n_dot << rows_log2, n_spans,
         [&](int d) {
           return routes.down[d >> rows_log2] + static_cast<uint64_t>(row0 + (d & (rows - 1))) * w_stride;
         },
-        [&](int d) { return static_cast<const unsigned char*>(acts + routes.pair[d >> rows_log2] * act_row); },
+        [&](int d) { return static_cast<const unsigned char*>(acts + routes.act[d >> rows_log2] * act_row); },
         part, pitch);
   });
   __syncthreads();
-  block_reduce<kDownThreads>(n << rows_log2, n_spans, part, pitch, [&](int d, float v) { y[d] = v; });
+  block_reduce<kDownThreads>(n_dot << rows_log2, n_spans, part, pitch, [&](int d, float v) { y[d] = v; });
   __syncthreads();
   if (tid >= rows) return;
   float acc = 0.0f;
   for (int q = 0; q < n; ++q) {
-    const float v = routes.weight[q] * y[(q << rows_log2) + tid];
+    const int c = routes.source[q];
+    const float v = c >= 0 ? routes.weight[c] * y[(c << rows_log2) + tid] : pre_y[(q << rows_log2) + tid];
     acc = q == 0 ? v : acc + v;
   }
   dst[static_cast<int64_t>(t) * dst_stride + row0 + tid] = acc;
@@ -261,10 +298,15 @@ int down_shared_bytes(int n_spans, int k, int rows) {
   return staged_act_bytes(n_spans, k) + rows * k * partial_pitch(n_spans) * static_cast<int>(sizeof(float));
 }
 
+// down_kernel's static shared memory (the token's table, y and pre_y), which counts against the same limit.
+constexpr int kDownStaticBytes = static_cast<int>(sizeof(TokenRoutes)) + 2 * kDownMaxRows * kMaxK * static_cast<int>(sizeof(float));
+
 // The most rows per down block (a power of two up to kDownMaxRows) whose shared memory fits; -1 when none does.
 int down_rows_log2(int n_spans, int k) {
   for (int lg = 3; lg >= 0; --lg) {
-    if ((1 << lg) <= kDownMaxRows && down_shared_bytes(n_spans, k, 1 << lg) <= kMaxSharedBytes) return lg;
+    if ((1 << lg) <= kDownMaxRows && down_shared_bytes(n_spans, k, 1 << lg) + kDownStaticBytes <= kMaxSharedBytes) {
+      return lg;
+    }
   }
   return -1;
 }
@@ -281,21 +323,31 @@ bool has_decode_type(uint32_t type) {
   return with_decode_type(type, [](auto) {});
 }
 
+// down_kernel's rows_log2 when the decode path takes op (a checked MOE_ROUTED), else -1.
+int decode_rows_log2(const strata_op& op) {
+  const auto& table = *static_cast<const strata_expert_table*>(op.extra);
+  const int64_t n_tok = op.src[0].ne[1], k = op.src[1].ne[0];
+  if (n_tok < 1 || n_tok > kMaxTokens || k < 1 || k > kMaxK) return -1;
+  if (table.gate_type != table.up_type || !has_decode_type(table.gate_type) || !has_decode_type(table.down_type)) {
+    return -1;
+  }
+  if (table.n_ff % kGateUpRows != 0 || table.n_embd % 32 != 0) return -1;
+  const int n_embd_spans = static_cast<int>(table.n_embd / 32), n_ff_spans = static_cast<int>(table.n_ff / 32);
+  if (gate_up_shared_bytes(n_embd_spans) > kMaxSharedBytes) return -1;
+  return down_rows_log2(n_ff_spans, static_cast<int>(k));
+}
+
 }  // namespace
+
+bool moe_routed_decode_takes(const strata_op& op) { return decode_rows_log2(op) >= 0; }
 
 bool run_moe_routed_decode(Context& ctx, const strata_op& op) {
   const auto& table = *static_cast<const strata_expert_table*>(op.extra);
-  const strata_tensor &x = op.src[0], &ids = op.src[1], &wt = op.src[2], &d = op.dst;
+  const strata_tensor &x = op.src[0], &ids = op.src[1], &wt = op.src[2], &pre = op.src[3], &d = op.dst;
   const int64_t n_tok = x.ne[1], k = ids.ne[0];
-  if (n_tok < 1 || n_tok > kMaxTokens || k < 1 || k > kMaxK) return false;
-  if (table.gate_type != table.up_type || !has_decode_type(table.gate_type) || !has_decode_type(table.down_type)) {
-    return false;
-  }
-  if (table.n_ff % kGateUpRows != 0 || table.n_embd % 32 != 0) return false;
-
+  const int rows_log2 = decode_rows_log2(op);
+  if (rows_log2 < 0) return false;
   const int n_embd_spans = static_cast<int>(table.n_embd / 32), n_ff_spans = static_cast<int>(table.n_ff / 32);
-  const int rows_log2 = down_rows_log2(n_ff_spans, static_cast<int>(k));
-  if (gate_up_shared_bytes(n_embd_spans) > kMaxSharedBytes || rows_log2 < 0) return false;
 
   const int64_t n_embd = table.n_embd, n_ff = table.n_ff, n_pairs = k * n_tok;
   // One scratch buffer: the tokens' route tables, then the pairs' Q8_1 rows of h.
@@ -325,6 +377,7 @@ bool run_moe_routed_decode(Context& ctx, const strata_op& op) {
     launch_dependent(ctx, down_kernel<decltype(dec)>, grid, kDownThreads,
                      down_shared_bytes(n_ff_spans, static_cast<int>(k), 1 << rows_log2),
             tables, hq, static_cast<int>(k), n_ff_spans, rows_log2, row_stride(table.down_type, n_ff),
+            static_cast<const float*>(pre.data), static_cast<int64_t>(pre.nb[1] / sizeof(float)),
             static_cast<float*>(d.data), static_cast<int64_t>(d.nb[1] / sizeof(float)));
     check_launch("MOE_ROUTED (decode: down and sums)");
   });

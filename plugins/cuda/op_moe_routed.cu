@@ -2,6 +2,8 @@
 // whole op is graph-safe: one kernel groups the (token, k) pairs by expert into items and sorts each token's pairs
 // by expert id, then the pipeline of expert_pairs.cuh runs. The result is MOE's for the same choices: each token's
 // weighted rows summed in ascending expert id. A pair whose id is outside [0, n_expert) is left out.
+// Precomputed rows (src3, for entries with a NULL gate) are taken on the decode path only (moe_decode.cuh); the
+// check refuses them elsewhere.
 #include <string>
 
 #include "expert_pairs.cuh"
@@ -141,12 +143,28 @@ Check check_moe_routed(const strata_op& op) {
   if (group_shared_bytes(k * n_tok, table.n_expert) > kGroupSharedBytes) {
     return "too many (token, expert) pairs (" + std::to_string(k * n_tok) + ") for one MOE_ROUTED on the GPU";
   }
+  const strata_tensor& pre = op.src[3];
+  if (pre.data != nullptr) {
+    if (auto e = format::check_matrix(pre, "src3 (precomputed rows)", GgmlType::F32)) return e;
+    if (pre.ne[0] != table.n_embd || pre.ne[1] != k * n_tok) {
+      return "src3 (precomputed rows) is [" + std::to_string(pre.ne[0]) + ", " + std::to_string(pre.ne[1]) +
+             "], expected [n_embd, k * n_tok] = [" + std::to_string(table.n_embd) + ", " + std::to_string(k * n_tok) + "]";
+    }
+    if ((reinterpret_cast<uintptr_t>(pre.data) | pre.nb[1]) % 4 != 0) return std::string("src3 (precomputed rows) is not 4-byte aligned");
+    if (!moe_routed_decode_takes(op)) {
+      return std::string("precomputed rows (src3) are supported for windows of up to 8 tokens on cuda (k up to 16, "
+                         "gate and up of one quantized type with a decode kernel)");
+    }
+  }
   return std::nullopt;
 }
 
 void run_moe_routed(Context& ctx, const strata_op& op) {
   // Decode windows (up to 8 tokens) and long prefill windows have paths of their own; the rest runs below.
   if (run_moe_routed_decode(ctx, op)) return;
+  if (op.src[3].data != nullptr) {  // check_moe_routed refuses this; never compute src3's experts from NULL matrices
+    throw OpFailure(STRATA_ERR_UNSUPPORTED, "MOE_ROUTED: precomputed rows (src3) are supported for windows of up to 8 tokens on cuda");
+  }
   if (run_moe_routed_tiled(ctx, op)) return;
   const auto& table = *static_cast<const strata_expert_table*>(op.extra);
   const strata_tensor &x = op.src[0], &ids = op.src[1], &w = op.src[2], &d = op.dst;

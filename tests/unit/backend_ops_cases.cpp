@@ -222,18 +222,28 @@ struct MoeCase : OpCase {
   }
 };
 
+// Which experts of a MOE_ROUTED table are precomputed (NULL matrices, their rows in src3): none (no src3), every
+// third id, or every expert token 0 chose (a token with all its rows precomputed).
+enum class Precomputed { None, EveryThird, FirstToken };
+
 // MOE_ROUTED: the routes in tensors (k distinct experts per token, drawn from 16; with `repeats`, k experts of
-// 0..3 drawn independently, so a token names some expert twice) and every expert in a table.
+// 0..3 drawn independently, so a token names some expert twice) and every expert in a table. With precomputed
+// experts, src3 holds random floats, not the true rows: a backend that computes those pairs instead of reading
+// src3 differs.
 struct MoeRoutedCase : OpCase {
   GgmlType in_type, down_type;
   int64_t n_embd, n_ff, n_tok, k;
   bool repeats;
-  MoeRoutedCase(GgmlType in, GgmlType down, int64_t embd, int64_t ff, int64_t tok, int64_t top_k, bool rep = false)
-      : in_type(in), down_type(down), n_embd(embd), n_ff(ff), n_tok(tok), k(top_k), repeats(rep) {}
+  Precomputed pre;
+  MoeRoutedCase(GgmlType in, GgmlType down, int64_t embd, int64_t ff, int64_t tok, int64_t top_k, bool rep = false,
+                Precomputed p = Precomputed::None)
+      : in_type(in), down_type(down), n_embd(embd), n_ff(ff), n_tok(tok), k(top_k), repeats(rep), pre(p) {}
   std::string vars() const override {
     std::string v = vars_of("MOE_ROUTED", kv("gate_up", tname(in_type)), kv("down", tname(down_type)),
                             kv("n_embd", n_embd), kv("n_ff", n_ff), kv("n_tok", n_tok), kv("k", k));
     if (repeats) v.insert(v.size() - 1, ",ids=repeated");
+    if (pre == Precomputed::EveryThird) v.insert(v.size() - 1, ",precomputed=every_third");
+    if (pre == Precomputed::FirstToken) v.insert(v.size() - 1, ",precomputed=first_token");
     return v;
   }
   Instance build(std::mt19937& rng) const override {
@@ -260,6 +270,15 @@ struct MoeRoutedCase : OpCase {
         route.push_back(wd(rng));
       }
     }
+    const auto precomputed = [&](int32_t id) {
+      if (pre == Precomputed::EveryThird) return id % 3 == 0;
+      return pre == Precomputed::FirstToken && std::find(ids.begin(), ids.begin() + k, id) != ids.begin() + k;
+    };
+    for (uint32_t e = 0; e < kExperts; ++e) {
+      if (precomputed(static_cast<int32_t>(e))) entries[e].gate = entries[e].up = entries[e].down = nullptr;
+    }
+    const float* rows = pre == Precomputed::None ? nullptr
+                                                 : inst.keep(normal_floats(rng, static_cast<size_t>(n_embd * k * n_tok)));
     strata_expert_table table{static_cast<uint32_t>(n_embd), static_cast<uint32_t>(n_ff), kExperts,
                               static_cast<uint32_t>(in_type), static_cast<uint32_t>(in_type),
                               static_cast<uint32_t>(down_type), inst.keep(entries)};
@@ -276,6 +295,7 @@ struct MoeRoutedCase : OpCase {
       op.src[0] = tensor_f32(x, {embd, nt});
       op.src[1] = tensor_i32(id_data, {kk, nt});
       op.src[2] = tensor_f32(w_data, {kk, nt});
+      if (rows != nullptr) op.src[3] = tensor_f32(rows, {embd, kk * nt});
       op.dst = tensor_f32(static_cast<float*>(out[0]), {embd, nt});
       op.extra = t;
       return op;
@@ -663,6 +683,17 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q8_0, GgmlType::Q8_0, 256, 96, 3, 2));
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::F16, GgmlType::F32, 256, 64, 2, 3));
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::IQ3_S, GgmlType::Q5_K, 512, 256, 5, 2));
+  // Precomputed rows (src3) for some experts: decode windows (GPUs take them up to 8 tokens), a token with every
+  // row precomputed, repeated ids, and a prefill window that a GPU may refuse.
+  const auto every_third = Precomputed::EveryThird, first_token = Precomputed::FirstToken;
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 256, 768, 1, 8, false, every_third));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 256, 768, 1, 8, false, first_token));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q4_K, 512, 256, 2, 8, false, every_third));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 512, 256, 2, 4, false, first_token));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 512, 256, 8, 4, false, every_third));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q8_0, GgmlType::Q8_0, 256, 96, 8, 5, true, every_third));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 512, 256, 3, 16, true, first_token));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 512, 256, 40, 4, false, every_third));
   for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::IQ4_NL}) {
     c.push_back(std::make_shared<GetRowsCase>(t, format::traits(t).block_elems == 256 ? 512 : 96, 11, 5));
   }

@@ -192,9 +192,11 @@ class DeviceMirror {
     const auto bytes = [](uint32_t type, uint32_t row, uint32_t rows) {
       return static_cast<size_t>(format::row_bytes(static_cast<format::GgmlType>(type), row)) * rows;
     };
-    w.gate = upload(w.gate, bytes(w.gate_type, n_embd, n_ff));
-    w.up = upload(w.up, bytes(w.up_type, n_embd, n_ff));
-    w.down = upload(w.down, bytes(w.down_type, n_ff, n_embd));
+    // A NULL matrix stays NULL: MOE_ROUTED's precomputed experts have none.
+    const auto mirror = [&](const void* m, size_t n) { return m != nullptr ? upload(m, n) : nullptr; };
+    w.gate = mirror(w.gate, bytes(w.gate_type, n_embd, n_ff));
+    w.up = mirror(w.up, bytes(w.up_type, n_embd, n_ff));
+    w.down = mirror(w.down, bytes(w.down_type, n_ff, n_embd));
     return w;
   }
   void check(strata_status* st, const char* what) {

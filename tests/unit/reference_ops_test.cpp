@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "strata/error.hpp"
@@ -390,6 +391,47 @@ TEST(ReferenceOps, TimestampIsMonotonicAndTyped) {
     ADD_FAILURE() << "an f32 dst was accepted";
   } catch (const strata::Error& e) {
     EXPECT_NE(std::string(e.what()).find("TIMESTAMP"), std::string::npos) << e.what();
+  }
+}
+
+// MOE_ROUTED with precomputed rows: a token whose experts all have NULL gates sums src3's columns in ascending
+// expert id (the order shows: (1e8 + -1e8) + 1 is 1, other orders give 0); without src3 such an entry throws.
+TEST(ReferenceOps, MoeRoutedPrecomputedRowsInExpertOrder) {
+  const int64_t n = 32, k = 3;
+  std::vector<strata_expert_weights> entries(4);
+  for (strata_expert_weights& w : entries) {
+    w.gate_type = w.up_type = w.down_type = static_cast<uint32_t>(GgmlType::Q8_0);
+  }
+  const auto q8 = static_cast<uint32_t>(GgmlType::Q8_0);
+  const strata_expert_table table{static_cast<uint32_t>(n), static_cast<uint32_t>(n), 4, q8, q8, q8, entries.data()};
+  const std::vector<float> x = ramp(n);
+  const std::vector<int32_t> ids = {3, 0, 2};  // ascending id order: j = 1, 2, 0
+  const std::vector<float> weights = {0.5f, 0.25f, 0.125f};
+  std::vector<float> pre(n * k);
+  for (int64_t d = 0; d < n; ++d) {
+    pre[d] = 1.0f;            // j = 0 (expert 3), added last
+    pre[n + d] = 1e8f;        // j = 1 (expert 0), first
+    pre[2 * n + d] = -1e8f;   // j = 2 (expert 2), second
+  }
+  std::vector<float> dst(n, -7.0f);
+  strata_op op = make_op(STRATA_OP_MOE_ROUTED);
+  op.src[0] = tensor_f32(x.data(), {n, 1});
+  op.src[1] = tensor_i32(ids.data(), {k, 1});
+  op.src[2] = tensor_f32(weights.data(), {k, 1});
+  op.src[3] = tensor_f32(pre.data(), {n, k});
+  op.dst = tensor_f32(dst.data(), {n, 1});
+  op.extra = &table;
+  run_reference(op);
+  for (int64_t d = 0; d < n; ++d) EXPECT_EQ(dst[d], 1.0f) << d;
+
+  op.src[3] = tensor_f32(pre.data(), {n, k + 1});
+  EXPECT_THROW(run_reference(op), strata::Error);
+  op.src[3] = strata::no_tensor();
+  try {
+    run_reference(op);
+    ADD_FAILURE() << "a routed entry with a NULL gate ran without src3";
+  } catch (const strata::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("expert 0"), std::string::npos) << e.what();
   }
 }
 

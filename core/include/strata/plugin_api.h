@@ -20,7 +20,8 @@
  *                    device addresses host memory, like cpu_avx2).
  *   backend 1.2      streams and events (stream_create/destroy, event_create/destroy/record/query/synchronize,
  *                    stream_wait), copy_async on a stream, compute_async (enqueue without waiting), host_register
- *                    (page-lock host memory the caller owns, e.g. a mapped model file, read-only) and host_unregister.
+ *                    (page-lock host memory the caller owns, e.g. a mapped model file, read-only) and host_unregister;
+ *                    MOE_ROUTED's optional src3 (weighted rows computed elsewhere, for entries with a NULL gate).
  *   expert_pool 1.0  worker_count; compute(moe): one weighted row per (token, expert), never a summed row.
  *   balancer 1.0     observe(samples) after a window; choose(layer, misses) -> how many go over PCIe.
  *   link 1.0         peer residency lookup and liveness of the other engine.
@@ -179,7 +180,17 @@ typedef enum strata_op_kind {
   STRATA_OP_MOE_ROUTED = 13, /* experts chosen on the device: `extra` is a strata_expert_table; src0 x f32 [n_embd, n_tok]
                               * (the normed rows), src1 ids i32 [k, n_tok], src2 weights f32 [k, n_tok] (ROUTER's outputs);
                               * dst f32 [n_embd, n_tok] = for each token the sum of its k experts' weighted rows in ascending
-                              * expert id (canonical arithmetic), exactly what MOE gives for the same choices */
+                              * expert id (canonical arithmetic), exactly what MOE gives for the same choices.
+                              * 1.2: src3 optional (data NULL: absent), f32 [n_embd, k * n_tok]: column t * k + j holds
+                              * the weighted row of token t's pair j computed elsewhere (an expert pool's row), rows
+                              * nb[1] apart, in memory the device addresses (cuda: device memory or mapped, registered
+                              * host memory). A pair with a valid id whose table entry has gate == NULL takes its row
+                              * from that column and computes nothing; the other pairs are computed as without src3;
+                              * the sum's order (ascending id, stable by j) and every byte of dst are unchanged. Only
+                              * the entries the routes name are looked at for a NULL gate. A routed entry with a NULL gate while src3 is
+                              * absent is the caller's error: a backend that reads the ids on the host refuses it, one
+                              * that reads them on the device cannot check it. A backend may take src3 only for some
+                              * windows (supports_op says; cuda: up to 8 tokens). */
   STRATA_OP_TIMESTAMP = 14,  /* dst i64 [1] = the device's clock in nanoseconds when the op runs, after every op before
                               * it in the list (a GPU's global timer; the host's monotonic clock on a CPU): stamps
                               * around a span of ops time it on the device, inside a graph too */

@@ -2,15 +2,54 @@
 // matrices by id); src0 x f32 [n_embd, n_tok], src1 ids i32 [k, n_tok], src2 weights f32 [k, n_tok]; dst f32
 // [n_embd, n_tok]. Defined as MOE over the same choices: the routes grouped by expert (format::group_routes) and
 // each token's weighted rows summed in ascending expert id.
+// With src3 (precomputed rows, f32 [n_embd, k * n_tok]), a pair whose table entry has a NULL gate takes its
+// weighted row from src3's column t * k + j instead of computing it; the sum is the same, in the same order.
+#include <algorithm>
+#include <numeric>
 #include <string>
 #include <vector>
 
 #include "ops.hpp"
 #include "rows.hpp"
 #include "strata/error.hpp"
+#include "strata/format/canonical.hpp"
 #include "strata/format/expert_routes.hpp"
 
 namespace strata::reference {
+namespace {
+
+// Each token's k rows, computed or copied from src3, summed in ascending expert id (stable by j for equal ids):
+// the order MOE sums the grouped routes in.
+void sum_with_precomputed(const strata_op& op, const strata_expert_table& table, const std::vector<int32_t>& ids,
+                          const std::vector<float>& weights, int64_t k, int64_t n_tok) {
+  const strata_tensor& x = op.src[0];
+  const strata_tensor& pre = op.src[3];
+  const size_t n_embd = table.n_embd;
+  std::vector<float> row(n_embd), out(n_embd);
+  std::vector<int64_t> order(static_cast<size_t>(k));
+  for (int64_t t = 0; t < n_tok; ++t) {
+    const int32_t* tid = ids.data() + t * k;
+    std::iota(order.begin(), order.end(), int64_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return tid[a] < tid[b]; });
+    const std::vector<float> xt = read_row(x, t);
+    for (size_t q = 0; q < order.size(); ++q) {
+      const int64_t j = order[q];
+      const strata_expert_weights& w = table.experts[tid[j]];
+      if (w.gate == nullptr) {
+        row = read_row(pre, t * k + j);
+      } else {
+        const format::ExpertMatrices e{static_cast<GgmlType>(w.gate_type), static_cast<GgmlType>(w.up_type),
+                                       static_cast<GgmlType>(w.down_type), w.gate, w.up, w.down,
+                                       table.n_embd, table.n_ff};
+        format::canonical_expert_row(e, xt.data(), weights[static_cast<size_t>(t * k + j)], row.data());
+      }
+      for (size_t d = 0; d < n_embd; ++d) out[d] = q == 0 ? row[d] : out[d] + row[d];
+    }
+    write_row(op.dst, out.data(), t);
+  }
+}
+
+}  // namespace
 
 void moe_routed(const strata_op& op) {
   const char* name = "MOE_ROUTED";
@@ -55,6 +94,22 @@ void moe_routed(const strata_op& op) {
   if (auto why = format::group_routes(id_rows.data(), weight_rows.data(), static_cast<uint32_t>(k),
                                       static_cast<uint32_t>(n_tok), table.n_expert, routes)) {
     throw Error("MOE_ROUTED: " + *why);
+  }
+  const strata_tensor& pre = op.src[3];
+  if (pre.data != nullptr) {
+    require_type(name, "src3 (precomputed rows)", pre, GgmlType::F32);
+    require(pre.ne[0] == table.n_embd && pre.ne[1] == k * n_tok && pre.ne[2] == 1 && pre.ne[3] == 1, name,
+            "src3 (precomputed rows)", pre, "[n_embd, k * n_tok] = [" + std::to_string(table.n_embd) + ", " +
+            std::to_string(k * n_tok) + "]");
+    sum_with_precomputed(op, table, id_rows, weight_rows, k, n_tok);
+    return;
+  }
+  for (uint32_t e : routes.expert_ids) {
+    if (table.experts[e].gate == nullptr) {
+      throw Error("MOE_ROUTED: expert " + std::to_string(e) +
+                  " is routed but its table entry has no gate matrix (NULL), and there is no src3 with "
+                  "precomputed rows; pass src3 or give the entry its matrices");
+    }
   }
   std::vector<strata_expert_weights> chosen;
   const strata_moe_op m = format::grouped_moe_op(routes, table, static_cast<uint32_t>(n_tok), x_rows.data(), chosen);

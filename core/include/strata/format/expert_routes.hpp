@@ -18,6 +18,7 @@ struct ExpertRoutes {
   std::vector<uint32_t> token_offsets;  // [expert_ids.size() + 1] into the two below
   std::vector<uint32_t> token_index;    // the window row of each (expert, token) pair
   std::vector<float> route_weight;      // the router's weight of each pair
+  std::vector<uint32_t> route_index;    // which of the router's choices each pair is: t * k + j
 };
 
 // ids and weights are [k, n_tok] (token-major: token t's choices at t*k .. t*k+k-1). Returns why not when an id is
