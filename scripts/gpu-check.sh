@@ -5,7 +5,8 @@
 #   STRATA_CHECK   which steps, comma-separated (default: machine,tests,mkmodel,gpu-tests,cuda,peer-cuda)
 #     machine    CPU, RAM, GPU, and the CPU read bandwidth (bench tool)
 #     tests      the unit tests of the bundle (the op-parity suite includes every usable backend: cuda here)
-#     mkmodel    generates the qwen3-30b-a3b model (STRATA_QUANT, default q4_k_m) on local disk, timed
+#     mkmodel    generates the qwen3-30b-a3b model (STRATA_QUANT, default q4_k_m; STRATA_ROUTER_SKEW, e.g. zipf:1.0,
+#                skews its routing and names another file) on local disk, timed
 #     gpu-tests  the `gpu` label: op parity on cuda, stories260K greedy on every backend, strata_gpu_tests (tiny
 #                GPU = CPU over 64 tokens; the 30B teacher-forced top-1 agreement over 256 positions)
 #     inspect    strata inspect of that model
@@ -19,13 +20,13 @@
 #                STRATA_PROFILE_CPU=0) and on cuda
 #     ncu        Nsight Compute over a short greedy decode on cuda (STRATA_NCU_COUNT kernels, default 1200; the
 #                prompt STRATA_NCU_PROMPT): each kernel's mean time and DRAM read rate, to see where time goes
-#     hybrid     strata bench on cuda with the routed experts' VRAM budget at STRATA_HYBRID_BUDGETS (default 25%):
-#                the hybrid path (cache, PCIe reads, CPU pool), pcie_frac from the link probe; then the pool
-#                alone (pcie_frac 0) at the first budget; each run's expert summary in its log
+#     hybrid     strata bench on cuda with the routed experts' VRAM budget at each of STRATA_HYBRID_BUDGETS (default
+#                25%): the hybrid path (cache, PCIe reads, CPU pool), pcie_frac from the link probe; then, unless
+#                STRATA_HYBRID_POOL=0, the pool alone (pcie_frac 0) at the first budget; expert summaries in the logs
 #     gate       the exactness gates on that model: all-GPU saved, then the hybrid engine at 100% and at 25% with
 #                pcie_frac 0.5 checked against it (strata gate, configs/gate-cuda.yaml)
-#     peer-hybrid llama.cpp's llama-bench -ngl 99 -fa on --n-cpu-moe N (N = STRATA_PEER_NCMOE, default 36: 12 of
-#                48 layers' experts in VRAM, the bytes of a 25% budget) -t <all cores>
+#     peer-hybrid llama.cpp's llama-bench -ngl 99 -fa on --n-cpu-moe N -t <all cores>, for each N of STRATA_PEER_NCMOE
+#                (default 36: 12 of 48 layers' experts in VRAM, the bytes of a 25% budget)
 #     peer-cuda  llama.cpp's llama-bench -ngl 99 -fa on, when a binary is given: STRATA_PEER_CUDA, else
 #                .device/peer-cuda/llama-bench. It is built from a fetched copy outside the project; no build of it
 #                is committed here (docs/PERFORMANCE.md says how the figures were taken).
@@ -36,7 +37,8 @@ mkdir -p "$OUT"
 bin="$root/.device/bin"
 steps=",${STRATA_CHECK:-machine,tests,mkmodel,gpu-tests,cuda,peer-cuda},"
 quant="${STRATA_QUANT:-q4_k_m}"
-model="${STRATA_MODEL_DIR:-/tmp}/qwen3-30b-a3b-$quant.gguf"
+skew="${STRATA_ROUTER_SKEW:-}"  # e.g. zipf:1.0: mkmodel's --router-skew (another file name)
+model="${STRATA_MODEL_DIR:-/tmp}/qwen3-30b-a3b-$quant${skew:+-${skew/:/}}.gguf"
 threads="$(nproc)"
 reps="${STRATA_REPS:-3}"
 declare -a table
@@ -87,8 +89,9 @@ fi
 if want mkmodel; then
   log mkmodel
   rm -f "$model"
-  strata mkmodel --arch qwen3moe --shape qwen3-30b-a3b --quant "$quant" --seed 1 --out "$model" > "$OUT/mkmodel.txt" 2>&1
-  row "mkmodel qwen3-30b-a3b $quant on $threads cores: exit $?; $(tail -1 "$OUT/mkmodel.txt")"
+  strata mkmodel --arch qwen3moe --shape qwen3-30b-a3b --quant "$quant" --seed 1 ${skew:+--router-skew "$skew"} \
+    --out "$model" > "$OUT/mkmodel.txt" 2>&1
+  row "mkmodel qwen3-30b-a3b $quant ${skew:+(router skew $skew) }on $threads cores: exit $?; $(tail -1 "$OUT/mkmodel.txt")"
 fi
 
 if want gpu-tests; then
@@ -202,16 +205,18 @@ fi
 
 if want hybrid; then
   for budget in ${STRATA_HYBRID_BUDGETS:-25%}; do
+    [ "$budget" = "-" ] && continue
     tag="${budget%\%}"
     log "strata bench, cuda, hybrid experts.cache=$budget"
     strata bench --model "$model" --backend cuda -o "experts.cache=$budget" -p 512 -n 128 -r "$reps" \
       > "$OUT/bench-hybrid-$tag.md" 2> "$OUT/bench-hybrid-$tag.log"
     rc=$?
     cat "$OUT/bench-hybrid-$tag.md"; grep -E 'pcie_frac|hit rate|host steps|experts per token' "$OUT/bench-hybrid-$tag.log" | head -8
-    row "strata hybrid cache $budget (exit $rc): $(grep -oE 'pcie_frac [0-9.]+' "$OUT/bench-hybrid-$tag.log" | head -1)"
+    row "strata hybrid cache $budget ${skew:+($skew) }(exit $rc): $(grep -oE 'pcie_frac [0-9.]+' "$OUT/bench-hybrid-$tag.log" | head -1); tg: $(grep -A3 'during tg' "$OUT/bench-hybrid-$tag.log" | grep -oE '[0-9.]+% hits' | head -1); $(grep -oE '[0-9.]+ tokens/s at most' "$OUT/bench-hybrid-$tag.log" | tail -1)"
     while IFS= read -r l; do row "  $l"; done < <(grep -E 'pp|tg' "$OUT/bench-hybrid-$tag.md")
   done
   first="$(echo "${STRATA_HYBRID_BUDGETS:-25%}" | awk '{print $1}')"
+  if [ "${STRATA_HYBRID_POOL:-1}" = 1 ]; then
   log "strata bench, cuda, hybrid experts.cache=$first, pool alone (pcie_frac 0)"
   strata bench --model "$model" --backend cuda -o "experts.cache=$first" -o experts.pcie_frac=0 -p 512 -n 128 -r "$reps" \
     > "$OUT/bench-hybrid-pool.md" 2> "$OUT/bench-hybrid-pool.log"
@@ -219,6 +224,7 @@ if want hybrid; then
   cat "$OUT/bench-hybrid-pool.md"
   row "strata hybrid cache $first, pool alone (exit $rc):"
   while IFS= read -r l; do row "  $l"; done < <(grep -E 'pp|tg' "$OUT/bench-hybrid-pool.md")
+  fi
 fi
 if want gate; then
   log "strata gate: all-GPU saved; hybrid 100% and 25% (pcie_frac 0.5) checked against it"
@@ -234,18 +240,19 @@ if want gate; then
 fi
 if want peer-hybrid; then
   peer="${STRATA_PEER_CUDA:-$root/.device/peer-cuda/llama-bench}"
-  ncmoe="${STRATA_PEER_NCMOE:-36}"
+  for ncmoe in ${STRATA_PEER_NCMOE:-36}; do
   if [ -x "$peer" ]; then
     log "llama.cpp llama-bench -ngl 99 -fa on --n-cpu-moe $ncmoe -t $threads"
     "$peer" -m "$model" -p 512 -n 128 -r "$reps" -ngl 99 -fa on -ncmoe "$ncmoe" -t "$threads" \
-      > "$OUT/bench-peer-hybrid.md" 2> "$OUT/bench-peer-hybrid.log"
+      > "$OUT/bench-peer-hybrid-$ncmoe.md" 2> "$OUT/bench-peer-hybrid-$ncmoe.log"
     rc=$?
-    cat "$OUT/bench-peer-hybrid.md"
-    row "llama.cpp -ngl 99 -ncmoe $ncmoe (exit $rc):"
-    while IFS= read -r l; do row "  $l"; done < <(grep -E 'pp|tg' "$OUT/bench-peer-hybrid.md")
+    cat "$OUT/bench-peer-hybrid-$ncmoe.md"
+    row "llama.cpp -ngl 99 -ncmoe $ncmoe ${skew:+($skew) }(exit $rc):"
+    while IFS= read -r l; do row "  $l"; done < <(grep -E 'pp|tg' "$OUT/bench-peer-hybrid-$ncmoe.md")
   else
     row "llama.cpp hybrid: no binary at $peer"
   fi
+  done
 fi
 if want peer-cuda; then
   peer="${STRATA_PEER_CUDA:-$root/.device/peer-cuda/llama-bench}"

@@ -125,7 +125,12 @@ int cmd_bench(const Args& args) {
   const Model& m = engine->model();
   const std::string model_name = std::filesystem::path(m.file().name()).filename().string();
   std::vector<BenchResult> results;
-  for (const BenchTest& t : tests) results.push_back(run_bench(*engine, t, static_cast<int>(reps)));
+  std::string expert_summaries;
+  for (const BenchTest& t : tests) {
+    engine->reset_expert_counts();
+    results.push_back(run_bench(*engine, t, static_cast<int>(reps)));
+    if (engine->hybrid()) expert_summaries += "hybrid experts during " + t.name() + " (warm-up included):\n" + engine->expert_summary();
+  }
 
   if (results.empty()) {
     // --link alone: no table
@@ -157,7 +162,7 @@ int cmd_bench(const Args& args) {
                   engine->backend().name().c_str(), r.test.name().c_str(), r.median, r.stddev, r.min, r.max);
     }
   }
-  if (engine->hybrid()) std::fprintf(stderr, "hybrid experts over the whole bench:\n%s", engine->expert_summary().c_str());
+  std::fputs(expert_summaries.c_str(), stderr);
   if (link) print_link_probe(*engine);
   if (profile_tokens > 0) {
     OpProfile profile;

@@ -122,3 +122,20 @@ INSTANTIATE_TEST_SUITE_P(Hybrid, HybridSplit,
                          [](const auto& p) { return std::string(p.param.name); });
 
 }  // namespace
+
+namespace {
+
+// pcie_frac auto: the link probe, the host read and device copy measures run at start (on the stand-in: memcpy), the
+// share comes from them, and the summary ends with the roofline they give.
+TEST(HybridSummary, AutoShareProbesTheLinkAndPrintsTheRoofline) {
+  if (!has_cpu_avx2()) GTEST_SKIP() << "cpu_avx2 is not usable on this machine";
+  auto e = hybrid_engine(experts(25, std::nullopt, 0));
+  expect_same_bytes(run(*e), plain_cpu());
+  const std::string summary = e->expert_summary();
+  EXPECT_NE(summary.find("roofline:"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("tokens/s at most"), std::string::npos) << summary;
+  e->reset_expert_counts();
+  EXPECT_EQ(e->expert_summary().find("roofline:"), std::string::npos) << "no window since the reset";
+}
+
+}  // namespace

@@ -67,6 +67,8 @@ class Engine {
   // the start, empty when not hybrid.
   bool hybrid() const { return hybrid_ != nullptr; }
   std::string expert_summary() const;
+  // Starts the summary's counts again (the cache keeps its residents).
+  void reset_expert_counts();
 
  private:
   void run(const Window& w);

@@ -10,12 +10,14 @@
 namespace strata {
 namespace {
 
-// The bench's token ids: BOS (where there is one), then ids drawn by a fixed-seed splitmix64.
-std::vector<TokenId> bench_tokens(const Model& model, uint32_t n) {
+// The bench's token ids: BOS (where there is one), then ids drawn by splitmix64 from `seed`. Each repetition draws
+// its own, as llama-bench's do: an expert cache that adapts between windows must not be timed on a sequence it has
+// already seen.
+std::vector<TokenId> bench_tokens(const Model& model, uint32_t n, uint64_t seed) {
   std::vector<TokenId> ids;
   const TokenId bos = model.tokenizer().bos();
   if (bos != kNoToken) ids.push_back(bos);
-  uint64_t state = 1;
+  uint64_t state = seed * 0x2545f4914f6cdd1dull + 1;
   while (ids.size() < n) {
     uint64_t z = (state += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -49,11 +51,14 @@ BenchResult run_bench(Engine& engine, const BenchTest& test, int repetitions) {
     throw Error("bench: " + test.name() + " needs a context of " + std::to_string(test.n_tokens) +
                 " tokens; runtime.context is " + std::to_string(engine.settings().context));
   }
-  const std::vector<TokenId> ids = bench_tokens(engine.model(), test.n_tokens);
+  const std::vector<TokenId> warm = bench_tokens(engine.model(), std::min<uint32_t>(test.n_tokens, 16), 0);
   // Warm-up: first-touch page faults of the mapped weights and the KV cache stay out of the timings.
-  run_once(engine, test, std::vector<TokenId>(ids.begin(), ids.begin() + std::min<size_t>(ids.size(), 16)));
+  run_once(engine, test, warm);
   BenchResult r{test, {}, 0, 0, 0, 0, 0};
-  for (int i = 0; i < repetitions; ++i) r.tokens_per_second.push_back(test.n_tokens / run_once(engine, test, ids));
+  for (int i = 0; i < repetitions; ++i) {
+    const std::vector<TokenId> ids = bench_tokens(engine.model(), test.n_tokens, static_cast<uint64_t>(i) + 1);
+    r.tokens_per_second.push_back(test.n_tokens / run_once(engine, test, ids));
+  }
   std::vector<double> sorted = r.tokens_per_second;
   std::sort(sorted.begin(), sorted.end());
   const size_t n = sorted.size();

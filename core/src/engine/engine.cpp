@@ -94,20 +94,39 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
   log::info(hybrid_->describe());
 }
 
+void Engine::reset_expert_counts() {
+  if (hybrid_) hybrid_->reset_counts();
+}
+
 std::string Engine::expert_summary() const {
   if (!hybrid_) return {};
   const HybridTimes& t = hybrid_->times();
   const experts::PlanCounters& plans = hybrid_->plans();
   std::string out = experts::render_expert_summary(hybrid_->cache().stats(), &plans);
   const double windows = static_cast<double>(std::max<uint64_t>(plans.windows, 1));
-  char line[256];
+  char line[512];
   std::snprintf(line, sizeof line,
-                "host steps %.1f ms a window (pool %.3f ms over %llu layer calls); %llu experts read over PCIe; %llu "
+                "host steps %.2f ms a window (the pool %.3f ms a call, %llu calls); %llu experts read over PCIe; %llu "
                 "swaps; pcie_frac %.3f\n",
                 1e3 * t.place_s / windows, t.pool_layers > 0 ? 1e3 * t.pool_s / static_cast<double>(t.pool_layers) : 0.0,
                 static_cast<unsigned long long>(t.pool_layers), static_cast<unsigned long long>(t.copies),
                 static_cast<unsigned long long>(t.swaps), hybrid_->pcie_frac());
-  return out + line;
+  out += line;
+  // The roofline: weights from VRAM at the device's rate; misses at the host's read rate plus the link's.
+  const HybridMoe::Rates& r = hybrid_->rates();
+  using experts::ExpertSource;
+  const double vram = static_cast<double>(hybrid_->dense_token_bytes()) + plans.bytes_per_token(ExpertSource::Hit);
+  const double missed = plans.bytes_per_token(ExpertSource::Pcie) + plans.bytes_per_token(ExpertSource::Cpu);
+  if (r.hbm > 0 && r.h2d + r.cpu_read > 0 && plans.positions > 0) {
+    const double seconds = vram / r.hbm + missed / (r.h2d + r.cpu_read);
+    std::snprintf(line, sizeof line,
+                  "roofline: %.1f MiB a token from VRAM at %.0f GB/s + %.1f MiB missed at %.1f + %.1f GB/s (host read + "
+                  "pinned link) = %.3f ms: %.1f tokens/s at most\n",
+                  vram / 1048576.0, r.hbm / 1e9, missed / 1048576.0, r.cpu_read / 1e9, r.h2d / 1e9, 1e3 * seconds,
+                  1.0 / seconds);
+    out += line;
+  }
+  return out;
 }
 
 Engine::~Engine() = default;

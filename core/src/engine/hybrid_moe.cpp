@@ -14,6 +14,7 @@
 #include "strata/log.hpp"
 #include "strata/op_tensor.hpp"
 #include "strata/plugin_host.hpp"
+#include "strata/tensor_role.hpp"
 
 namespace strata {
 namespace {
@@ -37,17 +38,6 @@ void read_back(DeviceMemory& mem, const Buffer<T>& src, size_t n, std::vector<T>
   }
 }
 
-// The share of misses read over PCIe when the launch leaves it to the link probe.
-double probed_pcie_frac(DeviceMemory& mem, DeviceQueues& queues, unsigned threads, uint64_t expert_bytes,
-                        std::string& said) {
-  const experts::LinkMeasure link = experts::probe_link(mem, queues);
-  const double read = experts::measure_host_read(std::max(1u, threads), uint64_t{1} << 30);
-  const double frac = experts::default_pcie_frac(link.h2d_bytes_per_s, read, expert_bytes, link.copy_overhead_s);
-  said = experts::describe(link) + "; host read " + std::to_string(read / 1e9).substr(0, 6) + " GB/s (" +
-         std::to_string(threads) + " threads)";
-  return frac;
-}
-
 }  // namespace
 
 HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, DeviceQueues& queues,
@@ -65,6 +55,11 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
     if (!lw.has_experts()) continue;
     k_max_ = std::max(k_max_, lw.routing.k);
     max_expert = std::max(max_expert, lw.routing.n_expert);
+  }
+  for (const gguf::TensorView& t : model.file().tensors()) {
+    if (classify_tensor(t.name).part == TensorPart::RoutedExperts) continue;
+    if (&t == w.token_embd && w.output != w.token_embd) continue;  // a token reads one row of it
+    dense_token_bytes_ += t.n_bytes;
   }
   copy_stream_ = std::make_unique<DeviceStream>(queues);
   copies_done_ = std::make_unique<DeviceEvent>(queues);
@@ -144,9 +139,15 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
   } else {
     uint64_t n_experts = 0;
     for (const experts::LayerExperts& l : geometry.layers) n_experts += l.n_expert;
-    std::string said;
-    frac = probed_pcie_frac(mem, queues, threads, geometry.routed_bytes() / std::max<uint64_t>(n_experts, 1), said);
-    description_ += "; pcie_frac " + std::to_string(frac).substr(0, 5) + " from the link probe (" + said + ")";
+    const experts::LinkMeasure link = experts::probe_link(mem, queues);
+    rates_.h2d = link.h2d_bytes_per_s;
+    rates_.cpu_read = experts::measure_host_read(std::max(1u, threads), uint64_t{1} << 30);
+    rates_.hbm = experts::measure_device_copy(mem, queues);
+    frac = experts::default_pcie_frac(rates_.h2d, rates_.cpu_read, geometry.routed_bytes() / std::max<uint64_t>(n_experts, 1),
+                                      link.copy_overhead_s);
+    description_ += "; pcie_frac " + std::to_string(frac).substr(0, 5) + " from the link probe (" + experts::describe(link) +
+                    "; host read " + std::to_string(rates_.cpu_read / 1e9).substr(0, 6) + " GB/s with " +
+                    std::to_string(threads) + " threads; device copy " + std::to_string(rates_.hbm / 1e9).substr(0, 7) + " GB/s)";
   }
   if (pool_) description_ += "; CPU pool: " + pool_.name + " (" + std::to_string(pool_.table->worker_count(pool_.ctx)) + " workers)";
   planner_ = std::make_unique<experts::Planner>(geometry, std::vector<const experts::ResidencyView*>{cache_.get()}, frac);
@@ -175,6 +176,12 @@ const void* HybridMoe::slot_address(uint32_t slot) const {
 strata_tensor HybridMoe::precomputed_rows(uint32_t n_tok, uint32_t k) const {
   if (!pool_ || n_tok > kPoolMaxTokens) return no_tensor();
   return tensor_f32(pool_rows_.data(), {n_embd_, int64_t{k} * n_tok});
+}
+
+void HybridMoe::reset_counts() {
+  cache_->reset_stats();
+  counters_ = experts::PlanCounters{};
+  times_ = HybridTimes{};
 }
 
 void HybridMoe::begin_window(uint32_t n_tok) {

@@ -66,7 +66,16 @@ class HybridMoe final : public ExpertPlacement {
   const experts::ExpertCache& cache() const { return *cache_; }
   const experts::PlanCounters& plans() const { return counters_; }
   const HybridTimes& times() const { return times_; }
+  void reset_counts();
   double pcie_frac() const { return planner_->pcie_frac(); }
+  // The decode roofline's inputs, measured at start with pcie_frac: auto (0 otherwise): weights read from VRAM at
+  // the device's copy rate, misses at the host's read rate plus the pinned link's.
+  struct Rates {
+    double hbm = 0, h2d = 0, cpu_read = 0;  // bytes/s
+  };
+  const Rates& rates() const { return rates_; }
+  // The dense weights one token reads (all but the routed experts and the embedding table).
+  uint64_t dense_token_bytes() const { return dense_token_bytes_; }
   // Windows of more tokens than this read every miss over PCIe (the pool takes decode-sized windows).
   static constexpr uint32_t kPoolMaxTokens = 8;
   // A few lines: the arena, the slots, the link, the share over PCIe.
@@ -91,6 +100,8 @@ class HybridMoe final : public ExpertPlacement {
   std::unique_ptr<experts::Planner> planner_;
   experts::PlanCounters counters_;
   HybridTimes times_;
+  Rates rates_;
+  uint64_t dense_token_bytes_ = 0;
 
   std::vector<Buffer<unsigned char>> class_slots_;  // per slot class: n_slots x slot_bytes
   Buffer<unsigned char> staging_;                   // staging_slots_ x staging_bytes_

@@ -240,4 +240,9 @@ void ExpertCache::abort(const SwapMove& move, AbortedCopy how) {
   ++stats_.aborted_swaps;
 }
 
+void ExpertCache::reset_stats() {
+  stats_ = ExpertStats(keys_);
+  stats_.slots = n_slots();
+}
+
 }  // namespace strata::experts

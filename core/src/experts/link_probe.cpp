@@ -100,6 +100,23 @@ LinkMeasure probe_link(DeviceMemory& memory, DeviceQueues& queues, uint64_t byte
   return m;
 }
 
+double measure_device_copy(DeviceMemory& memory, DeviceQueues& queues, uint64_t bytes, int reps) {
+  if (bytes == 0 || reps < 1) throw Error("device copy measure: bytes and reps must be positive");
+  DeviceBlock from(memory, bytes), to(memory, bytes);
+  DeviceStream stream(queues);
+  DeviceEvent done(queues);
+  double best = 0;
+  for (int r = 0; r <= reps; ++r) {  // the first is a warm-up
+    const auto t0 = Clock::now();
+    queues.copy_async(to.get(), from.get(), bytes, STRATA_COPY_DEVICE_TO_DEVICE, stream.get());
+    queues.record(done.get(), stream.get());
+    queues.synchronize(done.get());
+    const double t = seconds_since(t0);
+    if (r > 0 && t > 0) best = std::max(best, 2.0 * static_cast<double>(bytes) / t);
+  }
+  return best;
+}
+
 double measure_host_read(unsigned threads, uint64_t bytes, int reps) {
   if (threads < 1) throw Error("host read probe: threads must be at least 1");
   if (reps < 1) throw Error("host read probe: reps must be at least 1");

@@ -70,6 +70,8 @@ class ExpertCache final : public ResidencyView {
   size_t pending_moves() const { return pending_count_; }
 
   const ExpertStats& stats() const { return stats_; }
+  // Zeroes the counts (not the residency, the policy's heat or pending moves): a bench counts each test apart.
+  void reset_stats();
   const EvictionPolicy& policy() const { return *policy_; }
 
  private:

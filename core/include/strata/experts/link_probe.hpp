@@ -32,6 +32,9 @@ inline constexpr uint64_t kSmallCopyBytes = 4096;
 // the call).
 LinkMeasure probe_link(DeviceMemory& memory, DeviceQueues& queues, uint64_t bytes = kLinkProbeBytes, int reps = 4);
 
+// The device memory's traffic rate (bytes/s, read and written counted): a device-to-device copy of `bytes`, the best
+// of `reps` after a warm-up. The roofline's rate for weights read from VRAM.
+double measure_device_copy(DeviceMemory& memory, DeviceQueues& queues, uint64_t bytes = uint64_t{1} << 30, int reps = 3);
 // The host's read bandwidth (bytes/s): `threads` threads each summing their share of a `bytes` buffer (much larger
 // than the caches), best of `reps`. Throws strata::Error for threads < 1, reps < 1 or bytes below 1 MiB.
 double measure_host_read(unsigned threads, uint64_t bytes, int reps = 3);
