@@ -163,7 +163,11 @@ void Engine::run(const Window& w) {
     run_profiled(stages);
   } else {
     for (const Stage& s : stages) {
-      backend_->compute(s.ops);
+      if (hybrid_ && s.host) {
+        hybrid_->run_stage(s.ops, static_cast<uint32_t>(w.tokens.size()));  // a MoE layer's placement follows
+      } else {
+        backend_->compute(s.ops);
+      }
       if (s.host) s.host();
     }
   }

@@ -98,6 +98,8 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
                                       device_entries_[il].data()};
   }
   pool_rows_ = Buffer<float>::mapped(size_t{n_embd_} * k_max_ * kPoolMaxTokens, mem);
+  pool_x_ = Buffer<float>::mapped(size_t{n_embd_} * kPoolMaxTokens, mem);
+  stage_done_ = std::make_unique<DeviceEvent>(queues);
 
   // The slots: what experts.cache allows of what the device has left now (dense weights, KV cache, activations
   // and staging are already placed).
@@ -178,6 +180,17 @@ strata_tensor HybridMoe::precomputed_rows(uint32_t n_tok, uint32_t k) const {
   return tensor_f32(pool_rows_.data(), {n_embd_, int64_t{k} * n_tok});
 }
 
+void HybridMoe::run_stage(std::span<const strata_op> ops, uint32_t n_tok) {
+  queues_.compute_async(ops);
+  pool_x_ready_ = pool_ && n_tok <= kPoolMaxTokens;
+  if (pool_x_ready_) {
+    queues_.copy_async(pool_x_.data(), act_.xn.data(), size_t{n_embd_} * n_tok * sizeof(float),
+                       STRATA_COPY_DEVICE_TO_HOST, nullptr);
+  }
+  queues_.record(stage_done_->get(), nullptr);
+  queues_.synchronize(stage_done_->get());
+}
+
 void HybridMoe::reset_counts() {
   cache_->reset_stats();
   counters_ = experts::PlanCounters{};
@@ -240,8 +253,17 @@ void HybridMoe::place(uint32_t il, uint32_t n_tok) {
     plan.cpu.clear();
   }
   counters_.add(plan, cache_->geometry());
-  // The pool's input rows, read before anything is queued behind the copies.
-  if (!plan.cpu.empty()) read_back(mem_, act_.xn, size_t{n_embd_} * n_tok, x_);
+  // The pool's input rows: copied with the stage (run_stage), or read now, before anything is queued behind the
+  // copies.
+  const bool x_ready = pool_x_ready_;
+  pool_x_ready_ = false;
+  if (!plan.cpu.empty()) {
+    if (x_ready) {
+      x_.assign(pool_x_.data(), pool_x_.data() + size_t{n_embd_} * n_tok);
+    } else {
+      read_back(mem_, act_.xn, size_t{n_embd_} * n_tok, x_);
+    }
+  }
 
   const experts::ExpertLayout& layout = arena_->layout(il);
   strata_expert_weights* entries = host_entries_[il].data();

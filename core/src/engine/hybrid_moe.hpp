@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,9 @@ class HybridMoe final : public ExpertPlacement {
   ~HybridMoe() override;
 
   void begin_window(uint32_t n_tok);
+  // Runs a stage that ends in a placement: its ops, then (for a window the pool may serve) the copy of its normed
+  // rows into pinned memory, with one wait for both, so the pool's input needs no download of its own.
+  void run_stage(std::span<const strata_op> ops, uint32_t n_tok);
   // Adaptive swaps (experts.adapt_swaps) after a window, committed once their copies landed.
   void end_window();
 
@@ -111,6 +115,9 @@ class HybridMoe final : public ExpertPlacement {
   std::vector<Buffer<strata_expert_weights>> host_entries_;    // per layer, mapped: the copy's source
   std::vector<strata_expert_table> tables_;
   Buffer<float> pool_rows_;                         // mapped [n_embd, k * max pool tokens]: MOE_ROUTED's src3
+  Buffer<float> pool_x_;                            // mapped [n_embd, max pool tokens]: the stage's normed rows
+  bool pool_x_ready_ = false;                       // run_stage copied them for the coming place()
+  std::unique_ptr<DeviceEvent> stage_done_;
   std::unique_ptr<DeviceStream> copy_stream_;
   std::unique_ptr<DeviceEvent> copies_done_;
 
