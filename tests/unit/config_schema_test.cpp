@@ -119,6 +119,20 @@ TEST(ConfigSchema, ShippedConfigsPassCheck) {
   }
 }
 
+// The GPU launches too: they must load and check clean on any machine (the backend is chosen only when they run).
+TEST(ConfigSchema, ShippedGpuAndGateConfigsPassCheck) {
+  for (const char* name : {"cuda.yaml", "hybrid.yaml", "gate-default.yaml", "gate-cuda.yaml"}) {
+    SCOPED_TRACE(name);
+    const std::filesystem::path file = std::filesystem::path(STRATA_SOURCE_DIR) / "configs" / name;
+    for (const cfg::Diagnostic& x : cfg::check_file(file, {}, {})) ADD_FAILURE() << x.text();
+  }
+  const cfg::Launch hybrid = cfg::load(std::filesystem::path(STRATA_SOURCE_DIR) / "configs" / "hybrid.yaml", {}, {});
+  EXPECT_EQ(hybrid.backend, "cuda");
+  EXPECT_EQ(hybrid.experts.cache.kind, cfg::CacheSize::Kind::Percent);
+  EXPECT_EQ(hybrid.experts.cache.percent, 25.0);
+  EXPECT_FALSE(hybrid.experts.pcie_frac.has_value()) << "auto: the link probe sets it";
+}
+
 TEST(ConfigSchema, DocsReferenceIsGeneratedFromTheSchema) {
   const std::string header =
       "# Configuration reference\n\n"
