@@ -129,7 +129,10 @@ int cmd_bench(const Args& args) {
   for (const BenchTest& t : tests) {
     engine->reset_expert_counts();
     results.push_back(run_bench(*engine, t, static_cast<int>(reps)));
-    if (engine->hybrid()) expert_summaries += "hybrid experts during " + t.name() + " (warm-up included):\n" + engine->expert_summary();
+    if (engine->hybrid()) {
+      const double rate = t.kind == BenchTest::Kind::Generate ? results.back().median : 0.0;
+      expert_summaries += "hybrid experts during " + t.name() + " (warm-up included):\n" + engine->expert_summary(rate);
+    }
   }
 
   if (results.empty()) {

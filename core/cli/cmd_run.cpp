@@ -104,7 +104,9 @@ int cmd_run(const Args& args) {
                r.stop_reason.c_str(), format_mib(peak_resident_bytes()).c_str(),
                format_mib(engine->model().file_bytes()).c_str(), format_mib(engine->kv().bytes()).c_str(),
                engine->backend().describe().c_str());
-  if (engine->hybrid()) std::fprintf(stderr, "%s", engine->expert_summary().c_str());
+  if (engine->hybrid()) {
+    std::fprintf(stderr, "%s", engine->expert_summary(per_second(r.decode_tokens, r.decode_seconds)).c_str());
+  }
   return 0;
 }
 

@@ -134,6 +134,9 @@ TEST(HybridSummary, AutoShareProbesTheLinkAndPrintsTheRoofline) {
   const std::string summary = e->expert_summary();
   EXPECT_NE(summary.find("roofline:"), std::string::npos) << summary;
   EXPECT_NE(summary.find("tokens/s at most"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("MoE stages on the device"), std::string::npos) << summary;
+  EXPECT_EQ(summary.find("of the roofline"), std::string::npos) << "no rate given";
+  EXPECT_NE(e->expert_summary(10.0).find("decode 10.00 tokens/s = "), std::string::npos);
   e->reset_expert_counts();
   EXPECT_EQ(e->expert_summary().find("roofline:"), std::string::npos) << "no window since the reset";
 }

@@ -66,7 +66,8 @@ class Engine {
   // Whether routed experts take the hybrid path; its summary (cache hits, experts by source, bytes, times) since
   // the start, empty when not hybrid.
   bool hybrid() const { return hybrid_ != nullptr; }
-  std::string expert_summary() const;
+  // With the measured decode rate, the roofline line also says what fraction of its ceiling that is.
+  std::string expert_summary(double decode_tokens_per_s = 0) const;
   // Starts the summary's counts again (the cache keeps its residents).
   void reset_expert_counts();
 

@@ -98,7 +98,7 @@ void Engine::reset_expert_counts() {
   if (hybrid_) hybrid_->reset_counts();
 }
 
-std::string Engine::expert_summary() const {
+std::string Engine::expert_summary(double decode_tokens_per_s) const {
   if (!hybrid_) return {};
   const HybridTimes& t = hybrid_->times();
   const experts::PlanCounters& plans = hybrid_->plans();
@@ -106,9 +106,9 @@ std::string Engine::expert_summary() const {
   const double windows = static_cast<double>(std::max<uint64_t>(plans.windows, 1));
   char line[512];
   std::snprintf(line, sizeof line,
-                "host steps %.2f ms a window (the pool %.3f ms a call, %llu calls); %llu experts read over PCIe; %llu "
-                "swaps; pcie_frac %.3f\n",
-                1e3 * t.place_s / windows, t.pool_layers > 0 ? 1e3 * t.pool_s / static_cast<double>(t.pool_layers) : 0.0,
+                "MoE stages on the device %.2f ms a window, host steps %.2f ms a window (the pool %.3f ms a call, %llu "
+                "calls); %llu experts read over PCIe; %llu swaps; pcie_frac %.3f\n",
+                1e3 * t.stage_s / windows, 1e3 * t.place_s / windows, t.pool_layers > 0 ? 1e3 * t.pool_s / static_cast<double>(t.pool_layers) : 0.0,
                 static_cast<unsigned long long>(t.pool_layers), static_cast<unsigned long long>(t.copies),
                 static_cast<unsigned long long>(t.swaps), hybrid_->pcie_frac());
   out += line;
@@ -125,6 +125,11 @@ std::string Engine::expert_summary() const {
                   vram / 1048576.0, r.hbm / 1e9, missed / 1048576.0, r.cpu_read / 1e9, r.h2d / 1e9, 1e3 * seconds,
                   1.0 / seconds);
     out += line;
+    if (decode_tokens_per_s > 0) {
+      std::snprintf(line, sizeof line, "decode %.2f tokens/s = %.1f%% of the roofline\n", decode_tokens_per_s,
+                    100.0 * decode_tokens_per_s * seconds);
+      out += line;
+    }
   }
   return out;
 }

@@ -181,6 +181,7 @@ strata_tensor HybridMoe::precomputed_rows(uint32_t n_tok, uint32_t k) const {
 }
 
 void HybridMoe::run_stage(std::span<const strata_op> ops, uint32_t n_tok) {
+  const auto t0 = clock_type::now();
   queues_.compute_async(ops);
   pool_x_ready_ = pool_ && n_tok <= kPoolMaxTokens;
   if (pool_x_ready_) {
@@ -189,6 +190,7 @@ void HybridMoe::run_stage(std::span<const strata_op> ops, uint32_t n_tok) {
   }
   queues_.record(stage_done_->get(), nullptr);
   queues_.synchronize(stage_done_->get());
+  times_.stage_s += seconds_since(t0);
 }
 
 void HybridMoe::reset_counts() {

@@ -39,6 +39,7 @@ struct ExpertPoolRef {
 
 // What the hybrid path measured and did, for the decode summary.
 struct HybridTimes {
+  double stage_s = 0;    // the placement stages' ops on the device, waited for (the GPU's share of a step)
   double place_s = 0;    // host steps in all (planning, copies enqueued, pool)
   double pool_s = 0;     // the pool's compute calls
   uint64_t pool_layers = 0;
