@@ -286,3 +286,18 @@ TEST(ConfigFile, ModelThatIsAFolder) {
             std::vector<std::string>{(dir.path() / "launch.yaml").string() + ":1:8: model: " +
                                      (dir.path() / "models").string() + " is a folder, expected a file"});
 }
+
+namespace {
+
+TEST(ConfigFile, ArenaFolderMustExist) {
+  TempDir dir;
+  const std::string d = dir.path().string() + "/";
+  const std::vector<std::string> got = check_yaml(dir, "experts:\n  arena: nofolder/arena.bin\n");
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_NE(got[0].find("experts.arena: folder not found: " + d + "nofolder (the arena file is made in that folder"),
+            std::string::npos)
+      << got[0];
+  EXPECT_TRUE(check_yaml(dir, "experts:\n  arena: arena.bin\n").empty());
+}
+
+}  // namespace

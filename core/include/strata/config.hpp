@@ -37,6 +37,7 @@ struct ExpertsConfig {
   int adapt_swaps = 0;
   CachePolicy policy = CachePolicy::Lfu;
   std::optional<std::string> profile;  // absolute path
+  std::optional<std::string> arena;    // absolute path of a file on tmpfs; nullopt: private memory
   double peer_hot = 0;
   bool operator==(const ExpertsConfig&) const = default;
 };

@@ -44,6 +44,12 @@ void check_files(Builder& builder) {
     if (std::string p = path_problem(*launch.model, Expect::File); !p.empty())
       builder.error(Diagnostic::Kind::MissingFile, origin_or_default(builder, "model"), "model: " + p);
   }
+  if (launch.experts.arena) {
+    const std::string folder = std::filesystem::path(*launch.experts.arena).parent_path().string();
+    if (std::string p = path_problem(folder, Expect::Folder); !p.empty())
+      builder.error(Diagnostic::Kind::MissingFile, origin_or_default(builder, "experts.arena"),
+                    "experts.arena: " + p + " (the arena file is made in that folder; /dev/shm is tmpfs on Linux)");
+  }
   if (launch.experts.profile) {
     if (std::string p = path_problem(*launch.experts.profile, Expect::File); !p.empty())
       builder.error(Diagnostic::Kind::MissingFile, origin_or_default(builder, "experts.profile"),

@@ -87,6 +87,9 @@ std::vector<Key> build_schema() {
              [](Launch& l) -> Field { return &l.experts.policy; }),
       unset("experts.profile", T::Path, "a saved expert-use profile that seeds the cache",
             [](Launch& l) -> Field { return &l.experts.profile; }),
+      unset("experts.arena", T::Path,
+            "a file on tmpfs (/dev/shm/...) for the experts' host copy, kept between runs and mapped by every engine that names it; unset: private memory filled at each start",
+            [](Launch& l) -> Field { return &l.experts.arena; }),
       number("experts.peer_hot", T::Float, "0.5", kUnit, "share of the hottest experts placed on the peer card",
              [](Launch& l) -> Field { return &l.experts.peer_hot; }),
 

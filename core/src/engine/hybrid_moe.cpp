@@ -65,9 +65,12 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
   copies_done_ = std::make_unique<DeviceEvent>(queues);
 
   // The host arena, page-locked so that copies from it run at the link's speed.
-  arena_ = std::make_unique<experts::ExpertArena>(w, threads);
+  const gate::ModelIdentity who = gate::identify(model);
+  arena_ = std::make_unique<experts::ExpertArena>(w, threads, experts_cfg.arena.value_or(""), who.header_hash);
   arena_lock_ = std::make_unique<HostRegistration>(queues, arena_->data(), arena_->size(), true);
-  description_ = "experts in RAM: " + mib(arena_->size()) + " arena filled in " +
+  description_ = "experts in RAM: " + mib(arena_->size()) +
+                 (arena_->file().empty() ? " of private memory" : " in " + arena_->file()) +
+                 (arena_->filled() ? ", filled in " : ", found complete and mapped in ") +
                  std::to_string(arena_->fill_seconds()).substr(0, 4) + " s, " +
                  (arena_lock_->locked() ? "page-locked" : "pageable");
   if (!arena_lock_->locked()) {
@@ -105,7 +108,6 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
   // and staging are already placed).
   experts::DeviceRoom room;
   room.free_bytes = mem.free_bytes();
-  const gate::ModelIdentity who = gate::identify(model);
   cache_ = experts::make_expert_cache(experts_cfg, geometry, room,
                                       experts::ModelIdentity{who.header_hash, geometry.n_layer(), geometry.max_experts()});
   const experts::SlotBudget& budget = cache_->budget();

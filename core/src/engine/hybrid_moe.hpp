@@ -70,6 +70,7 @@ class HybridMoe final : public ExpertPlacement {
 
   const experts::ExpertCache& cache() const { return *cache_; }
   const experts::PlanCounters& plans() const { return counters_; }
+  const experts::ExpertArena& arena() const { return *arena_; }
   const HybridTimes& times() const { return times_; }
   void reset_counts();
   double pcie_frac() const { return planner_->pcie_frac(); }

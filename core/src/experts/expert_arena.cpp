@@ -1,12 +1,20 @@
 #include "strata/experts/expert_arena.hpp"
 
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -27,7 +35,9 @@ uint64_t matrix_bytes(Tensor t) { return format::row_bytes(t->type, t->ne[0]) * 
 
 }  // namespace
 
-ExpertArena::ExpertArena(const ModelWeights& weights, unsigned threads) {
+ExpertArena::ExpertArena(const ModelWeights& weights, unsigned threads, const std::string& file,
+                         const std::string& fingerprint)
+    : file_(file) {
   const auto start = std::chrono::steady_clock::now();
   layers_.resize(weights.layers.size());
   for (size_t il = 0; il < weights.layers.size(); ++il) {
@@ -53,14 +63,23 @@ ExpertArena::ExpertArena(const ModelWeights& weights, unsigned threads) {
     size_ += uint64_t{l.n_expert} * l.layout.bytes;
   }
   if (size_ == 0) return;
-  void* p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) {
-    throw Error("cannot reserve " + std::to_string(size_ >> 20) + " MiB of RAM for the host copy of the experts: " +
-                std::strerror(errno));
+  if (!file.empty()) {
+    open_file(weights, threads, fingerprint);
+  } else {
+    void* p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      throw Error("cannot reserve " + std::to_string(size_ >> 20) + " MiB of RAM for the host copy of the experts: " +
+                  std::strerror(errno));
+    }
+    map_ = base_ = static_cast<unsigned char*>(p);
+    map_bytes_ = size_;
+    (void)madvise(p, size_, MADV_HUGEPAGE);  // fewer page faults while filling; a hint only
+    fill(weights, threads);
   }
-  base_ = static_cast<unsigned char*>(p);
-  (void)madvise(p, size_, MADV_HUGEPAGE);  // fewer page faults while filling; a hint only
+  fill_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
+void ExpertArena::fill(const ModelWeights& weights, unsigned threads) {
   // Work items: one (layer, expert) each, taken in order by the threads.
   std::vector<std::pair<uint32_t, uint32_t>> items;
   for (uint32_t il = 0; il < layers_.size(); ++il) {
@@ -82,11 +101,93 @@ ExpertArena::ExpertArena(const ModelWeights& weights, unsigned threads) {
   for (unsigned t = 1; t < std::max(1u, threads); ++t) pool.emplace_back(work);
   work();
   for (std::thread& t : pool) t.join();
-  fill_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+namespace {
+
+constexpr uint64_t kHeaderBytes = 4096;
+constexpr char kMagic[16] = "strata-arena";
+constexpr uint32_t kArenaVersion = 1;
+constexpr uint32_t kComplete = 0x600dda7a;
+
+// The file's first page. Written with `complete` 0 before the fill and set once the data is in place.
+struct ArenaHeader {
+  char magic[16];
+  uint32_t version;
+  uint32_t complete;
+  uint64_t data_bytes;
+  char fingerprint[128];
+};
+static_assert(sizeof(ArenaHeader) <= kHeaderBytes);
+
+class FileLock {
+ public:
+  explicit FileLock(int fd) : fd_(fd) { (void)flock(fd_, LOCK_EX); }
+  ~FileLock() { (void)flock(fd_, LOCK_UN); }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+void ExpertArena::open_file(const ModelWeights& weights, unsigned threads, const std::string& fingerprint) {
+  const std::filesystem::path folder = std::filesystem::path(file_).parent_path();
+  struct statfs fs {};
+  if (statfs(folder.empty() ? "." : folder.c_str(), &fs) != 0) {
+    throw Error("experts.arena: cannot read the file system of " + folder.string() + ": " + std::strerror(errno));
+  }
+  if (static_cast<uint64_t>(fs.f_type) != TMPFS_MAGIC) {
+    char type[32];
+    std::snprintf(type, sizeof type, "0x%llx", static_cast<unsigned long long>(fs.f_type));
+    throw Error("experts.arena: " + file_ + " is not on tmpfs (file system type " + type +
+                "); page-locking a mapped file on a disk file system can hang the GPU driver: put it under /dev/shm, "
+                "or leave experts.arena unset for private memory");
+  }
+  const int fd = open(file_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error("experts.arena: cannot open " + file_ + ": " + std::strerror(errno));
+  struct CloseFd {
+    int fd;
+    ~CloseFd() { close(fd); }
+  } closer{fd};
+  FileLock lock(fd);
+  map_bytes_ = kHeaderBytes + size_;
+  struct stat st {};
+  if (fstat(fd, &st) != 0) throw Error("experts.arena: cannot stat " + file_ + ": " + std::strerror(errno));
+  const bool right_size = static_cast<uint64_t>(st.st_size) == map_bytes_;
+  if (!right_size && ftruncate(fd, static_cast<off_t>(map_bytes_)) != 0) {
+    throw Error("experts.arena: cannot size " + file_ + " to " + std::to_string(map_bytes_ >> 20) +
+                " MiB: " + std::strerror(errno) + " (is /dev/shm large enough? see `df -h /dev/shm`)");
+  }
+  void* p = mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) throw Error("experts.arena: cannot map " + file_ + ": " + std::strerror(errno));
+  map_ = static_cast<unsigned char*>(p);
+  base_ = map_ + kHeaderBytes;
+  ArenaHeader want{};
+  std::memcpy(want.magic, kMagic, sizeof kMagic);
+  want.version = kArenaVersion;
+  want.data_bytes = size_;
+  std::snprintf(want.fingerprint, sizeof want.fingerprint, "%s", fingerprint.c_str());
+  ArenaHeader have{};
+  std::memcpy(&have, map_, sizeof have);
+  if (right_size && have.complete == kComplete && std::memcmp(have.magic, want.magic, sizeof want.magic) == 0 &&
+      have.version == want.version && have.data_bytes == want.data_bytes &&
+      std::memcmp(have.fingerprint, want.fingerprint, sizeof want.fingerprint) == 0) {
+    filled_ = false;  // this model's experts, complete: map them as they are
+    return;
+  }
+  want.complete = 0;
+  std::memcpy(map_, &want, sizeof want);
+  fill(weights, threads);
+  std::atomic_thread_fence(std::memory_order_release);
+  want.complete = kComplete;
+  std::memcpy(map_, &want, sizeof want);
 }
 
 ExpertArena::~ExpertArena() {
-  if (base_ != nullptr) munmap(base_, size_);
+  if (map_ != nullptr) munmap(map_, map_bytes_);
 }
 
 }  // namespace strata::experts

@@ -2,12 +2,19 @@
 // and PCIe copies read it. Each expert's matrices lie together, [gate | up | down], one expert after another and
 // layer after layer, so that a missed expert crosses the link as one copy into a slot of the same layout.
 //
-// It is anonymous memory filled from the mapped GGUF at start, not the mapping itself: page-locking a mapping of a
-// file on a disk file system never returned on the GPU machine, while anonymous memory registers at once
-// (docs/ARCHITECTURE.md, "Registered host memory"). The price is a second copy of the experts in RAM.
+// It is filled from the mapped GGUF, not the mapping itself: page-locking a mapping of a file on a disk file system
+// never returned on the GPU machine, while anonymous memory and tmpfs files register at once (docs/ARCHITECTURE.md,
+// "Registered host memory"). The price is a second copy of the experts in RAM. By default the copy is private memory
+// filled at each start. With a file on tmpfs (experts.arena) it outlives the process: a later engine of the same
+// model, or the second engine of a pair, maps it instead of filling it again.
+//
+// The file: a 4 KiB header (magic, format version, the model's fingerprint, the data's size, and a completion mark
+// written last), then the data. The filler holds an exclusive flock while it checks and fills, so two engines
+// starting together fill it once; a header that does not match (another model, an interrupted fill) is refilled.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "strata/plugin_api.h"
@@ -29,9 +36,12 @@ struct ExpertLayout {
 
 class ExpertArena {
  public:
-  // Copies every layer's routed experts (gate, up and down stacks) with `threads` threads. Throws strata::Error
-  // for fused gate_up stacks or per-expert biases (no hybrid layout for them yet), or when memory runs out.
-  ExpertArena(const ModelWeights& weights, unsigned threads);
+  // Copies every layer's routed experts (gate, up and down stacks) with `threads` threads into private memory, or
+  // into `file` (on tmpfs; reused when its header says it holds this model's experts, `fingerprint`). Throws
+  // strata::Error for fused gate_up stacks or per-expert biases (no hybrid layout for them yet), a file that is not
+  // on tmpfs or cannot be made, or when memory runs out.
+  ExpertArena(const ModelWeights& weights, unsigned threads, const std::string& file = {},
+              const std::string& fingerprint = {});
   ~ExpertArena();
   ExpertArena(const ExpertArena&) = delete;
   ExpertArena& operator=(const ExpertArena&) = delete;
@@ -44,6 +54,9 @@ class ExpertArena {
   unsigned char* data() const { return base_; }
   uint64_t size() const { return size_; }
   double fill_seconds() const { return fill_seconds_; }
+  // False when a file arena was found complete and mapped as it was.
+  bool filled() const { return filled_; }
+  const std::string& file() const { return file_; }
 
  private:
   struct Layer {
@@ -52,9 +65,15 @@ class ExpertArena {
     uint32_t n_expert = 0;
   };
   std::vector<Layer> layers_;
-  unsigned char* base_ = nullptr;
+  void fill(const ModelWeights& weights, unsigned threads);
+  void open_file(const ModelWeights& weights, unsigned threads, const std::string& fingerprint);
+  unsigned char* base_ = nullptr;  // the data
+  unsigned char* map_ = nullptr;   // the whole mapping (the file's header first)
+  uint64_t map_bytes_ = 0;
   uint64_t size_ = 0;
   double fill_seconds_ = 0;
+  bool filled_ = true;
+  std::string file_;
 };
 
 }  // namespace strata::experts
