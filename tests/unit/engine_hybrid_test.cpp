@@ -135,6 +135,8 @@ TEST(HybridSummary, AutoShareProbesTheLinkAndPrintsTheRoofline) {
   EXPECT_NE(summary.find("roofline:"), std::string::npos) << summary;
   EXPECT_NE(summary.find("tokens/s at most"), std::string::npos) << summary;
   EXPECT_NE(summary.find("MoE stages on the device"), std::string::npos) << summary;
+  EXPECT_EQ(summary.rfind("hybrid set-up: experts in RAM: ", 0), 0u) << summary;
+  EXPECT_NE(summary.find("from the link probe"), std::string::npos) << summary;
   EXPECT_EQ(summary.find("of the roofline"), std::string::npos) << "no rate given";
   EXPECT_NE(e->expert_summary(10.0).find("decode 10.00 tokens/s = "), std::string::npos);
   e->reset_expert_counts();

@@ -102,7 +102,8 @@ std::string Engine::expert_summary(double decode_tokens_per_s) const {
   if (!hybrid_) return {};
   const HybridTimes& t = hybrid_->times();
   const experts::PlanCounters& plans = hybrid_->plans();
-  std::string out = experts::render_expert_summary(hybrid_->cache().stats(), &plans);
+  std::string out = "hybrid set-up: " + hybrid_->describe() + "\n" +
+                    experts::render_expert_summary(hybrid_->cache().stats(), &plans);
   const double windows = static_cast<double>(std::max<uint64_t>(plans.windows, 1));
   char line[512];
   std::snprintf(line, sizeof line,
