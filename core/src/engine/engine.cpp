@@ -40,7 +40,8 @@ bool has_routed_experts(const Model& model) {
 
 // Where the weights go: nowhere (a CPU backend), all to the device, or all but the routed experts (the hybrid
 // path: experts.cache set, or `auto` and the whole model with its KV cache does not fit).
-std::optional<WeightsOnDevice> weights_placement(const Model& model, Backend& backend, const EngineSettings& s) {
+std::optional<WeightsOnDevice> weights_placement(const Model& model, Backend& backend, const EngineSettings& s,
+                                                 bool say_why = false) {
   DeviceMemory* mem = backend.device_memory();
   if (mem == nullptr) return std::nullopt;
   if (backend.device_queues() == nullptr || !has_routed_experts(model)) return WeightsOnDevice::All;
@@ -51,7 +52,7 @@ std::optional<WeightsOnDevice> weights_placement(const Model& model, Backend& ba
   constexpr uint64_t kRoom = uint64_t{1} << 30;  // activations, scratch, the runtime's own
   const uint64_t need = model.file_bytes() + kv + kRoom;
   if (need <= mem->free_bytes()) return WeightsOnDevice::All;
-  log::info("the model (" + std::to_string(model.file_bytes() >> 20) + " MiB) and its KV cache do not fit in " +
+  if (say_why) log::info("the model (" + std::to_string(model.file_bytes() >> 20) + " MiB) and its KV cache do not fit in " +
             std::to_string(mem->free_bytes() >> 20) + " MiB of " + mem->device_name() +
             ": routed experts take the hybrid path (experts.cache: auto)");
   return WeightsOnDevice::Dense;
@@ -70,7 +71,7 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
       backend_(std::move(backend)),
       settings_(settings),
       device_weights_([&]() -> std::unique_ptr<DeviceWeights> {
-        const auto where = weights_placement(*model_, *backend_, settings_);
+        const auto where = weights_placement(*model_, *backend_, settings_, true);
         if (!where) return nullptr;
         return std::make_unique<DeviceWeights>(*model_, *backend_->device_memory(), *where);
       }()),
@@ -143,9 +144,12 @@ std::unique_ptr<Engine> Engine::from_launch(const config::Launch& launch) {
   std::vector<std::filesystem::path> folders(launch.plugin_path.begin(), launch.plugin_path.end());
   auto registry = std::make_unique<PluginRegistry>(default_search_path(folders, env_path ? env_path : ""));
   std::unique_ptr<Backend> backend = select_backend(launch, *registry);
-  // The hybrid path's CPU pool: the first usable plugin that provides the expert_pool family (cpu_avx2).
+  std::unique_ptr<Model> model = Model::load(*launch.model);
+  const EngineSettings settings = settings_from(launch);
+  // The hybrid path's CPU pool, only when the engine will take that path: the first usable plugin that provides the
+  // expert_pool family (cpu_avx2). Without one every miss is read over PCIe.
   std::unique_ptr<PluginInstance> pool;
-  if (backend->device_memory() != nullptr) {
+  if (weights_placement(*model, *backend, settings) == WeightsOnDevice::Dense) {
     for (const PluginCandidate& c : registry->candidates()) {
       if (c.verdict != PluginCandidate::Verdict::Usable || c.families.find("expert_pool") == std::string::npos) continue;
       const config::PluginEntry* entry = launch.plugin(c.name);
@@ -154,8 +158,7 @@ std::unique_ptr<Engine> Engine::from_launch(const config::Launch& launch) {
       break;
     }
   }
-  auto engine = std::make_unique<Engine>(Model::load(*launch.model), std::move(backend), settings_from(launch),
-                                         std::move(pool));
+  auto engine = std::make_unique<Engine>(std::move(model), std::move(backend), settings, std::move(pool));
   engine->registry_ = std::move(registry);
   log::info("backend: " + engine->backend_->describe());
   return engine;
