@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "../experts/human_bytes.hpp"
 #include "strata/error.hpp"
 #include "strata/experts/cache_setup.hpp"
 #include "strata/experts/expert_geometry.hpp"
@@ -24,8 +25,6 @@ using clock_type = std::chrono::steady_clock;
 double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
-
-std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
 // n values of a buffer the device may hold, into host memory.
 template <class T>
@@ -68,7 +67,7 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
   const gate::ModelIdentity who = gate::identify(model);
   arena_ = std::make_unique<experts::ExpertArena>(w, threads, experts_cfg.arena.value_or(""), who.header_hash);
   arena_lock_ = std::make_unique<HostRegistration>(queues, arena_->data(), arena_->size(), true);
-  description_ = "experts in RAM: " + mib(arena_->size()) +
+  description_ = "experts in RAM: " + experts::human_bytes(arena_->size()) +
                  (arena_->file().empty() ? " of private memory" : " in " + arena_->file()) +
                  (arena_->filled() ? ", filled in " : ", found complete and mapped in ") +
                  std::to_string(arena_->fill_seconds()).substr(0, 4) + " s, " +
@@ -130,7 +129,7 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
   queues.record(copies_done_->get(), copy_stream_->get());
   queues.synchronize(copies_done_->get());
   description_ += "; VRAM slots: " + budget.describe() + ", filled in " + std::to_string(seconds_since(t_fill)).substr(0, 4) +
-                  " s; staging: " + std::to_string(staging_slots_) + " x " + mib(staging_bytes_);
+                  " s; staging: " + std::to_string(staging_slots_) + " x " + experts::human_bytes(staging_bytes_);
 
   // The share of misses read over PCIe.
   double frac = 0;
