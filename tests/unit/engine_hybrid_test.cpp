@@ -5,30 +5,19 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "engine_backends.hpp"
 #include "stand_in_gpu.hpp"
 #include "strata/config.hpp"
-#include "strata/mkmodel.hpp"
+#include "tiny_moe_model.hpp"
 
 namespace {
 
 using strata::TokenId;
 
-const std::string& tiny_moe() {
-  static const std::string path = [] {
-    const auto p = std::filesystem::temp_directory_path() / ("strata_hybrid_tiny_" + std::to_string(::getpid()) + ".gguf");
-    auto spec = strata::mkmodel::shape_preset("tiny", strata::Arch::Qwen3Moe);
-    spec->quant = strata::mkmodel::QuantPreset::Q4_K_M;
-    spec->seed = 11;
-    strata::mkmodel::write_model(*spec, p.string(), {});
-    return p.string();
-  }();
-  return path;
-}
+const std::string& tiny_moe() { return strata::test::tiny_moe_model(); }
 
 bool has_cpu_avx2() {
   for (const std::string& b : strata::test::backends_under_test()) {

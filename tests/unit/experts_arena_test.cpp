@@ -13,24 +13,15 @@
 
 #include "strata/error.hpp"
 #include "strata/experts/expert_arena.hpp"
-#include "strata/mkmodel.hpp"
 #include "strata/model.hpp"
+#include "tiny_moe_model.hpp"
 
 namespace {
 
 using strata::experts::ExpertArena;
 
 const strata::Model& tiny() {
-  static const std::unique_ptr<strata::Model> model = [] {
-    const auto p = std::filesystem::temp_directory_path() / ("strata_arena_tiny_" + std::to_string(::getpid()) + ".gguf");
-    auto spec = strata::mkmodel::shape_preset("tiny", strata::Arch::Qwen3Moe);
-    spec->quant = strata::mkmodel::QuantPreset::Q4_K_M;
-    spec->seed = 5;
-    strata::mkmodel::write_model(*spec, p.string(), {});
-    auto m = strata::Model::load(p.string());
-    std::filesystem::remove(p);  // the mapping stays valid
-    return m;
-  }();
+  static const std::unique_ptr<strata::Model> model = strata::Model::load(strata::test::tiny_moe_model());
   return *model;
 }
 

@@ -232,19 +232,14 @@ void HybridMoe::place(uint32_t il, uint32_t n_tok) {
   read_back(mem_, act_.expert_ids, n_pairs, ids_);
   read_back(mem_, act_.expert_weights, n_pairs, weights_);
 
-  // The distinct experts of the window and their tokens.
-  std::vector<uint32_t>& counts = offsets_;
-  counts.assign(n_expert, 0);
-  for (const int32_t id : ids_) {
-    if (id < 0 || static_cast<uint32_t>(id) >= n_expert) {
-      throw Error("layer " + std::to_string(il) + ": the router chose expert " + std::to_string(id) + " of " +
-                  std::to_string(n_expert));
-    }
-    ++counts[static_cast<size_t>(id)];
+  // The window's routes grouped by expert (ascending ids, each expert's pairs in window order): the distinct
+  // experts and their tokens for the plan, and the pool's pair lists.
+  if (auto why = format::group_routes(ids_.data(), weights_.data(), k, n_tok, n_expert, routes_)) {
+    throw Error("layer " + std::to_string(il) + ": " + *why);
   }
   uses_.clear();
-  for (uint32_t e = 0; e < n_expert; ++e) {
-    if (counts[e] > 0) uses_.push_back({e, counts[e]});
+  for (size_t i = 0; i < routes_.expert_ids.size(); ++i) {
+    uses_.push_back({routes_.expert_ids[i], routes_.token_offsets[i + 1] - routes_.token_offsets[i]});
   }
   cache_->record(il, uses_);
   experts::LayerPlan plan = planner_->plan(il, uses_);
@@ -294,7 +289,6 @@ void HybridMoe::place(uint32_t il, uint32_t n_tok) {
 void HybridMoe::run_pool(uint32_t il, uint32_t n_tok, const std::vector<experts::PlannedExpert>& cpu) {
   const auto t0 = clock_type::now();
   const LayerWeights& lw = model_.weights().layers[il];
-  const uint32_t k = lw.routing.k;
   const experts::ExpertLayout& layout = arena_->layout(il);
   cpu_ids_.clear();
   cpu_weights_.clear();
@@ -302,18 +296,15 @@ void HybridMoe::run_pool(uint32_t il, uint32_t n_tok, const std::vector<experts:
   route_weight_.clear();
   columns_.clear();
   offsets_.assign(1, 0);
-  for (const experts::PlannedExpert& c : cpu) {  // ascending id; each expert's pairs in window order
+  for (const experts::PlannedExpert& c : cpu) {  // ascending id, a subset of the grouped routes
+    const auto at = std::lower_bound(routes_.expert_ids.begin(), routes_.expert_ids.end(), c.expert);
+    const size_t i = static_cast<size_t>(at - routes_.expert_ids.begin());
+    const uint32_t p0 = routes_.token_offsets[i], p1 = routes_.token_offsets[i + 1];
     cpu_ids_.push_back(c.expert);
     cpu_weights_.push_back(layout.at(arena_->expert(il, c.expert)));
-    for (uint32_t t = 0; t < n_tok; ++t) {
-      for (uint32_t j = 0; j < k; ++j) {
-        const size_t p = size_t{t} * k + j;
-        if (static_cast<uint32_t>(ids_[p]) != c.expert) continue;
-        token_index_.push_back(t);
-        route_weight_.push_back(weights_[p]);
-        columns_.push_back(static_cast<uint32_t>(p));
-      }
-    }
+    token_index_.insert(token_index_.end(), routes_.token_index.begin() + p0, routes_.token_index.begin() + p1);
+    route_weight_.insert(route_weight_.end(), routes_.route_weight.begin() + p0, routes_.route_weight.begin() + p1);
+    columns_.insert(columns_.end(), routes_.route_index.begin() + p0, routes_.route_index.begin() + p1);
     offsets_.push_back(static_cast<uint32_t>(token_index_.size()));
   }
   rows_.resize(size_t{n_embd_} * columns_.size());

@@ -126,8 +126,9 @@ class HybridMoe final : public ExpertPlacement {
   // Scratch of one host step.
   std::vector<int32_t> ids_;
   std::vector<float> weights_, x_, rows_;
+  format::ExpertRoutes routes_;
   std::vector<experts::ExpertUse> uses_;
-  std::vector<uint32_t> cpu_ids_, offsets_, token_index_, columns_;
+  std::vector<uint32_t> cpu_ids_, offsets_, token_index_, columns_;  // the pool's op; columns_: each pair's t * k + j
   std::vector<float> route_weight_;
   std::vector<strata_expert_weights> cpu_weights_;
 };

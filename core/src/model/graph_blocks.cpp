@@ -205,12 +205,13 @@ void emit_moe_ffn(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, 
   route.i[2] = r.normalize ? 1 : 0;
   route.f[0] = r.scale;
   ops.push_back(route);
-  const auto routed = [&](std::vector<strata_op>& list, const strata_expert_table* table) {
+  const auto routed = [&](std::vector<strata_op>& list, const strata_expert_table* table, strata_tensor precomputed) {
     strata_op moe = new_op(STRATA_OP_MOE_ROUTED);
     moe.dst = rows_of(a.out, n_embd, n);
     moe.src[0] = rows_of(a.xn, n_embd, n);
     moe.src[1] = tensor_i32(a.expert_ids.data(), {r.k, n});
     moe.src[2] = tensor_f32(a.expert_weights.data(), {r.k, n});
+    moe.src[3] = precomputed;
     moe.extra = table;
     list.push_back(moe);
     add_into(list, rows_of(a.x, n_embd, n), rows_of(a.out, n_embd, n));
@@ -220,14 +221,12 @@ void emit_moe_ffn(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, 
     ExpertPlacement* placement = ctx.placement;
     const auto n_tok = static_cast<uint32_t>(n);
     out.host([placement, il, n_tok] { placement->place(il, n_tok); });
-    std::vector<strata_op>& after = out.ops();
-    routed(after, placement->table(il));
-    after[after.size() - 2].src[3] = placement->precomputed_rows(n_tok, r.k);
+    routed(out.ops(), placement->table(il), placement->precomputed_rows(n_tok, r.k));
     return;
   }
   if (const strata_expert_table* table = ctx.device != nullptr ? ctx.device->expert_table(il) : nullptr) {
     // The weights are on the device: the experts are chosen there too, with no stop on the host.
-    routed(ops, table);
+    routed(ops, table, no_tensor());
     return;
   }
   const ExpertStack* experts = &lw.experts;
