@@ -23,8 +23,10 @@
 #     hybrid     strata bench on cuda with the routed experts' VRAM budget at each of STRATA_HYBRID_BUDGETS (default
 #                25%): the hybrid path (cache, PCIe reads, CPU pool), pcie_frac from the link probe; then, unless
 #                STRATA_HYBRID_POOL=0, the pool alone (pcie_frac 0) at the first budget; expert summaries in the logs
+#                STRATA_HYBRID_SIMPLE=1 adds simple mode (runtime.graphs=false) at the first budget
 #     gate       the exactness gates on that model: all-GPU saved, then the hybrid engine at 100% and at 25% with
-#                pcie_frac 0.5 checked against it (strata gate, configs/gate-cuda.yaml)
+#                pcie_frac 0.5 checked against it, in fast mode and in simple mode; the fast run saved and the simple
+#                one checked against it (strata gate, configs/gate-cuda.yaml)
 #     peer-hybrid llama.cpp's llama-bench -ngl 99 -fa on --n-cpu-moe N -t <all cores>, for each N of STRATA_PEER_NCMOE
 #                (default 36: 12 of 48 layers' experts in VRAM, the bytes of a 25% budget)
 #     peer-cuda  llama.cpp's llama-bench -ngl 99 -fa on, when a binary is given: STRATA_PEER_CUDA, else
@@ -102,7 +104,7 @@ if want gpu-tests; then
   strata_tests --gtest_brief=1 --gtest_filter='EngineGreedy.*' > "$OUT/gpu-greedy.txt" 2>&1
   row "stories260K greedy on every backend (cuda included): exit $?, $(grep -E 'PASSED|FAILED' "$OUT/gpu-greedy.txt" | head -2 | tr '\n' ' ')"
   # A driver call that never returns must not take the whole call with it.
-  STRATA_GPU_MODEL_30B="$model" timeout 240 strata_gpu_tests > "$OUT/gpu-e2e.txt" 2>&1
+  STRATA_GPU_MODEL_30B="$model" timeout 360 strata_gpu_tests > "$OUT/gpu-e2e.txt" 2>&1
   row "strata_gpu_tests: exit $?, $(grep -E '^\[(tiny|qwen3|link)' "$OUT/gpu-e2e.txt" | tr '\n' ' ') $(grep -E 'PASSED|FAILED|SKIPPED' "$OUT/gpu-e2e.txt" | head -3 | tr '\n' ' ')"
 fi
 
@@ -211,11 +213,20 @@ if want hybrid; then
     strata bench --model "$model" --backend cuda -o "experts.cache=$budget" -p 512 -n 128 -r "$reps" \
       > "$OUT/bench-hybrid-$tag.md" 2> "$OUT/bench-hybrid-$tag.log"
     rc=$?
-    cat "$OUT/bench-hybrid-$tag.md"; grep -E 'pcie_frac|hit rate|host steps|experts per token' "$OUT/bench-hybrid-$tag.log" | head -8
+    cat "$OUT/bench-hybrid-$tag.md"; grep -E 'pcie_frac|hit rate|host placement|fast mode:|experts per token' "$OUT/bench-hybrid-$tag.log" | head -8
     row "strata hybrid cache $budget ${skew:+($skew) }(exit $rc): $(grep -oE 'pcie_frac [0-9.]+' "$OUT/bench-hybrid-$tag.log" | head -1); tg: $(grep -A3 'during tg' "$OUT/bench-hybrid-$tag.log" | grep -oE '[0-9.]+% hits' | head -1); $(grep -oE '[0-9.]+ tokens/s at most' "$OUT/bench-hybrid-$tag.log" | tail -1)"
     while IFS= read -r l; do row "  $l"; done < <(grep -E 'pp|tg' "$OUT/bench-hybrid-$tag.md")
   done
   first="$(echo "${STRATA_HYBRID_BUDGETS:-25%}" | awk '{print $1}')"
+  if [ "${STRATA_HYBRID_SIMPLE:-0}" = 1 ]; then
+    log "strata bench, cuda, hybrid experts.cache=$first, simple mode (runtime.graphs=false)"
+    strata bench --model "$model" --backend cuda -o "experts.cache=$first" -o runtime.graphs=false -p 512 -n 128 -r "$reps" \
+      > "$OUT/bench-hybrid-simple.md" 2> "$OUT/bench-hybrid-simple.log"
+    rc=$?
+    cat "$OUT/bench-hybrid-simple.md"
+    row "strata hybrid cache $first, simple mode (exit $rc):"
+    while IFS= read -r l; do row "  $l"; done < <(grep -E 'pp|tg' "$OUT/bench-hybrid-simple.md")
+  fi
   if [ "${STRATA_HYBRID_POOL:-1}" = 1 ]; then
   log "strata bench, cuda, hybrid experts.cache=$first, pool alone (pcie_frac 0)"
   strata bench --model "$model" --backend cuda -o "experts.cache=$first" -o experts.pcie_frac=0 -p 512 -n 128 -r "$reps" \
@@ -237,6 +248,11 @@ if want gate; then
   row "gate hybrid 25% pcie 0.5 vs all-GPU (exit $?)"
   $g -o experts.cache=25% -o experts.pcie_frac=0.5 --check "$OUT/gate-all-gpu.json" >> "$OUT/gate.log" 2>&1
   row "gate hybrid 25% pcie 0.5 again (exit $?)"
+  $g -o experts.cache=25% -o experts.pcie_frac=0.5 -o runtime.graphs=false --check "$OUT/gate-all-gpu.json" >> "$OUT/gate.log" 2>&1
+  row "gate hybrid 25% pcie 0.5 simple mode vs all-GPU (exit $?)"
+  $g -o experts.cache=25% -o experts.pcie_frac=0.5 --save "$OUT/gate-fast.json" >> "$OUT/gate.log" 2>&1
+  $g -o experts.cache=25% -o experts.pcie_frac=0.5 -o runtime.graphs=false --check "$OUT/gate-fast.json" >> "$OUT/gate.log" 2>&1
+  row "gate hybrid 25% simple mode vs fast mode saved (exit $?)"
 fi
 if want peer-hybrid; then
   peer="${STRATA_PEER_CUDA:-$root/.device/peer-cuda/llama-bench}"

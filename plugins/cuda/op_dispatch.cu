@@ -20,6 +20,9 @@ Check check_op(const strata_op& op) {
     case STRATA_OP_SOFTMAX: return check_softmax(op);
     case STRATA_OP_MOE_ROUTED: return check_moe_routed(op);
     case STRATA_OP_TIMESTAMP: return check_timestamp(op);
+    case STRATA_OP_COPY: return check_copy(op);
+    case STRATA_OP_SIGNAL: return check_signal(op);
+    case STRATA_OP_WAIT: return check_wait(op);
   }
   return "unknown op kind " + std::to_string(op.kind);
 }
@@ -42,6 +45,9 @@ void run_op(Context& ctx, const strata_op& op) {
     case STRATA_OP_SOFTMAX: return run_softmax(ctx, op);
     case STRATA_OP_MOE_ROUTED: return run_moe_routed(ctx, op);
     case STRATA_OP_TIMESTAMP: return run_timestamp(ctx, op);
+    case STRATA_OP_COPY: return run_copy(ctx, op);
+    case STRATA_OP_SIGNAL: return run_signal(ctx, op);
+    case STRATA_OP_WAIT: return run_wait(ctx, op);
   }
 }
 

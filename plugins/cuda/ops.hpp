@@ -79,5 +79,11 @@ Check check_softmax(const strata_op& op);
 void run_softmax(Context& ctx, const strata_op& op);
 Check check_timestamp(const strata_op& op);
 void run_timestamp(Context& ctx, const strata_op& op);
+Check check_copy(const strata_op& op);  // COPY, SIGNAL, WAIT: op_flags.cu
+void run_copy(Context& ctx, const strata_op& op);
+Check check_signal(const strata_op& op);
+void run_signal(Context& ctx, const strata_op& op);
+Check check_wait(const strata_op& op);
+void run_wait(Context& ctx, const strata_op& op);
 
 }  // namespace strata::gpu

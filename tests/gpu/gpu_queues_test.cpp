@@ -7,18 +7,23 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gpu_test_support.hpp"
 #include "strata/backend.hpp"
 #include "strata/error.hpp"
 #include "strata/op_tensor.hpp"
+#include "strata/reference_backend.hpp"
+#include "strata/device_queues.hpp"
 
 namespace {
 
@@ -181,6 +186,54 @@ TEST(GpuQueues, BadArgumentsAreMessages) {
   // An event never recorded counts as done.
   strata::DeviceEvent idle(*q);
   EXPECT_TRUE(q->done(idle.get()));
+}
+
+// WAIT and SIGNAL (backend 1.3) on the GPU, in mapped memory: a program SIGNALs, then WAITs for a flag the host
+// raises later, then COPYs what the host wrote before raising it; the stream is not done before the flag is raised,
+// and the copy sees the host's value. Replayed (the second call is a captured graph) with the flags reset.
+TEST(GpuQueues, ProgramWaitsForTheHostsFlag) {
+  auto be = open_gpu();
+  if (!be) GTEST_SKIP() << "no usable GPU backend";
+  strata::DeviceQueues* q = be->device_queues();
+  ASSERT_NE(q, nullptr);
+  strata::DeviceMemory& mem = *be->device_memory();
+  auto flags = strata::Buffer<int32_t>::mapped(2, mem);  // [0] the device's, [1] the host's
+  auto payload = strata::Buffer<int32_t>::mapped(1, mem);
+  strata::Buffer<int32_t> on_device(1, &mem);
+  strata_op ops[3]{};
+  for (strata_op& op : ops) {
+    op.struct_size = sizeof op;
+    for (strata_tensor& t : op.src) t = strata::no_tensor();
+  }
+  ops[0].kind = STRATA_OP_SIGNAL;
+  ops[0].dst = strata::tensor_i32(flags.data(), {1});
+  ops[0].i[0] = 1;
+  ops[1].kind = STRATA_OP_WAIT;
+  ops[1].src[0] = strata::tensor_i32(flags.data() + 1, {1});
+  ops[1].i[0] = 1;
+  ops[2].kind = STRATA_OP_COPY;
+  ops[2].src[0] = strata::tensor_i32(payload.data(), {1});
+  ops[2].dst = strata::tensor_i32(on_device.data(), {1});
+  for (const strata_op& op : ops) ASSERT_TRUE(be->supports(op)) << strata::op_kind_name(op.kind);
+  strata::DeviceEvent done(*q);
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    std::atomic_ref<int32_t>(flags[0]).store(0);
+    std::atomic_ref<int32_t>(flags[1]).store(0);
+    payload[0] = 0;
+    q->compute_async(ops);
+    q->record(done.get(), nullptr);
+    while (std::atomic_ref<int32_t>(flags[0]).load(std::memory_order_acquire) == 0) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_FALSE(q->done(done.get())) << "the program went past its WAIT before the flag was raised";
+    payload[0] = 1000 + round;
+    std::atomic_ref<int32_t>(flags[1]).store(1, std::memory_order_release);
+    q->synchronize(done.get());
+    int32_t got = 0;
+    mem.download(&got, on_device.data(), sizeof got);
+    EXPECT_EQ(got, 1000 + round);
+  }
 }
 
 }  // namespace

@@ -437,6 +437,63 @@ struct RopeCase : OpCase {
   }
 };
 
+// COPY (backend 1.3): f32 or i32 rows, the source's rows padded apart (nb[1] past the row), into a dense dst.
+struct CopyCase : OpCase {
+  GgmlType type;
+  int64_t n0, n1, pad;
+  CopyCase(GgmlType t, int64_t a, int64_t b, int64_t p) : type(t), n0(a), n1(b), pad(p) {}
+  std::string vars() const override {
+    return vars_of("COPY", kv("type", tname(type)), kv("n0", n0), kv("n1", n1), kv("pad", pad));
+  }
+  Instance build(std::mt19937& rng) const override {
+    Instance inst;
+    std::vector<uint32_t> words(static_cast<size_t>((n0 + pad) * n1));
+    for (uint32_t& w : words) w = static_cast<uint32_t>(rng());
+    const uint32_t* src = inst.keep(words);
+    Output out;
+    out.name = "dst";
+    out.bytes = static_cast<size_t>(n0 * n1) * 4;
+    inst.outputs.push_back(out);
+    const GgmlType t = type;
+    const int64_t a = n0, b = n1, p = pad;
+    inst.bind = [=](const std::vector<void*>& o) {
+      strata_op op{};
+      op.struct_size = sizeof op;
+      op.kind = STRATA_OP_COPY;
+      op.src[0] = make_tensor(src, t, {a, b});
+      op.src[0].nb[1] = static_cast<uint64_t>(a + p) * 4;
+      op.src[0].nb[2] = op.src[0].nb[3] = op.src[0].nb[1] * static_cast<uint64_t>(b);
+      op.dst = make_tensor(o[0], t, {a, b});
+      return op;
+    };
+    return inst;
+  }
+};
+
+// SIGNAL (backend 1.3): the value lands in dst.
+struct SignalCase : OpCase {
+  int32_t value;
+  explicit SignalCase(int32_t v) : value(v) {}
+  std::string vars() const override { return vars_of("SIGNAL", kv("value", value)); }
+  Instance build(std::mt19937&) const override {
+    Instance inst;
+    Output out;
+    out.name = "dst";
+    out.bytes = 4;
+    inst.outputs.push_back(out);
+    const int32_t v = value;
+    inst.bind = [=](const std::vector<void*>& o) {
+      strata_op op{};
+      op.struct_size = sizeof op;
+      op.kind = STRATA_OP_SIGNAL;
+      op.dst = tensor_i32(static_cast<int32_t*>(o[0]), {1});
+      op.i[0] = v;
+      return op;
+    };
+    return inst;
+  }
+};
+
 // A random cache of `type`: columns of kv_dim values (f16/f32 from normal floats, q8_0 blocks with sane scales).
 std::vector<unsigned char> random_cache(GgmlType type, int64_t kv_dim, int64_t n_ctx, std::mt19937& rng) {
   if (type == GgmlType::Q8_0) {
@@ -753,6 +810,11 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
   c.push_back(std::make_shared<RouterCase>(1024, 5, 2, 1, false, true));
   c.push_back(std::make_shared<SoftmaxCase>(203, 5, 0.7f, false));
   c.push_back(std::make_shared<SoftmaxCase>(37, 6, 1.0f, true));
+  c.push_back(std::make_shared<CopyCase>(GgmlType::F32, 2048, 3, 5));
+  c.push_back(std::make_shared<CopyCase>(GgmlType::I32, 1280, 1, 0));  // a table of 128 expert entries
+  c.push_back(std::make_shared<CopyCase>(GgmlType::I32, 7, 300, 1));
+  c.push_back(std::make_shared<SignalCase>(1));
+  c.push_back(std::make_shared<SignalCase>(-7));
   return c;
 }
 

@@ -1,7 +1,8 @@
 // The hybrid expert path on the CPU: a generated tiny qwen3moe on a stand-in GPU (host memory, cpu_avx2's
 // arithmetic) with a VRAM expert cache of a part of the experts, misses read "over PCIe" into staging slots or
 // computed by cpu_avx2's expert pool, must give the bytes of the plain cpu_avx2 engine at every position, whatever
-// the cache size, the split and the swaps. The planner's counts must add up.
+// the cache size, the split and the swaps, in simple mode (a host step per MoE layer) and in fast mode (decode
+// windows as one program whose WAITs the stand-in's compute thread sits in while the engine places the layers).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -37,11 +38,14 @@ strata::config::ExpertsConfig experts(double percent, std::optional<double> pcie
   return e;
 }
 
-std::unique_ptr<strata::Engine> hybrid_engine(const strata::config::ExpertsConfig& e) {
+std::unique_ptr<strata::Engine> hybrid_engine(const strata::config::ExpertsConfig& e, bool fast = true,
+                                              strata::test::StandInGpu** device = nullptr) {
   strata::EngineSettings s = strata::test::test_settings();
   s.experts = e;
   s.threads = 2;
+  s.graphs = fast;
   auto gpu = std::make_unique<strata::test::StandInGpu>(strata::test::open_backend("cpu_avx2"));
+  if (device != nullptr) *device = gpu.get();
   return std::make_unique<strata::Engine>(strata::Model::load(tiny_moe()), std::move(gpu), s,
                                           strata::test::built_plugins().instantiate("cpu_avx2"));
 }
@@ -88,6 +92,7 @@ struct Split {
   double percent;
   std::optional<double> pcie_frac;
   int swaps;
+  bool fast;
 };
 
 class HybridSplit : public ::testing::TestWithParam<Split> {};
@@ -95,19 +100,30 @@ class HybridSplit : public ::testing::TestWithParam<Split> {};
 TEST_P(HybridSplit, LogitsEqualThePlainCpuEngine) {
   if (!has_cpu_avx2()) GTEST_SKIP() << "cpu_avx2 is not usable on this machine";
   const Split& s = GetParam();
-  auto e = hybrid_engine(experts(s.percent, s.pcie_frac, s.swaps));
+  auto e = hybrid_engine(experts(s.percent, s.pcie_frac, s.swaps), s.fast);
   ASSERT_TRUE(e->hybrid());
   expect_same_bytes(run(*e), plain_cpu());
   const std::string summary = e->expert_summary();
   EXPECT_NE(summary.find("hit"), std::string::npos) << summary;
+  // The 12 one-token windows run as programs in fast mode; the 20-token prompt takes simple mode's steps.
+  if (s.fast) {
+    EXPECT_NE(summary.find("fast mode: 12 windows as one device program"), std::string::npos) << summary;
+  } else {
+    EXPECT_EQ(summary.find("fast mode:"), std::string::npos) << summary;
+    EXPECT_NE(summary.find("simple mode (a host step per MoE layer)"), std::string::npos) << summary;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Hybrid, HybridSplit,
-                         ::testing::Values(Split{"all_misses_over_pcie", 25, 1.0, 0},
-                                           Split{"all_misses_on_the_pool", 25, 0.0, 0},
-                                           Split{"half_and_half_with_swaps", 25, 0.5, 4},
-                                           Split{"empty_cache", 0, 0.5, 0},
-                                           Split{"every_expert_cached", 100, 0.5, 0}),
+                         ::testing::Values(Split{"all_misses_over_pcie", 25, 1.0, 0, true},
+                                           Split{"all_misses_on_the_pool", 25, 0.0, 0, true},
+                                           Split{"half_and_half_with_swaps", 25, 0.5, 4, true},
+                                           Split{"empty_cache", 0, 0.5, 0, true},
+                                           Split{"every_expert_cached", 100, 0.5, 0, true},
+                                           Split{"simple_all_misses_over_pcie", 25, 1.0, 0, false},
+                                           Split{"simple_all_misses_on_the_pool", 25, 0.0, 0, false},
+                                           Split{"simple_half_and_half_with_swaps", 25, 0.5, 4, false},
+                                           Split{"simple_empty_cache", 0, 0.5, 0, false}),
                          [](const auto& p) { return std::string(p.param.name); });
 
 }  // namespace
@@ -130,6 +146,44 @@ TEST(HybridSummary, AutoShareProbesTheLinkAndPrintsTheRoofline) {
   EXPECT_NE(e->expert_summary(10.0).find("decode 10.00 tokens/s = "), std::string::npos);
   e->reset_expert_counts();
   EXPECT_EQ(e->expert_summary().find("roofline:"), std::string::npos) << "no window since the reset";
+}
+
+}  // namespace
+
+namespace {
+
+// Fast mode when enqueueing waits for the device: the program's first WAIT holds the device until the placer raises
+// the flag, so placing must not be the enqueueing thread's job. The first window is a decode window (a fresh
+// engine, as `strata bench` starts), then the usual run; the bytes are the plain engine's.
+TEST(HybridFastMode, EnqueueThatWaitsForTheDevice) {
+  if (!has_cpu_avx2()) GTEST_SKIP() << "cpu_avx2 is not usable on this machine";
+  strata::test::StandInGpu* device = nullptr;
+  auto e = hybrid_engine(experts(25, 0.5, 0), true, &device);
+  device->set_blocking_enqueue(true);
+  const TokenId first = 7;
+  (void)e->feed(0, std::span<const TokenId>(&first, 1));
+  e->cut(0, 0);
+  expect_same_bytes(run(*e), plain_cpu());
+  EXPECT_NE(e->expert_summary().find("fast mode: 13 windows"), std::string::npos) << e->expert_summary();
+}
+
+// A device that fails inside a program: the error reaches the caller (no hang waiting for flags that never come),
+// and the engine's placer is free for the next window.
+TEST(HybridFastMode, DeviceFailureInsideAProgramIsReported) {
+  if (!has_cpu_avx2()) GTEST_SKIP() << "cpu_avx2 is not usable on this machine";
+  strata::test::StandInGpu* device = nullptr;
+  auto e = hybrid_engine(experts(25, 0.5, 0), true, &device);
+  const TokenId first = 7;
+  device->fail_lists_with(STRATA_OP_WAIT);
+  try {
+    (void)e->feed(0, std::span<const TokenId>(&first, 1));
+    ADD_FAILURE() << "the injected device failure was not reported";
+  } catch (const strata::Error& err) {
+    EXPECT_NE(std::string(err.what()).find("injected"), std::string::npos) << err.what();
+  }
+  device->fail_lists_with(0);
+  const std::span<const float> logits = e->feed(0, std::span<const TokenId>(&first, 1));
+  EXPECT_EQ(logits.size(), e->model().hparams().n_vocab);
 }
 
 }  // namespace

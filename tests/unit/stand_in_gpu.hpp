@@ -1,16 +1,27 @@
-// A GPU stand-in for tests on machines without one: a backend whose "device memory" is host memory and whose
-// queues copy at once, computing with a real CPU backend. The engine then takes every path it takes on a GPU
-// (weights copied to the device, device activations, the hybrid expert path with its streams, events, mapped
-// buffers and registered arena), while the arithmetic stays the CPU backend's.
+// A GPU stand-in for tests on machines without one: a backend whose "device memory" is host memory, computing with
+// a real CPU backend. Its compute stream is a thread of its own that runs the enqueued ops in order while the
+// caller goes on, as a GPU's does (a device program's WAIT then waits there for the host); other streams copy at
+// once. The engine then takes every path it takes on a GPU (weights copied to the device, device activations, the
+// hybrid expert path with its streams, events, mapped buffers, registered arena and flags), while the arithmetic
+// stays the CPU backend's.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "strata/backend.hpp"
 #include "strata/error.hpp"
@@ -20,13 +31,25 @@ namespace strata::test {
 class StandInGpu final : public Backend, public DeviceMemory, public DeviceQueues {
  public:
   explicit StandInGpu(std::unique_ptr<Backend> inner, uint64_t free_bytes = uint64_t{1} << 32)
-      : inner_(std::move(inner)), free_(free_bytes), name_("stand-in GPU over " + inner_->name()) {}
-  ~StandInGpu() override = default;
+      : inner_(std::move(inner)), free_(free_bytes), name_("stand-in GPU over " + inner_->name()) {
+    worker_ = std::thread([this] { serve(); });
+  }
+  ~StandInGpu() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    worker_.join();
+  }
 
   // Backend
   const std::string& name() const override { return name_; }
   std::string describe() const override { return name_; }
-  void compute(std::span<const strata_op> ops) override { inner_->compute(ops); }
+  void compute(std::span<const strata_op> ops) override {
+    drain();
+    inner_->compute(ops);
+  }
   DeviceMemory* device_memory() override { return this; }
   DeviceQueues* device_queues() override { return this; }
   bool supports(const strata_op& op) override { return inner_->supports(op); }
@@ -42,24 +65,63 @@ class StandInGpu final : public Backend, public DeviceMemory, public DeviceQueue
     std::free(p);
   }
   uint64_t free_bytes() const override { return free_ > used_ ? free_ - used_ : 0; }
-  void upload(void* d, const void* s, uint64_t n) override { std::memcpy(d, s, n); }
-  void download(void* d, const void* s, uint64_t n) override { std::memcpy(d, s, n); }
+  // Blocking copies wait for the compute stream, as cudaMemcpy does.
+  void upload(void* d, const void* s, uint64_t n) override {
+    drain();
+    std::memcpy(d, s, n);
+  }
+  void download(void* d, const void* s, uint64_t n) override {
+    drain();
+    std::memcpy(d, s, n);
+  }
   const std::string& device_name() const override { return name_; }
 
-  // DeviceQueues: everything happens at once, in order.
+  // DeviceQueues. An event recorded on the compute stream marks how many of its tasks came before it; on any other
+  // stream (whose work is done at once) it is done when recorded.
   strata_stream make_stream() override { return reinterpret_cast<strata_stream>(++streams_); }
   void drop_stream(strata_stream) noexcept override {}
   strata_event make_event() override { return reinterpret_cast<strata_event>(++events_); }
   void drop_event(strata_event) noexcept override {}
-  void record(strata_event, strata_stream) override {}
-  void wait(strata_stream, strata_event) override {}
-  bool done(strata_event) override { return true; }
-  void synchronize(strata_event) override {}
-  void copy_async(void* dst, const void* src, uint64_t bytes, strata_copy_kind, strata_stream) override {
-    std::memcpy(dst, src, bytes);
-    copied_ += bytes;
+  void record(strata_event e, strata_stream s) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    marks_[e] = s == nullptr ? queued_ : 0;
   }
-  void compute_async(std::span<const strata_op> ops) override { inner_->compute(ops); }
+  void wait(strata_stream s, strata_event e) override {
+    if (s != nullptr) synchronize(e);  // the compute stream runs in order, and other streams' events are done
+  }
+  bool done(strata_event e) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    rethrow_failure();
+    return ran_ >= marks_[e];
+  }
+  void synchronize(strata_event e) override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const uint64_t mark = marks_[e];
+    idle_.wait(lock, [&] { return ran_ >= mark; });
+    rethrow_failure();
+  }
+  void copy_async(void* dst, const void* src, uint64_t bytes, strata_copy_kind, strata_stream s) override {
+    copied_ += bytes;
+    if (s != nullptr) {
+      std::memcpy(dst, src, bytes);
+      return;
+    }
+    enqueue([dst, src, bytes] { std::memcpy(dst, src, bytes); });
+  }
+  void compute_async(std::span<const strata_op> ops) override {
+    bool fail = false;
+    for (const strata_op& op : ops) fail = fail || op.kind == fail_kind_;
+    enqueue([this, fail, list = std::vector<strata_op>(ops.begin(), ops.end())] {
+      if (fail) throw Error("stand-in GPU: a device failure injected before op kind " + std::to_string(fail_kind_));
+      inner_->compute(list);
+    });
+    if (blocking_enqueue_) drain();
+  }
+  // A device whose enqueue returns only when the work is done (as a full launch queue, or scratch memory growing
+  // before a first run, makes a real one wait).
+  void set_blocking_enqueue(bool on) { blocking_enqueue_ = on; }
+  // Op lists holding an op of this kind fail on the device (the next wait reports it).
+  void fail_lists_with(uint32_t kind) { fail_kind_ = kind; }
   bool register_host(void*, uint64_t, bool, std::string&) override { return true; }
   void unregister_host(void*) noexcept override {}
 
@@ -75,8 +137,59 @@ class StandInGpu final : public Backend, public DeviceMemory, public DeviceQueue
     used_ += n;
     return p;
   }
+  void enqueue(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      tasks_.push_back(std::move(task));
+      ++queued_;
+    }
+    wake_.notify_all();
+  }
+  // Waits until the compute stream has run everything enqueued so far.
+  void drain() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const uint64_t mark = queued_;
+    idle_.wait(lock, [&] { return ran_ >= mark; });
+    rethrow_failure();
+  }
+  // A failed task fails the next wait, once, as a device error does.
+  void rethrow_failure() {
+    if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
+  }
+  void serve() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [&] { return stop_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;
+      std::function<void()> task = std::move(tasks_.front());
+      tasks_.pop_front();
+      lock.unlock();
+      std::exception_ptr failed;
+      try {
+        task();
+      } catch (...) {
+        failed = std::current_exception();
+      }
+      lock.lock();
+      if (failed && !failure_) failure_ = failed;
+      ++ran_;
+      idle_.notify_all();
+    }
+  }
+
   std::unique_ptr<Backend> inner_;
-  uint64_t free_ = 0, used_ = 0, copied_ = 0;
+  std::mutex mutex_;
+  std::condition_variable wake_, idle_;
+  std::deque<std::function<void()>> tasks_;
+  uint64_t queued_ = 0, ran_ = 0;  // compute stream tasks enqueued and run
+  std::map<strata_event, uint64_t> marks_;
+  std::exception_ptr failure_;
+  bool stop_ = false;
+  bool blocking_enqueue_ = false;
+  uint32_t fail_kind_ = 0;
+  std::thread worker_;
+  uint64_t free_ = 0, used_ = 0;
+  std::atomic<uint64_t> copied_{0};
   uintptr_t streams_ = 0, events_ = 0;
   std::map<void*, uint64_t> live_;
   std::string name_;

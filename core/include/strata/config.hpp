@@ -50,7 +50,7 @@ struct RuntimeConfig {
   int batch = 0;         // prefill chunk
   int peer_device = 0;   // -1 = none
   int layer_split = 0;   // 0 = off
-  bool graphs = false;
+  bool graphs = true;
   bool operator==(const RuntimeConfig&) const = default;
 };
 

@@ -29,9 +29,11 @@ struct EngineSettings {
   format::GgmlType kv_type = format::GgmlType::F16;
   config::ExpertsConfig experts;  // the hybrid path's expert cache (GPU backends)
   unsigned threads = 0;           // CPU threads for the experts' host copy and the link probe (0 = all cores)
+  bool graphs = true;             // the hybrid path's fast mode: decode windows as one device program
 };
 
-// runtime.context, runtime.slots, runtime.batch, runtime.kv_type, runtime.threads and experts: of a launch.
+// runtime.context, runtime.slots, runtime.batch, runtime.kv_type, runtime.threads, runtime.graphs and experts: of a
+// launch.
 EngineSettings settings_from(const config::Launch& launch);
 
 class Engine {

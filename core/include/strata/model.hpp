@@ -151,12 +151,20 @@ struct Window {
 };
 
 // Where a MoE layer's routed experts come from when the weights are on a device but the experts are not all there
-// (the hybrid path, core/src/engine/hybrid_moe.cpp). The layer's stage then ends after ROUTER with a host step,
-// place(il, n_tok), which reads the router's choices and puts each chosen expert somewhere the MOE_ROUTED of the
-// next stage reads it: a cache slot, a staging slot filled over PCIe, or a weighted row computed by the CPU pool.
+// (the hybrid path, core/src/engine/hybrid_moe.cpp). The host reads each layer's router choices and puts each
+// chosen expert somewhere the layer's MOE_ROUTED reads it: a cache slot, a staging slot filled over PCIe, or a
+// weighted row computed by the CPU pool. Two ways (one_program says which for a window):
+//  - simple: the layer's stage ends after ROUTER with a host step, place(il, n_tok), and MOE_ROUTED starts the
+//    next stage;
+//  - one program (fast mode): the window is one op list; after ROUTER the handoff ops signal the host, and before
+//    MOE_ROUTED the takeover ops wait for the host's placement. The host places while the device program runs.
 class ExpertPlacement {
  public:
   virtual ~ExpertPlacement() = default;
+  virtual bool one_program(uint32_t n_tok) const = 0;
+  // One program: the ops after layer il's ROUTER, and those before its MOE_ROUTED.
+  virtual void emit_handoff(uint32_t il, uint32_t n_tok, std::vector<strata_op>& ops) const = 0;
+  virtual void emit_takeover(uint32_t il, std::vector<strata_op>& ops) const = 0;
   // The host step after layer il's ROUTER, for a window of n_tok tokens.
   virtual void place(uint32_t il, uint32_t n_tok) = 0;
   // Layer il's table as the last place() left it (the entries live in device memory).

@@ -22,6 +22,9 @@
  *                    stream_wait), copy_async on a stream, compute_async (enqueue without waiting), host_register
  *                    (page-lock host memory the caller owns, e.g. a mapped model file, read-only) and host_unregister;
  *                    MOE_ROUTED's optional src3 (weighted rows computed elsewhere, for entries with a NULL gate).
+ *   backend 1.3      STRATA_OP_COPY, STRATA_OP_SIGNAL and STRATA_OP_WAIT: a device program that hands work to the
+ *                    host and waits for its results through flags in mapped memory, with no host synchronization
+ *                    between its ops (the hybrid path's fast mode).
  *   expert_pool 1.0  worker_count; compute(moe): one weighted row per (token, expert), never a summed row.
  *   balancer 1.0     observe(samples) after a window; choose(layer, misses) -> how many go over PCIe.
  *   link 1.0         peer residency lookup and liveness of the other engine.
@@ -128,7 +131,7 @@ typedef struct strata_interface_header {
 
 #define STRATA_BACKEND_FAMILY "backend"
 #define STRATA_BACKEND_VERSION 1u
-#define STRATA_BACKEND_MINOR 2u
+#define STRATA_BACKEND_MINOR 3u
 
 typedef enum strata_device_kind { STRATA_DEVICE_CPU = 1, STRATA_DEVICE_GPU = 2 } strata_device_kind;
 
@@ -194,6 +197,16 @@ typedef enum strata_op_kind {
   STRATA_OP_TIMESTAMP = 14,  /* dst i64 [1] = the device's clock in nanoseconds when the op runs, after every op before
                               * it in the list (a GPU's global timer; the host's monotonic clock on a CPU): stamps
                               * around a span of ops time it on the device, inside a graph too */
+  /* 1.3 */
+  STRATA_OP_COPY = 15,       /* dst = src0: same type (4-byte elements: F32 or I32) and shape [ne0, ne1], rows nb[1] apart
+                              * in each; either may be mapped host memory (a table the host wrote, rows it will read) */
+  STRATA_OP_SIGNAL = 16,     /* dst i32 [1] in memory the host reads (mapped) = i[0], stored once every op before it is done
+                              * and its writes are visible to the host (release, system scope) */
+  STRATA_OP_WAIT = 17,       /* the ops after it start once the i32 at src0 (memory the host writes: mapped) is >= i[0]
+                              * (acquire, system scope: what the host wrote before the flag is then visible to them).
+                              * Someone else must set the flag: a backend that runs ops on the calling thread waits in
+                              * the op for another thread, and gives up with STRATA_ERR_UNAVAILABLE after i[1] ms
+                              * (0: 60000); a GPU waits without a limit, so its host must always set the flag */
 } strata_op_kind;
 
 #define STRATA_OP_MAX_SRC 4

@@ -109,7 +109,7 @@ std::vector<Key> build_schema() {
       integer("runtime.layer_split", "0", 0, kIntMax,
               "layers on the first GPU when layers are split between two (0 = off)",
               [](Launch& l) -> Field { return &l.runtime.layer_split; }),
-      value("runtime.graphs", T::Bool, "true", "capture the decode step in a device graph where the backend can",
+      value("runtime.graphs", T::Bool, "true", "the hybrid path's fast mode: each decode step one device program (a CUDA graph) that waits on flags for the host's expert placement; false: a host step per MoE layer (same bytes)",
             [](Launch& l) -> Field { return &l.runtime.graphs; }),
 
       section("sampling", T::Section, "token sampling (a request may override these)"),

@@ -26,6 +26,7 @@ EngineSettings settings_from(const config::Launch& launch) {
   s.kv_type = launch.runtime.kv_type == config::KvType::Q8_0 ? format::GgmlType::Q8_0 : format::GgmlType::F16;
   s.experts = launch.experts;
   s.threads = static_cast<unsigned>(launch.runtime.threads);
+  s.graphs = launch.runtime.graphs;
   return s;
 }
 
@@ -56,6 +57,25 @@ std::optional<WeightsOnDevice> weights_placement(const Model& model, Backend& ba
             std::to_string(mem->free_bytes() >> 20) + " MiB of " + mem->device_name() +
             ": routed experts take the hybrid path (experts.cache: auto)");
   return WeightsOnDevice::Dense;
+}
+
+// Whether the backend runs the ops of a device program that waits for its host (COPY, SIGNAL, WAIT on mapped
+// flags): the hybrid path's fast mode.
+bool runs_programs(Backend& backend, DeviceMemory& mem) {
+  Buffer<int32_t> flags = Buffer<int32_t>::mapped(2, mem);
+  strata_op ops[3]{};
+  const uint32_t kinds[3] = {STRATA_OP_COPY, STRATA_OP_SIGNAL, STRATA_OP_WAIT};
+  for (int i = 0; i < 3; ++i) {
+    ops[i].struct_size = sizeof(strata_op);
+    ops[i].kind = kinds[i];
+    for (strata_tensor& t : ops[i].src) t = no_tensor();
+    ops[i].dst = no_tensor();
+  }
+  ops[0].src[0] = tensor_i32(flags.data(), {1});
+  ops[0].dst = tensor_i32(flags.data() + 1, {1});
+  ops[1].dst = tensor_i32(flags.data(), {1});
+  ops[2].src[0] = tensor_i32(flags.data(), {1});
+  return backend.supports(ops[0]) && backend.supports(ops[1]) && backend.supports(ops[2]);
 }
 
 unsigned thread_count(const EngineSettings& s) {
@@ -91,7 +111,8 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
     pool_ref.name = pool_plugin_->name();
   }
   hybrid_ = std::make_unique<HybridMoe>(*model_, act_, mem, *backend_->device_queues(), settings_.experts, pool_ref,
-                                        std::max<uint32_t>(settings_.batch, 1), thread_count(settings_));
+                                        std::max<uint32_t>(settings_.batch, 1), thread_count(settings_),
+                                        settings_.graphs && runs_programs(*backend_, mem));
   log::info(hybrid_->describe());
 }
 
@@ -107,9 +128,14 @@ std::string Engine::expert_summary(double decode_tokens_per_s) const {
                     experts::render_expert_summary(hybrid_->cache().stats(), &plans);
   const double windows = static_cast<double>(std::max<uint64_t>(plans.windows, 1));
   char line[512];
+  if (t.programs > 0) {
+    std::snprintf(line, sizeof line, "fast mode: %llu windows as one device program, %.2f ms each\n",
+                  static_cast<unsigned long long>(t.programs), 1e3 * t.program_s / static_cast<double>(t.programs));
+    out += line;
+  }
   std::snprintf(line, sizeof line,
-                "MoE stages on the device %.2f ms a window, host steps %.2f ms a window (the pool %.3f ms a call, %llu "
-                "calls); %llu experts read over PCIe; %llu swaps; pcie_frac %.3f\n",
+                "MoE stages on the device %.2f ms a window (simple mode), host placement %.2f ms a window (the pool "
+                "%.3f ms a call, %llu calls); %llu experts read over PCIe; %llu swaps; pcie_frac %.3f\n",
                 1e3 * t.stage_s / windows, 1e3 * t.place_s / windows, t.pool_layers > 0 ? 1e3 * t.pool_s / static_cast<double>(t.pool_layers) : 0.0,
                 static_cast<unsigned long long>(t.pool_layers), static_cast<unsigned long long>(t.copies),
                 static_cast<unsigned long long>(t.swaps), hybrid_->pcie_frac());
@@ -166,9 +192,14 @@ std::unique_ptr<Engine> Engine::from_launch(const config::Launch& launch) {
 
 void Engine::run(const Window& w) {
   kv_.check_window(w.slot, w.first_position, static_cast<uint32_t>(w.tokens.size()));
-  if (hybrid_) hybrid_->begin_window(static_cast<uint32_t>(w.tokens.size()));
+  const auto n_tok = static_cast<uint32_t>(w.tokens.size());
+  // Ops profiled one at a time cannot wait for the host inside a program: profiling takes simple mode.
+  if (hybrid_) hybrid_->begin_window(n_tok, profile_ == nullptr);
   const std::vector<Stage> stages = model_->build_window(w, act_, kv_, device_weights_.get(), hybrid_.get());
-  if (profile_ != nullptr) {
+  if (hybrid_ && hybrid_->one_program(n_tok)) {
+    if (stages.size() != 1 || stages.front().host) throw Error("internal: a one-program window has host steps");
+    hybrid_->run_program(stages.front().ops, n_tok);
+  } else if (profile_ != nullptr) {
     run_profiled(stages);
   } else {
     for (const Stage& s : stages) {

@@ -1,9 +1,11 @@
 #include "hybrid_moe.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "../experts/human_bytes.hpp"
 #include "strata/error.hpp"
@@ -37,12 +39,28 @@ void read_back(DeviceMemory& mem, const Buffer<T>& src, size_t n, std::vector<T>
   }
 }
 
+strata_op flag_op(uint32_t kind) {
+  strata_op op{};
+  op.struct_size = sizeof op;
+  op.kind = kind;
+  for (strata_tensor& t : op.src) t = no_tensor();
+  op.dst = no_tensor();
+  return op;
+}
+
+// A table of expert entries as the i32 words COPY moves.
+static_assert(sizeof(strata_expert_weights) % sizeof(int32_t) == 0, "entries copy as whole i32 words");
+strata_tensor entry_words(const strata_expert_weights* entries, uint32_t n) {
+  return tensor_i32(reinterpret_cast<const int32_t*>(entries),
+                    {static_cast<int64_t>(n * sizeof(strata_expert_weights) / sizeof(int32_t))});
+}
+
 }  // namespace
 
 HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, DeviceQueues& queues,
                      const config::ExpertsConfig& experts_cfg, ExpertPoolRef pool, uint32_t max_tokens,
-                     unsigned threads)
-    : model_(model), act_(act), mem_(mem), queues_(queues), pool_(std::move(pool)) {
+                     unsigned threads, bool program)
+    : model_(model), act_(act), mem_(mem), queues_(queues), pool_(std::move(pool)), program_(program) {
   const HParams& hp = model.hparams();
   const ModelWeights& w = model.weights();
   n_embd_ = hp.n_embd;
@@ -102,6 +120,10 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
   pool_rows_ = Buffer<float>::mapped(size_t{n_embd_} * k_max_ * kPoolMaxTokens, mem);
   pool_x_ = Buffer<float>::mapped(size_t{n_embd_} * kPoolMaxTokens, mem);
   stage_done_ = std::make_unique<DeviceEvent>(queues);
+  flags_ = Buffer<int32_t>::mapped(2 * w.layers.size(), mem);
+  for (uint32_t il = 0; il < w.layers.size(); ++il) {
+    if (w.layers[il].has_experts()) moe_layers_.push_back(il);
+  }
 
   // The slots: what experts.cache allows of what the device has left now (dense weights, KV cache, activations
   // and staging are already placed).
@@ -153,10 +175,20 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
                     std::to_string(threads) + " threads; device copy " + std::to_string(rates_.hbm / 1e9).substr(0, 7) + " GB/s)";
   }
   if (pool_) description_ += "; CPU pool: " + pool_.name + " (" + std::to_string(pool_.table->worker_count(pool_.ctx)) + " workers)";
+  description_ += program_ ? "; fast mode (decode windows run as one device program)"
+                           : "; simple mode (a host step per MoE layer)";
   planner_ = std::make_unique<experts::Planner>(geometry, std::vector<const experts::ResidencyView*>{cache_.get()}, frac);
 }
 
 HybridMoe::~HybridMoe() {
+  if (placer_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(placer_mutex_);
+      placer_stop_ = true;
+    }
+    placer_wake_.notify_all();
+    placer_.join();
+  }
   // Copies may still read the arena or write slots.
   try {
     queues_.record(copies_done_->get(), copy_stream_->get());
@@ -200,9 +232,132 @@ void HybridMoe::reset_counts() {
   times_ = HybridTimes{};
 }
 
-void HybridMoe::begin_window(uint32_t n_tok) {
+void HybridMoe::begin_window(uint32_t n_tok, bool program_allowed) {
   cache_->begin_window(n_tok);
   counters_.add_window(n_tok);
+  program_window_ = program_ && program_allowed;
+}
+
+void HybridMoe::emit_handoff(uint32_t il, uint32_t n_tok, std::vector<strata_op>& ops) const {
+  if (pool_) {  // the pool's input rows, beside the routes
+    strata_op copy = flag_op(STRATA_OP_COPY);
+    copy.src[0] = tensor_f32(act_.xn.data(), {n_embd_, n_tok});
+    copy.dst = tensor_f32(pool_x_.data(), {n_embd_, n_tok});
+    ops.push_back(copy);
+  }
+  strata_op signal = flag_op(STRATA_OP_SIGNAL);
+  signal.dst = tensor_i32(routed_flag(il), {1});
+  signal.i[0] = 1;
+  ops.push_back(signal);
+}
+
+void HybridMoe::emit_takeover(uint32_t il, std::vector<strata_op>& ops) const {
+  strata_op wait = flag_op(STRATA_OP_WAIT);
+  wait.src[0] = tensor_i32(placed_flag(il), {1});
+  wait.i[0] = 1;
+  ops.push_back(wait);
+  strata_op copy = flag_op(STRATA_OP_COPY);
+  const uint32_t n = tables_[il].n_expert;
+  copy.src[0] = entry_words(host_entries_[il].data(), n);
+  copy.dst = entry_words(device_entries_[il].data(), n);
+  ops.push_back(copy);
+}
+
+void HybridMoe::run_program(std::span<const strata_op> ops, uint32_t n_tok) {
+  const auto t0 = clock_type::now();
+  for (size_t i = 0; i < flags_.size(); ++i) std::atomic_ref<int32_t>(flags_[i]).store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  placer_abort_.store(false);
+  uint64_t window = 0;
+  {
+    std::lock_guard<std::mutex> lock(placer_mutex_);
+    if (!placer_.joinable()) placer_ = std::thread([this] { placer_main(); });
+    placer_n_tok_ = n_tok;
+    placer_error_ = nullptr;
+    window = ++placer_started_;
+  }
+  placer_wake_.notify_all();
+  std::exception_ptr failed;
+  try {
+    queues_.compute_async(ops);
+    queues_.record(stage_done_->get(), nullptr);
+    // Wait for the placer; a device that fails meanwhile (done() throws) must not leave it spinning.
+    std::unique_lock<std::mutex> lock(placer_mutex_);
+    while (placer_finished_ < window) {
+      if (!placer_idle_.wait_for(lock, std::chrono::milliseconds(2), [&] { return placer_finished_ >= window; })) {
+        lock.unlock();
+        (void)queues_.done(stage_done_->get());
+        lock.lock();
+      }
+    }
+  } catch (...) {
+    failed = std::current_exception();
+  }
+  if (failed) {
+    placer_abort_.store(true);
+    release_program();
+    std::unique_lock<std::mutex> lock(placer_mutex_);
+    placer_idle_.wait(lock, [&] { return placer_finished_ >= window; });
+  }
+  if (!failed && placer_error_) failed = placer_error_;
+  if (failed) {
+    try {
+      queues_.synchronize(stage_done_->get());
+    } catch (const Error&) {
+    }
+    std::rethrow_exception(failed);
+  }
+  queues_.synchronize(stage_done_->get());
+  times_.program_s += seconds_since(t0);
+  ++times_.programs;
+}
+
+void HybridMoe::release_program() {
+  for (uint32_t il : moe_layers_) std::atomic_ref<int32_t>(*placed_flag(il)).store(1, std::memory_order_release);
+}
+
+void HybridMoe::placer_main() {
+  std::unique_lock<std::mutex> lock(placer_mutex_);
+  uint64_t done = 0;
+  for (;;) {
+    placer_wake_.wait(lock, [&] { return placer_stop_ || placer_started_ > done; });
+    if (placer_stop_) return;
+    const uint32_t n_tok = placer_n_tok_;
+    lock.unlock();
+    std::exception_ptr error;
+    try {
+      place_program(n_tok);
+    } catch (...) {
+      error = std::current_exception();
+      release_program();  // the tables the device reads still hold valid addresses
+    }
+    lock.lock();
+    placer_error_ = error;
+    done = placer_finished_ = placer_started_;
+    placer_idle_.notify_all();
+  }
+}
+
+void HybridMoe::place_program(uint32_t n_tok) {
+  for (uint32_t il : moe_layers_) {
+    // The layer's routes: spin on the flag (the device raises them microseconds apart), yielding now and then.
+    std::atomic_ref<int32_t> routed(*routed_flag(il));
+    for (uint32_t spin = 1; routed.load(std::memory_order_acquire) == 0; ++spin) {
+      if (spin % 4096 == 0) {
+        if (placer_abort_.load()) throw Error("the device program failed before MoE layer " + std::to_string(il));
+        std::this_thread::yield();
+      }
+    }
+    const auto t1 = clock_type::now();
+    const experts::LayerPlan plan = plan_layer(il, n_tok);
+    if (!plan.cpu.empty()) {
+      x_.assign(pool_x_.data(), pool_x_.data() + size_t{n_embd_} * n_tok);
+      run_pool(il, n_tok, plan.cpu);
+    }
+    if (!plan.pcie.empty()) queues_.synchronize(copies_done_->get());
+    std::atomic_ref<int32_t>(*placed_flag(il)).store(1, std::memory_order_release);
+    times_.place_s += seconds_since(t1);
+  }
 }
 
 void HybridMoe::end_window() {
@@ -224,8 +379,7 @@ void HybridMoe::end_window() {
   times_.swaps += moves.size();
 }
 
-void HybridMoe::place(uint32_t il, uint32_t n_tok) {
-  const auto t0 = clock_type::now();
+experts::LayerPlan HybridMoe::plan_layer(uint32_t il, uint32_t n_tok) {
   const LayerWeights& lw = model_.weights().layers[il];
   const uint32_t k = lw.routing.k, n_expert = lw.routing.n_expert;
   const size_t n_pairs = size_t{k} * n_tok;
@@ -251,17 +405,6 @@ void HybridMoe::place(uint32_t il, uint32_t n_tok) {
     plan.cpu.clear();
   }
   counters_.add(plan, cache_->geometry());
-  // The pool's input rows: copied with the stage (run_stage), or read now, before anything is queued behind the
-  // copies.
-  const bool x_ready = pool_x_ready_;
-  pool_x_ready_ = false;
-  if (!plan.cpu.empty()) {
-    if (x_ready) {
-      x_.assign(pool_x_.data(), pool_x_.data() + size_t{n_embd_} * n_tok);
-    } else {
-      read_back(mem_, act_.xn, size_t{n_embd_} * n_tok, x_);
-    }
-  }
 
   const experts::ExpertLayout& layout = arena_->layout(il);
   strata_expert_weights* entries = host_entries_[il].data();
@@ -276,12 +419,28 @@ void HybridMoe::place(uint32_t il, uint32_t n_tok) {
   for (const experts::PlannedExpert& c : plan.cpu) {
     entries[c.expert] = strata_expert_weights{nullptr, nullptr, nullptr, layout.gate_type, layout.up_type, layout.down_type, 0};
   }
-  queues_.copy_async(device_entries_[il].data(), entries, size_t{n_expert} * sizeof(strata_expert_weights),
-                     STRATA_COPY_HOST_TO_DEVICE, nullptr);
-  if (!plan.pcie.empty()) {
-    queues_.record(copies_done_->get(), copy_stream_->get());
-    queues_.wait(nullptr, copies_done_->get());
+  if (!plan.pcie.empty()) queues_.record(copies_done_->get(), copy_stream_->get());
+  return plan;
+}
+
+void HybridMoe::place(uint32_t il, uint32_t n_tok) {
+  const auto t0 = clock_type::now();
+  const experts::LayerPlan plan = plan_layer(il, n_tok);
+  // The pool's input rows: copied with the stage (run_stage), or read now, before anything is queued behind the
+  // copies.
+  const bool x_ready = pool_x_ready_;
+  pool_x_ready_ = false;
+  if (!plan.cpu.empty()) {
+    if (x_ready) {
+      x_.assign(pool_x_.data(), pool_x_.data() + size_t{n_embd_} * n_tok);
+    } else {
+      read_back(mem_, act_.xn, size_t{n_embd_} * n_tok, x_);
+    }
   }
+  const uint32_t n_expert = tables_[il].n_expert;
+  queues_.copy_async(device_entries_[il].data(), host_entries_[il].data(), size_t{n_expert} * sizeof(strata_expert_weights),
+                     STRATA_COPY_HOST_TO_DEVICE, nullptr);
+  if (!plan.pcie.empty()) queues_.wait(nullptr, copies_done_->get());
   if (!plan.cpu.empty()) run_pool(il, n_tok, plan.cpu);
   times_.place_s += seconds_since(t0);
 }

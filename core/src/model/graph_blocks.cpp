@@ -220,6 +220,12 @@ void emit_moe_ffn(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, 
     // The hybrid path: the host places the chosen experts, then MOE_ROUTED reads them (and the pool's rows).
     ExpertPlacement* placement = ctx.placement;
     const auto n_tok = static_cast<uint32_t>(n);
+    if (placement->one_program(n_tok)) {
+      placement->emit_handoff(il, n_tok, ops);
+      placement->emit_takeover(il, ops);
+      routed(ops, placement->table(il), placement->precomputed_rows(n_tok, r.k));
+      return;
+    }
     out.host([placement, il, n_tok] { placement->place(il, n_tok); });
     routed(out.ops(), placement->table(il), placement->precomputed_rows(n_tok, r.k));
     return;

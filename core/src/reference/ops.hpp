@@ -19,5 +19,8 @@ void moe(const strata_op& op);
 void softmax(const strata_op& op);
 void moe_routed(const strata_op& op);
 void timestamp(const strata_op& op);
+void copy(const strata_op& op);
+void signal(const strata_op& op);
+void wait(const strata_op& op);
 
 }  // namespace strata::reference

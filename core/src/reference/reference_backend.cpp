@@ -29,6 +29,9 @@ constexpr OpEntry kOps[] = {
     {STRATA_OP_SOFTMAX, "SOFTMAX", reference::softmax},
     {STRATA_OP_MOE_ROUTED, "MOE_ROUTED", reference::moe_routed},
     {STRATA_OP_TIMESTAMP, "TIMESTAMP", reference::timestamp},
+    {STRATA_OP_COPY, "COPY", reference::copy},
+    {STRATA_OP_SIGNAL, "SIGNAL", reference::signal},
+    {STRATA_OP_WAIT, "WAIT", reference::wait},
 };
 
 const OpEntry* find_op(uint32_t kind) {

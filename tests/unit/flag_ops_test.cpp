@@ -1,0 +1,98 @@
+// WAIT and SIGNAL (plugin_api.h backend 1.3) on every backend under test, whose device is the calling thread: WAIT
+// returns once another thread raised the flag, and what that thread wrote before it is then seen; a flag already
+// raised lets it pass; a flag nobody raises fails after the op's limit, naming the op, instead of hanging; SIGNAL
+// before WAIT in one list passes in program order; malformed flags are refused.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "engine_backends.hpp"
+#include "strata/error.hpp"
+#include "strata/op_tensor.hpp"
+
+namespace {
+
+strata_op flag_op(uint32_t kind, int32_t* flag, int32_t value, int32_t limit_ms = 0) {
+  strata_op op{};
+  op.struct_size = sizeof op;
+  op.kind = kind;
+  if (kind == STRATA_OP_WAIT) {
+    op.src[0] = strata::tensor_i32(flag, {1});
+  } else {
+    op.dst = strata::tensor_i32(flag, {1});
+  }
+  op.i[0] = value;
+  op.i[1] = limit_ms;
+  return op;
+}
+
+class FlagOps : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FlagOps, WaitReturnsOnceAnotherThreadRaisesTheFlag) {
+  auto backend = strata::test::open_backend(GetParam());
+  alignas(4) int32_t flag = 0;
+  int32_t payload = 0;  // written before the flag, read after the wait
+  int32_t seen = -1;
+  strata_op wait = flag_op(STRATA_OP_WAIT, &flag, 2);
+  ASSERT_TRUE(backend->supports(wait));
+  std::thread raiser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    payload = 42;
+    std::atomic_ref<int32_t>(flag).store(1, std::memory_order_release);  // below the value: not yet
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::atomic_ref<int32_t>(flag).store(2, std::memory_order_release);
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  backend->compute(std::span<const strata_op>(&wait, 1));
+  seen = payload;
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  raiser.join();
+  EXPECT_EQ(seen, 42);
+  EXPECT_GE(waited, 0.045) << "WAIT returned before the flag reached its value";
+}
+
+TEST_P(FlagOps, RaisedFlagPassesAndSignalThenWaitRunInOrder) {
+  auto backend = strata::test::open_backend(GetParam());
+  alignas(4) int32_t flag = 0;
+  const strata_op ops[2] = {flag_op(STRATA_OP_SIGNAL, &flag, 5), flag_op(STRATA_OP_WAIT, &flag, 5, 1000)};
+  backend->compute(ops);
+  EXPECT_EQ(flag, 5);
+  backend->compute(std::span<const strata_op>(&ops[1], 1));  // already raised: passes at once
+}
+
+TEST_P(FlagOps, FlagNobodyRaisesFailsAfterTheLimit) {
+  auto backend = strata::test::open_backend(GetParam());
+  alignas(4) int32_t flag = 0;
+  const strata_op wait = flag_op(STRATA_OP_WAIT, &flag, 1, 50);
+  try {
+    backend->compute(std::span<const strata_op>(&wait, 1));
+    ADD_FAILURE() << "a WAIT on a flag nobody raises returned";
+  } catch (const strata::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("WAIT"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("gone"), std::string::npos) << e.what();
+  }
+}
+
+TEST_P(FlagOps, MalformedFlagsAreRefused) {
+  auto backend = strata::test::open_backend(GetParam());
+  float f = 0;
+  alignas(4) int32_t two[2] = {0, 0};
+  strata_op bad[3] = {flag_op(STRATA_OP_WAIT, two, 1), flag_op(STRATA_OP_SIGNAL, two, 1),
+                      flag_op(STRATA_OP_WAIT, two, 1, -1)};
+  bad[0].src[0] = strata::tensor_f32(&f, {1});    // not i32
+  bad[1].dst = strata::tensor_i32(two, {2});      // not one value
+  for (const strata_op& op : bad) {
+    if (GetParam() != "reference") {  // the reference runs every kind
+      EXPECT_FALSE(backend->supports(op));
+    }
+    EXPECT_THROW(backend->compute(std::span<const strata_op>(&op, 1)), strata::Error);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, FlagOps, ::testing::ValuesIn(strata::test::backends_under_test()),
+                         [](const auto& p) { return p.param; });
+
+}  // namespace
