@@ -40,6 +40,10 @@ void Context::log(strata_log_level level, const std::string& message) const {
 void* Context::scratch(ScratchSlot slot, uint64_t bytes) {
   const auto i = static_cast<size_t>(slot);
   if (bytes <= scratch_bytes_[i]) return scratch_[i];
+  if (capturing_ && sizing_) {
+    noted_[i] = noted_[i] > bytes ? noted_[i] : bytes;
+    return scratch_[i];  // the kernels captured with it never run
+  }
   if (capturing_) throw OpFailure(STRATA_ERR_INTERNAL, "scratch memory would grow during graph capture");
   // Round up so that windows of slowly growing size do not reallocate every time.
   uint64_t want = 1u << 20;
@@ -60,6 +64,18 @@ void* Context::scratch(ScratchSlot slot, uint64_t bytes) {
   if (slot == ScratchSlot::Counters) check_cuda(cudaMemsetAsync(p, 0, want, stream_), "cudaMemsetAsync (counters)");
   ++scratch_generation_;
   return p;
+}
+
+bool Context::grow_noted() {
+  bool grew = false;
+  for (size_t i = 0; i < noted_.size(); ++i) {
+    if (noted_[i] > scratch_bytes_[i]) {
+      (void)scratch(static_cast<ScratchSlot>(i), noted_[i]);
+      grew = true;
+    }
+    noted_[i] = 0;
+  }
+  return grew;
 }
 
 }  // namespace strata::gpu

@@ -2,8 +2,8 @@
 // and the decode graphs (graph_cache.hpp). Ops run one compute call at a time (the lock).
 //
 // Scratch memory is grown only outside graph capture: a compute call first runs its ops directly (sizing the
-// scratch), and only an op list seen again is captured. Growing a scratch buffer drops every captured graph,
-// since graphs hold its old address.
+// scratch), and only an op list seen again is captured; a list that waits for its host is sized by a capture
+// instead (set_sizing). Growing a scratch buffer drops every captured graph, since graphs hold its old address.
 #pragma once
 
 #include <array>
@@ -67,6 +67,15 @@ class Context {
   void* scratch(ScratchSlot slot, uint64_t bytes);
   bool capturing() const { return capturing_; }
   void set_capturing(bool on) { capturing_ = on; }
+  // A sizing capture (op lists that must never run directly: graph_cache.cu): while on, a request larger than its
+  // buffer is noted and answered with the buffer as it is; the capture is then thrown away, grow_noted() grows the
+  // buffers (outside capture), and the list is captured again.
+  void set_sizing(bool on) {
+    sizing_ = on;
+    if (on) noted_.fill(0);
+  }
+  // Grows every buffer a sizing capture found short; true when one grew.
+  bool grow_noted();
   // Bumped whenever a scratch buffer moves: graphs captured before hold stale addresses.
   uint64_t scratch_generation() const { return scratch_generation_; }
 
@@ -88,6 +97,8 @@ class Context {
   std::array<uint64_t, static_cast<size_t>(ScratchSlot::Count)> scratch_bytes_{};
   uint64_t scratch_generation_ = 0;
   bool capturing_ = false;
+  bool sizing_ = false;
+  std::array<uint64_t, static_cast<size_t>(ScratchSlot::Count)> noted_{};
   QuantizedActivation quantized_;
 };
 

@@ -23,6 +23,13 @@ bool GraphCache::capturable(const strata_op* ops, size_t n_ops) {
   return n_ops > 0;
 }
 
+bool GraphCache::waits(const strata_op* ops, size_t n_ops) {
+  for (size_t i = 0; i < n_ops; ++i) {
+    if (ops[i].kind == STRATA_OP_WAIT) return true;
+  }
+  return false;
+}
+
 std::vector<unsigned char> GraphCache::key_of(const strata_op* ops, size_t n_ops) {
   std::vector<unsigned char> key(n_ops * sizeof(strata_op));
   std::memcpy(key.data(), ops, key.size());
@@ -37,7 +44,8 @@ std::vector<unsigned char> GraphCache::key_of(const strata_op* ops, size_t n_ops
 
 void GraphCache::run(Context& ctx, const strata_op* ops, size_t n_ops) {
   ctx.quantized() = {};
-  if (!ctx.options().graphs || !capturable(ops, n_ops)) {
+  const bool program = waits(ops, n_ops);
+  if (!program && (!ctx.options().graphs || !capturable(ops, n_ops))) {
     for (size_t i = 0; i < n_ops;) i += run_ops_at(ctx, ops, i, n_ops);
     return;
   }
@@ -54,36 +62,58 @@ void GraphCache::run(Context& ctx, const strata_op* ops, size_t n_ops) {
     ++replays_;
     return;
   }
+  if (program) {
+    // Sized by a capture; captured again only when a buffer had to grow (then nothing of it ran).
+    cudaGraphExec_t exec = capture(ctx, ops, n_ops, true);
+    if (ctx.grow_noted()) {
+      (void)cudaGraphExecDestroy(exec);
+      exec = capture(ctx, ops, n_ops, false);
+    }
+    keep_and_launch(ctx, std::move(key), exec);
+    return;
+  }
   if (key != seen_once_) {
     // First sight: run directly, which also sizes the scratch memory the capture will use.
     for (size_t i = 0; i < n_ops;) i += run_ops_at(ctx, ops, i, n_ops);
     seen_once_ = std::move(key);
     return;
   }
+  keep_and_launch(ctx, std::move(key), capture(ctx, ops, n_ops, false));
+  seen_once_.clear();
+}
+
+cudaGraphExec_t GraphCache::capture(Context& ctx, const strata_op* ops, size_t n_ops, bool sizing) {
+  ctx.quantized() = {};
   cudaGraph_t graph = nullptr;
   check_cuda(cudaStreamBeginCapture(ctx.stream(), cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
   ctx.set_capturing(true);
+  ctx.set_sizing(sizing);
   try {
     for (size_t i = 0; i < n_ops;) i += run_ops_at(ctx, ops, i, n_ops);
   } catch (...) {
     ctx.set_capturing(false);
+    ctx.set_sizing(false);
     (void)cudaStreamEndCapture(ctx.stream(), &graph);
     if (graph != nullptr) (void)cudaGraphDestroy(graph);
     (void)cudaGetLastError();
     throw;
   }
   ctx.set_capturing(false);
+  ctx.set_sizing(false);
   check_cuda(cudaStreamEndCapture(ctx.stream(), &graph), "cudaStreamEndCapture");
   cudaGraphExec_t exec = nullptr;
   const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
   (void)cudaGraphDestroy(graph);
   check_cuda(err, "cudaGraphInstantiate");
+  return exec;
+}
+
+void GraphCache::keep_and_launch(Context& ctx, std::vector<unsigned char> key, cudaGraphExec_t exec) {
   if (entries_.size() >= capacity_) {
     (void)cudaGraphExecDestroy(entries_.back().exec);
     entries_.pop_back();
   }
   entries_.push_front(Entry{std::move(key), exec, ctx.scratch_generation()});
-  seen_once_.clear();
   ++captures_;
   check_cuda(cudaGraphLaunch(exec, ctx.stream()), "cudaGraphLaunch");
 }

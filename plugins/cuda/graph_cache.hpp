@@ -2,7 +2,10 @@
 // the list is captured once into a GPU graph and replayed. A list is captured the second time it is seen (the first
 // run sizes the scratch memory); graphs are keyed by the bytes of the op list (and of each MOE_ROUTED table), so
 // any change of shapes or addresses makes a new one. Ops whose meaning lives in host memory that changes between
-// calls (MOE's pair lists) are never captured.
+// calls (MOE's pair lists) are never captured. A list with a WAIT (a program that waits for its host) is never run
+// directly: enqueueing a thousand kernels one by one can block in the driver, and growing scratch memory
+// synchronizes, while the device waits for a host thread whose own calls would then wait too. It is captured at
+// once instead, sized by a first capture that is thrown away when a scratch buffer must grow.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +36,10 @@ class GraphCache {
     uint64_t generation = 0;
   };
   static bool capturable(const strata_op* ops, size_t n_ops);
+  static bool waits(const strata_op* ops, size_t n_ops);
+  // Captures ops into an executable graph (sizing: scratch requests are noted, not served).
+  static cudaGraphExec_t capture(Context& ctx, const strata_op* ops, size_t n_ops, bool sizing);
+  void keep_and_launch(Context& ctx, std::vector<unsigned char> key, cudaGraphExec_t exec);
   static std::vector<unsigned char> key_of(const strata_op* ops, size_t n_ops);
 
   size_t capacity_;
