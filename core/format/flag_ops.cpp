@@ -1,5 +1,9 @@
 #include "strata/format/flag_ops.hpp"
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include "strata/format/tensor_checks.hpp"
 
 namespace strata::format {
@@ -36,6 +40,31 @@ std::optional<std::string> check_wait(const strata_op& op) {
   if (auto e = check_flag(op.src[0], "WAIT", "src0")) return e;
   if (op.i[1] < 0) return std::string("WAIT i[1] (the limit in ms) must not be negative");
   return std::nullopt;
+}
+
+const int32_t* precomputed_ready(const strata_op& op) {
+  if (op.kind != STRATA_OP_MOE_ROUTED || op.i[0] != 1 || op.src[3].data == nullptr) return nullptr;
+  const strata_tensor& pre = op.src[3];
+  return reinterpret_cast<const int32_t*>(static_cast<const char*>(pre.data) + static_cast<uint64_t>(pre.ne[1]) * pre.nb[1]);
+}
+
+std::optional<std::string> check_precomputed_ready(const strata_op& op) {
+  if (op.i[0] != 0 && op.i[0] != 1) return std::string("MOE_ROUTED i[0] (src3 has a ready flag) must be 0 or 1");
+  if (op.i[0] == 1 && op.src[3].data == nullptr) return std::string("MOE_ROUTED i[0] = 1 (a ready flag) needs src3");
+  if (op.i[0] == 1 && op.src[3].nb[1] % 4 != 0) return std::string("MOE_ROUTED src3's ready flag is not 4-byte aligned");
+  if (op.i[1] < 0) return std::string("MOE_ROUTED i[1] (the ready flag's limit in ms) must not be negative");
+  return std::nullopt;
+}
+
+bool wait_for_flag(const int32_t* flag, int32_t value, int limit_ms) {
+  std::atomic_ref<int32_t> word(*const_cast<int32_t*>(flag));  // read only
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::milliseconds(limit_ms);
+  for (uint32_t spin = 0; word.load(std::memory_order_acquire) < value; ++spin) {
+    if (spin < 1000) continue;  // a flag raised within microseconds is seen without a trip through the scheduler
+    if (std::chrono::steady_clock::now() > limit) return false;
+    std::this_thread::yield();
+  }
+  return true;
 }
 
 }  // namespace strata::format

@@ -1,9 +1,7 @@
 // COPY, SIGNAL and WAIT (plugin_api.h backend 1.3). This backend's device is the calling thread: WAIT waits there
 // for another thread to set the flag, and fails with STRATA_ERR_UNAVAILABLE after its limit rather than hang.
 #include <atomic>
-#include <chrono>
 #include <cstring>
-#include <thread>
 
 #include "ops.hpp"
 #include "strata/format/flag_ops.hpp"
@@ -26,16 +24,10 @@ void run_signal(Context&, const strata_op& op) {
 }
 
 void run_wait(Context&, const strata_op& op) {
-  std::atomic_ref<int32_t> flag(*static_cast<int32_t*>(op.src[0].data));
-  const auto limit = std::chrono::steady_clock::now() + std::chrono::milliseconds(format::wait_limit_ms(op));
-  for (uint32_t spin = 0; flag.load(std::memory_order_acquire) < op.i[0]; ++spin) {
-    if (spin < 1000) continue;  // a flag set within microseconds is seen without a trip through the scheduler
-    if (std::chrono::steady_clock::now() > limit) {
-      throw OpFailure(STRATA_ERR_UNAVAILABLE, "WAIT: the flag stayed below " + std::to_string(op.i[0]) + " for " +
-                                                  std::to_string(format::wait_limit_ms(op)) +
-                                                  " ms: whoever was to set it is gone");
-    }
-    std::this_thread::yield();
+  if (!format::wait_for_flag(static_cast<const int32_t*>(op.src[0].data), op.i[0], format::wait_limit_ms(op))) {
+    throw OpFailure(STRATA_ERR_UNAVAILABLE, "WAIT: the flag stayed below " + std::to_string(op.i[0]) + " for " +
+                                                std::to_string(format::wait_limit_ms(op)) +
+                                                " ms: whoever was to set it is gone");
   }
 }
 

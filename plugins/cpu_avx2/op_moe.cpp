@@ -7,6 +7,7 @@
 #include "moe.hpp"
 #include "strata/format/expert_routes.hpp"
 #include "ops.hpp"
+#include "strata/format/flag_ops.hpp"
 #include "tensor_view.hpp"
 
 namespace strata::cpu {
@@ -65,6 +66,7 @@ Check check_moe_routed(const Context& ctx, const strata_op& op) {
     }
     if (pre.nb[1] % sizeof(float) != 0) return std::string("src3 (precomputed rows) rows are not float-aligned");
   }
+  if (auto e = format::check_precomputed_ready(op)) return e;
   // The kernels' checks, on an expert of the table's types. Its matrices are never read (the probe has no pairs),
   // and any entry may lack them (a precomputed expert), so the probe points them at the table itself.
   const uint32_t id = 0, offsets[2] = {0, 0};
@@ -104,6 +106,13 @@ void run_with_precomputed(Context& ctx, const strata_op& op, const strata_moe_op
   // Computed pair s moves to its place full_pair[s] >= s; from the last one down, no row is overwritten unread.
   for (size_t s = full_pair.size(); s-- > 0;) {
     std::memmove(rows + full_pair[s] * n_embd, rows + s * n_embd, n_embd * sizeof(float));
+  }
+  // src3 may still be being written (its ready flag): the computed rows above overlapped with that.
+  if (const int32_t* ready = format::precomputed_ready(op)) {
+    if (!format::wait_for_flag(ready, 1, format::wait_limit_ms(op))) {
+      throw OpFailure(STRATA_ERR_UNAVAILABLE, "MOE_ROUTED: src3's ready flag stayed down for " +
+                                                  std::to_string(format::wait_limit_ms(op)) + " ms: its writer is gone");
+    }
   }
   for (uint32_t i = 0; i < m.n_experts; ++i) {
     if (m.weights[i].gate != nullptr) continue;

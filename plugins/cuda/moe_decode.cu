@@ -14,7 +14,10 @@
 // ... in that order.
 // Precomputed rows (MOE_ROUTED's src3): a pair whose expert entry has no gate matrix is computed elsewhere. Its
 // gate_up block does nothing, the route table lists it by its src3 column instead of a dot, and down_kernel takes
-// that column's value in the pair's place of the sum; only the computed pairs have dots.
+// that column's value in the pair's place of the sum; only the computed pairs have dots. With a ready flag (i[0] =
+// 1: the host's pool is still writing src3 while the op runs), a down block of a token with precomputed pairs
+// computes its dots first, then one thread spins on the flag, and src3 is read after it (volatile loads: the
+// buffer is rewritten layer after layer), so the device's experts and the host's overlap.
 #include <type_traits>
 
 #include "act_quant.cuh"
@@ -23,6 +26,7 @@
 #include "moe_decode.cuh"
 #include "ops.hpp"
 #include "scratch_carve.hpp"
+#include "strata/format/flag_ops.hpp"
 #include "strata/format/types.hpp"
 
 namespace strata::gpu {
@@ -237,7 +241,8 @@ int gate_up_shared_bytes(int n_spans) {
 template <class Dec>
 __global__ void __launch_bounds__(kDownThreads, 2) down_kernel(const TokenRoutes* tables, const unsigned char* hq,
                                                               int k, int n_spans, int rows_log2, uint64_t w_stride,
-                                                              const float* pre, int64_t pre_stride, float* dst,
+                                                              const float* pre, int64_t pre_stride,
+                                                              const volatile int32_t* pre_ready, float* dst,
                                                               int64_t dst_stride) {
   extern __shared__ uint4 shared_words[];
   __shared__ TokenRoutes routes;
@@ -265,7 +270,8 @@ __global__ void __launch_bounds__(kDownThreads, 2) down_kernel(const TokenRoutes
   // Thread q * rows + row stages the value of position q for output row row when q is precomputed. (Holding it in
   // a register across the dots would spill; the other threads start the dots meanwhile.)
   const int pre_q = tid >> rows_log2;
-  if (pre_q < n && routes.source[pre_q] < 0) {
+  const bool late = pre_ready != nullptr;  // src3 is read after its flag, below
+  if (!late && pre_q < n && routes.source[pre_q] < 0) {
     const int j = -1 - routes.source[pre_q];
     pre_y[tid] = pre[(static_cast<int64_t>(t) * k + j) * pre_stride + row0 + (tid & (rows - 1))];
   }
@@ -284,6 +290,20 @@ __global__ void __launch_bounds__(kDownThreads, 2) down_kernel(const TokenRoutes
   __syncthreads();
   block_reduce<kDownThreads>(n_dot << rows_log2, n_spans, part, pitch, [&](int d, float v) { y[d] = v; });
   __syncthreads();
+  if (late && n > n_dot) {  // block-uniform: the token has precomputed pairs
+    if (tid == 0) {
+      while (*pre_ready == 0) {
+      }
+      __threadfence_system();
+    }
+    __syncthreads();
+    if (pre_q < n && routes.source[pre_q] < 0) {
+      const int j = -1 - routes.source[pre_q];
+      const volatile float* col = pre + (static_cast<int64_t>(t) * k + j) * pre_stride;
+      pre_y[tid] = col[row0 + (tid & (rows - 1))];
+    }
+    __syncthreads();
+  }
   if (tid >= rows) return;
   float acc = 0.0f;
   for (int q = 0; q < n; ++q) {
@@ -378,6 +398,7 @@ bool run_moe_routed_decode(Context& ctx, const strata_op& op) {
                      down_shared_bytes(n_ff_spans, static_cast<int>(k), 1 << rows_log2),
             tables, hq, static_cast<int>(k), n_ff_spans, rows_log2, row_stride(table.down_type, n_ff),
             static_cast<const float*>(pre.data), static_cast<int64_t>(pre.nb[1] / sizeof(float)),
+            static_cast<const volatile int32_t*>(format::precomputed_ready(op)),
             static_cast<float*>(d.data), static_cast<int64_t>(d.nb[1] / sizeof(float)));
     check_launch("MOE_ROUTED (decode: down and sums)");
   });

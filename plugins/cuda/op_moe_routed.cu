@@ -12,6 +12,7 @@
 #include "moe_tiled.cuh"
 #include "ops.hpp"
 #include "scratch_carve.hpp"
+#include "strata/format/flag_ops.hpp"
 #include "strata/format/tensor_checks.hpp"
 
 namespace strata::gpu {
@@ -143,6 +144,7 @@ Check check_moe_routed(const strata_op& op) {
   if (group_shared_bytes(k * n_tok, table.n_expert) > kGroupSharedBytes) {
     return "too many (token, expert) pairs (" + std::to_string(k * n_tok) + ") for one MOE_ROUTED on the GPU";
   }
+  if (auto e = format::check_precomputed_ready(op)) return e;
   const strata_tensor& pre = op.src[3];
   if (pre.data != nullptr) {
     if (auto e = format::check_matrix(pre, "src3 (precomputed rows)", GgmlType::F32)) return e;

@@ -5,6 +5,7 @@
 // windows as one program whose WAITs the stand-in's compute thread sits in while the engine places the layers).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -142,6 +143,13 @@ TEST(HybridSummary, AutoShareProbesTheLinkAndPrintsTheRoofline) {
   EXPECT_NE(summary.find("MoE stages on the device"), std::string::npos) << summary;
   EXPECT_EQ(summary.rfind("hybrid set-up: experts in RAM: ", 0), 0u) << summary;
   EXPECT_NE(summary.find("from the link probe"), std::string::npos) << summary;
+  // The prompt path's cut-over, measured on the pool and the link: a window size from 1 to 8.
+  const size_t cut = summary.find("prompt path: windows of more than ");
+  ASSERT_NE(cut, std::string::npos) << summary;
+  const int n = std::atoi(summary.c_str() + cut + std::strlen("prompt path: windows of more than "));
+  EXPECT_GE(n, 1);
+  EXPECT_LE(n, 8);
+  EXPECT_NE(summary.find("a PCIe read"), std::string::npos) << summary;
   EXPECT_EQ(summary.find("of the roofline"), std::string::npos) << "no rate given";
   EXPECT_NE(e->expert_summary(10.0).find("decode 10.00 tokens/s = "), std::string::npos);
   e->reset_expert_counts();

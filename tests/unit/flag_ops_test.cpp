@@ -8,9 +8,11 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "engine_backends.hpp"
 #include "strata/error.hpp"
+#include "strata/format/types.hpp"
 #include "strata/op_tensor.hpp"
 
 namespace {
@@ -94,5 +96,54 @@ TEST_P(FlagOps, MalformedFlagsAreRefused) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, FlagOps, ::testing::ValuesIn(strata::test::backends_under_test()),
                          [](const auto& p) { return p.param; });
+
+// MOE_ROUTED with a ready flag on src3 (i[0] = 1): the op starts before the rows exist, another thread writes them
+// and raises the flag (the i32 after src3's last column); the sum is over the rows written then, in ascending
+// expert id ((1e8 + -1e8) + 1 = 1 shows the order). A flag nobody raises fails after i[1] ms.
+TEST_P(FlagOps, MoeRoutedReadsPrecomputedRowsAfterTheirFlag) {
+  auto backend = strata::test::open_backend(GetParam());
+  const int64_t n = 32, k = 3;
+  const auto q8 = static_cast<uint32_t>(strata::format::GgmlType::Q8_0);
+  std::vector<strata_expert_weights> entries(4);
+  for (strata_expert_weights& w : entries) w.gate_type = w.up_type = w.down_type = q8;  // all precomputed (NULL gate)
+  const strata_expert_table table{static_cast<uint32_t>(n), static_cast<uint32_t>(n), 4, q8, q8, q8, entries.data()};
+  std::vector<float> x(n, 0.5f);
+  const std::vector<int32_t> ids = {3, 0, 2};
+  const std::vector<float> weights = {0.5f, 0.25f, 0.125f};
+  std::vector<float> pre(n * k + 1, 0.0f);  // the columns, then the flag
+  auto* flag = reinterpret_cast<int32_t*>(pre.data() + n * k);
+  std::vector<float> dst(n, -7.0f);
+  strata_op op{};
+  op.struct_size = sizeof op;
+  op.kind = STRATA_OP_MOE_ROUTED;
+  op.src[0] = strata::tensor_f32(x.data(), {n, 1});
+  op.src[1] = strata::tensor_i32(ids.data(), {k, 1});
+  op.src[2] = strata::tensor_f32(weights.data(), {k, 1});
+  op.src[3] = strata::tensor_f32(pre.data(), {n, k});
+  op.dst = strata::tensor_f32(dst.data(), {n, 1});
+  op.extra = &table;
+  op.i[0] = 1;
+  if (GetParam() != "reference") {
+    ASSERT_TRUE(backend->supports(op));
+  }
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    for (int64_t d = 0; d < n; ++d) {
+      pre[d] = 1.0f;           // j = 0 (expert 3), added last
+      pre[n + d] = 1e8f;       // j = 1 (expert 0), first
+      pre[2 * n + d] = -1e8f;  // j = 2 (expert 2), second
+    }
+    std::atomic_ref<int32_t>(*flag).store(1, std::memory_order_release);
+  });
+  backend->compute(std::span<const strata_op>(&op, 1));
+  writer.join();
+  for (int64_t d = 0; d < n; ++d) EXPECT_EQ(dst[d], 1.0f) << d;
+
+  std::atomic_ref<int32_t>(*flag).store(0);
+  op.i[1] = 50;
+  EXPECT_THROW(backend->compute(std::span<const strata_op>(&op, 1)), strata::Error);
+  op.i[0] = 2;  // not a mode
+  EXPECT_THROW(backend->compute(std::span<const strata_op>(&op, 1)), strata::Error);
+}
 
 }  // namespace

@@ -165,6 +165,9 @@ class ExpertPlacement {
   // One program: the ops after layer il's ROUTER, and those before its MOE_ROUTED.
   virtual void emit_handoff(uint32_t il, uint32_t n_tok, std::vector<strata_op>& ops) const = 0;
   virtual void emit_takeover(uint32_t il, std::vector<strata_op>& ops) const = 0;
+  // One program: MOE_ROUTED's src3 (precomputed_rows) comes with a ready flag (i[0] = 1), raised by the host once
+  // its rows are written, so the device computes its own experts meanwhile.
+  virtual bool rows_ready_flag(uint32_t n_tok) const = 0;
   // The host step after layer il's ROUTER, for a window of n_tok tokens.
   virtual void place(uint32_t il, uint32_t n_tok) = 0;
   // Layer il's table as the last place() left it (the entries live in device memory).

@@ -24,7 +24,7 @@
  *                    MOE_ROUTED's optional src3 (weighted rows computed elsewhere, for entries with a NULL gate).
  *   backend 1.3      STRATA_OP_COPY, STRATA_OP_SIGNAL and STRATA_OP_WAIT: a device program that hands work to the
  *                    host and waits for its results through flags in mapped memory, with no host synchronization
- *                    between its ops (the hybrid path's fast mode).
+ *                    between its ops (the hybrid path's fast mode); MOE_ROUTED's i[0] = 1: src3's ready flag.
  *   expert_pool 1.0  worker_count; compute(moe): one weighted row per (token, expert), never a summed row.
  *   balancer 1.0     observe(samples) after a window; choose(layer, misses) -> how many go over PCIe.
  *   link 1.0         peer residency lookup and liveness of the other engine.
@@ -193,7 +193,12 @@ typedef enum strata_op_kind {
                               * the entries the routes name are looked at for a NULL gate. A routed entry with a NULL gate while src3 is
                               * absent is the caller's error: a backend that reads the ids on the host refuses it, one
                               * that reads them on the device cannot check it. A backend may take src3 only for some
-                              * windows (supports_op says; cuda: up to 8 tokens). */
+                              * windows (supports_op says; cuda: up to 8 tokens).
+                              * 1.3: i[0] = 1: src3 comes with a ready flag, the i32 right after its last column (at
+                              * src3.data + ne[1] * nb[1]), which another thread raises (nonzero, release) once src3 is
+                              * written, while the op may already run: src3 is read only after the flag is seen
+                              * (acquire, system scope), the computed pairs before it. A backend that runs ops on the
+                              * calling thread gives up after i[1] ms (0: 60000) with STRATA_ERR_UNAVAILABLE. */
   STRATA_OP_TIMESTAMP = 14,  /* dst i64 [1] = the device's clock in nanoseconds when the op runs, after every op before
                               * it in the list (a GPU's global timer; the host's monotonic clock on a CPU): stamps
                               * around a span of ops time it on the device, inside a graph too */

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -117,12 +118,17 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
     tables_[il] = strata_expert_table{n_embd_, lw.experts.n_ff, n, layout.gate_type, layout.up_type, layout.down_type,
                                       device_entries_[il].data()};
   }
-  pool_rows_ = Buffer<float>::mapped(size_t{n_embd_} * k_max_ * kPoolMaxTokens, mem);
+  pool_rows_ = Buffer<float>::mapped(size_t{n_embd_} * k_max_ * kPoolMaxTokens + 16, mem);  // and the ready flag
   pool_x_ = Buffer<float>::mapped(size_t{n_embd_} * kPoolMaxTokens, mem);
   stage_done_ = std::make_unique<DeviceEvent>(queues);
   flags_ = Buffer<int32_t>::mapped(2 * w.layers.size(), mem);
   for (uint32_t il = 0; il < w.layers.size(); ++il) {
     if (w.layers[il].has_experts()) moe_layers_.push_back(il);
+  }
+  watch_ = std::make_unique<std::atomic<uint8_t>[]>(w.layers.size());
+  if (program_) {
+    layer_copies_.resize(w.layers.size());
+    for (uint32_t il : moe_layers_) layer_copies_[il] = std::make_unique<DeviceEvent>(queues);
   }
 
   // The slots: what experts.cache allows of what the device has left now (dense weights, KV cache, activations
@@ -178,17 +184,60 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
   description_ += program_ ? "; fast mode (decode windows run as one device program)"
                            : "; simple mode (a host step per MoE layer)";
   planner_ = std::make_unique<experts::Planner>(geometry, std::vector<const experts::ResidencyView*>{cache_.get()}, frac);
+  if (pool_ && !moe_layers_.empty()) description_ += "; " + choose_cutover(moe_layers_.front());
+}
+
+std::string HybridMoe::choose_cutover(uint32_t il) {
+  const LayerWeights& lw = model_.weights().layers[il];
+  const experts::ExpertLayout& layout = arena_->layout(il);
+  const uint32_t n_max = kPoolMaxTokens;
+  // The pool on expert 0 with every token of a window routed to it, best of three (the first warms it up).
+  std::vector<float> x(size_t{n_embd_} * n_max), rows(size_t{n_embd_} * n_max), weight(n_max, 1.0f);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919) % 2001) / 1000.0f - 1.0f;
+  std::vector<uint32_t> index(n_max);
+  for (uint32_t t = 0; t < n_max; ++t) index[t] = t;
+  const uint32_t expert_id = 0;
+  const strata_expert_weights w = layout.at(arena_->expert(il, 0));
+  const auto pool_time = [&](uint32_t n) {
+    const uint32_t offsets[2] = {0, n};
+    const strata_moe_op m{n_embd_, lw.experts.n_ff, n, 1, &expert_id, &w, offsets, index.data(), weight.data(),
+                          x.data(), rows.data()};
+    double best = 1e9;
+    for (int rep = 0; rep < 3; ++rep) {
+      const auto t0 = clock_type::now();
+      throw_if_error(pool_.table->compute(pool_.ctx, &m, nullptr, 0), pool_.name, "expert_pool.compute");
+      best = std::min(best, seconds_since(t0));
+    }
+    return best;
+  };
+  const double pool_1 = pool_time(1), pool_n = pool_time(n_max);
+  // One expert over the link into a staging slot, best of three.
+  double link = 1e9;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto t0 = clock_type::now();
+    queues_.copy_async(staging_.data(), arena_->expert(il, 0), layout.bytes, STRATA_COPY_HOST_TO_DEVICE, copy_stream_->get());
+    queues_.record(copies_done_->get(), copy_stream_->get());
+    queues_.synchronize(copies_done_->get());
+    link = std::min(link, seconds_since(t0));
+  }
+  // The pool's time grows with the tokens an expert serves; a read over the link does not. Decode windows (one
+  // token) always split their misses by pcie_frac.
+  pool_max_tokens_ = 1;
+  for (uint32_t n = 2; n <= n_max; ++n) {
+    const double pool_at_n = pool_1 + (pool_n - pool_1) * (n - 1) / (n_max - 1);
+    if (pool_at_n <= link) pool_max_tokens_ = n;
+  }
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "prompt path: windows of more than %u tokens read every miss over PCIe (one expert: the pool %.0f us at "
+                "1 token, %.0f us at %u; a PCIe read %.0f us)",
+                pool_max_tokens_, 1e6 * pool_1, 1e6 * pool_n, n_max, 1e6 * link);
+  return line;
 }
 
 HybridMoe::~HybridMoe() {
-  if (placer_.joinable()) {
-    {
-      std::lock_guard<std::mutex> lock(placer_mutex_);
-      placer_stop_ = true;
-    }
-    placer_wake_.notify_all();
-    placer_.join();
-  }
+  placer_.reset();
+  watcher_.reset();
   // Copies may still read the arena or write slots.
   try {
     queues_.record(copies_done_->get(), copy_stream_->get());
@@ -209,14 +258,14 @@ const void* HybridMoe::slot_address(uint32_t slot) const {
 }
 
 strata_tensor HybridMoe::precomputed_rows(uint32_t n_tok, uint32_t k) const {
-  if (!pool_ || n_tok > kPoolMaxTokens) return no_tensor();
+  if (n_tok > pool_max_tokens_) return no_tensor();
   return tensor_f32(pool_rows_.data(), {n_embd_, int64_t{k} * n_tok});
 }
 
 void HybridMoe::run_stage(std::span<const strata_op> ops, uint32_t n_tok) {
   const auto t0 = clock_type::now();
   queues_.compute_async(ops);
-  pool_x_ready_ = pool_ && n_tok <= kPoolMaxTokens;
+  pool_x_ready_ = n_tok <= pool_max_tokens_;
   if (pool_x_ready_) {
     queues_.copy_async(pool_x_.data(), act_.xn.data(), size_t{n_embd_} * n_tok * sizeof(float),
                        STRATA_COPY_DEVICE_TO_HOST, nullptr);
@@ -266,40 +315,50 @@ void HybridMoe::emit_takeover(uint32_t il, std::vector<strata_op>& ops) const {
 void HybridMoe::run_program(std::span<const strata_op> ops, uint32_t n_tok) {
   const auto t0 = clock_type::now();
   for (size_t i = 0; i < flags_.size(); ++i) std::atomic_ref<int32_t>(flags_[i]).store(0, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
+  for (uint32_t il : moe_layers_) watch_[il].store(0, std::memory_order_relaxed);
   placer_abort_.store(false);
-  uint64_t window = 0;
-  {
-    std::lock_guard<std::mutex> lock(placer_mutex_);
-    if (!placer_.joinable()) placer_ = std::thread([this] { placer_main(); });
-    placer_n_tok_ = n_tok;
-    placer_error_ = nullptr;
-    window = ++placer_started_;
+  placer_failed_.store(false);
+  program_n_tok_ = n_tok;
+  std::atomic_thread_fence(std::memory_order_release);
+  if (!placer_) {
+    placer_ = std::make_unique<WindowWorker>([this] {
+      try {
+        place_program(program_n_tok_);
+      } catch (...) {
+        release_program();  // the tables the device reads still hold valid addresses
+        placer_failed_.store(true);
+        throw;
+      }
+    });
+    watcher_ = std::make_unique<WindowWorker>([this] {
+      try {
+        watch_program();
+      } catch (...) {
+        release_program();
+        throw;
+      }
+    });
   }
-  placer_wake_.notify_all();
+  placer_->start();
+  watcher_->start();
   std::exception_ptr failed;
   try {
     queues_.compute_async(ops);
     queues_.record(stage_done_->get(), nullptr);
-    // Wait for the placer; a device that fails meanwhile (done() throws) must not leave it spinning.
-    std::unique_lock<std::mutex> lock(placer_mutex_);
-    while (placer_finished_ < window) {
-      if (!placer_idle_.wait_for(lock, std::chrono::milliseconds(2), [&] { return placer_finished_ >= window; })) {
-        lock.unlock();
-        (void)queues_.done(stage_done_->get());
-        lock.lock();
-      }
+    // Wait for both; a device that fails meanwhile (done() throws) must not leave them spinning.
+    for (;;) {
+      if (placer_->wait_for(std::chrono::milliseconds(2)) && watcher_->wait_for(std::chrono::milliseconds(2))) break;
+      (void)queues_.done(stage_done_->get());
     }
   } catch (...) {
     failed = std::current_exception();
-  }
-  if (failed) {
     placer_abort_.store(true);
     release_program();
-    std::unique_lock<std::mutex> lock(placer_mutex_);
-    placer_idle_.wait(lock, [&] { return placer_finished_ >= window; });
   }
-  if (!failed && placer_error_) failed = placer_error_;
+  placer_->wait();
+  watcher_->wait();
+  if (!failed) failed = placer_->error();
+  if (!failed) failed = watcher_->error();
   if (failed) {
     try {
       queues_.synchronize(stage_done_->get());
@@ -312,33 +371,31 @@ void HybridMoe::run_program(std::span<const strata_op> ops, uint32_t n_tok) {
   ++times_.programs;
 }
 
-void HybridMoe::release_program() {
-  for (uint32_t il : moe_layers_) std::atomic_ref<int32_t>(*placed_flag(il)).store(1, std::memory_order_release);
+void HybridMoe::watch_program() {
+  for (uint32_t il : moe_layers_) {
+    uint8_t state = 0;
+    for (uint32_t spin = 1; (state = watch_[il].load(std::memory_order_acquire)) == 0; ++spin) {
+      if (spin % 1024 == 0) {
+        if (placer_failed_.load() || placer_abort_.load()) return;  // every flag is raised; the error is reported
+        std::this_thread::yield();
+      }
+    }
+    if (state == 2) {
+      queues_.synchronize(layer_copies_[il]->get());
+      std::atomic_ref<int32_t>(*placed_flag(il)).store(1, std::memory_order_release);
+    }
+  }
 }
 
-void HybridMoe::placer_main() {
-  std::unique_lock<std::mutex> lock(placer_mutex_);
-  uint64_t done = 0;
-  for (;;) {
-    placer_wake_.wait(lock, [&] { return placer_stop_ || placer_started_ > done; });
-    if (placer_stop_) return;
-    const uint32_t n_tok = placer_n_tok_;
-    lock.unlock();
-    std::exception_ptr error;
-    try {
-      place_program(n_tok);
-    } catch (...) {
-      error = std::current_exception();
-      release_program();  // the tables the device reads still hold valid addresses
-    }
-    lock.lock();
-    placer_error_ = error;
-    done = placer_finished_ = placer_started_;
-    placer_idle_.notify_all();
+void HybridMoe::release_program() {
+  for (uint32_t il : moe_layers_) {
+    std::atomic_ref<int32_t>(*placed_flag(il)).store(1, std::memory_order_release);
+    if (rows_ready_flag(program_n_tok_)) std::atomic_ref<int32_t>(*rows_flag(il, program_n_tok_)).store(1, std::memory_order_release);
   }
 }
 
 void HybridMoe::place_program(uint32_t n_tok) {
+  const bool rows_flagged = rows_ready_flag(n_tok);
   for (uint32_t il : moe_layers_) {
     // The layer's routes: spin on the flag (the device raises them microseconds apart), yielding now and then.
     std::atomic_ref<int32_t> routed(*routed_flag(il));
@@ -349,13 +406,23 @@ void HybridMoe::place_program(uint32_t n_tok) {
       }
     }
     const auto t1 = clock_type::now();
+    // The previous layer's MOE_ROUTED is done (the device raised this layer's flag after it): its rows and their
+    // flag are free again, and the flag goes down before this layer's placed flag goes up.
+    std::atomic_ref<int32_t> rows_ready(*rows_flag(il, n_tok));
+    if (rows_flagged) rows_ready.store(0, std::memory_order_relaxed);
     const experts::LayerPlan plan = plan_layer(il, n_tok);
+    if (plan.pcie.empty()) {
+      std::atomic_ref<int32_t>(*placed_flag(il)).store(1, std::memory_order_release);
+      watch_[il].store(1, std::memory_order_release);
+    } else {
+      queues_.record(layer_copies_[il]->get(), copy_stream_->get());
+      watch_[il].store(2, std::memory_order_release);  // the watcher raises placed once they landed
+    }
     if (!plan.cpu.empty()) {
       x_.assign(pool_x_.data(), pool_x_.data() + size_t{n_embd_} * n_tok);
       run_pool(il, n_tok, plan.cpu);
     }
-    if (!plan.pcie.empty()) queues_.synchronize(copies_done_->get());
-    std::atomic_ref<int32_t>(*placed_flag(il)).store(1, std::memory_order_release);
+    if (rows_flagged) rows_ready.store(1, std::memory_order_release);
     times_.place_s += seconds_since(t1);
   }
 }
@@ -397,7 +464,7 @@ experts::LayerPlan HybridMoe::plan_layer(uint32_t il, uint32_t n_tok) {
   }
   cache_->record(il, uses_);
   experts::LayerPlan plan = planner_->plan(il, uses_);
-  if (!plan.cpu.empty() && (!pool_ || n_tok > kPoolMaxTokens)) {
+  if (!plan.cpu.empty() && n_tok > pool_max_tokens_) {
     // A window longer than decode's reads its misses over PCIe and computes them on the GPU.
     plan.pcie.insert(plan.pcie.end(), plan.cpu.begin(), plan.cpu.end());
     std::sort(plan.pcie.begin(), plan.pcie.end(),

@@ -9,12 +9,13 @@
 // Simple mode synchronizes the host with the device once per MoE layer (the engine runs a stage, then its host
 // step). Fast mode (runtime.graphs, on a backend with COPY, SIGNAL and WAIT, for windows the pool may serve) runs
 // the window as one op list, which a GPU backend replays as one graph: after each ROUTER the device copies the
-// normed rows to mapped memory and raises the layer's "routed" flag; the engine's thread, spinning on the flags in
-// order, places the layer exactly as simple mode does (same plan, same table, same pool rows), waits for its PCIe
-// copies and raises "placed"; the device, waiting on that flag, copies the table in and runs MOE_ROUTED. No host
-// synchronization happens inside the step, and the bytes are simple mode's. The placing runs on a thread of its own
-// (the placer): enqueueing the program can itself wait for the device (a full launch queue, scratch memory that
-// grows on a first run), and the device waits for the placer.
+// normed rows to mapped memory and raises the layer's "routed" flag. A placer thread, spinning on the flags in
+// order, places the layer exactly as simple mode does (same plan, same table, same pool rows) and enqueues its PCIe
+// copies; a watcher thread raises "placed" once they landed, while the placer runs the pool; the device, waiting
+// on that flag, copies the table in and runs MOE_ROUTED, whose sums wait for the pool's rows on their own flag (at
+// the end of src3). So the device's experts, the PCIe reads and the pool overlap, with no host synchronization
+// inside the step, and the bytes are simple mode's. Placing and watching have threads of their own (window_worker.hpp)
+// because enqueueing a program can itself wait for the device (a full launch queue, a first run).
 // Adaptive swaps run between windows, on the copy stream, and a slot changes hands only after its copy is done.
 #pragma once
 
@@ -38,6 +39,7 @@
 #include "strata/experts/planner.hpp"
 #include "strata/format/expert_routes.hpp"
 #include "strata/model.hpp"
+#include "window_worker.hpp"
 
 namespace strata {
 
@@ -86,6 +88,7 @@ class HybridMoe final : public ExpertPlacement {
   void end_window();
 
   bool one_program(uint32_t n_tok) const override { return program_window_ && n_tok <= kPoolMaxTokens; }
+  bool rows_ready_flag(uint32_t n_tok) const override { return one_program(n_tok) && n_tok <= pool_max_tokens_; }
   void emit_handoff(uint32_t il, uint32_t n_tok, std::vector<strata_op>& ops) const override;
   void emit_takeover(uint32_t il, std::vector<strata_op>& ops) const override;
   bool program_mode() const { return program_; }
@@ -107,8 +110,12 @@ class HybridMoe final : public ExpertPlacement {
   const Rates& rates() const { return rates_; }
   // The dense weights one token reads (all but the routed experts and the embedding table).
   uint64_t dense_token_bytes() const { return dense_token_bytes_; }
-  // Windows of more tokens than this read every miss over PCIe (the pool takes decode-sized windows).
+  // The most tokens a window the pool serves may have (its buffers; cuda's precomputed rows take up to 8).
   static constexpr uint32_t kPoolMaxTokens = 8;
+  // The prompt path's cut-over: windows of more tokens than this read every miss over PCIe and compute it on the
+  // device. Chosen at start from measured costs: the pool's time for one expert at 1 and at kPoolMaxTokens tokens
+  // against one expert's PCIe read (0 without a pool).
+  uint32_t pool_max_tokens() const { return pool_max_tokens_; }
   // A few lines: the arena, the slots, the link, the share over PCIe.
   const std::string& describe() const { return description_; }
 
@@ -117,13 +124,19 @@ class HybridMoe final : public ExpertPlacement {
   // What simple and fast mode share: the layer's routes read, the plan made and counted, the table's entries written
   // in mapped memory and the PCIe copies enqueued (copies_done_ recorded after them when there are any).
   experts::LayerPlan plan_layer(uint32_t il, uint32_t n_tok);
-  // The placer's loop, and one window's layers placed in order (raising every placed flag on an error).
-  void placer_main();
+  // One window's layers placed in order (the placer's job), and every flag raised (after an error).
   void place_program(uint32_t n_tok);
   void release_program();
+  // The watcher's job: each layer's placed flag once its PCIe copies landed.
+  void watch_program();
+  int32_t* rows_flag(uint32_t il, uint32_t n_tok) const {
+    return reinterpret_cast<int32_t*>(pool_rows_.data() + size_t{n_embd_} * model_.weights().layers[il].routing.k * n_tok);
+  }
   int32_t* routed_flag(uint32_t il) const { return flags_.data() + 2 * il; }
   int32_t* placed_flag(uint32_t il) const { return flags_.data() + 2 * il + 1; }
   void run_pool(uint32_t il, uint32_t n_tok, const std::vector<experts::PlannedExpert>& cpu);
+  // Measures the pool and the link on one expert of layer il and sets pool_max_tokens_; returns a line saying so.
+  std::string choose_cutover(uint32_t il);
 
   const Model& model_;
   Activations& act_;
@@ -134,6 +147,7 @@ class HybridMoe final : public ExpertPlacement {
   int adapt_swaps_ = 0;
   bool program_ = false;         // fast mode available
   bool program_window_ = false;  // and taken by the current window
+  uint32_t pool_max_tokens_ = 0;
   std::string description_;
 
   std::unique_ptr<experts::ExpertArena> arena_;
@@ -152,21 +166,19 @@ class HybridMoe final : public ExpertPlacement {
   std::vector<Buffer<strata_expert_weights>> device_entries_;  // per layer, what MOE_ROUTED reads
   std::vector<Buffer<strata_expert_weights>> host_entries_;    // per layer, mapped: the copy's source
   std::vector<strata_expert_table> tables_;
-  Buffer<float> pool_rows_;                         // mapped [n_embd, k * max pool tokens]: MOE_ROUTED's src3
+  Buffer<float> pool_rows_;                         // mapped [n_embd, k * max pool tokens] and a flag: MOE_ROUTED's src3
   Buffer<float> pool_x_;                            // mapped [n_embd, max pool tokens]: the stage's normed rows
   bool pool_x_ready_ = false;                       // run_stage copied them for the coming place()
   std::unique_ptr<DeviceEvent> stage_done_;
   Buffer<int32_t> flags_;                           // mapped, per layer: routed (device sets), placed (host sets)
   std::vector<uint32_t> moe_layers_;
-  // The placer thread (fast mode), started by the first program.
-  std::thread placer_;
-  std::mutex placer_mutex_;
-  std::condition_variable placer_wake_, placer_idle_;
-  uint64_t placer_started_ = 0, placer_finished_ = 0;  // windows handed to it, and placed
-  uint32_t placer_n_tok_ = 0;
-  bool placer_stop_ = false;
+  // Fast mode's threads, made by the first program: the placer and the copy watcher.
+  std::unique_ptr<WindowWorker> placer_, watcher_;
   std::atomic<bool> placer_abort_{false};  // the program failed: stop waiting for its flags
-  std::exception_ptr placer_error_;
+  std::atomic<bool> placer_failed_{false};  // the placer threw: stop watching
+  uint32_t program_n_tok_ = 0;
+  std::vector<std::unique_ptr<DeviceEvent>> layer_copies_;  // per layer: its PCIe copies, for the watcher
+  std::unique_ptr<std::atomic<uint8_t>[]> watch_;           // per layer: 0 not placed, 1 placed, 2 copies to watch
   std::unique_ptr<DeviceStream> copy_stream_;
   std::unique_ptr<DeviceEvent> copies_done_;
 

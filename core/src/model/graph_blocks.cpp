@@ -205,13 +205,15 @@ void emit_moe_ffn(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, 
   route.i[2] = r.normalize ? 1 : 0;
   route.f[0] = r.scale;
   ops.push_back(route);
-  const auto routed = [&](std::vector<strata_op>& list, const strata_expert_table* table, strata_tensor precomputed) {
+  const auto routed = [&](std::vector<strata_op>& list, const strata_expert_table* table, strata_tensor precomputed,
+                          bool ready_flag = false) {
     strata_op moe = new_op(STRATA_OP_MOE_ROUTED);
     moe.dst = rows_of(a.out, n_embd, n);
     moe.src[0] = rows_of(a.xn, n_embd, n);
     moe.src[1] = tensor_i32(a.expert_ids.data(), {r.k, n});
     moe.src[2] = tensor_f32(a.expert_weights.data(), {r.k, n});
     moe.src[3] = precomputed;
+    moe.i[0] = ready_flag ? 1 : 0;
     moe.extra = table;
     list.push_back(moe);
     add_into(list, rows_of(a.x, n_embd, n), rows_of(a.out, n_embd, n));
@@ -223,7 +225,7 @@ void emit_moe_ffn(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, 
     if (placement->one_program(n_tok)) {
       placement->emit_handoff(il, n_tok, ops);
       placement->emit_takeover(il, ops);
-      routed(ops, placement->table(il), placement->precomputed_rows(n_tok, r.k));
+      routed(ops, placement->table(il), placement->precomputed_rows(n_tok, r.k), placement->rows_ready_flag(n_tok));
       return;
     }
     out.host([placement, il, n_tok] { placement->place(il, n_tok); });

@@ -2,10 +2,8 @@
 // results back. The reference's device is the calling thread, so WAIT waits there for another thread to set the
 // flag, and gives up after its limit rather than hang.
 #include <atomic>
-#include <chrono>
 #include <cstring>
 #include <string>
-#include <thread>
 
 #include "ops.hpp"
 #include "strata/error.hpp"
@@ -36,14 +34,9 @@ void signal(const strata_op& op) {
 
 void wait(const strata_op& op) {
   require_ok(format::check_wait(op));
-  std::atomic_ref<int32_t> flag(*static_cast<int32_t*>(op.src[0].data));
-  const auto limit = std::chrono::steady_clock::now() + std::chrono::milliseconds(format::wait_limit_ms(op));
-  while (flag.load(std::memory_order_acquire) < op.i[0]) {
-    if (std::chrono::steady_clock::now() > limit) {
-      throw Error("WAIT: the flag stayed below " + std::to_string(op.i[0]) + " for " +
-                  std::to_string(format::wait_limit_ms(op)) + " ms: whoever was to set it is gone");
-    }
-    std::this_thread::yield();
+  if (!format::wait_for_flag(static_cast<const int32_t*>(op.src[0].data), op.i[0], format::wait_limit_ms(op))) {
+    throw Error("WAIT: the flag stayed below " + std::to_string(op.i[0]) + " for " +
+                std::to_string(format::wait_limit_ms(op)) + " ms: whoever was to set it is gone");
   }
 }
 

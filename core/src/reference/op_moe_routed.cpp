@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ops.hpp"
+#include "strata/format/flag_ops.hpp"
 #include "rows.hpp"
 #include "strata/error.hpp"
 #include "strata/format/canonical.hpp"
@@ -95,12 +96,20 @@ void moe_routed(const strata_op& op) {
                                       static_cast<uint32_t>(n_tok), table.n_expert, routes)) {
     throw Error("MOE_ROUTED: " + *why);
   }
+  if (auto why = format::check_precomputed_ready(op)) throw Error("MOE_ROUTED: " + *why);
   const strata_tensor& pre = op.src[3];
   if (pre.data != nullptr) {
     require_type(name, "src3 (precomputed rows)", pre, GgmlType::F32);
     require(pre.ne[0] == table.n_embd && pre.ne[1] == k * n_tok && pre.ne[2] == 1 && pre.ne[3] == 1, name,
             "src3 (precomputed rows)", pre, "[n_embd, k * n_tok] = [" + std::to_string(table.n_embd) + ", " +
             std::to_string(k * n_tok) + "]");
+    // src3 may still be being written: read it once its ready flag is up.
+    if (const int32_t* ready = format::precomputed_ready(op)) {
+      if (!format::wait_for_flag(ready, 1, format::wait_limit_ms(op))) {
+        throw Error("MOE_ROUTED: src3's ready flag stayed down for " + std::to_string(format::wait_limit_ms(op)) +
+                    " ms: its writer is gone");
+      }
+    }
     sum_with_precomputed(op, table, id_rows, weight_rows, k, n_tok);
     return;
   }

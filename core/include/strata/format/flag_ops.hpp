@@ -3,6 +3,7 @@
 // op is not well formed, or nullopt. They read only descriptors, never `data`.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -17,7 +18,14 @@ std::optional<std::string> check_signal(const strata_op& op);
 // WAIT: src0 an i32 [1] with data; i[1] (the limit in ms for a backend that waits on the calling thread) >= 0.
 std::optional<std::string> check_wait(const strata_op& op);
 
-// WAIT's limit on a backend that waits on the calling thread, in milliseconds.
+// WAIT's limit on a backend that waits on the calling thread, in milliseconds (MOE_ROUTED's ready flag too).
 inline int wait_limit_ms(const strata_op& op) { return op.i[1] > 0 ? op.i[1] : 60000; }
+
+// MOE_ROUTED with i[0] = 1 (backend 1.3): src3's ready flag, the i32 right after its last column; NULL otherwise.
+const int32_t* precomputed_ready(const strata_op& op);
+// Why MOE_ROUTED's i[0] and i[1] are malformed (i[0] not 0 or 1, a flag without src3, a negative limit), or nullopt.
+std::optional<std::string> check_precomputed_ready(const strata_op& op);
+// Waits on the calling thread until *flag >= value (acquire); false when limit_ms passed first.
+bool wait_for_flag(const int32_t* flag, int32_t value, int limit_ms);
 
 }  // namespace strata::format
