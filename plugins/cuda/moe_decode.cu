@@ -15,9 +15,11 @@
 // Precomputed rows (MOE_ROUTED's src3): a pair whose expert entry has no gate matrix is computed elsewhere. Its
 // gate_up block does nothing, the route table lists it by its src3 column instead of a dot, and down_kernel takes
 // that column's value in the pair's place of the sum; only the computed pairs have dots. With a ready flag (i[0] =
-// 1: the host's pool is still writing src3 while the op runs), a down block of a token with precomputed pairs
-// computes its dots first, then one thread spins on the flag, and src3 is read after it (volatile loads: the
-// buffer is rewritten layer after layer), so the device's experts and the host's overlap.
+// 1: the host's pool is still writing src3 while the op runs), the down blocks of a token with precomputed pairs
+// leave their dots in scratch instead of summing; one thread then waits for the flag (a single poller: the flag is
+// in host memory, across the bus), and sum_kernel adds each such token's values in the same order with the same
+// operations, src3 read by volatile loads (the buffer is rewritten layer after layer). So the device's experts and
+// the host's overlap, and the bytes are the one-kernel sum's.
 #include <type_traits>
 
 #include "act_quant.cuh"
@@ -241,9 +243,8 @@ int gate_up_shared_bytes(int n_spans) {
 template <class Dec>
 __global__ void __launch_bounds__(kDownThreads, 2) down_kernel(const TokenRoutes* tables, const unsigned char* hq,
                                                               int k, int n_spans, int rows_log2, uint64_t w_stride,
-                                                              const float* pre, int64_t pre_stride,
-                                                              const volatile int32_t* pre_ready, float* dst,
-                                                              int64_t dst_stride) {
+                                                              const float* pre, int64_t pre_stride, float* late_y,
+                                                              int64_t n_embd, float* dst, int64_t dst_stride) {
   extern __shared__ uint4 shared_words[];
   __shared__ TokenRoutes routes;
   __shared__ float y[kDownMaxRows * kMaxK];
@@ -270,7 +271,7 @@ __global__ void __launch_bounds__(kDownThreads, 2) down_kernel(const TokenRoutes
   // Thread q * rows + row stages the value of position q for output row row when q is precomputed. (Holding it in
   // a register across the dots would spill; the other threads start the dots meanwhile.)
   const int pre_q = tid >> rows_log2;
-  const bool late = pre_ready != nullptr;  // src3 is read after its flag, below
+  const bool late = late_y != nullptr;  // src3 is read after its flag, by sum_kernel
   if (!late && pre_q < n && routes.source[pre_q] < 0) {
     const int j = -1 - routes.source[pre_q];
     pre_y[tid] = pre[(static_cast<int64_t>(t) * k + j) * pre_stride + row0 + (tid & (rows - 1))];
@@ -290,19 +291,11 @@ __global__ void __launch_bounds__(kDownThreads, 2) down_kernel(const TokenRoutes
   __syncthreads();
   block_reduce<kDownThreads>(n_dot << rows_log2, n_spans, part, pitch, [&](int d, float v) { y[d] = v; });
   __syncthreads();
-  if (late && n > n_dot) {  // block-uniform: the token has precomputed pairs
-    if (tid == 0) {
-      while (*pre_ready == 0) {
-      }
-      __threadfence_system();
+  if (late && n > n_dot) {  // block-uniform: the token has precomputed pairs; sum_kernel adds them up
+    if (tid < (n_dot << rows_log2)) {
+      late_y[(static_cast<int64_t>(t) * kMaxK + (tid >> rows_log2)) * n_embd + row0 + (tid & (rows - 1))] = y[tid];
     }
-    __syncthreads();
-    if (pre_q < n && routes.source[pre_q] < 0) {
-      const int j = -1 - routes.source[pre_q];
-      const volatile float* col = pre + (static_cast<int64_t>(t) * k + j) * pre_stride;
-      pre_y[tid] = col[row0 + (tid & (rows - 1))];
-    }
-    __syncthreads();
+    return;
   }
   if (tid >= rows) return;
   float acc = 0.0f;
@@ -312,6 +305,37 @@ __global__ void __launch_bounds__(kDownThreads, 2) down_kernel(const TokenRoutes
     acc = q == 0 ? v : acc + v;
   }
   dst[static_cast<int64_t>(t) * dst_stride + row0 + tid] = acc;
+}
+
+// One thread waits for src3's ready flag in host memory (after the down blocks, stream order).
+__global__ void ready_wait_kernel(const volatile int32_t* flag) {
+  while (*flag == 0) {
+  }
+  __threadfence_system();
+}
+
+// Row r of token t, for tokens with precomputed pairs: down_kernel's sum over the token's table, from the dots it
+// left in late_y and src3's columns.
+__global__ void sum_kernel(const TokenRoutes* tables, const float* late_y, int64_t n_embd, int k, const float* pre,
+                           int64_t pre_stride, float* dst, int64_t dst_stride) {
+  const int t = static_cast<int>(blockIdx.y);
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const TokenRoutes& routes = tables[t];
+  const int n = routes.count;
+  if (r >= n_embd || n == routes.computed) return;
+  float acc = 0.0f;
+  for (int q = 0; q < n; ++q) {
+    const int c = routes.source[q];
+    float v;
+    if (c >= 0) {
+      v = routes.weight[c] * late_y[(static_cast<int64_t>(t) * kMaxK + c) * n_embd + r];
+    } else {
+      const volatile float* col = pre + (static_cast<int64_t>(t) * k + (-1 - c)) * pre_stride;
+      v = col[r];
+    }
+    acc = q == 0 ? v : acc + v;
+  }
+  dst[static_cast<int64_t>(t) * dst_stride + r] = acc;
 }
 
 int down_shared_bytes(int n_spans, int k, int rows) {
@@ -374,9 +398,12 @@ bool run_moe_routed_decode(Context& ctx, const strata_op& op) {
   ScratchCarve carve;
   const uint64_t tables_at = carve.take(static_cast<uint64_t>(n_tok) * sizeof(TokenRoutes));
   const uint64_t hq_at = carve.take(static_cast<uint64_t>(n_pairs) * static_cast<uint64_t>(n_ff / 32) * kQ8BlockBytes);
+  const int32_t* ready = format::precomputed_ready(op);
+  const uint64_t late_at = ready != nullptr ? carve.take(static_cast<uint64_t>(n_tok) * kMaxK * n_embd * sizeof(float)) : 0;
   auto* base = static_cast<unsigned char*>(ctx.scratch(ScratchSlot::MoeHiddenQ8, carve.size));
   auto* tables = reinterpret_cast<TokenRoutes*>(base + tables_at);
   unsigned char* hq = base + hq_at;
+  float* late_y = ready != nullptr ? reinterpret_cast<float*>(base + late_at) : nullptr;
   const Routes routes{static_cast<const int32_t*>(ids.data), static_cast<int64_t>(ids.nb[1] / sizeof(int32_t)),
                       static_cast<const float*>(wt.data),  static_cast<int64_t>(wt.nb[1] / sizeof(float)),
                       static_cast<int>(k),                  static_cast<int>(table.n_expert),
@@ -397,11 +424,22 @@ bool run_moe_routed_decode(Context& ctx, const strata_op& op) {
     launch_dependent(ctx, down_kernel<decltype(dec)>, grid, kDownThreads,
                      down_shared_bytes(n_ff_spans, static_cast<int>(k), 1 << rows_log2),
             tables, hq, static_cast<int>(k), n_ff_spans, rows_log2, row_stride(table.down_type, n_ff),
-            static_cast<const float*>(pre.data), static_cast<int64_t>(pre.nb[1] / sizeof(float)),
-            static_cast<const volatile int32_t*>(format::precomputed_ready(op)),
+            static_cast<const float*>(pre.data), static_cast<int64_t>(pre.nb[1] / sizeof(float)), late_y, n_embd,
             static_cast<float*>(d.data), static_cast<int64_t>(d.nb[1] / sizeof(float)));
     check_launch("MOE_ROUTED (decode: down and sums)");
   });
+  if (ready != nullptr) {
+    ready_wait_kernel<<<1, 1, 0, ctx.stream()>>>(ready);
+    check_launch("MOE_ROUTED (decode: src3's ready flag)");
+    constexpr int kSumThreads = 256;
+    const dim3 grid(static_cast<unsigned>((n_embd + kSumThreads - 1) / kSumThreads), static_cast<unsigned>(n_tok));
+    sum_kernel<<<grid, kSumThreads, 0, ctx.stream()>>>(tables, late_y, n_embd, static_cast<int>(k),
+                                                        static_cast<const float*>(pre.data),
+                                                        static_cast<int64_t>(pre.nb[1] / sizeof(float)),
+                                                        static_cast<float*>(d.data),
+                                                        static_cast<int64_t>(d.nb[1] / sizeof(float)));
+    check_launch("MOE_ROUTED (decode: sums with src3)");
+  }
   return true;
 }
 
