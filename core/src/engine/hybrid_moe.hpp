@@ -14,8 +14,9 @@
 // copies; a watcher thread raises "placed" once they landed, while the placer runs the pool; the device, waiting
 // on that flag, copies the table in and runs MOE_ROUTED, whose sums wait for the pool's rows on their own flag (at
 // the end of src3). So the device's experts, the PCIe reads and the pool overlap, with no host synchronization
-// inside the step, and the bytes are simple mode's. Placing and watching have threads of their own (window_worker.hpp)
-// because enqueueing a program can itself wait for the device (a full launch queue, a first run).
+// inside the step, and the bytes are simple mode's. Placing and watching have threads of their own
+// (strata/window_worker.hpp) because enqueueing a program can itself wait for the device (a full launch queue, a
+// first run).
 // Adaptive swaps run between windows, on the copy stream, and a slot changes hands only after its copy is done.
 #pragma once
 
@@ -39,7 +40,7 @@
 #include "strata/experts/planner.hpp"
 #include "strata/format/expert_routes.hpp"
 #include "strata/model.hpp"
-#include "window_worker.hpp"
+#include "strata/window_worker.hpp"
 
 namespace strata {
 
