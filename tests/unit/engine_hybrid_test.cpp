@@ -40,8 +40,9 @@ strata::config::ExpertsConfig experts(double percent, std::optional<double> pcie
 }
 
 std::unique_ptr<strata::Engine> hybrid_engine(const strata::config::ExpertsConfig& e, bool fast = true,
-                                              strata::test::StandInGpu** device = nullptr) {
+                                              strata::test::StandInGpu** device = nullptr, uint32_t batch = 512) {
   strata::EngineSettings s = strata::test::test_settings();
+  s.batch = batch;
   s.experts = e;
   s.threads = 2;
   s.graphs = fast;
@@ -192,6 +193,20 @@ TEST(HybridFastMode, DeviceFailureInsideAProgramIsReported) {
   device->fail_lists_with(0);
   const std::span<const float> logits = e->feed(0, std::span<const TokenId>(&first, 1));
   EXPECT_EQ(logits.size(), e->model().hparams().n_vocab);
+}
+
+}  // namespace
+
+namespace {
+
+// Windows of several tokens as programs: the 20-token prompt in windows of 5, in fast mode and in simple mode. The
+// pool takes them when the measured cut-over is 5 or more, PCIe reads otherwise; the bytes are the same either way.
+TEST(HybridFastMode, MultiTokenWindowsEqualSimpleMode) {
+  if (!has_cpu_avx2()) GTEST_SKIP() << "cpu_avx2 is not usable on this machine";
+  auto fast = hybrid_engine(experts(25, 0.5, 0), true, nullptr, 5);
+  auto simple = hybrid_engine(experts(25, 0.5, 0), false, nullptr, 5);
+  expect_same_bytes(run(*fast), run(*simple));
+  EXPECT_NE(fast->expert_summary().find("fast mode: 16 windows"), std::string::npos) << fast->expert_summary();
 }
 
 }  // namespace
