@@ -141,7 +141,10 @@ TEST(HybridSummary, AutoShareProbesTheLinkAndPrintsTheRoofline) {
   const std::string summary = e->expert_summary();
   EXPECT_NE(summary.find("roofline:"), std::string::npos) << summary;
   EXPECT_NE(summary.find("tokens/s at most"), std::string::npos) << summary;
-  EXPECT_NE(summary.find("MoE stages on the device"), std::string::npos) << summary;
+  // The prompt ran in simple mode, the decode steps in fast mode: both have their line.
+  EXPECT_NE(summary.find("simple mode: MoE stages on the device"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("fast mode: 12 windows as one device program"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("host placement"), std::string::npos) << summary;
   EXPECT_EQ(summary.rfind("hybrid set-up: experts in RAM: ", 0), 0u) << summary;
   EXPECT_NE(summary.find("from the link probe"), std::string::npos) << summary;
   // The prompt path's cut-over, measured on the pool and the link: a window size from 1 to 8.

@@ -133,10 +133,15 @@ std::string Engine::expert_summary(double decode_tokens_per_s) const {
                   static_cast<unsigned long long>(t.programs), 1e3 * t.program_s / static_cast<double>(t.programs));
     out += line;
   }
+  // Simple mode's stages, when windows ran in it (prompts; every window with runtime.graphs off).
+  if (t.stage_s > 0) {
+    std::snprintf(line, sizeof line, "simple mode: MoE stages on the device %.2f ms a window\n", 1e3 * t.stage_s / windows);
+    out += line;
+  }
   std::snprintf(line, sizeof line,
-                "MoE stages on the device %.2f ms a window (simple mode), host placement %.2f ms a window (the pool "
-                "%.3f ms a call, %llu calls); %llu experts read over PCIe; %llu swaps; pcie_frac %.3f\n",
-                1e3 * t.stage_s / windows, 1e3 * t.place_s / windows, t.pool_layers > 0 ? 1e3 * t.pool_s / static_cast<double>(t.pool_layers) : 0.0,
+                "host placement %.2f ms a window (the pool %.3f ms a call, %llu calls); %llu experts read over PCIe; "
+                "%llu swaps; pcie_frac %.3f\n",
+                1e3 * t.place_s / windows, t.pool_layers > 0 ? 1e3 * t.pool_s / static_cast<double>(t.pool_layers) : 0.0,
                 static_cast<unsigned long long>(t.pool_layers), static_cast<unsigned long long>(t.copies),
                 static_cast<unsigned long long>(t.swaps), hybrid_->pcie_frac());
   out += line;
