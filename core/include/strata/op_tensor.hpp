@@ -25,6 +25,8 @@ inline strata_tensor tensor_i32(const int32_t* data, std::initializer_list<int64
 strata_tensor tensor_of(const gguf::TensorView& view);
 // A tensor with no data: an optional source that is absent.
 strata_tensor no_tensor();
+// An op of `kind` with every tensor absent and every parameter zero.
+strata_op new_op(uint32_t kind);
 
 format::GgmlType tensor_type(const strata_tensor& t);
 // ne[0] * ne[1] * ne[2] * ne[3].

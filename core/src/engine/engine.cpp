@@ -63,14 +63,7 @@ std::optional<WeightsOnDevice> weights_placement(const Model& model, Backend& ba
 // flags): the hybrid path's fast mode.
 bool runs_programs(Backend& backend, DeviceMemory& mem) {
   Buffer<int32_t> flags = Buffer<int32_t>::mapped(2, mem);
-  strata_op ops[3]{};
-  const uint32_t kinds[3] = {STRATA_OP_COPY, STRATA_OP_SIGNAL, STRATA_OP_WAIT};
-  for (int i = 0; i < 3; ++i) {
-    ops[i].struct_size = sizeof(strata_op);
-    ops[i].kind = kinds[i];
-    for (strata_tensor& t : ops[i].src) t = no_tensor();
-    ops[i].dst = no_tensor();
-  }
+  strata_op ops[3] = {new_op(STRATA_OP_COPY), new_op(STRATA_OP_SIGNAL), new_op(STRATA_OP_WAIT)};
   ops[0].src[0] = tensor_i32(flags.data(), {1});
   ops[0].dst = tensor_i32(flags.data() + 1, {1});
   ops[1].dst = tensor_i32(flags.data(), {1});

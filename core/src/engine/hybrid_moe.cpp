@@ -40,15 +40,6 @@ void read_back(DeviceMemory& mem, const Buffer<T>& src, size_t n, std::vector<T>
   }
 }
 
-strata_op flag_op(uint32_t kind) {
-  strata_op op{};
-  op.struct_size = sizeof op;
-  op.kind = kind;
-  for (strata_tensor& t : op.src) t = no_tensor();
-  op.dst = no_tensor();
-  return op;
-}
-
 // A table of expert entries as the i32 words COPY moves.
 static_assert(sizeof(strata_expert_weights) % sizeof(int32_t) == 0, "entries copy as whole i32 words");
 strata_tensor entry_words(const strata_expert_weights* entries, uint32_t n) {
@@ -289,23 +280,23 @@ void HybridMoe::begin_window(uint32_t n_tok, bool program_allowed) {
 
 void HybridMoe::emit_handoff(uint32_t il, uint32_t n_tok, std::vector<strata_op>& ops) const {
   if (pool_) {  // the pool's input rows, beside the routes
-    strata_op copy = flag_op(STRATA_OP_COPY);
+    strata_op copy = new_op(STRATA_OP_COPY);
     copy.src[0] = tensor_f32(act_.xn.data(), {n_embd_, n_tok});
     copy.dst = tensor_f32(pool_x_.data(), {n_embd_, n_tok});
     ops.push_back(copy);
   }
-  strata_op signal = flag_op(STRATA_OP_SIGNAL);
+  strata_op signal = new_op(STRATA_OP_SIGNAL);
   signal.dst = tensor_i32(routed_flag(il), {1});
   signal.i[0] = 1;
   ops.push_back(signal);
 }
 
 void HybridMoe::emit_takeover(uint32_t il, std::vector<strata_op>& ops) const {
-  strata_op wait = flag_op(STRATA_OP_WAIT);
+  strata_op wait = new_op(STRATA_OP_WAIT);
   wait.src[0] = tensor_i32(placed_flag(il), {1});
   wait.i[0] = 1;
   ops.push_back(wait);
-  strata_op copy = flag_op(STRATA_OP_COPY);
+  strata_op copy = new_op(STRATA_OP_COPY);
   const uint32_t n = tables_[il].n_expert;
   copy.src[0] = entry_words(host_entries_[il].data(), n);
   copy.dst = entry_words(device_entries_[il].data(), n);
@@ -486,7 +477,6 @@ experts::LayerPlan HybridMoe::plan_layer(uint32_t il, uint32_t n_tok) {
   for (const experts::PlannedExpert& c : plan.cpu) {
     entries[c.expert] = strata_expert_weights{nullptr, nullptr, nullptr, layout.gate_type, layout.up_type, layout.down_type, 0};
   }
-  if (!plan.pcie.empty()) queues_.record(copies_done_->get(), copy_stream_->get());
   return plan;
 }
 
@@ -507,7 +497,10 @@ void HybridMoe::place(uint32_t il, uint32_t n_tok) {
   const uint32_t n_expert = tables_[il].n_expert;
   queues_.copy_async(device_entries_[il].data(), host_entries_[il].data(), size_t{n_expert} * sizeof(strata_expert_weights),
                      STRATA_COPY_HOST_TO_DEVICE, nullptr);
-  if (!plan.pcie.empty()) queues_.wait(nullptr, copies_done_->get());
+  if (!plan.pcie.empty()) {
+    queues_.record(copies_done_->get(), copy_stream_->get());
+    queues_.wait(nullptr, copies_done_->get());
+  }
   if (!plan.cpu.empty()) run_pool(il, n_tok, plan.cpu);
   times_.place_s += seconds_since(t0);
 }

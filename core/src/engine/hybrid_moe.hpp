@@ -123,7 +123,7 @@ class HybridMoe final : public ExpertPlacement {
  private:
   const void* slot_address(uint32_t slot) const;
   // What simple and fast mode share: the layer's routes read, the plan made and counted, the table's entries written
-  // in mapped memory and the PCIe copies enqueued (copies_done_ recorded after them when there are any).
+  // in mapped memory and the PCIe copies enqueued on the copy stream (each mode marks their end its own way).
   experts::LayerPlan plan_layer(uint32_t il, uint32_t n_tok);
   // One window's layers placed in order (the placer's job), and every flag raised (after an error).
   void place_program(uint32_t n_tok);

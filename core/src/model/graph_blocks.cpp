@@ -28,15 +28,6 @@ strata_tensor GraphContext::weight(Tensor t) const { return device != nullptr ? 
 namespace graph {
 namespace {
 
-strata_op new_op(strata_op_kind kind) {
-  strata_op op{};
-  op.struct_size = sizeof(strata_op);
-  op.kind = kind;
-  op.dst = no_tensor();
-  for (strata_tensor& s : op.src) s = no_tensor();
-  return op;
-}
-
 strata_tensor rows_of(const Buffer<float>& buf, int64_t width, int64_t n) { return tensor_f32(buf.data(), {width, n}); }
 
 void rms_norm(std::vector<strata_op>& ops, const strata_tensor& dst, const strata_tensor& src, const strata_tensor& w,

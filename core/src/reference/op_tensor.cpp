@@ -48,6 +48,15 @@ strata_tensor no_tensor() {
   return t;
 }
 
+strata_op new_op(uint32_t kind) {
+  strata_op op{};
+  op.struct_size = sizeof(strata_op);
+  op.kind = kind;
+  op.dst = no_tensor();
+  for (strata_tensor& s : op.src) s = no_tensor();
+  return op;
+}
+
 format::GgmlType tensor_type(const strata_tensor& t) {
   const auto tr = format::type_traits(t.type);
   if (!tr) throw Error("tensor type id " + std::to_string(t.type) + " is not a ggml type");
