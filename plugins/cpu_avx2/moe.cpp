@@ -185,7 +185,7 @@ void compute_expert_rows(Context& ctx, const strata_moe_op& m, float* rows) {
     pool.run([&](unsigned part, unsigned parts) {
       const Range r = split_range(n_pairs, part, parts);
       for (int64_t p = r.begin; p < r.end; ++p) s.hidden.quantize(p, h + p * n_ff);
-    }, small);
+    }, small || n_pairs < pool.parts());  // a row each at most: waking the workers would cost more
   }
   // 4. down rows of every expert for its tokens, each output row times its route weight.
   pool.run([&](unsigned part, unsigned parts) {

@@ -6,7 +6,8 @@
 namespace strata::cpu {
 namespace {
 
-constexpr const char* kKnown = "workers, host_worker, force_avx2";
+constexpr const char* kKnown = "workers, host_worker, force_avx2, spin_us";
+constexpr unsigned kMaxSpinUs = 1000000;
 constexpr unsigned kMaxWorkers = 1024;
 
 bool parse_bool(std::string_view v, bool* out) {
@@ -42,6 +43,15 @@ bool parse_options(const char* const* options, size_t n, unsigned cores, Options
       }
       o.workers = w;
       workers_set = true;
+    } else if (key == "spin_us") {
+      unsigned us = 0;
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), us);
+      if (ec != std::errc() || end != value.data() + value.size() || value.empty() || us > kMaxSpinUs) {
+        *error = "option spin_us=" + std::string(value) + ": expected a whole number of microseconds from 0 to " +
+                 std::to_string(kMaxSpinUs);
+        return false;
+      }
+      o.spin_us = us;
     } else if (key == "host_worker" || key == "force_avx2") {
       bool b = false;
       if (!parse_bool(value, &b)) {

@@ -13,9 +13,6 @@
 namespace strata::cpu {
 namespace {
 
-// Long enough to cover the gaps between the ops of one decode step, short enough that an idle engine sleeps.
-constexpr auto kSpin = std::chrono::microseconds(300);
-
 void futex_wait(std::atomic<uint32_t>* word, uint32_t expected) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
 }
@@ -24,12 +21,13 @@ void futex_wake_all(std::atomic<uint32_t>* word) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
 }
 
-// Spins (with pause) until `done()` holds or the spin time is over; returns whether it holds. The spinner yields
-// now and then: when the thread it waits for shares its CPU (the caller's thread is not pinned, and the machine
-// may be busy), a pure spin would hold that thread off for a whole time slice.
+// Spins (with pause) until `done()` holds or `spin` is over; returns whether it holds. The spin time (the option
+// spin_us) should cover the gaps between the ops of one decode step, and stay short enough that an idle engine
+// sleeps. The spinner yields now and then: when the thread it waits for shares its CPU (the caller's thread is not
+// pinned, and the machine may be busy), a pure spin would hold that thread off for a whole time slice.
 template <class Pred>
-bool spin_until(Pred done) {
-  const auto until = std::chrono::steady_clock::now() + kSpin;
+bool spin_until(Pred done, std::chrono::microseconds spin) {
+  const auto until = std::chrono::steady_clock::now() + spin;
   for (unsigned i = 1;; ++i) {
     if (done()) return true;
     _mm_pause();
@@ -61,7 +59,8 @@ Range split_range(int64_t n, unsigned part, unsigned parts, int64_t align) {
   return {b < n ? b : n, e < n ? e : n};
 }
 
-ThreadPool::ThreadPool(unsigned workers, bool host_worker) : host_worker_(host_worker) {
+ThreadPool::ThreadPool(unsigned workers, bool host_worker, unsigned spin_us)
+    : host_worker_(host_worker), spin_(spin_us) {
   parts_ = workers + (host_worker ? 1u : 0u);
   // The first allowed CPU is left to the calling thread; workers take the next ones, one each.
   const std::vector<int> cpus = allowed_cpus();
@@ -109,7 +108,7 @@ void ThreadPool::dispatch(PartFn fn, void* ctx) {
   if (sleepers_.load(std::memory_order_seq_cst) != 0) futex_wake_all(&generation_);
   if (host_worker_) run_part(static_cast<unsigned>(threads_.size()));
   const auto finished = [this] { return pending_.load(std::memory_order_acquire) == 0; };
-  while (!spin_until(finished)) {
+  while (!spin_until(finished, spin_)) {
     host_sleeping_.store(1, std::memory_order_seq_cst);
     const uint32_t left = pending_.load(std::memory_order_seq_cst);
     if (left != 0) futex_wait(&pending_, left);
@@ -123,7 +122,7 @@ void ThreadPool::worker_main(unsigned index) {
   uint32_t seen = 0;
   for (;;) {
     const auto started = [&] { return generation_.load(std::memory_order_acquire) != seen; };
-    while (!spin_until(started)) {
+    while (!spin_until(started, spin_)) {
       sleepers_.fetch_add(1, std::memory_order_seq_cst);
       if (generation_.load(std::memory_order_seq_cst) == seen) futex_wait(&generation_, seen);
       sleepers_.fetch_sub(1, std::memory_order_seq_cst);

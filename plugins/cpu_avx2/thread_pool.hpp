@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <mutex>
@@ -16,8 +17,9 @@ namespace strata::cpu {
 
 class ThreadPool {
  public:
-  // workers: threads started here; host_worker: the caller of run() also computes a part.
-  ThreadPool(unsigned workers, bool host_worker);
+  // workers: threads started here; host_worker: the caller of run() also computes a part; spin_us: how long an idle
+  // worker (or the caller waiting for the parts) spins before it sleeps.
+  ThreadPool(unsigned workers, bool host_worker, unsigned spin_us = 300);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -60,6 +62,7 @@ class ThreadPool {
 
   unsigned parts_ = 1;
   bool host_worker_ = true;
+  std::chrono::microseconds spin_{300};
   std::vector<std::thread> threads_;
   std::vector<int> pinned_;
 

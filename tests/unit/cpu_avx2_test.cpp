@@ -162,6 +162,10 @@ TEST(CpuAvx2, RejectsUnknownOptionsAndBadValuesByName) {
   EXPECT_NE(init_error({"force_avx2=perhaps"}).find("force_avx2=perhaps"), std::string::npos);
   EXPECT_NE(init_error({"workers=0", "host_worker=false"}).find("no thread"), std::string::npos);
   EXPECT_EQ(init_error({"workers=0", "host_worker=true", "force_avx2=1"}), "(no error)");
+  EXPECT_NE(init_error({"spin_us=-5"}).find("spin_us=-5"), std::string::npos);
+  EXPECT_NE(init_error({"spin_us=2000000"}).find("microseconds"), std::string::npos);
+  EXPECT_EQ(init_error({"spin_us=0"}), "(no error)");
+  EXPECT_EQ(init_error({"spin_us=2000"}), "(no error)");
 }
 
 TEST(CpuAvx2, ExpertPoolWritesReferenceRowsAndSetsTheFlag) {
