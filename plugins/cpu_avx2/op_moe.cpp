@@ -8,6 +8,7 @@
 #include "strata/format/expert_routes.hpp"
 #include "ops.hpp"
 #include "strata/format/flag_ops.hpp"
+#include "strata/format/moe_routed_modes.hpp"
 #include "tensor_view.hpp"
 
 namespace strata::cpu {
@@ -40,7 +41,9 @@ void run_moe(Context& ctx, const strata_op& op) { run_grouped(ctx, *static_cast<
 
 // MOE_ROUTED: the same experts with the routes in tensors (src1 ids, src2 weights) and every expert in a table
 // (extra): grouped on the host exactly as the model's host step groups them, then MOE's path. With src3, entries
-// with a NULL gate are precomputed: their pairs' rows come from src3 (plugin_api.h).
+// with a NULL gate are precomputed: their pairs' rows come from src3 (plugin_api.h). With rows out (i[2] = 1) the
+// pairs of entries with a gate are computed the same way and each row goes to dst's column t * k + j unsummed.
+// Any window takes src3 and rows out.
 
 Check check_moe_routed(const Context& ctx, const strata_op& op) {
   if (op.extra == nullptr) return std::string("MOE_ROUTED needs a strata_expert_table in extra");
@@ -54,7 +57,10 @@ Check check_moe_routed(const Context& ctx, const strata_op& op) {
   if (op.src[1].ne[1] != n_tok || op.src[2].ne[0] != op.src[1].ne[0] || op.src[2].ne[1] != n_tok) {
     return std::string("src1 (ids) and src2 (weights) are not both [k, n_tok]");
   }
-  if (op.dst.ne[0] != table.n_embd || op.dst.ne[1] != n_tok) return std::string("dst shape is not [n_embd, n_tok]");
+  if (auto e = format::check_rows_out(op)) return e;
+  if (!format::rows_out(op) && (op.dst.ne[0] != table.n_embd || op.dst.ne[1] != n_tok)) {
+    return std::string("dst shape is not [n_embd, n_tok]");
+  }
   if (table.n_expert == 0 || table.experts == nullptr) return std::string("the expert table is empty");
   const strata_tensor& pre = op.src[3];
   if (pre.data != nullptr) {
@@ -79,30 +85,60 @@ Check check_moe_routed(const Context& ctx, const strata_op& op) {
 
 namespace {
 
+// The pairs of `m` whose expert entry has a gate matrix (the ones an op computes), as routes of their own in the
+// same order; full_pair[s] is computed pair s's index in `m`, ascending.
+struct ComputedPairs {
+  format::ExpertRoutes routes;
+  std::vector<uint32_t> full_pair;
+};
+
+ComputedPairs computed_pairs(const strata_moe_op& m) {
+  ComputedPairs c;
+  c.routes.token_offsets.assign(1, 0);
+  for (uint32_t i = 0; i < m.n_experts; ++i) {
+    if (m.weights[i].gate == nullptr) continue;
+    c.routes.expert_ids.push_back(m.expert_ids[i]);
+    for (uint32_t p = m.token_offsets[i]; p < m.token_offsets[i + 1]; ++p) {
+      c.routes.token_index.push_back(m.token_index[p]);
+      c.routes.route_weight.push_back(m.route_weight[p]);
+      c.full_pair.push_back(p);
+    }
+    c.routes.token_offsets.push_back(static_cast<uint32_t>(c.full_pair.size()));
+  }
+  return c;
+}
+
+// The computed pairs' weighted rows, contiguous in their order, into `rows` (room for all of them).
+void compute_pairs(Context& ctx, const ComputedPairs& c, const strata_expert_table& table, const strata_moe_op& m,
+                   float* rows) {
+  std::vector<strata_expert_weights> chosen;
+  const strata_moe_op cm = format::grouped_moe_op(c.routes, table, m.n_tok, m.x, chosen);
+  if (auto why = check_moe_op(ctx, cm, false)) throw OpFailure(STRATA_ERR_INVALID_ARGUMENT, "MOE_ROUTED: " + *why);
+  compute_expert_rows(ctx, cm, rows);
+}
+
+// MOE_ROUTED with rows out: the computed pairs' rows, each to dst's column t * k + j; nothing is summed.
+void run_rows_out(Context& ctx, const strata_op& op, const strata_moe_op& m, const format::ExpertRoutes& routes,
+                  const strata_expert_table& table) {
+  const ComputedPairs c = computed_pairs(m);
+  const size_t n_embd = m.n_embd;
+  float* rows = ctx.scratch().rows.as<float>(c.full_pair.size() * n_embd + 1);
+  compute_pairs(ctx, c, table, m, rows);
+  for (size_t s = 0; s < c.full_pair.size(); ++s) {
+    std::memcpy(row_ptr(op.dst, routes.route_index[c.full_pair[s]]), rows + s * n_embd, n_embd * sizeof(float));
+  }
+}
+
 // MOE_ROUTED with src3: the pairs whose expert entry has a NULL gate take src3's column t * k + j; the others are
 // computed (one MOE op over those experts only). Then every token's rows are summed as without src3.
 void run_with_precomputed(Context& ctx, const strata_op& op, const strata_moe_op& m, const format::ExpertRoutes& routes,
                           const strata_expert_table& table) {
   const uint32_t n_pairs = m.n_experts > 0 ? m.token_offsets[m.n_experts] : 0;
   const size_t n_embd = m.n_embd;
-  format::ExpertRoutes computed;
-  std::vector<uint32_t> full_pair;  // the pair of `m` each computed pair is
-  computed.token_offsets.assign(1, 0);
-  for (uint32_t i = 0; i < m.n_experts; ++i) {
-    if (m.weights[i].gate == nullptr) continue;
-    computed.expert_ids.push_back(m.expert_ids[i]);
-    for (uint32_t p = m.token_offsets[i]; p < m.token_offsets[i + 1]; ++p) {
-      computed.token_index.push_back(m.token_index[p]);
-      computed.route_weight.push_back(m.route_weight[p]);
-      full_pair.push_back(p);
-    }
-    computed.token_offsets.push_back(static_cast<uint32_t>(full_pair.size()));
-  }
-  std::vector<strata_expert_weights> chosen;
-  const strata_moe_op c = format::grouped_moe_op(computed, table, m.n_tok, m.x, chosen);
-  if (auto why = check_moe_op(ctx, c, false)) throw OpFailure(STRATA_ERR_INVALID_ARGUMENT, "MOE_ROUTED: " + *why);
+  const ComputedPairs computed = computed_pairs(m);
+  const std::vector<uint32_t>& full_pair = computed.full_pair;
   float* rows = ctx.scratch().rows.as<float>(static_cast<size_t>(n_pairs) * n_embd + 1);
-  compute_expert_rows(ctx, c, rows);
+  compute_pairs(ctx, computed, table, m, rows);
   // Computed pair s moves to its place full_pair[s] >= s; from the last one down, no row is overwritten unread.
   for (size_t s = full_pair.size(); s-- > 0;) {
     std::memmove(rows + full_pair[s] * n_embd, rows + s * n_embd, n_embd * sizeof(float));
@@ -150,6 +186,10 @@ void run_moe_routed(Context& ctx, const strata_op& op) {
     x = x_rows.data();
   }
   const strata_moe_op m = format::grouped_moe_op(routes, table, static_cast<uint32_t>(n_tok), x, chosen);
+  if (format::rows_out(op)) {
+    run_rows_out(ctx, op, m, routes, table);
+    return;
+  }
   if (op.src[3].data != nullptr) {
     run_with_precomputed(ctx, op, m, routes, table);
     return;

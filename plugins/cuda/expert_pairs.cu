@@ -4,6 +4,7 @@
 #include "expert_pairs.cuh"
 #include "matvec.cuh"
 #include "ops.hpp"
+#include "pair_rows.cuh"
 #include "strata/format/types.hpp"
 
 namespace strata::gpu {
@@ -25,7 +26,8 @@ struct PairPass {
   const float* act_f;          // float activation rows (float weights), act_f_stride floats apart
   int64_t act_f_stride;
   bool act_by_pair;            // activation row of a pair: its pair index (down) or its token (gate, up)
-  float* out;                  // rows floats per pair
+  float* out;                  // `rows` floats per pair, out_stride floats apart
+  int64_t out_stride;
   const float* pair_weight;    // when set, the output is pair_weight[pair] * dot
 };
 
@@ -40,7 +42,7 @@ __device__ inline void write_pair_outputs(const PairPass& p, const PairItem& it,
     if (t < n) {
       const uint32_t pair = it.pair[t];
       const float v = p.pair_weight != nullptr ? p.pair_weight[pair] * y[t] : y[t];
-      p.out[static_cast<int64_t>(pair) * p.rows + row] = v;
+      p.out[static_cast<int64_t>(pair) * p.out_stride + row] = v;
     }
   }
 }
@@ -77,8 +79,10 @@ __global__ void __launch_bounds__(kThreads) pair_f_kernel(PairPass p) {
   if (group_row < p.rows && threadIdx.x % kAccumulators == 0) write_pair_outputs<NT>(p, it, row, n, y);
 }
 
-// dst row t = token t's weighted rows in ascending expert id: the first, then + each next (zeros for none).
-__global__ void combine_kernel(const float* rows, int64_t n_embd, const uint32_t* tok_begin, const uint32_t* tok_count,
+// dst row t = token t's weighted rows in ascending expert id: the first, then + each next (zeros for none); a pair
+// computed elsewhere adds src3's column (pair_rows.cuh).
+__global__ void combine_kernel(const float* rows, int64_t rows_stride, const float* pre, int64_t pre_stride,
+                               int64_t n_embd, const uint32_t* tok_begin, const uint32_t* tok_count,
                                const uint32_t* tok_pairs, float* dst, int64_t dst_stride) {
   const int64_t d = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (d >= n_embd) return;
@@ -86,7 +90,7 @@ __global__ void combine_kernel(const float* rows, int64_t n_embd, const uint32_t
   const uint32_t begin = tok_begin[t], count = tok_count[t];
   float acc = 0.0f;
   for (uint32_t i = 0; i < count; ++i) {
-    const float v = rows[static_cast<int64_t>(tok_pairs[begin + i]) * n_embd + d];
+    const float v = pair_row(tok_pairs[begin + i], d, rows, rows_stride, pre, pre_stride);
     acc = i == 0 ? v : acc + v;
   }
   dst[static_cast<int64_t>(t) * dst_stride + d] = acc;
@@ -159,6 +163,7 @@ void run_expert_plan(Context& ctx, const ExpertPlan& plan) {
   p.act_q = xq;
   p.act_by_pair = false;
   p.rows = static_cast<int>(plan.n_ff);
+  p.out_stride = plan.n_ff;
   p.n_in = plan.n_embd;
   p.pair_weight = nullptr;
   const auto row_stride = [&](uint32_t type, int64_t n) { return format::row_bytes(static_cast<GgmlType>(type), static_cast<uint64_t>(n)); };
@@ -183,14 +188,16 @@ void run_expert_plan(Context& ctx, const ExpertPlan& plan) {
   p.act_f_stride = plan.n_ff;
   p.act_by_pair = true;
   p.out = plan.rows;
+  p.out_stride = plan.rows_stride;
   p.pair_weight = plan.pair_weight;
   launch_pass(p, plan.down_type, plan.pairs_per_item, plan.max_items, stream);
 
-  if (plan.n_tok == 0) return;
+  if (plan.n_tok == 0 || plan.dst == nullptr) return;
   constexpr int kCombineThreads = 128;
   const dim3 grid(blocks_for(plan.n_embd, kCombineThreads), static_cast<unsigned>(plan.n_tok));
-  combine_kernel<<<grid, kCombineThreads, 0, stream>>>(plan.rows, plan.n_embd, plan.tok_begin, plan.tok_count,
-                                                       plan.tok_pairs, plan.dst, plan.dst_stride);
+  combine_kernel<<<grid, kCombineThreads, 0, stream>>>(plan.rows, plan.rows_stride, plan.pre, plan.pre_stride,
+                                                       plan.n_embd, plan.tok_begin, plan.tok_count, plan.tok_pairs,
+                                                       plan.dst, plan.dst_stride);
   check_launch("expert sums");
 }
 

@@ -32,17 +32,21 @@ struct ExpertPlan {
   unsigned max_items;
   const float* pair_weight;       // [n_pairs] the router weight of each pair
   const uint32_t* tok_begin;      // [n_tok] token t's pairs are tok_pairs[tok_begin[t] ..+ tok_count[t]],
-  const uint32_t* tok_count;      //   in ascending expert id
-  const uint32_t* tok_pairs;
+  const uint32_t* tok_count;      //   in ascending expert id; an entry with kPairElsewhere (pair_rows.cuh) is
+  const uint32_t* tok_pairs;      //   a pair no item computes, its row read from `pre`
   const float* x;                 // [n_embd] rows, x_stride floats apart
   int64_t x_stride;
-  float* rows;                    // [n_embd, n_pairs] out: the weighted row of each pair
-  float* dst;                     // [n_embd] rows, dst_stride floats apart: per-token sums
+  float* rows;                    // [n_embd, n_pairs] out: the weighted row of each pair the items hold,
+  int64_t rows_stride;            //   rows_stride floats apart (n_embd, or dst's stride with MOE_ROUTED's rows out)
+  const float* pre;               // MOE_ROUTED's src3 (columns pre_stride floats apart), or NULL
+  int64_t pre_stride;
+  float* dst;                     // [n_embd] rows, dst_stride floats apart: per-token sums; NULL: rows only
   int64_t dst_stride;
 };
 
 // Enqueues the whole pipeline: Q8_1 of x (through the context's quantized-activation cache), gate and up rows,
-// SwiGLU (and its Q8_1), down rows weighted by the router weights into plan.rows, per-token sums into plan.dst.
+// SwiGLU (and its Q8_1), down rows weighted by the router weights into plan.rows, per-token sums into plan.dst
+// (unless it is NULL).
 void run_expert_plan(Context& ctx, const ExpertPlan& plan);
 
 // Whether a weight type has an expert kernel, and the row alignment it needs (0: none).

@@ -20,6 +20,8 @@
 // in host memory, across the bus), and sum_kernel adds each such token's values in the same order with the same
 // operations, src3 read by volatile loads (the buffer is rewritten layer after layer). So the device's experts and
 // the host's overlap, and the bytes are the one-kernel sum's.
+// Rows out (MOE_ROUTED's i[2] = 1): down_kernel writes each computed pair's weighted value, the very term its sum
+// adds, to dst's column t * k + j, and sums nothing.
 #include <type_traits>
 
 #include "act_quant.cuh"
@@ -29,6 +31,7 @@
 #include "ops.hpp"
 #include "scratch_carve.hpp"
 #include "strata/format/flag_ops.hpp"
+#include "strata/format/moe_routed_modes.hpp"
 #include "strata/format/types.hpp"
 
 namespace strata::gpu {
@@ -239,12 +242,13 @@ int gate_up_shared_bytes(int n_spans) {
 
 // Block (c, t): output rows rows * c .. of token t (rows a power of two up to kDownMaxRows, dividing n_embd).
 // Dots: d = c * rows + row, the c-th computed pair of the token's table against output row row. `pre`: src3 (NULL
-// when absent), pre_stride floats between its columns.
+// when absent), pre_stride floats between its columns. `rows_out`: dst holds a column per pair, nothing is summed.
 template <class Dec>
 __global__ void __launch_bounds__(kDownThreads, 2) down_kernel(const TokenRoutes* tables, const unsigned char* hq,
                                                               int k, int n_spans, int rows_log2, uint64_t w_stride,
                                                               const float* pre, int64_t pre_stride, float* late_y,
-                                                              int64_t n_embd, float* dst, int64_t dst_stride) {
+                                                              int64_t n_embd, float* dst, int64_t dst_stride,
+                                                              bool rows_out) {
   extern __shared__ uint4 shared_words[];
   __shared__ TokenRoutes routes;
   __shared__ float y[kDownMaxRows * kMaxK];
@@ -274,7 +278,9 @@ __global__ void __launch_bounds__(kDownThreads, 2) down_kernel(const TokenRoutes
   const bool late = late_y != nullptr;  // src3 is read after its flag, by sum_kernel
   if (!late && pre_q < n && routes.source[pre_q] < 0) {
     const int j = -1 - routes.source[pre_q];
-    pre_y[tid] = pre[(static_cast<int64_t>(t) * k + j) * pre_stride + row0 + (tid & (rows - 1))];
+    // Without src3 (rows out never reads it; otherwise the caller's error) the value is NaN, never a NULL load.
+    pre_y[tid] = pre != nullptr ? pre[(static_cast<int64_t>(t) * k + j) * pre_stride + row0 + (tid & (rows - 1))]
+                                : __int_as_float(0x7fc00000);
   }
   uintptr_t bases = 0;
   for (int c = 0; c < n_dot; ++c) bases |= reinterpret_cast<uintptr_t>(routes.down[c]);
@@ -291,6 +297,14 @@ __global__ void __launch_bounds__(kDownThreads, 2) down_kernel(const TokenRoutes
   __syncthreads();
   block_reduce<kDownThreads>(n_dot << rows_log2, n_spans, part, pitch, [&](int d, float v) { y[d] = v; });
   __syncthreads();
+  if (rows_out) {  // block-uniform
+    if (tid < (n_dot << rows_log2)) {
+      const int c = tid >> rows_log2;
+      dst[(static_cast<int64_t>(t) * k + routes.act[c]) * dst_stride + row0 + (tid & (rows - 1))] =
+          routes.weight[c] * y[tid];
+    }
+    return;
+  }
   if (late && n > n_dot) {  // block-uniform: the token has precomputed pairs; sum_kernel adds them up
     if (tid < (n_dot << rows_log2)) {
       late_y[(static_cast<int64_t>(t) * kMaxK + (tid >> rows_log2)) * n_embd + row0 + (tid & (rows - 1))] = y[tid];
@@ -425,7 +439,7 @@ bool run_moe_routed_decode(Context& ctx, const strata_op& op) {
                      down_shared_bytes(n_ff_spans, static_cast<int>(k), 1 << rows_log2),
             tables, hq, static_cast<int>(k), n_ff_spans, rows_log2, row_stride(table.down_type, n_ff),
             static_cast<const float*>(pre.data), static_cast<int64_t>(pre.nb[1] / sizeof(float)), late_y, n_embd,
-            static_cast<float*>(d.data), static_cast<int64_t>(d.nb[1] / sizeof(float)));
+            static_cast<float*>(d.data), static_cast<int64_t>(d.nb[1] / sizeof(float)), format::rows_out(op));
     check_launch("MOE_ROUTED (decode: down and sums)");
   });
   if (ready != nullptr) {

@@ -14,9 +14,10 @@ namespace strata::gpu {
 // when the op is not one it handles (more than 8 tokens, k above 16, float matrices, gate and up of different
 // types, or a type without a decode kernel). Pairs whose expert entry has a NULL gate take their weighted rows
 // from src3 (plugin_api.h); without src3 such an entry is the caller's error (the ids are never read on the host).
+// With rows out (i[2] = 1) each computed pair's row goes to dst's column t * k + j instead of a sum.
 bool run_moe_routed_decode(Context& ctx, const strata_op& op);
 
-// Whether run_moe_routed_decode takes op (a checked MOE_ROUTED): the only path with precomputed rows (src3).
+// Whether run_moe_routed_decode takes op (a checked MOE_ROUTED): the only path that waits for src3's ready flag.
 bool moe_routed_decode_takes(const strata_op& op);
 
 }  // namespace strata::gpu

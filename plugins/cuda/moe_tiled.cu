@@ -3,6 +3,9 @@
 // token's pairs are sorted by expert id for the final sums. Then: Q8_1 of x (the context's cache), gate and up
 // tiles into g and u rows per pair, SwiGLU with its Q8_1 (launch_swiglu), down tiles weighted by the route weight
 // into a row per pair, and each token's rows summed in ascending expert id.
+// An expert whose entry has no gate matrix is computed elsewhere: the grouping gives it no tiles, and the sums read
+// its pairs' rows from src3 (pair_rows.cuh). Rows out (i[2] = 1): the down tiles write each pair's row to dst's
+// column t * k + j and nothing is summed.
 #include <string>
 
 #include "act_quant.cuh"
@@ -10,7 +13,9 @@
 #include "mma_tile.cuh"
 #include "moe_tiled.cuh"
 #include "ops.hpp"
+#include "pair_rows.cuh"
 #include "scratch_carve.hpp"
+#include "strata/format/moe_routed_modes.hpp"
 #include "strata/format/types.hpp"
 #include "tiled_product.cuh"
 
@@ -19,7 +24,7 @@ namespace {
 
 constexpr int kGroupThreads = 1024;
 constexpr int kMaxSegments = 32;           // pair ranges counted and placed in parallel, each by one thread
-constexpr int kSegmentSharedBytes = 32 * 1024;
+constexpr int kSegmentSharedBytes = 28 * 1024;  // with the per-expert arrays, at most 44 KB at 1024 experts
 constexpr int64_t kMinTokens = 9;
 // The tiled product computes whole tiles of kTileCols pairs; below about four pairs per expert on average most of
 // a tile is idle and the pair kernels (eight pairs per item) do less work. An estimate, not a measurement.
@@ -30,8 +35,8 @@ struct Grouping {
   uint32_t* n_tiles;
   float* pair_weight;    // [n_pairs]
   uint32_t* pairs;       // [n_pairs] grouped by expert, ascending pair within an expert
-  uint32_t* tok_count;   // [n_tok] valid pairs of token t, listed in tok_pairs[t * k ..] by ascending expert id
-  uint32_t* tok_pairs;   // [n_pairs]
+  uint32_t* tok_count;   // [n_tok] valid pairs of token t, listed in tok_pairs[t * k ..] by ascending expert id,
+  uint32_t* tok_pairs;   // [n_pairs]   with kPairElsewhere on those of experts computed elsewhere
   int* pair_expert;      // [n_pairs] the pair's expert, -1 for an id out of range
 };
 
@@ -43,18 +48,20 @@ __host__ __device__ inline int segments_for(int n_expert) {
 }
 
 // A counting sort of the pairs by expert, stable, in one block: every step is parallel over pairs, segments,
-// experts or tokens; the longest serial walk is one segment's n_pairs / segments pairs.
+// experts or tokens; the longest serial walk is one segment's n_pairs / segments pairs. Pairs of experts computed
+// elsewhere (no gate matrix) are left out of the tiles but kept in their tokens' lists.
 __global__ void __launch_bounds__(kGroupThreads) group_by_expert_kernel(
     const int32_t* ids, int64_t ids_stride, const float* weights, int64_t weights_stride, int k, int n_tok,
-    int n_expert, Grouping out) {
+    int n_expert, const strata_expert_weights* experts, Grouping out) {
   extern __shared__ int shared[];
   const int n_pairs = k * n_tok;
   const int n_seg = segments_for(n_expert);
   const int seg_len = (n_pairs + n_seg - 1) / n_seg;
-  int* expert_count = shared;                    // [n_expert]
+  int* expert_count = shared;                    // [n_expert] computed pairs
   int* expert_start = expert_count + n_expert;   // [n_expert] into out.pairs
   int* tile_start = expert_start + n_expert;     // [n_expert] into out.tiles
-  int* hist = tile_start + n_expert;             // [n_seg][n_expert]: counts, then each segment's next slot
+  int* elsewhere = tile_start + n_expert;        // [n_expert] 1: the entry has no gate matrix
+  int* hist = elsewhere + n_expert;              // [n_seg][n_expert]: counts, then each segment's next slot
   const int tid = static_cast<int>(threadIdx.x);
 
   for (int p = tid; p < n_pairs; p += blockDim.x) {
@@ -64,13 +71,14 @@ __global__ void __launch_bounds__(kGroupThreads) group_by_expert_kernel(
     out.pair_weight[p] = weights[static_cast<int64_t>(t) * weights_stride + j];
   }
   for (int i = tid; i < n_seg * n_expert; i += blockDim.x) hist[i] = 0;
+  for (int e = tid; e < n_expert; e += blockDim.x) elsewhere[e] = experts[e].gate == nullptr ? 1 : 0;
   __syncthreads();
   if (tid < n_seg) {
     int* h = hist + tid * n_expert;
     const int end = min(n_pairs, (tid + 1) * seg_len);
     for (int p = tid * seg_len; p < end; ++p) {
       const int e = out.pair_expert[p];
-      if (e >= 0) ++h[e];
+      if (e >= 0 && elsewhere[e] == 0) ++h[e];
     }
   }
   __syncthreads();
@@ -109,7 +117,7 @@ __global__ void __launch_bounds__(kGroupThreads) group_by_expert_kernel(
     const int end = min(n_pairs, (tid + 1) * seg_len);
     for (int p = tid * seg_len; p < end; ++p) {
       const int e = out.pair_expert[p];
-      if (e >= 0) out.pairs[expert_start[e] + h[e]++] = static_cast<uint32_t>(p);
+      if (e >= 0 && elsewhere[e] == 0) out.pairs[expert_start[e] + h[e]++] = static_cast<uint32_t>(p);
     }
   }
   for (int t = tid; t < n_tok; t += blockDim.x) {
@@ -120,23 +128,25 @@ __global__ void __launch_bounds__(kGroupThreads) group_by_expert_kernel(
       const int e = out.pair_expert[p];
       if (e < 0) continue;
       int at = count++;  // insertion into the sorted prefix; equal ids keep their j order
-      while (at > 0 && out.pair_expert[list[at - 1]] > e) {
+      while (at > 0 && out.pair_expert[list[at - 1] & ~kPairElsewhere] > e) {
         list[at] = list[at - 1];
         --at;
       }
-      list[at] = static_cast<uint32_t>(p);
+      list[at] = static_cast<uint32_t>(p) | (elsewhere[e] != 0 ? kPairElsewhere : 0u);
     }
     out.tok_count[t] = static_cast<uint32_t>(count);
   }
 }
 
 int group_shared_bytes(int n_expert) {
-  return (3 + segments_for(n_expert)) * n_expert * static_cast<int>(sizeof(int));
+  return (4 + segments_for(n_expert)) * n_expert * static_cast<int>(sizeof(int));
 }
 
-// dst row t = token t's weighted rows in ascending expert id: the first, then + each next (zeros for none).
-__global__ void sum_token_rows_kernel(const float* rows, int64_t n_embd, int k, const uint32_t* tok_count,
-                                      const uint32_t* tok_pairs, float* dst, int64_t dst_stride) {
+// dst row t = token t's weighted rows in ascending expert id: the first, then + each next (zeros for none); a pair
+// computed elsewhere adds src3's column (pair_rows.cuh).
+__global__ void sum_token_rows_kernel(const float* rows, int64_t n_embd, const float* pre, int64_t pre_stride, int k,
+                                      const uint32_t* tok_count, const uint32_t* tok_pairs, float* dst,
+                                      int64_t dst_stride) {
   const int64_t d = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (d >= n_embd) return;
   const uint32_t t = blockIdx.y;
@@ -144,7 +154,7 @@ __global__ void sum_token_rows_kernel(const float* rows, int64_t n_embd, int k, 
   const uint32_t count = tok_count[t];
   float acc = 0.0f;
   for (uint32_t i = 0; i < count; ++i) {
-    const float v = rows[static_cast<int64_t>(list[i]) * n_embd + d];
+    const float v = pair_row(list[i], d, rows, n_embd, pre, pre_stride);
     acc = i == 0 ? v : acc + v;
   }
   dst[static_cast<int64_t>(t) * dst_stride + d] = acc;
@@ -188,12 +198,15 @@ bool run_moe_routed_tiled(Context& ctx, const strata_op& op) {
   const uint64_t hidden = static_cast<uint64_t>(n_pairs) * static_cast<uint64_t>(n_ff);
   auto* gu = static_cast<float*>(ctx.scratch(ScratchSlot::MoeHidden, 2 * hidden * sizeof(float)));
   void* hq = ctx.scratch(ScratchSlot::MoeHiddenQ8, static_cast<uint64_t>(n_pairs) * static_cast<uint64_t>(n_ff / 32) * kQ8BlockBytes);
-  auto* rows = static_cast<float*>(ctx.scratch(ScratchSlot::MoeRows, static_cast<uint64_t>(n_pairs) * static_cast<uint64_t>(n_embd) * sizeof(float)));
+  // Rows out: the down tiles write each computed pair's row to its column of dst, and nothing is summed.
+  const bool rows_out = format::rows_out(op);
+  auto* rows = rows_out ? nullptr
+                        : static_cast<float*>(ctx.scratch(ScratchSlot::MoeRows, static_cast<uint64_t>(n_pairs) * static_cast<uint64_t>(n_embd) * sizeof(float)));
 
   group_by_expert_kernel<<<1, kGroupThreads, group_shared_bytes(static_cast<int>(n_expert)), stream>>>(
       static_cast<const int32_t*>(ids.data), static_cast<int64_t>(ids.nb[1] / sizeof(int32_t)),
       static_cast<const float*>(w.data), static_cast<int64_t>(w.nb[1] / sizeof(float)), static_cast<int>(k),
-      static_cast<int>(n_tok), static_cast<int>(n_expert), g);
+      static_cast<int>(n_tok), static_cast<int>(n_expert), table.experts, g);
   check_launch("MOE_ROUTED (grouping by expert)");
 
   const auto* xdata = static_cast<const float*>(x.data);
@@ -231,16 +244,19 @@ bool run_moe_routed_tiled(Context& ctx, const strata_op& op) {
   job.n_spans = static_cast<int>(n_ff / 32);
   job.act = static_cast<const unsigned char*>(hq);
   job.act_div = 1;
-  job.out = rows;
-  job.out_stride = n_embd;
+  job.out = rows_out ? static_cast<float*>(d.data) : rows;
+  job.out_stride = rows_out ? static_cast<int64_t>(d.nb[1] / sizeof(float)) : n_embd;
   job.pair_weight = g.pair_weight;
   launch_tiled(job, table.down_type, max_tiles, stream);
+  if (rows_out) return true;
 
   constexpr int kSumThreads = 128;
+  const strata_tensor& pre = op.src[3];
   const dim3 grid(static_cast<unsigned>((n_embd + kSumThreads - 1) / kSumThreads), static_cast<unsigned>(n_tok));
-  sum_token_rows_kernel<<<grid, kSumThreads, 0, stream>>>(rows, n_embd, static_cast<int>(k), g.tok_count, g.tok_pairs,
-                                                          static_cast<float*>(d.data),
-                                                          static_cast<int64_t>(d.nb[1] / sizeof(float)));
+  sum_token_rows_kernel<<<grid, kSumThreads, 0, stream>>>(
+      rows, n_embd, static_cast<const float*>(pre.data), static_cast<int64_t>(pre.nb[1] / sizeof(float)),
+      static_cast<int>(k), g.tok_count, g.tok_pairs, static_cast<float*>(d.data),
+      static_cast<int64_t>(d.nb[1] / sizeof(float)));
   check_launch("MOE_ROUTED (sums per token)");
   return true;
 }

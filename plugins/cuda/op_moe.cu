@@ -159,6 +159,9 @@ void run_moe(Context& ctx, const strata_op& op) {
   plan.x = m.x;
   plan.x_stride = m.n_embd;
   plan.rows = rows;
+  plan.rows_stride = m.n_embd;
+  plan.pre = nullptr;  // MOE computes every listed pair
+  plan.pre_stride = 0;
   plan.dst = dst;
   plan.dst_stride = dst_stride;
   run_expert_plan(ctx, plan);

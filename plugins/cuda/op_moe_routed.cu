@@ -2,8 +2,10 @@
 // whole op is graph-safe: one kernel groups the (token, k) pairs by expert into items and sorts each token's pairs
 // by expert id, then the pipeline of expert_pairs.cuh runs. The result is MOE's for the same choices: each token's
 // weighted rows summed in ascending expert id. A pair whose id is outside [0, n_expert) is left out.
-// Precomputed rows (src3, for entries with a NULL gate) are taken on the decode path only (moe_decode.cuh); the
-// check refuses them elsewhere.
+// An entry with a NULL gate is computed elsewhere: it gets no items, and its pairs' rows come from src3 (every path
+// takes src3; its ready flag, i[0] = 1, only the decode path). Rows out (i[2] = 1) writes each computed pair's row
+// to dst's column t * k + j and sums nothing. Which path runs depends on the window's shape and types alone, never
+// on the mode or on which entries are NULL, so a pair's row has the same bytes in a rows-out op and a summing one.
 #include <string>
 
 #include "expert_pairs.cuh"
@@ -11,8 +13,10 @@
 #include "moe_decode.cuh"
 #include "moe_tiled.cuh"
 #include "ops.hpp"
+#include "pair_rows.cuh"
 #include "scratch_carve.hpp"
 #include "strata/format/flag_ops.hpp"
+#include "strata/format/moe_routed_modes.hpp"
 #include "strata/format/tensor_checks.hpp"
 
 namespace strata::gpu {
@@ -30,8 +34,12 @@ struct RouteIndex {
   uint32_t* tok_pairs;
 };
 
+// expert_count of an expert whose entry has no gate matrix: computed elsewhere, no items.
+constexpr int kExpertElsewhere = -1;
+
 // One block: pair p = t * k + j reads ids[t][j] and weights[t][j]; items of up to `per_item` pairs per expert, in
-// ascending pair order within an expert; each token's pairs sorted by expert id (stable).
+// ascending pair order within an expert, for the experts whose entry has a gate; each token's pairs sorted by
+// expert id (stable), those of gate-less entries marked kPairElsewhere.
 __global__ void __launch_bounds__(kGroupThreads) group_routes_kernel(
     const int32_t* ids, int64_t ids_stride, const float* weights, int64_t weights_stride, int k, int n_tok,
     int n_expert, const strata_expert_weights* experts, int per_item, RouteIndex out) {
@@ -50,6 +58,10 @@ __global__ void __launch_bounds__(kGroupThreads) group_routes_kernel(
   }
   __syncthreads();
   for (int e = tid; e < n_expert; e += blockDim.x) {
+    if (experts[e].gate == nullptr) {
+      expert_count[e] = kExpertElsewhere;
+      continue;
+    }
     int count = 0;
     for (int p = 0; p < n_pairs; ++p) count += pair_expert[p] == e;
     expert_count[e] = count;
@@ -59,12 +71,13 @@ __global__ void __launch_bounds__(kGroupThreads) group_routes_kernel(
     int next = 0;
     for (int e = 0; e < n_expert; ++e) {
       expert_item[e] = next;
-      next += (expert_count[e] + per_item - 1) / per_item;
+      if (expert_count[e] != kExpertElsewhere) next += (expert_count[e] + per_item - 1) / per_item;
     }
     *out.n_items = static_cast<uint32_t>(next);
   }
   __syncthreads();
   for (int e = tid; e < n_expert; e += blockDim.x) {
+    if (expert_count[e] == kExpertElsewhere) continue;
     int seen = 0;
     for (int p = 0; p < n_pairs; ++p) {
       if (pair_expert[p] != e) continue;
@@ -88,19 +101,24 @@ __global__ void __launch_bounds__(kGroupThreads) group_routes_kernel(
     int count = 0;
     for (int j = 0; j < k; ++j) {
       const int p = t * k + j;
-      if (pair_expert[p] < 0) continue;
+      const int e = pair_expert[p];
+      if (e < 0) continue;
       // Insertion into the sorted prefix; equal ids keep their j order.
       int at = count++;
-      while (at > 0 && pair_expert[list[at - 1]] > pair_expert[p]) {
+      while (at > 0 && pair_expert[list[at - 1] & ~kPairElsewhere] > e) {
         list[at] = list[at - 1];
         --at;
       }
-      list[at] = static_cast<uint32_t>(p);
+      list[at] = static_cast<uint32_t>(p) | (expert_count[e] == kExpertElsewhere ? kPairElsewhere : 0u);
     }
     out.tok_begin[t] = static_cast<uint32_t>(t * k);
     out.tok_count[t] = static_cast<uint32_t>(count);
   }
 }
+
+constexpr const char* kReadyFlagWindows =
+    "src3's ready flag (i[0] = 1) is supported for windows of up to 8 tokens on cuda (k up to 16, gate and up of one "
+    "quantized type with a decode kernel); other windows take src3 without a flag";
 
 uint64_t group_shared_bytes(int64_t n_pairs, int64_t n_expert) {
   return static_cast<uint64_t>(n_pairs + 2 * n_expert) * sizeof(int);
@@ -137,7 +155,10 @@ Check check_moe_routed(const strata_op& op) {
   if (x.ne[0] != table.n_embd) return std::string("src0 (x) rows are not n_embd long");
   if (ids.ne[1] != n_tok) return std::string("src1 (ids) is not [k, n_tok]");
   if (w.ne[0] != k || w.ne[1] != n_tok) return std::string("src2 (weights) is not [k, n_tok] like src1 (ids)");
-  if (d.ne[0] != table.n_embd || d.ne[1] != n_tok) return std::string("dst shape is not [n_embd, n_tok]");
+  if (auto e = format::check_rows_out(op)) return e;
+  if (!format::rows_out(op) && (d.ne[0] != table.n_embd || d.ne[1] != n_tok)) {
+    return std::string("dst shape is not [n_embd, n_tok]");
+  }
   for (const strata_tensor* t : {&x, &ids, &w, &d}) {
     if ((reinterpret_cast<uintptr_t>(t->data) | t->nb[1]) % 4 != 0) return std::string("a tensor's rows are not 4-byte aligned");
   }
@@ -153,19 +174,17 @@ Check check_moe_routed(const strata_op& op) {
              "], expected [n_embd, k * n_tok] = [" + std::to_string(table.n_embd) + ", " + std::to_string(k * n_tok) + "]";
     }
     if ((reinterpret_cast<uintptr_t>(pre.data) | pre.nb[1]) % 4 != 0) return std::string("src3 (precomputed rows) is not 4-byte aligned");
-    if (!moe_routed_decode_takes(op)) {
-      return std::string("precomputed rows (src3) are supported for windows of up to 8 tokens on cuda (k up to 16, "
-                         "gate and up of one quantized type with a decode kernel)");
-    }
   }
+  if (op.i[0] == 1 && !moe_routed_decode_takes(op)) return std::string(kReadyFlagWindows);
   return std::nullopt;
 }
 
 void run_moe_routed(Context& ctx, const strata_op& op) {
   // Decode windows (up to 8 tokens) and long prefill windows have paths of their own; the rest runs below.
   if (run_moe_routed_decode(ctx, op)) return;
-  if (op.src[3].data != nullptr) {  // check_moe_routed refuses this; never compute src3's experts from NULL matrices
-    throw OpFailure(STRATA_ERR_UNSUPPORTED, "MOE_ROUTED: precomputed rows (src3) are supported for windows of up to 8 tokens on cuda");
+  // Only the decode path waits for src3's ready flag: elsewhere src3 would be read before it is written.
+  if (format::precomputed_ready(op) != nullptr) {
+    throw OpFailure(STRATA_ERR_UNSUPPORTED, std::string("MOE_ROUTED: ") + kReadyFlagWindows);
   }
   if (run_moe_routed_tiled(ctx, op)) return;
   const auto& table = *static_cast<const strata_expert_table*>(op.extra);
@@ -184,7 +203,10 @@ void run_moe_routed(Context& ctx, const strata_op& op) {
   const uint64_t at_count = carve.take(static_cast<uint64_t>(n_tok) * sizeof(uint32_t));
   const uint64_t at_pairs = carve.take(static_cast<uint64_t>(n_pairs) * sizeof(uint32_t));
   auto* index = static_cast<unsigned char*>(ctx.scratch(ScratchSlot::MoeIndex, carve.size));
-  auto* rows = static_cast<float*>(ctx.scratch(ScratchSlot::MoeRows, static_cast<uint64_t>(n_pairs) * table.n_embd * sizeof(float)));
+  // Rows out: the down pass writes each computed pair's row to its column of dst, and nothing is summed.
+  const bool rows_out = format::rows_out(op);
+  auto* rows = rows_out ? static_cast<float*>(d.data)
+                        : static_cast<float*>(ctx.scratch(ScratchSlot::MoeRows, static_cast<uint64_t>(n_pairs) * table.n_embd * sizeof(float)));
 
   RouteIndex ri{reinterpret_cast<PairItem*>(index + at_items), reinterpret_cast<uint32_t*>(index + at_n_items),
                 reinterpret_cast<float*>(index + at_weights),  reinterpret_cast<uint32_t*>(index + at_begin),
@@ -214,7 +236,10 @@ void run_moe_routed(Context& ctx, const strata_op& op) {
   plan.x = static_cast<const float*>(x.data);
   plan.x_stride = static_cast<int64_t>(x.nb[1] / sizeof(float));
   plan.rows = rows;
-  plan.dst = static_cast<float*>(d.data);
+  plan.rows_stride = rows_out ? static_cast<int64_t>(d.nb[1] / sizeof(float)) : static_cast<int64_t>(table.n_embd);
+  plan.pre = static_cast<const float*>(op.src[3].data);
+  plan.pre_stride = static_cast<int64_t>(op.src[3].nb[1] / sizeof(float));
+  plan.dst = rows_out ? nullptr : static_cast<float*>(d.data);
   plan.dst_stride = static_cast<int64_t>(d.nb[1] / sizeof(float));
   run_expert_plan(ctx, plan);
 }

@@ -226,24 +226,37 @@ struct MoeCase : OpCase {
 // third id, or every expert token 0 chose (a token with all its rows precomputed).
 enum class Precomputed { None, EveryThird, FirstToken };
 
+// MOE_ROUTED's output: each token's sum, or rows out (backend 1.4, i[2] = 1: a column per computed pair).
+enum class RoutedOut { Sums, Rows };
+
+// Rows out: dst columns are this many floats longer than a row (rows nb[1] apart, not dense), and every float of
+// dst starts as a NaN with a payload no arithmetic makes, so a column written that should not be, or one left
+// unwritten that should be, differs from the reference.
+constexpr int64_t kRowsOutPad = 4;
+constexpr uint32_t kRowsOutSentinel = 0x7fc0dead;
+
 // MOE_ROUTED: the routes in tensors (k distinct experts per token, drawn from 16; with `repeats`, k experts of
 // 0..3 drawn independently, so a token names some expert twice) and every expert in a table. With precomputed
 // experts, src3 holds random floats, not the true rows: a backend that computes those pairs instead of reading
-// src3 differs.
+// src3 differs. With rows out, the "precomputed" entries are NULL and there is no src3: those pairs' columns must
+// keep the sentinel.
 struct MoeRoutedCase : OpCase {
   GgmlType in_type, down_type;
   int64_t n_embd, n_ff, n_tok, k;
   bool repeats;
   Precomputed pre;
+  RoutedOut out;
   MoeRoutedCase(GgmlType in, GgmlType down, int64_t embd, int64_t ff, int64_t tok, int64_t top_k, bool rep = false,
-                Precomputed p = Precomputed::None)
-      : in_type(in), down_type(down), n_embd(embd), n_ff(ff), n_tok(tok), k(top_k), repeats(rep), pre(p) {}
+                Precomputed p = Precomputed::None, RoutedOut o = RoutedOut::Sums)
+      : in_type(in), down_type(down), n_embd(embd), n_ff(ff), n_tok(tok), k(top_k), repeats(rep), pre(p), out(o) {}
   std::string vars() const override {
     std::string v = vars_of("MOE_ROUTED", kv("gate_up", tname(in_type)), kv("down", tname(down_type)),
                             kv("n_embd", n_embd), kv("n_ff", n_ff), kv("n_tok", n_tok), kv("k", k));
     if (repeats) v.insert(v.size() - 1, ",ids=repeated");
-    if (pre == Precomputed::EveryThird) v.insert(v.size() - 1, ",precomputed=every_third");
-    if (pre == Precomputed::FirstToken) v.insert(v.size() - 1, ",precomputed=first_token");
+    const char* null_entries = out == RoutedOut::Rows ? "null" : "precomputed";
+    if (pre == Precomputed::EveryThird) v.insert(v.size() - 1, std::string(",") + null_entries + "=every_third");
+    if (pre == Precomputed::FirstToken) v.insert(v.size() - 1, std::string(",") + null_entries + "=first_token");
+    if (out == RoutedOut::Rows) v.insert(v.size() - 1, ",out=rows");
     return v;
   }
   Instance build(std::mt19937& rng) const override {
@@ -277,8 +290,10 @@ struct MoeRoutedCase : OpCase {
     for (uint32_t e = 0; e < kExperts; ++e) {
       if (precomputed(static_cast<int32_t>(e))) entries[e].gate = entries[e].up = entries[e].down = nullptr;
     }
-    const float* rows = pre == Precomputed::None ? nullptr
-                                                 : inst.keep(normal_floats(rng, static_cast<size_t>(n_embd * k * n_tok)));
+    const bool rows_out = out == RoutedOut::Rows;
+    const float* rows = pre == Precomputed::None || rows_out
+                            ? nullptr
+                            : inst.keep(normal_floats(rng, static_cast<size_t>(n_embd * k * n_tok)));
     strata_expert_table table{static_cast<uint32_t>(n_embd), static_cast<uint32_t>(n_ff), kExperts,
                               static_cast<uint32_t>(in_type), static_cast<uint32_t>(in_type),
                               static_cast<uint32_t>(down_type), inst.keep(entries)};
@@ -286,7 +301,14 @@ struct MoeRoutedCase : OpCase {
     const int32_t* id_data = inst.keep(ids);
     const float* w_data = inst.keep(route);
     const float* x = inst.keep(normal_floats(rng, static_cast<size_t>(n_embd * n_tok)));
-    inst.outputs.push_back(f32_output("dst", n_embd * n_tok, Compare::Bytes));
+    if (rows_out) {
+      Output dst = f32_output("dst (rows out)", (n_embd + kRowsOutPad) * k * n_tok, Compare::Bytes);
+      dst.initial.resize(dst.bytes);
+      for (size_t i = 0; i < dst.bytes; i += 4) std::memcpy(&dst.initial[i], &kRowsOutSentinel, 4);
+      inst.outputs.push_back(dst);
+    } else {
+      inst.outputs.push_back(f32_output("dst", n_embd * n_tok, Compare::Bytes));
+    }
     const int64_t embd = n_embd, nt = n_tok, kk = k;
     inst.bind = [=](const std::vector<void*>& out) {
       strata_op op{};
@@ -296,7 +318,14 @@ struct MoeRoutedCase : OpCase {
       op.src[1] = tensor_i32(id_data, {kk, nt});
       op.src[2] = tensor_f32(w_data, {kk, nt});
       if (rows != nullptr) op.src[3] = tensor_f32(rows, {embd, kk * nt});
-      op.dst = tensor_f32(static_cast<float*>(out[0]), {embd, nt});
+      if (rows_out) {
+        op.i[2] = 1;
+        op.dst = tensor_f32(static_cast<float*>(out[0]), {embd, kk * nt});
+        op.dst.nb[1] = static_cast<uint64_t>(embd + kRowsOutPad) * sizeof(float);
+        op.dst.nb[2] = op.dst.nb[3] = op.dst.nb[1] * static_cast<uint64_t>(kk * nt);
+      } else {
+        op.dst = tensor_f32(static_cast<float*>(out[0]), {embd, nt});
+      }
       op.extra = t;
       return op;
     };
@@ -740,8 +769,8 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q8_0, GgmlType::Q8_0, 256, 96, 3, 2));
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::F16, GgmlType::F32, 256, 64, 2, 3));
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::IQ3_S, GgmlType::Q5_K, 512, 256, 5, 2));
-  // Precomputed rows (src3) for some experts: decode windows (GPUs take them up to 8 tokens), a token with every
-  // row precomputed, repeated ids, and a prefill window that a GPU may refuse.
+  // Precomputed rows (src3) for some experts: decode windows, a token with every row precomputed, repeated ids,
+  // and a prefill window.
   const auto every_third = Precomputed::EveryThird, first_token = Precomputed::FirstToken;
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 256, 768, 1, 8, false, every_third));
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 256, 768, 1, 8, false, first_token));
@@ -751,6 +780,29 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q8_0, GgmlType::Q8_0, 256, 96, 8, 5, true, every_third));
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 512, 256, 3, 16, true, first_token));
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 512, 256, 40, 4, false, every_third));
+  // src3 on prefill windows (backend 1.4: GPUs take it on every window): many pairs per expert (the GPU's tiled
+  // experts), a token with every row precomputed and repeated ids there; few pairs per expert (its pair kernels),
+  // and experts without a tiled kernel (float and IQ3_S matrices).
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q4_K, 512, 768, 130, 4, false, every_third));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 512, 256, 33, 4, true, first_token));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 512, 256, 20, 3, false, every_third));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 512, 256, 12, 4, false, first_token));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::F16, GgmlType::F32, 256, 64, 17, 3, false, every_third));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::IQ3_S, GgmlType::Q5_K, 512, 256, 24, 4, false, every_third));
+  // Rows out (backend 1.4): one column per pair whose entry has a gate, the NULL entries' columns untouched, in
+  // windows of every GPU path: decode (1 and 5 tokens, k 16 with repeated ids), the pair kernels (20 tokens, k 3:
+  // few pairs per expert; float and IQ3_S experts) and the tiled experts (40 and 130 tokens, repeated ids at 33).
+  const auto rows = RoutedOut::Rows;
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 256, 768, 1, 8, false, every_third, rows));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q4_K, 512, 256, 5, 4, false, first_token, rows));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 512, 256, 3, 16, true, every_third, rows));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 512, 256, 20, 3, false, every_third, rows));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::F16, GgmlType::F32, 256, 64, 17, 3, false, first_token, rows));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::IQ3_S, GgmlType::Q5_K, 512, 256, 24, 4, false, every_third, rows));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 512, 256, 40, 4, false, every_third, rows));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q4_K, 512, 768, 130, 4, false, first_token, rows));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 512, 256, 33, 4, true, every_third, rows));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 512, 256, 9, 8, false, Precomputed::None, rows));
   for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::IQ4_NL}) {
     c.push_back(std::make_shared<GetRowsCase>(t, format::traits(t).block_elems == 256 ? 512 : 96, 11, 5));
   }

@@ -361,6 +361,67 @@ TEST(ReferenceOps, MoeSumsWeightedRowsInAscendingExpertOrder) {
   EXPECT_THROW(run_reference(op), strata::Error);
 }
 
+// MOE_ROUTED rows out (i[2] = 1): each pair whose entry has a gate gets canonical_expert_row in dst's column
+// t * k + j (dst rows strided); the columns of the NULL entry's pairs keep what was there; nothing is summed. A
+// dst of the summing shape, a src3, a ready flag and an i[2] other than 0 or 1 are refused by name.
+TEST(ReferenceOps, MoeRoutedRowsOutWritesEachComputedPairsColumn) {
+  const int64_t n_embd = 64, n_ff = 32, k = 2, n_tok = 3, stride = n_embd + 3;
+  Experts ex = make_experts(3, n_embd, n_ff);
+  ex.weights[1].gate = ex.weights[1].up = ex.weights[1].down = nullptr;  // expert 1: computed elsewhere
+  const auto q8 = static_cast<uint32_t>(GgmlType::Q8_0);
+  const strata_expert_table table{static_cast<uint32_t>(n_embd), static_cast<uint32_t>(n_ff), 3, q8, q8, q8,
+                                  ex.weights.data()};
+  const std::vector<float> x = ramp(n_embd * n_tok, 0.15f, -1.5f);
+  const std::vector<int32_t> ids = {2, 0, 1, 2, 0, 1};
+  const std::vector<float> weights = {0.5f, 0.25f, 0.75f, 0.125f, 1.0f, 0.5f};
+  const float sentinel = -12345.0f;
+  std::vector<float> dst(stride * k * n_tok, sentinel);
+  strata_op op = make_op(STRATA_OP_MOE_ROUTED);
+  op.src[0] = tensor_f32(x.data(), {n_embd, n_tok});
+  op.src[1] = tensor_i32(ids.data(), {k, n_tok});
+  op.src[2] = tensor_f32(weights.data(), {k, n_tok});
+  op.dst = tensor_f32(dst.data(), {n_embd, k * n_tok});
+  op.dst.nb[1] = stride * sizeof(float);
+  op.dst.nb[2] = op.dst.nb[3] = op.dst.nb[1] * static_cast<uint64_t>(k * n_tok);
+  op.extra = &table;
+  op.i[2] = 1;
+  run_reference(op);
+  std::vector<float> want(n_embd);
+  for (int64_t p = 0; p < k * n_tok; ++p) {
+    const float* col = dst.data() + p * stride;
+    const strata_expert_weights& w = ex.weights[static_cast<size_t>(ids[p])];
+    if (w.gate == nullptr) {
+      for (int64_t d = 0; d < stride; ++d) EXPECT_EQ(col[d], sentinel) << "pair " << p << " (NULL entry) value " << d;
+      continue;
+    }
+    const fmt::ExpertMatrices e{GgmlType::Q8_0, GgmlType::Q8_0, GgmlType::Q8_0, w.gate, w.up, w.down, n_embd, n_ff};
+    fmt::canonical_expert_row(e, x.data() + (p / k) * n_embd, weights[p], want.data());
+    EXPECT_EQ(0, std::memcmp(want.data(), col, n_embd * sizeof(float))) << "pair " << p;
+    for (int64_t d = n_embd; d < stride; ++d) EXPECT_EQ(col[d], sentinel) << "pair " << p << " padding " << d;
+  }
+
+  const auto refused = [&](strata_op bad, const std::string& needle) {
+    try {
+      run_reference(bad);
+      ADD_FAILURE() << "accepted; expected a refusal naming '" << needle << "'";
+    } catch (const strata::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  strata_op sums_shape = op;
+  sums_shape.dst = tensor_f32(dst.data(), {n_embd, n_tok});
+  refused(sums_shape, "expected [n_embd, k * n_tok] = [64, 6]");
+  std::vector<float> pre(n_embd * k * n_tok + 1, 0.0f);
+  strata_op with_src3 = op;
+  with_src3.src[3] = tensor_f32(pre.data(), {n_embd, k * n_tok});
+  refused(with_src3, "takes no src3");
+  with_src3.i[0] = 1;
+  refused(with_src3, "takes no src3");
+  strata_op bad_mode = op;
+  bad_mode.i[2] = 2;
+  refused(bad_mode, "i[2] (rows out) must be 0 or 1");
+}
+
 TEST(ReferenceOps, UnknownKindIsRefused) {
   strata_op op = make_op(STRATA_OP_ADD);
   op.kind = 99;

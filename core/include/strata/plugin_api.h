@@ -25,6 +25,10 @@
  *   backend 1.3      STRATA_OP_COPY, STRATA_OP_SIGNAL and STRATA_OP_WAIT: a device program that hands work to the
  *                    host and waits for its results through flags in mapped memory, with no host synchronization
  *                    between its ops (the hybrid path's fast mode); MOE_ROUTED's i[0] = 1: src3's ready flag.
+ *   backend 1.4      MOE_ROUTED's i[2] = 1, rows out: each computed pair's weighted row into its own column of dst,
+ *                    nothing summed, so one layer's experts can be computed in several ops (chunks of experts as
+ *                    their weights arrive) and summed by a last MOE_ROUTED whose src3 holds the other chunks' rows;
+ *                    cuda takes src3 on every window.
  *   expert_pool 1.0  worker_count; compute(moe): one weighted row per (token, expert), never a summed row.
  *   balancer 1.0     observe(samples) after a window; choose(layer, misses) -> how many go over PCIe.
  *   link 1.0         peer residency lookup and liveness of the other engine.
@@ -131,7 +135,7 @@ typedef struct strata_interface_header {
 
 #define STRATA_BACKEND_FAMILY "backend"
 #define STRATA_BACKEND_VERSION 1u
-#define STRATA_BACKEND_MINOR 3u
+#define STRATA_BACKEND_MINOR 4u
 
 typedef enum strata_device_kind { STRATA_DEVICE_CPU = 1, STRATA_DEVICE_GPU = 2 } strata_device_kind;
 
@@ -193,12 +197,23 @@ typedef enum strata_op_kind {
                               * the entries the routes name are looked at for a NULL gate. A routed entry with a NULL gate while src3 is
                               * absent is the caller's error: a backend that reads the ids on the host refuses it, one
                               * that reads them on the device cannot check it. A backend may take src3 only for some
-                              * windows (supports_op says; cuda: up to 8 tokens).
+                              * windows (supports_op says; cuda takes it on every window since 1.4, with the ready
+                              * flag below on windows of up to 8 tokens).
                               * 1.3: i[0] = 1: src3 comes with a ready flag, the i32 right after its last column (at
                               * src3.data + ne[1] * nb[1]), which another thread raises (nonzero, release) once src3 is
                               * written, while the op may already run: src3 is read only after the flag is seen
                               * (acquire, system scope), the computed pairs before it. A backend that runs ops on the
-                              * calling thread gives up after i[1] ms (0: 60000) with STRATA_ERR_UNAVAILABLE. */
+                              * calling thread gives up after i[1] ms (0: 60000) with STRATA_ERR_UNAVAILABLE.
+                              * 1.4: i[2] = 1, rows out: dst is f32 [n_embd, k * n_tok] (rows nb[1] apart, memory the
+                              * device addresses). For each pair p = t * k + j with a valid id whose table entry has a
+                              * non-NULL gate, column p = that pair's weighted row (route weight times
+                              * down(SwiGLU(gate x, up x)), canonical arithmetic): exactly the bytes the summing op adds
+                              * for that pair in the same window (same x, ids, weights, n_tok and table types). Other
+                              * columns (NULL gate, invalid id) are not written; nothing is summed. src3 must be absent
+                              * and i[0] = 0. So rows-out ops over disjoint sets of experts, then a summing MOE_ROUTED
+                              * whose other entries are NULL with src3 = their columns, give dst bytes equal to one
+                              * MOE_ROUTED over all experts. A backend may take rows out only for some windows
+                              * (supports_op says). */
   STRATA_OP_TIMESTAMP = 14,  /* dst i64 [1] = the device's clock in nanoseconds when the op runs, after every op before
                               * it in the list (a GPU's global timer; the host's monotonic clock on a CPU): stamps
                               * around a span of ops time it on the device, inside a graph too */

@@ -4,6 +4,8 @@
 // each token's weighted rows summed in ascending expert id.
 // With src3 (precomputed rows, f32 [n_embd, k * n_tok]), a pair whose table entry has a NULL gate takes its
 // weighted row from src3's column t * k + j instead of computing it; the sum is the same, in the same order.
+// Rows out (i[2] = 1, dst f32 [n_embd, k * n_tok]): nothing is summed; each pair whose entry has a gate writes its
+// weighted row (the very row the sum adds) to dst's column t * k + j, and the other columns are left untouched.
 #include <algorithm>
 #include <numeric>
 #include <string>
@@ -15,6 +17,7 @@
 #include "strata/error.hpp"
 #include "strata/format/canonical.hpp"
 #include "strata/format/expert_routes.hpp"
+#include "strata/format/moe_routed_modes.hpp"
 
 namespace strata::reference {
 namespace {
@@ -50,6 +53,25 @@ void sum_with_precomputed(const strata_op& op, const strata_expert_table& table,
   }
 }
 
+// Rows out: the weighted row of each pair whose table entry has a gate, into dst's column t * k + j.
+void write_rows_out(const strata_op& op, const strata_expert_table& table, const std::vector<int32_t>& ids,
+                    const std::vector<float>& weights, int64_t k, int64_t n_tok) {
+  std::vector<float> row(table.n_embd);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    const std::vector<float> xt = read_row(op.src[0], t);
+    for (int64_t j = 0; j < k; ++j) {
+      const size_t p = static_cast<size_t>(t * k + j);
+      const strata_expert_weights& w = table.experts[ids[p]];
+      if (w.gate == nullptr) continue;  // computed by another op
+      const format::ExpertMatrices e{static_cast<GgmlType>(w.gate_type), static_cast<GgmlType>(w.up_type),
+                                     static_cast<GgmlType>(w.down_type), w.gate, w.up, w.down,
+                                     table.n_embd, table.n_ff};
+      format::canonical_expert_row(e, xt.data(), weights[p], row.data());
+      write_row(op.dst, row.data(), static_cast<int64_t>(p));
+    }
+  }
+}
+
 }  // namespace
 
 void moe_routed(const strata_op& op) {
@@ -68,7 +90,10 @@ void moe_routed(const strata_op& op) {
   require(x.ne[0] == table.n_embd, name, "src0 (x)", x, "rows of the table's n_embd " + std::to_string(table.n_embd));
   require(ids.ne[1] == n_tok && k >= 1, name, "src1 (ids)", ids, "[k, n_tok] with n_tok " + std::to_string(n_tok));
   require(weights.ne[0] == k && weights.ne[1] == n_tok, name, "src2 (weights)", weights, "the shape of src1");
-  require(op.dst.ne[0] == table.n_embd && op.dst.ne[1] == n_tok, name, "dst", op.dst, "the shape of src0");
+  if (auto why = format::check_rows_out(op)) throw Error(*why);
+  if (!format::rows_out(op)) {
+    require(op.dst.ne[0] == table.n_embd && op.dst.ne[1] == n_tok, name, "dst", op.dst, "the shape of src0");
+  }
   if (table.n_expert > 0 && table.experts == nullptr) throw Error("MOE_ROUTED: the expert table has no entries");
   for (uint32_t e = 0; e < table.n_expert; ++e) {
     const strata_expert_weights& w = table.experts[e];
@@ -97,6 +122,10 @@ void moe_routed(const strata_op& op) {
     throw Error("MOE_ROUTED: " + *why);
   }
   if (auto why = format::check_precomputed_ready(op)) throw Error("MOE_ROUTED: " + *why);
+  if (format::rows_out(op)) {
+    write_rows_out(op, table, id_rows, weight_rows, k, n_tok);
+    return;
+  }
   const strata_tensor& pre = op.src[3];
   if (pre.data != nullptr) {
     require_type(name, "src3 (precomputed rows)", pre, GgmlType::F32);
