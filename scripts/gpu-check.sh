@@ -8,7 +8,8 @@
 #     mkmodel    generates the qwen3-30b-a3b model (STRATA_QUANT, default q4_k_m; STRATA_ROUTER_SKEW, e.g. zipf:1.0,
 #                skews its routing and names another file) on local disk, timed
 #     gpu-tests  the `gpu` label: op parity on cuda, stories260K greedy on every backend, strata_gpu_tests (tiny
-#                GPU = CPU over 64 tokens; the 30B teacher-forced top-1 agreement over 256 positions)
+#                GPU = CPU over 64 tokens; the 30B teacher-forced top-1 agreement over 256 positions; the hybrid
+#                path; STRATA_GPU_FILTER narrows it, a gtest filter)
 #     inspect    strata inspect of that model
 #     cpu        strata bench on the CPU backend (cpu_avx2), all cores: pp512 and tg128
 #     peer-cpu   llama.cpp's llama-bench (CPU build, if bundled) on the same file and thread count
@@ -23,7 +24,8 @@
 #     hybrid     strata bench on cuda with the routed experts' VRAM budget at each of STRATA_HYBRID_BUDGETS (default
 #                25%): the hybrid path (cache, PCIe reads, CPU pool), pcie_frac from the link probe; then, unless
 #                STRATA_HYBRID_POOL=0, the pool alone (pcie_frac 0) at the first budget; expert summaries in the logs
-#                STRATA_HYBRID_SIMPLE=1 adds simple mode (runtime.graphs=false) at the first budget
+#                STRATA_HYBRID_SIMPLE=1 adds simple mode (runtime.graphs=false) at the first budget;
+#                STRATA_HYBRID_OPTS adds options to each (e.g. "-o plugins.cpu_avx2.spin_us=2000")
 #     gate       the exactness gates on that model: all-GPU saved, then the hybrid engine at 100% and at 25% with
 #                pcie_frac 0.5 checked against it, in fast mode and in simple mode; the fast run saved and the simple
 #                one checked against it (strata gate, configs/gate-cuda.yaml)
@@ -104,7 +106,7 @@ if want gpu-tests; then
   strata_tests --gtest_brief=1 --gtest_filter='EngineGreedy.*' > "$OUT/gpu-greedy.txt" 2>&1
   row "stories260K greedy on every backend (cuda included): exit $?, $(grep -E 'PASSED|FAILED' "$OUT/gpu-greedy.txt" | head -2 | tr '\n' ' ')"
   # A driver call that never returns must not take the whole call with it.
-  STRATA_GPU_MODEL_30B="$model" timeout 360 strata_gpu_tests > "$OUT/gpu-e2e.txt" 2>&1
+  STRATA_GPU_MODEL_30B="$model" timeout 360 strata_gpu_tests --gtest_filter="${STRATA_GPU_FILTER:-*}" > "$OUT/gpu-e2e.txt" 2>&1
   row "strata_gpu_tests: exit $?, $(grep -E '^\[(tiny|qwen3|link)' "$OUT/gpu-e2e.txt" | tr '\n' ' ') $(grep -E 'PASSED|FAILED|SKIPPED' "$OUT/gpu-e2e.txt" | head -3 | tr '\n' ' ')"
 fi
 
@@ -206,21 +208,23 @@ if want link; then
 fi
 
 if want hybrid; then
+  hybrid_opts="${STRATA_HYBRID_OPTS:-}"  # e.g. "-o plugins.cpu_avx2.spin_us=2000": given to every hybrid bench
   for budget in ${STRATA_HYBRID_BUDGETS:-25%}; do
     [ "$budget" = "-" ] && continue
     tag="${budget%\%}"
     log "strata bench, cuda, hybrid experts.cache=$budget"
-    strata bench --model "$model" --backend cuda -o "experts.cache=$budget" -p 512 -n 128 -r "$reps" \
+    strata bench --model "$model" --backend cuda -o "experts.cache=$budget" $hybrid_opts -p 512 -n 128 -r "$reps" \
       > "$OUT/bench-hybrid-$tag.md" 2> "$OUT/bench-hybrid-$tag.log"
     rc=$?
-    cat "$OUT/bench-hybrid-$tag.md"; grep -E 'pcie_frac|hit rate|host placement|fast mode:|experts per token' "$OUT/bench-hybrid-$tag.log" | head -8
+    cat "$OUT/bench-hybrid-$tag.md"
+    grep -E 'pcie_frac|hit rate|host placement|fast mode|simple mode|prompt path|experts per token' "$OUT/bench-hybrid-$tag.log" | head -12
     row "strata hybrid cache $budget ${skew:+($skew) }(exit $rc): $(grep -oE 'pcie_frac [0-9.]+' "$OUT/bench-hybrid-$tag.log" | head -1); tg: $(grep -A3 'during tg' "$OUT/bench-hybrid-$tag.log" | grep -oE '[0-9.]+% hits' | head -1); $(grep -oE '[0-9.]+ tokens/s at most' "$OUT/bench-hybrid-$tag.log" | tail -1)"
     while IFS= read -r l; do row "  $l"; done < <(grep -E 'pp|tg' "$OUT/bench-hybrid-$tag.md")
   done
   first="$(echo "${STRATA_HYBRID_BUDGETS:-25%}" | awk '{print $1}')"
   if [ "${STRATA_HYBRID_SIMPLE:-0}" = 1 ]; then
     log "strata bench, cuda, hybrid experts.cache=$first, simple mode (runtime.graphs=false)"
-    strata bench --model "$model" --backend cuda -o "experts.cache=$first" -o runtime.graphs=false -p 512 -n 128 -r "$reps" \
+    strata bench --model "$model" --backend cuda -o "experts.cache=$first" -o runtime.graphs=false $hybrid_opts -p 512 -n 128 -r "$reps" \
       > "$OUT/bench-hybrid-simple.md" 2> "$OUT/bench-hybrid-simple.log"
     rc=$?
     cat "$OUT/bench-hybrid-simple.md"
@@ -229,7 +233,7 @@ if want hybrid; then
   fi
   if [ "${STRATA_HYBRID_POOL:-1}" = 1 ]; then
   log "strata bench, cuda, hybrid experts.cache=$first, pool alone (pcie_frac 0)"
-  strata bench --model "$model" --backend cuda -o "experts.cache=$first" -o experts.pcie_frac=0 -p 512 -n 128 -r "$reps" \
+  strata bench --model "$model" --backend cuda -o "experts.cache=$first" -o experts.pcie_frac=0 $hybrid_opts -p 512 -n 128 -r "$reps" \
     > "$OUT/bench-hybrid-pool.md" 2> "$OUT/bench-hybrid-pool.log"
   rc=$?
   cat "$OUT/bench-hybrid-pool.md"

@@ -95,6 +95,7 @@ struct Split {
   std::optional<double> pcie_frac;
   int swaps;
   bool fast;
+  bool chunks = false;  // experts.prompt_chunks 4
 };
 
 class HybridSplit : public ::testing::TestWithParam<Split> {};
@@ -102,11 +103,20 @@ class HybridSplit : public ::testing::TestWithParam<Split> {};
 TEST_P(HybridSplit, LogitsEqualThePlainCpuEngine) {
   if (!has_cpu_avx2()) GTEST_SKIP() << "cpu_avx2 is not usable on this machine";
   const Split& s = GetParam();
-  auto e = hybrid_engine(experts(s.percent, s.pcie_frac, s.swaps), s.fast);
+  strata::config::ExpertsConfig ec = experts(s.percent, s.pcie_frac, s.swaps);
+  ec.prompt_chunks = s.chunks ? 4 : 0;
+  auto e = hybrid_engine(ec, s.fast);
   ASSERT_TRUE(e->hybrid());
   expect_same_bytes(run(*e), plain_cpu());
   const std::string summary = e->expert_summary();
   EXPECT_NE(summary.find("hit"), std::string::npos) << summary;
+  // With experts.prompt_chunks, the 20-token prompt reads its misses over PCIe in chunks, the device computing each
+  // as it lands; off (the default), they all land first.
+  if (s.percent < 100) {
+    EXPECT_EQ(summary.find("prompts: a layer's PCIe experts in up to 4 chunks") != std::string::npos, s.chunks)
+        << summary;
+    EXPECT_EQ(summary.find("layers read their PCIe experts in chunks") != std::string::npos, s.chunks) << summary;
+  }
   // The 12 one-token windows run as programs in fast mode; the 20-token prompt takes simple mode's steps.
   if (s.fast) {
     EXPECT_NE(summary.find("fast mode: 12 windows as one device program"), std::string::npos) << summary;
@@ -125,7 +135,9 @@ INSTANTIATE_TEST_SUITE_P(Hybrid, HybridSplit,
                                            Split{"simple_all_misses_over_pcie", 25, 1.0, 0, false},
                                            Split{"simple_all_misses_on_the_pool", 25, 0.0, 0, false},
                                            Split{"simple_half_and_half_with_swaps", 25, 0.5, 4, false},
-                                           Split{"simple_empty_cache", 0, 0.5, 0, false}),
+                                           Split{"simple_empty_cache", 0, 0.5, 0, false},
+                                           Split{"prompt_chunks_half_and_half_with_swaps", 25, 0.5, 4, true, true},
+                                           Split{"prompt_chunks_empty_cache", 0, 0.5, 0, false, true}),
                          [](const auto& p) { return std::string(p.param.name); });
 
 }  // namespace
@@ -145,6 +157,9 @@ TEST(HybridSummary, AutoShareProbesTheLinkAndPrintsTheRoofline) {
   EXPECT_NE(summary.find("simple mode: MoE stages on the device"), std::string::npos) << summary;
   EXPECT_NE(summary.find("fast mode: 12 windows as one device program"), std::string::npos) << summary;
   EXPECT_NE(summary.find("host placement"), std::string::npos) << summary;
+  // Per MoE layer: the device alone and the host's part of a program, and the placement's parts.
+  EXPECT_NE(summary.find("fast mode per MoE layer: the device alone "), std::string::npos) << summary;
+  EXPECT_NE(summary.find("a MoE layer (planning "), std::string::npos) << summary;
   EXPECT_EQ(summary.rfind("hybrid set-up: experts in RAM: ", 0), 0u) << summary;
   EXPECT_NE(summary.find("from the link probe"), std::string::npos) << summary;
   // The prompt path's cut-over, measured on the pool and the link: a window size from 1 to 8.
@@ -210,6 +225,25 @@ TEST(HybridFastMode, MultiTokenWindowsEqualSimpleMode) {
   auto simple = hybrid_engine(experts(25, 0.5, 0), false, nullptr, 5);
   expect_same_bytes(run(*fast), run(*simple));
   EXPECT_NE(fast->expert_summary().find("fast mode: 16 windows"), std::string::npos) << fast->expert_summary();
+}
+
+}  // namespace
+
+namespace {
+
+// experts.prompt_chunks: off (a layer's misses all land before its experts are computed, staging for a whole
+// window), one chunk, and more chunks than the tiny model has misses (one expert a chunk): the plain engine's bytes.
+TEST(HybridPromptChunks, OffAndOneExpertAChunkGiveThePlainBytes) {
+  if (!has_cpu_avx2()) GTEST_SKIP() << "cpu_avx2 is not usable on this machine";
+  for (int chunks : {0, 1, 8}) {
+    strata::config::ExpertsConfig e = experts(25, 1.0, 0);
+    e.prompt_chunks = chunks;
+    auto engine = hybrid_engine(e, false);
+    expect_same_bytes(run(*engine), plain_cpu());
+    const std::string summary = engine->expert_summary();
+    const bool chunked = summary.find("layers read their PCIe experts in chunks") != std::string::npos;
+    EXPECT_EQ(chunked, chunks > 0) << "prompt_chunks " << chunks << ":\n" << summary;
+  }
 }
 
 }  // namespace

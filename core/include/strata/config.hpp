@@ -35,6 +35,7 @@ struct ExpertsConfig {
   CacheSize cache;
   std::optional<double> pcie_frac;   // nullopt = auto (the link probe sets it)
   int adapt_swaps = 0;
+  int prompt_chunks = 0;               // 0: a layer's PCIe experts all land before its experts are computed
   CachePolicy policy = CachePolicy::Lfu;
   std::optional<std::string> profile;  // absolute path
   std::optional<std::string> arena;    // absolute path of a file on tmpfs; nullopt: private memory

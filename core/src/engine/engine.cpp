@@ -105,7 +105,8 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
   }
   hybrid_ = std::make_unique<HybridMoe>(*model_, act_, mem, *backend_->device_queues(), settings_.experts, pool_ref,
                                         std::max<uint32_t>(settings_.batch, 1), thread_count(settings_),
-                                        settings_.graphs && runs_programs(*backend_, mem));
+                                        settings_.graphs && runs_programs(*backend_, mem),
+                                        [b = backend_.get()](const strata_op& op) { return b->supports(op); });
   log::info(hybrid_->describe());
 }
 
@@ -121,22 +122,41 @@ std::string Engine::expert_summary(double decode_tokens_per_s) const {
                     experts::render_expert_summary(hybrid_->cache().stats(), &plans);
   const double windows = static_cast<double>(std::max<uint64_t>(plans.windows, 1));
   char line[512];
+  const auto per = [](double s, uint64_t n) { return n > 0 ? 1e3 * s / static_cast<double>(n) : 0.0; };
   if (t.programs > 0) {
     std::snprintf(line, sizeof line, "fast mode: %llu windows as one device program, %.2f ms each\n",
-                  static_cast<unsigned long long>(t.programs), 1e3 * t.program_s / static_cast<double>(t.programs));
+                  static_cast<unsigned long long>(t.programs), per(t.program_s, t.programs));
+    out += line;
+    // Where a program's time goes, layer by layer (host clock): the device on its own, then the host's part of the
+    // layer, from the routes seen to the last flag raised (the placed flag after the PCIe copies, the pool's rows).
+    std::snprintf(line, sizeof line,
+                  "fast mode per MoE layer: the device alone %.3f ms, the host's part %.3f ms (PCIe copies landed after "
+                  "%.3f ms in %.0f%% of layers)\n",
+                  per(t.device_alone_s, t.program_layers), per(t.host_part_s, t.program_layers),
+                  per(t.copies_landed_s, t.copy_layers),
+                  t.program_layers > 0 ? 100.0 * static_cast<double>(t.copy_layers) / static_cast<double>(t.program_layers) : 0.0);
     out += line;
   }
   // Simple mode's stages, when windows ran in it (prompts; every window with runtime.graphs off).
   if (t.stage_s > 0) {
-    std::snprintf(line, sizeof line, "simple mode: MoE stages on the device %.2f ms a window\n", 1e3 * t.stage_s / windows);
+    std::snprintf(line, sizeof line, "simple mode: MoE stages on the device %.2f ms a window, %.3f ms a MoE layer\n",
+                  per(t.stage_s, plans.windows - t.programs), per(t.stage_s, t.layers - t.program_layers));
+    out += line;
+  }
+  if (t.chunked_layers > 0) {
+    std::snprintf(line, sizeof line,
+                  "prompt path: %llu layers read their PCIe experts in chunks, %.1f a layer, computed as they landed\n",
+                  static_cast<unsigned long long>(t.chunked_layers),
+                  static_cast<double>(t.chunks) / static_cast<double>(t.chunked_layers));
     out += line;
   }
   std::snprintf(line, sizeof line,
-                "host placement %.2f ms a window (the pool %.3f ms a call, %llu calls); %llu experts read over PCIe; "
-                "%llu swaps; pcie_frac %.3f\n",
-                1e3 * t.place_s / windows, t.pool_layers > 0 ? 1e3 * t.pool_s / static_cast<double>(t.pool_layers) : 0.0,
-                static_cast<unsigned long long>(t.pool_layers), static_cast<unsigned long long>(t.copies),
-                static_cast<unsigned long long>(t.swaps), hybrid_->pcie_frac());
+                "host placement %.2f ms a window, %.3f ms a MoE layer (planning %.3f; the pool %.3f ms a call, %llu calls "
+                "in %.0f%% of layers); %llu experts read over PCIe; %llu swaps; pcie_frac %.3f\n",
+                1e3 * t.place_s / windows, per(t.place_s, t.layers), per(t.plan_s, t.layers), per(t.pool_s, t.pool_layers),
+                static_cast<unsigned long long>(t.pool_layers),
+                t.layers > 0 ? 100.0 * static_cast<double>(t.pool_layers) / static_cast<double>(t.layers) : 0.0,
+                static_cast<unsigned long long>(t.copies), static_cast<unsigned long long>(t.swaps), hybrid_->pcie_frac());
   out += line;
   // The roofline: weights from VRAM at the device's rate; misses at the host's read rate plus the link's.
   const HybridMoe::Rates& r = hybrid_->rates();

@@ -8,6 +8,8 @@
 #include <string>
 #include <thread>
 
+#include <sys/prctl.h>
+
 #include "../experts/human_bytes.hpp"
 #include "strata/error.hpp"
 #include "strata/experts/cache_setup.hpp"
@@ -51,8 +53,14 @@ strata_tensor entry_words(const strata_expert_weights* entries, uint32_t n) {
 
 HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, DeviceQueues& queues,
                      const config::ExpertsConfig& experts_cfg, ExpertPoolRef pool, uint32_t max_tokens,
-                     unsigned threads, bool program)
-    : model_(model), act_(act), mem_(mem), queues_(queues), pool_(std::move(pool)), program_(program) {
+                     unsigned threads, bool program, std::function<bool(const strata_op&)> supports)
+    : model_(model),
+      act_(act),
+      mem_(mem),
+      queues_(queues),
+      pool_(std::move(pool)),
+      program_(program),
+      supports_(std::move(supports)) {
   const HParams& hp = model.hparams();
   const ModelWeights& w = model.weights();
   n_embd_ = hp.n_embd;
@@ -88,12 +96,7 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
               "(ulimit -l) or read fewer misses over PCIe (experts.pcie_frac)");
   }
 
-  // Staging slots for the PCIe experts of one layer of one window, and the layers' tables.
-  uint64_t widest = 0;
-  for (uint32_t il = 0; il < w.layers.size(); ++il) widest = std::max(widest, arena_->layout(il).bytes);
-  staging_slots_ = std::min<uint32_t>(max_expert, k_max_ * max_tokens_);
-  staging_bytes_ = (widest + 255) / 256 * 256;  // slot starts stay 256-byte aligned
-  staging_ = Buffer<unsigned char>(uint64_t{staging_slots_} * staging_bytes_, &mem);
+  // The layers' tables.
   tables_.resize(w.layers.size());
   device_entries_.resize(w.layers.size());
   host_entries_.resize(w.layers.size());
@@ -103,22 +106,56 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
     const experts::ExpertLayout& layout = arena_->layout(il);
     const uint32_t n = lw.routing.n_expert;
     host_entries_[il] = Buffer<strata_expert_weights>::mapped(n, mem);
-    for (uint32_t e = 0; e < n; ++e) host_entries_[il][e] = layout.at(staging_.data());  // the types, valid pointers
     device_entries_[il] = Buffer<strata_expert_weights>(n, &mem);
-    mem.upload(device_entries_[il].data(), host_entries_[il].data(), n * sizeof(strata_expert_weights));
     tables_[il] = strata_expert_table{n_embd_, lw.experts.n_ff, n, layout.gate_type, layout.up_type, layout.down_type,
                                       device_entries_[il].data()};
+    moe_layers_.push_back(il);
+  }
+
+  // The prompt path's chunks, where the backend computes them (MOE_ROUTED rows out): their rows, tables and events.
+  chunks_ = static_cast<uint32_t>(std::max(0, experts_cfg.prompt_chunks));
+  if (chunks_ > 0 && max_tokens_ > kPoolMaxTokens && !moe_layers_.empty()) {
+    chunk_rows_ = Buffer<float>(size_t{n_embd_} * k_max_ * max_tokens_, &mem);
+    chunkable_ = chunks_supported(max_tokens_);
+    if (!chunkable_) chunk_rows_ = Buffer<float>();
+  }
+
+  // Staging slots for a layer's PCIe experts: with chunks, the misses of a window the pool may serve (the chunks
+  // take two halves); without, every expert a window may name.
+  uint64_t widest = 0;
+  for (uint32_t il = 0; il < w.layers.size(); ++il) widest = std::max(widest, arena_->layout(il).bytes);
+  staging_slots_ = std::min<uint32_t>(max_expert, k_max_ * (chunkable_ ? std::min(max_tokens_, kPoolMaxTokens) : max_tokens_));
+  if (chunkable_) staging_slots_ = std::max<uint32_t>(staging_slots_, 2);
+  staging_bytes_ = (widest + 255) / 256 * 256;  // slot starts stay 256-byte aligned
+  staging_ = Buffer<unsigned char>(uint64_t{staging_slots_} * staging_bytes_, &mem);
+  for (uint32_t il : moe_layers_) {
+    const uint32_t n = tables_[il].n_expert;
+    // Until the first placement: the right types and addresses that exist.
+    for (uint32_t e = 0; e < n; ++e) host_entries_[il][e] = arena_->layout(il).at(staging_.data());
+    mem.upload(device_entries_[il].data(), host_entries_[il].data(), n * sizeof(strata_expert_weights));
+  }
+  if (chunkable_) {
+    // A layer's ops: the hits, then every chunk but the last (which the layer's MOE_ROUTED computes).
+    const uint32_t half = staging_slots_ / 2;
+    const uint32_t ops = 1 + std::max(chunks_, (max_expert + half - 1) / half);
+    for (uint32_t i = 0; i < ops; ++i) {
+      chunk_host_.push_back(Buffer<strata_expert_weights>::mapped(max_expert, mem));
+      chunk_device_.emplace_back(max_expert, &mem);
+    }
+    chunk_tables_.resize(ops);
+    for (auto& e : chunk_copied_) e = std::make_unique<DeviceEvent>(queues);
+    for (auto& e : chunk_computed_) e = std::make_unique<DeviceEvent>(queues);
   }
   pool_rows_ = Buffer<float>::mapped(size_t{n_embd_} * k_max_ * kPoolMaxTokens + 16, mem);  // and the ready flag
   pool_x_ = Buffer<float>::mapped(size_t{n_embd_} * kPoolMaxTokens, mem);
   stage_done_ = std::make_unique<DeviceEvent>(queues);
   flags_ = Buffer<int32_t>::mapped(2 * w.layers.size(), mem);
-  for (uint32_t il = 0; il < w.layers.size(); ++il) {
-    if (w.layers[il].has_experts()) moe_layers_.push_back(il);
-  }
   watch_ = std::make_unique<std::atomic<uint8_t>[]>(w.layers.size());
   if (program_) {
     layer_copies_.resize(w.layers.size());
+    seen_at_.resize(w.layers.size());
+    placed_at_.resize(w.layers.size());
+    rows_at_.resize(w.layers.size());
     for (uint32_t il : moe_layers_) layer_copies_[il] = std::make_unique<DeviceEvent>(queues);
   }
 
@@ -148,7 +185,10 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
   queues.record(copies_done_->get(), copy_stream_->get());
   queues.synchronize(copies_done_->get());
   description_ += "; VRAM slots: " + budget.describe() + ", filled in " + std::to_string(seconds_since(t_fill)).substr(0, 4) +
-                  " s; staging: " + std::to_string(staging_slots_) + " x " + experts::human_bytes(staging_bytes_);
+                  " s; staging: " + std::to_string(staging_slots_) + " x " + experts::human_bytes(staging_bytes_) +
+                  (chunkable_ ? " (prompts: a layer's PCIe experts in up to " + std::to_string(chunks_) +
+                                    " chunks through its two halves, computed as they land)"
+                              : "");
 
   // The share of misses read over PCIe.
   double frac = 0;
@@ -249,8 +289,34 @@ const void* HybridMoe::slot_address(uint32_t slot) const {
 }
 
 strata_tensor HybridMoe::precomputed_rows(uint32_t n_tok, uint32_t k) const {
-  if (n_tok > pool_max_tokens_) return no_tensor();
-  return tensor_f32(pool_rows_.data(), {n_embd_, int64_t{k} * n_tok});
+  if (n_tok <= pool_max_tokens_) return tensor_f32(pool_rows_.data(), {n_embd_, int64_t{k} * n_tok});
+  if (chunk_window_) return tensor_f32(chunk_rows_.data(), {n_embd_, int64_t{k} * n_tok});
+  return no_tensor();
+}
+
+strata_op HybridMoe::rows_out_op(uint32_t il, uint32_t n_tok, const strata_expert_table* table) const {
+  const uint32_t k = model_.weights().layers[il].routing.k;
+  strata_op op = new_op(STRATA_OP_MOE_ROUTED);
+  op.src[0] = tensor_f32(act_.xn.data(), {n_embd_, n_tok});
+  op.src[1] = tensor_i32(act_.expert_ids.data(), {k, n_tok});
+  op.src[2] = tensor_f32(act_.expert_weights.data(), {k, n_tok});
+  op.dst = tensor_f32(chunk_rows_.data(), {n_embd_, int64_t{k} * n_tok});
+  op.i[2] = 1;
+  op.extra = table;
+  return op;
+}
+
+bool HybridMoe::chunks_supported(uint32_t n_tok) {
+  if (chunk_rows_.size() == 0 || !supports_ || n_tok > max_tokens_) return false;
+  for (uint32_t il : moe_layers_) {
+    strata_op rows = rows_out_op(il, n_tok, &tables_[il]);
+    strata_op sum = rows;  // the layer's own MOE_ROUTED, taking the chunks' rows as src3
+    sum.i[2] = 0;
+    sum.src[3] = rows.dst;
+    sum.dst = tensor_f32(act_.out.data(), {n_embd_, n_tok});
+    if (!supports_(rows) || !supports_(sum)) return false;
+  }
+  return true;
 }
 
 void HybridMoe::run_stage(std::span<const strata_op> ops, uint32_t n_tok) {
@@ -276,6 +342,7 @@ void HybridMoe::begin_window(uint32_t n_tok, bool program_allowed) {
   cache_->begin_window(n_tok);
   counters_.add_window(n_tok);
   program_window_ = program_ && program_allowed;
+  chunk_window_ = chunkable_ && n_tok > pool_max_tokens_ && !one_program(n_tok) && chunks_supported(n_tok);
 }
 
 void HybridMoe::emit_handoff(uint32_t il, uint32_t n_tok, std::vector<strata_op>& ops) const {
@@ -312,15 +379,17 @@ void HybridMoe::run_program(std::span<const strata_op> ops, uint32_t n_tok) {
   program_n_tok_ = n_tok;
   std::atomic_thread_fence(std::memory_order_release);
   if (!placer_) {
-    placer_ = std::make_unique<WindowWorker>([this] {
-      try {
-        place_program(program_n_tok_);
-      } catch (...) {
-        release_program();  // the tables the device reads still hold valid addresses
-        placer_failed_.store(true);
-        throw;
-      }
-    });
+    placer_ = std::make_unique<WindowWorker>(
+        [this] {
+          try {
+            place_program(program_n_tok_);
+          } catch (...) {
+            placer_failed_.store(true);
+            release_program();  // the tables the device reads still hold valid addresses
+            throw;
+          }
+        },
+        /*first_cpu=*/true);
     watcher_ = std::make_unique<WindowWorker>([this] {
       try {
         watch_program();
@@ -358,30 +427,60 @@ void HybridMoe::run_program(std::span<const strata_op> ops, uint32_t n_tok) {
     std::rethrow_exception(failed);
   }
   queues_.synchronize(stage_done_->get());
-  times_.program_s += seconds_since(t0);
+  const auto t_end = clock_type::now();
+  times_.program_s += std::chrono::duration<double>(t_end - t0).count();
   ++times_.programs;
+  attribute_program(t0, t_end);
+}
+
+void HybridMoe::attribute_program(clock_type_point start, clock_type_point end) {
+  const auto s = [](clock_type_point a, clock_type_point b) { return std::chrono::duration<double>(b - a).count(); };
+  clock_type_point device_from = start;  // the device has been on its own since then
+  for (uint32_t il : moe_layers_) {
+    const clock_type_point last_flag = std::max(placed_at_[il], rows_at_[il]);
+    times_.device_alone_s += s(device_from, seen_at_[il]);
+    times_.host_part_s += s(seen_at_[il], last_flag);
+    if (watch_[il].load(std::memory_order_relaxed) == 2) {
+      times_.copies_landed_s += s(seen_at_[il], placed_at_[il]);
+      ++times_.copy_layers;
+    }
+    device_from = last_flag;
+    ++times_.program_layers;
+  }
+  times_.device_alone_s += s(device_from, end);
 }
 
 void HybridMoe::watch_program() {
+  // The watcher sleeps: a spinning thread here would take a core from the pool's workers, which are the critical
+  // path. It wakes when the placer hands it a layer, then polls the copies' event every few microseconds (a
+  // blocking event wait spins inside the driver). The timer slack makes those sleeps as short as asked.
+  (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
   for (uint32_t il : moe_layers_) {
     uint8_t state = 0;
-    for (uint32_t spin = 1; (state = watch_[il].load(std::memory_order_acquire)) == 0; ++spin) {
-      if (spin % 1024 == 0) {
-        if (placer_failed_.load() || placer_abort_.load()) return;  // every flag is raised; the error is reported
-        std::this_thread::yield();
-      }
+    while ((state = watch_[il].load(std::memory_order_acquire)) == 0) watch_[il].wait(0, std::memory_order_acquire);
+    if (placer_failed_.load() || placer_abort_.load()) return;  // every flag is raised; the error is reported
+    if (state != 2) continue;
+    while (!queues_.done(layer_copies_[il]->get())) {
+      if (placer_abort_.load()) return;
+      std::this_thread::sleep_for(std::chrono::microseconds(8));
     }
-    if (state == 2) {
-      queues_.synchronize(layer_copies_[il]->get());
-      std::atomic_ref<int32_t>(*placed_flag(il)).store(1, std::memory_order_release);
-    }
+    placed_at_[il] = clock_type::now();
+    std::atomic_ref<int32_t>(*placed_flag(il)).store(1, std::memory_order_release);
   }
+}
+
+void HybridMoe::hand_to_watcher(uint32_t il, uint8_t state) {
+  watch_[il].store(state, std::memory_order_release);
+  watch_[il].notify_one();
 }
 
 void HybridMoe::release_program() {
   for (uint32_t il : moe_layers_) {
     std::atomic_ref<int32_t>(*placed_flag(il)).store(1, std::memory_order_release);
     if (rows_ready_flag(program_n_tok_)) std::atomic_ref<int32_t>(*rows_flag(il, program_n_tok_)).store(1, std::memory_order_release);
+    // A watcher asleep on a layer the placer will never hand over wakes and sees the failure.
+    uint8_t none = 0;
+    if (watch_[il].compare_exchange_strong(none, 1)) watch_[il].notify_one();
   }
 }
 
@@ -397,22 +496,25 @@ void HybridMoe::place_program(uint32_t n_tok) {
       }
     }
     const auto t1 = clock_type::now();
+    seen_at_[il] = t1;
     // The previous layer's MOE_ROUTED is done (the device raised this layer's flag after it): its rows and their
     // flag are free again, and the flag goes down before this layer's placed flag goes up.
     std::atomic_ref<int32_t> rows_ready(*rows_flag(il, n_tok));
     if (rows_flagged) rows_ready.store(0, std::memory_order_relaxed);
     const experts::LayerPlan plan = plan_layer(il, n_tok);
     if (plan.pcie.empty()) {
+      placed_at_[il] = clock_type::now();
       std::atomic_ref<int32_t>(*placed_flag(il)).store(1, std::memory_order_release);
-      watch_[il].store(1, std::memory_order_release);
+      hand_to_watcher(il, 1);
     } else {
       queues_.record(layer_copies_[il]->get(), copy_stream_->get());
-      watch_[il].store(2, std::memory_order_release);  // the watcher raises placed once they landed
+      hand_to_watcher(il, 2);  // the watcher raises placed once they landed
     }
     if (!plan.cpu.empty()) {
       x_.assign(pool_x_.data(), pool_x_.data() + size_t{n_embd_} * n_tok);
       run_pool(il, n_tok, plan.cpu);
     }
+    rows_at_[il] = clock_type::now();
     if (rows_flagged) rows_ready.store(1, std::memory_order_release);
     times_.place_s += seconds_since(t1);
   }
@@ -437,7 +539,8 @@ void HybridMoe::end_window() {
   times_.swaps += moves.size();
 }
 
-experts::LayerPlan HybridMoe::plan_layer(uint32_t il, uint32_t n_tok) {
+experts::LayerPlan HybridMoe::plan_layer(uint32_t il, uint32_t n_tok, bool stage_copies) {
+  const auto t0 = clock_type::now();
   const LayerWeights& lw = model_.weights().layers[il];
   const uint32_t k = lw.routing.k, n_expert = lw.routing.n_expert;
   const size_t n_pairs = size_t{k} * n_tok;
@@ -469,6 +572,7 @@ experts::LayerPlan HybridMoe::plan_layer(uint32_t il, uint32_t n_tok) {
   for (const experts::PlannedExpert& h : plan.hit) entries[h.expert] = layout.at(slot_address(h.slot));
   uint32_t next = 0;
   for (const experts::PlannedExpert& p : plan.pcie) {
+    if (!stage_copies) break;
     unsigned char* dst = staging_.data() + uint64_t{next++} * staging_bytes_;
     entries[p.expert] = layout.at(dst);
     queues_.copy_async(dst, arena_->expert(il, p.expert), layout.bytes, STRATA_COPY_HOST_TO_DEVICE, copy_stream_->get());
@@ -477,12 +581,16 @@ experts::LayerPlan HybridMoe::plan_layer(uint32_t il, uint32_t n_tok) {
   for (const experts::PlannedExpert& c : plan.cpu) {
     entries[c.expert] = strata_expert_weights{nullptr, nullptr, nullptr, layout.gate_type, layout.up_type, layout.down_type, 0};
   }
+  times_.plan_s += seconds_since(t0);
+  ++times_.layers;
   return plan;
 }
 
 void HybridMoe::place(uint32_t il, uint32_t n_tok) {
   const auto t0 = clock_type::now();
-  const experts::LayerPlan plan = plan_layer(il, n_tok);
+  const experts::LayerPlan plan = plan_layer(il, n_tok, !chunk_window_);
+  const bool chunked = chunk_window_ && !plan.pcie.empty();
+  if (chunked) place_chunked(il, n_tok, plan);
   // The pool's input rows: copied with the stage (run_stage), or read now, before anything is queued behind the
   // copies.
   const bool x_ready = pool_x_ready_;
@@ -497,12 +605,71 @@ void HybridMoe::place(uint32_t il, uint32_t n_tok) {
   const uint32_t n_expert = tables_[il].n_expert;
   queues_.copy_async(device_entries_[il].data(), host_entries_[il].data(), size_t{n_expert} * sizeof(strata_expert_weights),
                      STRATA_COPY_HOST_TO_DEVICE, nullptr);
-  if (!plan.pcie.empty()) {
+  if (!plan.pcie.empty() && !chunked) {
     queues_.record(copies_done_->get(), copy_stream_->get());
     queues_.wait(nullptr, copies_done_->get());
   }
   if (!plan.cpu.empty()) run_pool(il, n_tok, plan.cpu);
   times_.place_s += seconds_since(t0);
+}
+
+void HybridMoe::place_chunked(uint32_t il, uint32_t n_tok, const experts::LayerPlan& plan) {
+  const experts::ExpertLayout& layout = arena_->layout(il);
+  const uint32_t n_expert = tables_[il].n_expert;
+  const strata_expert_weights none{nullptr, nullptr, nullptr, layout.gate_type, layout.up_type, layout.down_type, 0};
+  const size_t n_miss = plan.pcie.size();
+  const uint32_t half = staging_slots_ / 2;
+  // Up to chunks_ chunks: each crosses the link while the device computes the one before (or the hits).
+  const auto per_chunk = static_cast<uint32_t>(std::clamp<size_t>((n_miss + chunks_ - 1) / chunks_, 1, half));
+  const auto n_chunks = static_cast<uint32_t>((n_miss + per_chunk - 1) / per_chunk);
+  ++times_.chunked_layers;
+  times_.chunks += n_chunks;
+  uint32_t next_op = 0;
+  // Enqueues MOE_ROUTED rows out on the experts `fill` enters in an otherwise empty table.
+  const auto compute_rows = [&](const auto& fill) {
+    strata_expert_weights* host = chunk_host_[next_op].data();
+    std::fill(host, host + n_expert, none);
+    fill(host);
+    queues_.copy_async(chunk_device_[next_op].data(), host, size_t{n_expert} * sizeof(strata_expert_weights),
+                       STRATA_COPY_HOST_TO_DEVICE, nullptr);
+    chunk_tables_[next_op] = tables_[il];
+    chunk_tables_[next_op].experts = chunk_device_[next_op].data();
+    const strata_op op = rows_out_op(il, n_tok, &chunk_tables_[next_op]);
+    queues_.compute_async(std::span<const strata_op>(&op, 1));
+    ++next_op;
+  };
+  // The hits first: the device computes them while the first chunk crosses the link.
+  if (!plan.hit.empty()) {
+    compute_rows([&](strata_expert_weights* e) {
+      for (const experts::PlannedExpert& h : plan.hit) e[h.expert] = layout.at(slot_address(h.slot));
+    });
+  }
+  for (uint32_t c = 0; c < n_chunks; ++c) {
+    const uint32_t b = c % 2;
+    unsigned char* base = staging_.data() + uint64_t{b} * half * staging_bytes_;
+    const size_t first = size_t{c} * per_chunk, last = std::min(n_miss, first + per_chunk);
+    // This half's previous chunk must have been computed before its slots are overwritten.
+    if (c >= 2) queues_.wait(copy_stream_->get(), chunk_computed_[b]->get());
+    for (size_t i = first; i < last; ++i) {
+      queues_.copy_async(base + (i - first) * staging_bytes_, arena_->expert(il, plan.pcie[i].expert), layout.bytes,
+                         STRATA_COPY_HOST_TO_DEVICE, copy_stream_->get());
+    }
+    queues_.record(chunk_copied_[b]->get(), copy_stream_->get());
+    queues_.wait(nullptr, chunk_copied_[b]->get());
+    const auto fill = [&](strata_expert_weights* e) {
+      for (size_t i = first; i < last; ++i) e[plan.pcie[i].expert] = layout.at(base + (i - first) * staging_bytes_);
+    };
+    if (c + 1 < n_chunks) {
+      compute_rows(fill);
+      queues_.record(chunk_computed_[b]->get(), nullptr);
+    } else {
+      // The last chunk is the layer's own MOE_ROUTED's: its table holds that chunk alone; every other row is in
+      // chunk_rows_.
+      strata_expert_weights* entries = host_entries_[il].data();
+      std::fill(entries, entries + n_expert, none);
+      fill(entries);
+    }
+  }
 }
 
 void HybridMoe::run_pool(uint32_t il, uint32_t n_tok, const std::vector<experts::PlannedExpert>& cpu) {

@@ -21,9 +21,11 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -58,8 +60,20 @@ struct HybridTimes {
   double program_s = 0;  // fast mode: whole windows run as one program, from enqueue to done
   uint64_t programs = 0; // windows run as one program
   double place_s = 0;    // host steps in all (planning, copies enqueued, pool)
+  double plan_s = 0;     // of which planning: routes read, plan made, table written, copies enqueued
   double pool_s = 0;     // the pool's compute calls
   uint64_t pool_layers = 0;
+  uint64_t layers = 0;   // MoE layers placed (a layer of a window counts once)
+  // Fast mode, per program, from the host's clock: a layer's host part runs from its routes seen to its last flag
+  // raised (placed, rows); the device alone is the rest of the program (the device computing with nothing of the
+  // host's pending: attention, the router, the MoE's tail). The two add up to program_s.
+  double host_part_s = 0;
+  double device_alone_s = 0;
+  double copies_landed_s = 0;  // from routes seen to the PCIe copies landed, summed over layers with copies
+  uint64_t copy_layers = 0;
+  uint64_t program_layers = 0;  // MoE layers placed inside programs
+  uint64_t chunked_layers = 0;  // the prompt path: layers whose PCIe experts came in chunks
+  uint64_t chunks = 0;          // and their chunks
   uint64_t copies = 0;   // experts read over PCIe
   uint64_t swaps = 0;    // adaptive swaps committed
 };
@@ -70,10 +84,11 @@ class HybridMoe final : public ExpertPlacement {
   // warning), the cache's slots (budget from experts.cache and the device's free memory now), the staging slots for
   // windows of up to max_tokens, and the first residents. `act` must outlive this. Throws strata::Error with the key
   // to change when the budget does not fit.
-  // `program`: fast mode is wanted (runtime.graphs) and the backend runs COPY, SIGNAL and WAIT.
+  // `program`: fast mode is wanted (runtime.graphs) and the backend runs COPY, SIGNAL and WAIT. `supports`: whether
+  // the backend runs an op (the prompt path's chunks need MOE_ROUTED's rows-out mode).
   HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, DeviceQueues& queues,
             const config::ExpertsConfig& experts, ExpertPoolRef pool, uint32_t max_tokens, unsigned threads,
-            bool program);
+            bool program, std::function<bool(const strata_op&)> supports);
   ~HybridMoe() override;
 
   // `program_allowed`: the window may run as one program (not while ops are profiled one by one).
@@ -124,12 +139,27 @@ class HybridMoe final : public ExpertPlacement {
   const void* slot_address(uint32_t slot) const;
   // What simple and fast mode share: the layer's routes read, the plan made and counted, the table's entries written
   // in mapped memory and the PCIe copies enqueued on the copy stream (each mode marks their end its own way).
-  experts::LayerPlan plan_layer(uint32_t il, uint32_t n_tok);
+  // `stage_copies` false: the PCIe experts are left to the caller (the prompt path's chunks).
+  experts::LayerPlan plan_layer(uint32_t il, uint32_t n_tok, bool stage_copies = true);
+  // The prompt path (simple mode, windows the pool does not serve): the layer's PCIe experts in chunks through two
+  // staging halves; the device computes the hits, then each chunk as it lands, into chunk_rows_ (MOE_ROUTED rows
+  // out), and the layer's own MOE_ROUTED computes the last chunk and sums every row in ascending expert id, taking
+  // the others from chunk_rows_ (src3): the bytes of one MOE_ROUTED over all experts.
+  void place_chunked(uint32_t il, uint32_t n_tok, const experts::LayerPlan& plan);
+  // MOE_ROUTED in rows-out mode for layer il's window of n_tok tokens, computing `table`'s non-NULL entries.
+  strata_op rows_out_op(uint32_t il, uint32_t n_tok, const strata_expert_table* table) const;
+  // Whether the backend runs the chunks' ops for a window of n_tok tokens.
+  bool chunks_supported(uint32_t n_tok);
   // One window's layers placed in order (the placer's job), and every flag raised (after an error).
   void place_program(uint32_t n_tok);
   void release_program();
+  using clock_type_point = std::chrono::steady_clock::time_point;
+  // Splits a finished program's time into the layers' host parts and the device alone (HybridTimes).
+  void attribute_program(clock_type_point start, clock_type_point end);
   // The watcher's job: each layer's placed flag once its PCIe copies landed.
   void watch_program();
+  // The placer's word to the watcher for layer il: 1 placed (nothing to watch), 2 copies to watch.
+  void hand_to_watcher(uint32_t il, uint8_t state);
   int32_t* rows_flag(uint32_t il, uint32_t n_tok) const {
     return reinterpret_cast<int32_t*>(pool_rows_.data() + size_t{n_embd_} * model_.weights().layers[il].routing.k * n_tok);
   }
@@ -148,6 +178,8 @@ class HybridMoe final : public ExpertPlacement {
   int adapt_swaps_ = 0;
   bool program_ = false;         // fast mode available
   bool program_window_ = false;  // and taken by the current window
+  bool chunk_window_ = false;    // the current window's layers take the prompt path's chunks
+  std::function<bool(const strata_op&)> supports_;
   uint32_t pool_max_tokens_ = 0;
   std::string description_;
 
@@ -179,9 +211,20 @@ class HybridMoe final : public ExpertPlacement {
   std::atomic<bool> placer_failed_{false};  // the placer threw: stop watching
   uint32_t program_n_tok_ = 0;
   std::vector<std::unique_ptr<DeviceEvent>> layer_copies_;  // per layer: its PCIe copies, for the watcher
+  // Per layer, this program's moments: routes seen, placed raised (by the placer or the watcher), rows raised.
+  std::vector<std::chrono::steady_clock::time_point> seen_at_, placed_at_, rows_at_;
   std::unique_ptr<std::atomic<uint8_t>[]> watch_;           // per layer: 0 not placed, 1 placed, 2 copies to watch
   std::unique_ptr<DeviceStream> copy_stream_;
   std::unique_ptr<DeviceEvent> copies_done_;
+  // The prompt path's chunks (when the backend has MOE_ROUTED's rows-out mode): per op of a layer, a table (host,
+  // mapped: the copy's source; device: what the op reads) and its header; the rows they write; and per staging
+  // half, the events that say its chunk landed and was computed.
+  bool chunkable_ = false;
+  uint32_t chunks_ = 0;  // experts.prompt_chunks: the most chunks of a layer
+  std::vector<Buffer<strata_expert_weights>> chunk_host_, chunk_device_;
+  std::vector<strata_expert_table> chunk_tables_;
+  Buffer<float> chunk_rows_;  // device: [n_embd, k * max_tokens]
+  std::unique_ptr<DeviceEvent> chunk_copied_[2], chunk_computed_[2];
 
   // Scratch of one host step.
   std::vector<int32_t> ids_;
