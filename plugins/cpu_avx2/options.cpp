@@ -22,6 +22,20 @@ bool parse_bool(std::string_view v, bool* out) {
   return false;
 }
 
+// A whole number from 0 to `most`, or false with a message naming the option and the unit.
+bool parse_count(std::string_view key, std::string_view value, unsigned most, const char* unit, unsigned* out,
+                 std::string* error) {
+  unsigned v = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (ec != std::errc() || end != value.data() + value.size() || value.empty() || v > most) {
+    *error = "option " + std::string(key) + "=" + std::string(value) + ": expected a whole number of " + unit +
+             " from 0 to " + std::to_string(most);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
 }  // namespace
 
 bool parse_options(const char* const* options, size_t n, unsigned cores, Options* out, std::string* error) {
@@ -34,24 +48,10 @@ bool parse_options(const char* const* options, size_t n, unsigned cores, Options
     const std::string_view key = opt.substr(0, eq);
     const std::string_view value = eq == std::string_view::npos ? std::string_view() : opt.substr(eq + 1);
     if (key == "workers") {
-      unsigned w = 0;
-      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), w);
-      if (ec != std::errc() || end != value.data() + value.size() || value.empty() || w > kMaxWorkers) {
-        *error = "option workers=" + std::string(value) + ": expected a whole number of threads from 0 to " +
-                 std::to_string(kMaxWorkers);
-        return false;
-      }
-      o.workers = w;
+      if (!parse_count(key, value, kMaxWorkers, "threads", &o.workers, error)) return false;
       workers_set = true;
     } else if (key == "spin_us") {
-      unsigned us = 0;
-      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), us);
-      if (ec != std::errc() || end != value.data() + value.size() || value.empty() || us > kMaxSpinUs) {
-        *error = "option spin_us=" + std::string(value) + ": expected a whole number of microseconds from 0 to " +
-                 std::to_string(kMaxSpinUs);
-        return false;
-      }
-      o.spin_us = us;
+      if (!parse_count(key, value, kMaxSpinUs, "microseconds", &o.spin_us, error)) return false;
     } else if (key == "host_worker" || key == "force_avx2") {
       bool b = false;
       if (!parse_bool(value, &b)) {
