@@ -247,3 +247,46 @@ TEST(HybridPromptChunks, OffAndOneExpertAChunkGiveThePlainBytes) {
 }
 
 }  // namespace
+
+namespace {
+
+// A prompt of 20 tokens, then `steps` greedy tokens: the ids.
+std::vector<TokenId> greedy_ids(strata::Engine& e, int steps) {
+  std::vector<TokenId> prompt;
+  for (int i = 0; i < 20; ++i) prompt.push_back(static_cast<TokenId>((i * 197 + 3) % 4096));
+  std::vector<TokenId> ids;
+  std::span<const float> logits = e.feed(0, prompt);
+  for (int i = 0; i < steps; ++i) {
+    const auto next = static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    ids.push_back(next);
+    logits = e.feed(0, std::span<const TokenId>(&next, 1));
+  }
+  return ids;
+}
+
+// plugins/pcie_balance in the hybrid engine: fast mode hands it each decode window's per-layer samples; once its
+// fits are warm it picks each layer's PCIe count. The split changes, the ids do not; the summary has its line.
+TEST(pcie_balance_engine, PicksTheSplitAndKeepsThePlainIds) {
+  if (!has_cpu_avx2()) GTEST_SKIP() << "cpu_avx2 is not usable on this machine";
+  const int steps = 48;
+  std::vector<TokenId> want;
+  {
+    auto plain = strata::test::open_engine(tiny_moe(), "cpu_avx2");
+    want = greedy_ids(*plain, steps);
+  }
+  strata::EngineSettings s = strata::test::test_settings();
+  s.experts = experts(25, std::nullopt, 0);
+  s.threads = 2;
+  auto e = std::make_unique<strata::Engine>(
+      strata::Model::load(tiny_moe()), std::make_unique<strata::test::StandInGpu>(strata::test::open_backend("cpu_avx2")),
+      s, strata::test::built_plugins().instantiate("cpu_avx2"),
+      strata::test::built_plugins().instantiate("pcie_balance", {"explore_every=8"}));
+  EXPECT_EQ(greedy_ids(*e, steps), want);
+  const std::string summary = e->expert_summary();
+  if (std::getenv("STRATA_TEST_SHOW_SUMMARY") != nullptr) std::printf("%s", summary.c_str());
+  EXPECT_NE(summary.find("PCIe share from pcie_balance"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("pcie_balance: the pool "), std::string::npos) << summary;
+  EXPECT_NE(summary.find("misses a layer on average"), std::string::npos) << "the fits never got warm:\n" << summary;
+}
+
+}  // namespace

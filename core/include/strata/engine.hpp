@@ -41,8 +41,9 @@ class Engine {
   // On a GPU backend with streams (backend 1.2) the weights go to the device: all of them, or, when
   // settings.experts.cache is set (or `auto` and the model does not fit), all but the routed experts, which then
   // take the hybrid path (a VRAM expert cache, PCIe reads and `pool`'s CPU computations; see hybrid_moe.hpp).
+  // `balancer`: a plugin of the balancer family (pcie_balance) that picks each layer's PCIe count from fitted costs.
   Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, const EngineSettings& settings,
-         std::unique_ptr<PluginInstance> pool = nullptr);
+         std::unique_ptr<PluginInstance> pool = nullptr, std::unique_ptr<PluginInstance> balancer = nullptr);
   // Loads launch.model and the launch's backend (select_backend; plugins found on the launch's search path).
   static std::unique_ptr<Engine> from_launch(const config::Launch& launch);
   ~Engine();
@@ -79,6 +80,7 @@ class Engine {
   // Declared first, destroyed last: it keeps the plugin libraries loaded while the backend lives.
   std::unique_ptr<PluginRegistry> registry_;
   std::unique_ptr<PluginInstance> pool_plugin_;  // the CPU expert pool of the hybrid path
+  std::unique_ptr<PluginInstance> balancer_plugin_;  // the hybrid path's PCIe share, when one is enabled
   std::unique_ptr<Model> model_;
   std::unique_ptr<Backend> backend_;
   EngineSettings settings_;

@@ -371,15 +371,17 @@ typedef struct strata_balance_sample {
   uint32_t n_cpu;   /* misses computed by the pool */
   uint32_t n_pcie;  /* misses read over PCIe */
   uint32_t reserved0;
-  double pool_us;   /* host: the pool's time for this layer */
-  double gpu_us;    /* device stamps: PCIe part start to the start of the wait for CPU rows */
+  double pool_us;   /* host: the pool's time for this layer (0 with n_cpu 0) */
+  double gpu_us;    /* from the layer's routes to its PCIe experts in place on the device (the host's clock: the
+                     * placer saw the routes, the copy watcher saw the copies land) */
 } strata_balance_sample;
 
 typedef struct strata_balancer_v1 {
   strata_interface_header header;
   /* 1.0 */
   strata_status* (*observe)(void* ctx, const strata_balance_sample* samples, size_t n);
-  /* How many of a layer's n_miss misses to read over PCIe. */
+  /* How many of a layer's n_miss misses to read over PCIe; UINT32_MAX: no opinion yet (the host uses its own
+   * share, pcie_frac). Called while a window is placed, observe after it: possibly from different threads. */
   uint32_t (*choose)(void* ctx, uint32_t layer, uint32_t n_miss);
   /* A one-line summary of the fitted costs, for the decode summary. */
   const char* (*describe)(void* ctx);

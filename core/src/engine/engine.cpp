@@ -78,8 +78,9 @@ unsigned thread_count(const EngineSettings& s) {
 }  // namespace
 
 Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, const EngineSettings& settings,
-               std::unique_ptr<PluginInstance> pool)
+               std::unique_ptr<PluginInstance> pool, std::unique_ptr<PluginInstance> balancer)
     : pool_plugin_(std::move(pool)),
+      balancer_plugin_(std::move(balancer)),
       model_(std::move(model)),
       backend_(std::move(backend)),
       settings_(settings),
@@ -103,7 +104,14 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
     pool_ref.ctx = pool_plugin_->ctx();
     pool_ref.name = pool_plugin_->name();
   }
+  BalancerRef balancer_ref;
+  if (balancer_plugin_ != nullptr) {
+    balancer_ref.table = balancer_plugin_->get<strata_balancer_v1>(STRATA_BALANCER_FAMILY, STRATA_BALANCER_VERSION);
+    balancer_ref.ctx = balancer_plugin_->ctx();
+    balancer_ref.name = balancer_plugin_->name();
+  }
   hybrid_ = std::make_unique<HybridMoe>(*model_, act_, mem, *backend_->device_queues(), settings_.experts, pool_ref,
+                                        balancer_ref,
                                         std::max<uint32_t>(settings_.batch, 1), thread_count(settings_),
                                         settings_.graphs && runs_programs(*backend_, mem),
                                         [b = backend_.get()](const strata_op& op) { return b->supports(op); });
@@ -158,6 +166,7 @@ std::string Engine::expert_summary(double decode_tokens_per_s) const {
                 t.layers > 0 ? 100.0 * static_cast<double>(t.pool_layers) / static_cast<double>(t.layers) : 0.0,
                 static_cast<unsigned long long>(t.copies), static_cast<unsigned long long>(t.swaps), hybrid_->pcie_frac());
   out += line;
+  if (const std::string b = hybrid_->balancer_summary(); !b.empty()) out += b + "\n";
   // The roofline: weights from VRAM at the device's rate; misses at the host's read rate plus the link's.
   const HybridMoe::Rates& r = hybrid_->rates();
   using experts::ExpertSource;
@@ -202,7 +211,28 @@ std::unique_ptr<Engine> Engine::from_launch(const config::Launch& launch) {
       break;
     }
   }
-  auto engine = std::make_unique<Engine>(std::move(model), std::move(backend), settings, std::move(pool));
+  // The balancer (pcie_balance): only where it is switched on (off by default), with a pool to balance against, one
+  // sequence slot and no pcie_frac set by hand.
+  std::unique_ptr<PluginInstance> balancer;
+  if (pool != nullptr) {
+    for (const PluginCandidate& c : registry->candidates()) {
+      if (c.verdict != PluginCandidate::Verdict::Usable || c.families.find("balancer") == std::string::npos) continue;
+      const config::PluginEntry* entry = launch.plugin(c.name);
+      if (entry == nullptr || !entry->enabled) continue;
+      if (settings.experts.pcie_frac) {
+        log::warn(c.name + ": off, because experts.pcie_frac is set (" + std::to_string(*settings.experts.pcie_frac) +
+                  "); leave it unset (auto) to let the balancer choose each layer's share");
+        break;
+      }
+      if (settings.slots > 1) {
+        log::warn(c.name + ": off with runtime.slots " + std::to_string(settings.slots) + " (it balances one sequence)");
+        break;
+      }
+      balancer = registry->instantiate(c.name, entry->flattened());
+      break;
+    }
+  }
+  auto engine = std::make_unique<Engine>(std::move(model), std::move(backend), settings, std::move(pool), std::move(balancer));
   engine->registry_ = std::move(registry);
   log::info("backend: " + engine->backend_->describe());
   return engine;

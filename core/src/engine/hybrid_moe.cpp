@@ -52,13 +52,14 @@ strata_tensor entry_words(const strata_expert_weights* entries, uint32_t n) {
 }  // namespace
 
 HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, DeviceQueues& queues,
-                     const config::ExpertsConfig& experts_cfg, ExpertPoolRef pool, uint32_t max_tokens,
-                     unsigned threads, bool program, std::function<bool(const strata_op&)> supports)
+                     const config::ExpertsConfig& experts_cfg, ExpertPoolRef pool, BalancerRef balancer,
+                     uint32_t max_tokens, unsigned threads, bool program, std::function<bool(const strata_op&)> supports)
     : model_(model),
       act_(act),
       mem_(mem),
       queues_(queues),
       pool_(std::move(pool)),
+      balancer_(std::move(balancer)),
       program_(program),
       supports_(std::move(supports)) {
   const HParams& hp = model.hparams();
@@ -215,6 +216,21 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
   description_ += program_ ? "; fast mode (decode windows run as one device program)"
                            : "; simple mode (a host step per MoE layer)";
   planner_ = std::make_unique<experts::Planner>(geometry, std::vector<const experts::ResidencyView*>{cache_.get()}, frac);
+  if (balancer_ && pool_ && program_) {
+    // Decode windows in fast mode: the balancer's choice (the probe's share until its fits are warm).
+    planner_->set_pcie_count_hook([this](uint32_t layer, std::span<const experts::ExpertUse> misses) {
+      const auto n = static_cast<uint32_t>(misses.size());
+      if (!balancing_window_) return planner_->default_pcie_count(n);
+      const uint32_t m = balancer_.table->choose(balancer_.ctx, layer, n);
+      return m == UINT32_MAX ? planner_->default_pcie_count(n) : std::min(m, n);
+    });
+    layer_cpu_.assign(w.layers.size(), 0);
+    layer_pcie_.assign(w.layers.size(), 0);
+    layer_pool_s_.assign(w.layers.size(), 0.0);
+    description_ += "; each decode layer's PCIe share from " + balancer_.name + " (fitted costs; the probe's share until they are warm)";
+  } else if (balancer_) {
+    description_ += "; " + balancer_.name + " unused: it needs fast mode and a CPU pool";
+  }
   if (pool_ && !moe_layers_.empty()) description_ += "; " + choose_cutover(moe_layers_.front());
 }
 
@@ -342,6 +358,7 @@ void HybridMoe::begin_window(uint32_t n_tok, bool program_allowed) {
   cache_->begin_window(n_tok);
   counters_.add_window(n_tok);
   program_window_ = program_ && program_allowed;
+  balancing_window_ = balancer_ && one_program(n_tok) && n_tok == 1 && n_tok <= pool_max_tokens_;
   chunk_window_ = chunkable_ && n_tok > pool_max_tokens_ && !one_program(n_tok) && chunks_supported(n_tok);
 }
 
@@ -431,6 +448,28 @@ void HybridMoe::run_program(std::span<const strata_op> ops, uint32_t n_tok) {
   times_.program_s += std::chrono::duration<double>(t_end - t0).count();
   ++times_.programs;
   attribute_program(t0, t_end);
+  if (balancing_window_) observe_program();
+}
+
+void HybridMoe::observe_program() {
+  balance_samples_.clear();
+  for (uint32_t il : moe_layers_) {
+    strata_balance_sample s{};
+    s.layer = il;
+    s.n_cpu = layer_cpu_[il];
+    s.n_pcie = layer_pcie_[il];
+    s.pool_us = 1e6 * layer_pool_s_[il];
+    s.gpu_us = 1e6 * std::chrono::duration<double>(placed_at_[il] - seen_at_[il]).count();
+    balance_samples_.push_back(s);
+  }
+  throw_if_error(balancer_.table->observe(balancer_.ctx, balance_samples_.data(), balance_samples_.size()),
+                 balancer_.name, "balancer.observe");
+}
+
+std::string HybridMoe::balancer_summary() const {
+  if (!balancer_ || !program_ || !pool_) return {};
+  const char* line = balancer_.table->describe(balancer_.ctx);
+  return line != nullptr ? line : "";
 }
 
 void HybridMoe::attribute_program(clock_type_point start, clock_type_point end) {
@@ -510,11 +549,17 @@ void HybridMoe::place_program(uint32_t n_tok) {
       queues_.record(layer_copies_[il]->get(), copy_stream_->get());
       hand_to_watcher(il, 2);  // the watcher raises placed once they landed
     }
+    const auto t_pool = clock_type::now();
     if (!plan.cpu.empty()) {
       x_.assign(pool_x_.data(), pool_x_.data() + size_t{n_embd_} * n_tok);
       run_pool(il, n_tok, plan.cpu);
     }
     rows_at_[il] = clock_type::now();
+    if (balancing_window_) {
+      layer_cpu_[il] = static_cast<uint32_t>(plan.cpu.size());
+      layer_pcie_[il] = static_cast<uint32_t>(plan.pcie.size());
+      layer_pool_s_[il] = plan.cpu.empty() ? 0.0 : std::chrono::duration<double>(rows_at_[il] - t_pool).count();
+    }
     if (rows_flagged) rows_ready.store(1, std::memory_order_release);
     times_.place_s += seconds_since(t1);
   }

@@ -54,6 +54,15 @@ struct ExpertPoolRef {
   explicit operator bool() const { return table != nullptr; }
 };
 
+// A plugin of the balancer family (pcie_balance): each layer's PCIe count from costs it fits to the samples the
+// hybrid path hands it after every fast-mode window.
+struct BalancerRef {
+  const strata_balancer_v1* table = nullptr;
+  void* ctx = nullptr;
+  std::string name;
+  explicit operator bool() const { return table != nullptr; }
+};
+
 // What the hybrid path measured and did, for the decode summary.
 struct HybridTimes {
   double stage_s = 0;    // simple mode: the placement stages' ops on the device, waited for (the GPU's share)
@@ -87,8 +96,8 @@ class HybridMoe final : public ExpertPlacement {
   // `program`: fast mode is wanted (runtime.graphs) and the backend runs COPY, SIGNAL and WAIT. `supports`: whether
   // the backend runs an op (the prompt path's chunks need MOE_ROUTED's rows-out mode).
   HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, DeviceQueues& queues,
-            const config::ExpertsConfig& experts, ExpertPoolRef pool, uint32_t max_tokens, unsigned threads,
-            bool program, std::function<bool(const strata_op&)> supports);
+            const config::ExpertsConfig& experts, ExpertPoolRef pool, BalancerRef balancer, uint32_t max_tokens,
+            unsigned threads, bool program, std::function<bool(const strata_op&)> supports);
   ~HybridMoe() override;
 
   // `program_allowed`: the window may run as one program (not while ops are profiled one by one).
@@ -134,6 +143,8 @@ class HybridMoe final : public ExpertPlacement {
   uint32_t pool_max_tokens() const { return pool_max_tokens_; }
   // A few lines: the arena, the slots, the link, the share over PCIe.
   const std::string& describe() const { return description_; }
+  // The balancer's line (its fitted costs and mean choice), or empty without one.
+  std::string balancer_summary() const;
 
  private:
   const void* slot_address(uint32_t slot) const;
@@ -156,6 +167,8 @@ class HybridMoe final : public ExpertPlacement {
   using clock_type_point = std::chrono::steady_clock::time_point;
   // Splits a finished program's time into the layers' host parts and the device alone (HybridTimes).
   void attribute_program(clock_type_point start, clock_type_point end);
+  // Hands the balancer this program's per-layer samples.
+  void observe_program();
   // The watcher's job: each layer's placed flag once its PCIe copies landed.
   void watch_program();
   // The placer's word to the watcher for layer il: 1 placed (nothing to watch), 2 copies to watch.
@@ -174,6 +187,11 @@ class HybridMoe final : public ExpertPlacement {
   DeviceMemory& mem_;
   DeviceQueues& queues_;
   ExpertPoolRef pool_;
+  BalancerRef balancer_;
+  std::vector<strata_balance_sample> balance_samples_;  // this program's layers, for the balancer
+  bool balancing_window_ = false;  // a one-token program window: the balancer chooses and gets samples
+  std::vector<uint32_t> layer_cpu_, layer_pcie_;  // this program's per-layer counts (the placer writes them)
+  std::vector<double> layer_pool_s_;              // and the pool's time per layer
   uint32_t n_embd_ = 0, k_max_ = 0, max_tokens_ = 0;
   int adapt_swaps_ = 0;
   bool program_ = false;         // fast mode available
