@@ -10,6 +10,7 @@
 #include "context.hpp"
 #include "moe.hpp"
 #include "ops.hpp"
+#include "strata/plugin_descriptor.hpp"
 
 namespace strata::cpu {
 namespace {
@@ -26,18 +27,11 @@ unsigned usable_cores() {
 
 strata_plugin_descriptor make_descriptor() {
   const IsaFeatures f = detect_isa();
-  strata_plugin_descriptor d{};
-  d.struct_size = sizeof d;
-  d.abi_major = STRATA_ABI_MAJOR;
-  d.abi_minor = STRATA_ABI_MINOR;
-  d.kind = STRATA_KIND_BACKEND;
-  d.name = kName;
-  d.version = "0.1.0";
-  d.families = "backend,expert_pool";
   // The host picks the best score for `auto`: GPU backends score higher; AVX-512 ranks above AVX2 only among CPUs.
-  d.score = !f.usable() ? 0 : (f.avx512() && f.avx512vnni ? 20 : 10);
-  d.score_reason = !f.usable() ? "no AVX2/FMA/F16C" : (f.avx512() && f.avx512vnni ? "AVX2+FMA+F16C, AVX-512 VNNI" : "AVX2+FMA+F16C");
-  return d;
+  const bool vnni = f.avx512() && f.avx512vnni;
+  return plugin_descriptor(STRATA_KIND_BACKEND, kName, "0.1.0", "backend,expert_pool",
+                           !f.usable() ? 0 : (vnni ? 20 : 10),
+                           !f.usable() ? "no AVX2/FMA/F16C" : (vnni ? "AVX2+FMA+F16C, AVX-512 VNNI" : "AVX2+FMA+F16C"));
 }
 
 // Runs `body` and turns an escaping exception into a status of the context's host.

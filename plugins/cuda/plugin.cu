@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "instance.hpp"
+#include "strata/plugin_descriptor.hpp"
 
 namespace strata::gpu {
 namespace {
@@ -57,18 +58,9 @@ const Probe& probe() {
 }
 
 strata_plugin_descriptor make_descriptor() {
-  strata_plugin_descriptor d{};
-  d.struct_size = sizeof d;
-  d.abi_major = STRATA_ABI_MAJOR;
-  d.abi_minor = STRATA_ABI_MINOR;
-  d.kind = STRATA_KIND_BACKEND;
-  d.name = kName;
-  d.version = "0.1.0";
-  d.families = "backend";
   // GPUs outrank every CPU backend for `auto`.
-  d.score = probe().count > 0 ? 100 : 0;
-  d.score_reason = probe().reason.c_str();
-  return d;
+  return plugin_descriptor(STRATA_KIND_BACKEND, kName, "0.1.0", "backend", probe().count > 0 ? 100 : 0,
+                           probe().reason.c_str());
 }
 
 uint32_t device_count(void*) { return 1; }

@@ -10,6 +10,7 @@
 
 #include "balance_model.hpp"
 #include "strata/plugin_api.h"
+#include "strata/plugin_descriptor.hpp"
 
 namespace strata::balance {
 namespace {
@@ -66,19 +67,8 @@ const void* get_interface(void*, const char* family, uint32_t version) {
 void destroy(void* c) { delete static_cast<Instance*>(c); }
 
 const strata_plugin_descriptor* query() {
-  static const strata_plugin_descriptor d = [] {
-    strata_plugin_descriptor x{};
-    x.struct_size = sizeof x;
-    x.abi_major = STRATA_ABI_MAJOR;
-    x.abi_minor = STRATA_ABI_MINOR;
-    x.kind = STRATA_KIND_FEATURE;
-    x.name = kName;
-    x.version = "0.1.0";
-    x.families = "balancer";
-    x.score = 1;
-    x.score_reason = "portable C++";
-    return x;
-  }();
+  static const strata_plugin_descriptor d =
+      plugin_descriptor(STRATA_KIND_FEATURE, kName, "0.1.0", "balancer", 1, "portable C++");
   return &d;
 }
 
