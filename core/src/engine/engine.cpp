@@ -214,23 +214,26 @@ std::unique_ptr<Engine> Engine::from_launch(const config::Launch& launch) {
   // The balancer (pcie_balance): only where it is switched on (off by default), with a pool to balance against, one
   // sequence slot and no pcie_frac set by hand.
   std::unique_ptr<PluginInstance> balancer;
-  if (pool != nullptr) {
-    for (const PluginCandidate& c : registry->candidates()) {
-      if (c.verdict != PluginCandidate::Verdict::Usable || c.families.find("balancer") == std::string::npos) continue;
-      const config::PluginEntry* entry = launch.plugin(c.name);
-      if (entry == nullptr || !entry->enabled) continue;
-      if (settings.experts.pcie_frac) {
-        log::warn(c.name + ": off, because experts.pcie_frac is set (" + std::to_string(*settings.experts.pcie_frac) +
-                  "); leave it unset (auto) to let the balancer choose each layer's share");
-        break;
-      }
-      if (settings.slots > 1) {
-        log::warn(c.name + ": off with runtime.slots " + std::to_string(settings.slots) + " (it balances one sequence)");
-        break;
-      }
-      balancer = registry->instantiate(c.name, entry->flattened());
+  for (const PluginCandidate& c : registry->candidates()) {
+    if (c.verdict != PluginCandidate::Verdict::Usable || c.families.find("balancer") == std::string::npos) continue;
+    const config::PluginEntry* entry = launch.plugin(c.name);
+    if (entry == nullptr || !entry->enabled) continue;
+    if (pool == nullptr) {
+      log::warn(c.name + ": unused: it balances the hybrid path's misses between PCIe and the CPU pool, and this launch "
+                "has no hybrid path (a GPU backend with experts.cache set, or a model larger than VRAM) or no pool");
       break;
     }
+    if (settings.experts.pcie_frac) {
+      log::warn(c.name + ": off, because experts.pcie_frac is set (" + std::to_string(*settings.experts.pcie_frac) +
+                "); leave it unset (auto) to let the balancer choose each layer's share");
+      break;
+    }
+    if (settings.slots > 1) {
+      log::warn(c.name + ": off with runtime.slots " + std::to_string(settings.slots) + " (it balances one sequence)");
+      break;
+    }
+    balancer = registry->instantiate(c.name, entry->flattened());
+    break;
   }
   auto engine = std::make_unique<Engine>(std::move(model), std::move(backend), settings, std::move(pool), std::move(balancer));
   engine->registry_ = std::move(registry);
