@@ -17,6 +17,10 @@
 // inside the step, and the bytes are simple mode's. Placing and watching have threads of their own
 // (strata/window_worker.hpp) because enqueueing a program can itself wait for the device (a full launch queue, a
 // first run).
+// Prompt windows (longer than the pool's cut-over) read every miss over PCIe; with experts.prompt_chunks the copies
+// come in chunks through two staging halves and the device computes each as it lands (MOE_ROUTED rows out), off by
+// default because it measured slower. With a balancer plugin (pcie_balance), each one-token fast-mode layer's PCIe
+// count is the plugin's, fitted to the per-layer samples this path hands it after every such window.
 // Adaptive swaps run between windows, on the copy stream, and a slot changes hands only after its copy is done.
 #pragma once
 
