@@ -11,6 +11,7 @@
 
 #include "instance.hpp"
 #include "strata/plugin_descriptor.hpp"
+#include "strata/plugin_options.hpp"
 
 namespace strata::gpu {
 namespace {
@@ -148,12 +149,6 @@ const void* get_interface(void*, const char* family, uint32_t version) {
 
 void destroy(void* c) { delete static_cast<Instance*>(c); }
 
-bool parse_bool(const std::string& v, bool& out) {
-  if (v == "true" || v == "1" || v == "on" || v == "yes") return out = true, true;
-  if (v == "false" || v == "0" || v == "off" || v == "no") return out = false, true;
-  return false;
-}
-
 const strata_plugin_descriptor* query() {
   static const strata_plugin_descriptor d = make_descriptor();
   return &d;
@@ -163,10 +158,8 @@ strata_status* init(const strata_host_api* host, const char* const* options, siz
                     strata_plugin_instance* out) {
   Options o;
   for (size_t i = 0; i < n_options; ++i) {
-    const std::string kv = options[i];
-    const size_t eq = kv.find('=');
-    const std::string key = kv.substr(0, eq);
-    const std::string value = eq == std::string::npos ? "" : kv.substr(eq + 1);
+    const PluginOption opt = split_option(options[i]);
+    const std::string key(opt.key), value(opt.value);
     if (key == "device") {
       try {
         size_t used = 0;
@@ -177,7 +170,7 @@ strata_status* init(const strata_host_api* host, const char* const* options, siz
                                 (std::string(kName) + ": device must be a GPU index (0, 1, ...), not '" + value + "'").c_str());
       }
     } else if (key == "graphs" || key == "fuse" || key == "overlap") {
-      if (!parse_bool(value, key == "graphs" ? o.graphs : key == "fuse" ? o.fuse : o.overlap)) {
+      if (!parse_bool_option(value, key == "graphs" ? &o.graphs : key == "fuse" ? &o.fuse : &o.overlap)) {
         return host->status_new(STRATA_ERR_INVALID_ARGUMENT,
                                 (std::string(kName) + ": " + key + " must be true or false, not '" + value + "'").c_str());
       }

@@ -2,7 +2,6 @@
 // time until the layer's PCIe experts were in place, and how many experts each side had); before each layer's plan
 // it says how many misses go over PCIe (balance_model.hpp). Options: memory (layers the fits remember, default
 // 200), explore_every (default 64; 0 never explores). Exceptions never cross: every entry catches.
-#include <charconv>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -11,6 +10,7 @@
 #include "balance_model.hpp"
 #include "strata/plugin_api.h"
 #include "strata/plugin_descriptor.hpp"
+#include "strata/plugin_options.hpp"
 
 namespace strata::balance {
 namespace {
@@ -72,31 +72,19 @@ const strata_plugin_descriptor* query() {
   return &d;
 }
 
-// A whole number from lo to hi, or false.
-bool parse_count(std::string_view value, uint32_t lo, uint32_t hi, uint32_t* out) {
-  uint32_t v = 0;
-  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-  if (ec != std::errc() || end != value.data() + value.size() || value.empty() || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
-
 strata_status* init(const strata_host_api* host, const char* const* options, size_t n, strata_plugin_instance* out) {
   BalanceSettings s;
   for (size_t i = 0; i < n; ++i) {
-    const std::string_view opt = options[i] != nullptr ? options[i] : "";
-    const size_t eq = opt.find('=');
-    const std::string_view key = opt.substr(0, eq);
-    const std::string_view value = eq == std::string_view::npos ? std::string_view() : opt.substr(eq + 1);
+    const auto [key, value] = split_option(options[i]);
     uint32_t v = 0;
     if (key == "memory") {
-      if (!parse_count(value, 2, 1000000, &v)) {
+      if (!parse_whole_option(value, 2, 1000000, &v)) {
         return host->status_new(STRATA_ERR_INVALID_ARGUMENT,
                                 ("pcie_balance: option memory=" + std::string(value) + ": expected a whole number of layers from 2 to 1000000").c_str());
       }
       s.memory = v;
     } else if (key == "explore_every") {
-      if (!parse_count(value, 0, 1000000, &v)) {
+      if (!parse_whole_option(value, 0, 1000000, &v)) {
         return host->status_new(STRATA_ERR_INVALID_ARGUMENT,
                                 ("pcie_balance: option explore_every=" + std::string(value) + ": expected a whole number of layers from 0 (never) to 1000000").c_str());
       }

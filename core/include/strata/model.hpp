@@ -138,6 +138,9 @@ struct Activations {
 
   // Copies the first n tokens and positions to where the ops read them.
   void upload_window(size_t n);
+  // A layer's MOE_ROUTED over a window of n tokens: the normed rows, the router's k ids and weights, into `out`
+  // (src3, i[0] and i[2] left for the caller).
+  strata_op moe_routed(uint32_t n_embd, uint32_t k, uint32_t n, const strata_expert_table* table) const;
   // The first `rows` columns of logits in host memory ([n_vocab] floats each), read back when on the device.
   std::span<const float> read_logits(size_t n_vocab, size_t rows);
 };

@@ -71,6 +71,18 @@ bool runs_programs(Backend& backend, DeviceMemory& mem) {
   return backend.supports(ops[0]) && backend.supports(ops[1]) && backend.supports(ops[2]);
 }
 
+// The first usable plugin that provides `family` and that the launch does not switch off; a plugin the launch does
+// not name counts as on only when `on_by_default` (a backend's expert pool; not a feature such as the balancer).
+const PluginCandidate* first_enabled(const PluginRegistry& registry, const config::Launch& launch, const char* family,
+                                     bool on_by_default) {
+  for (const PluginCandidate& c : registry.candidates()) {
+    if (c.verdict != PluginCandidate::Verdict::Usable || c.families.find(family) == std::string::npos) continue;
+    const config::PluginEntry* entry = launch.plugin(c.name);
+    if (entry != nullptr ? entry->enabled : on_by_default) return &c;
+  }
+  return nullptr;
+}
+
 unsigned thread_count(const EngineSettings& s) {
   return s.threads > 0 ? s.threads : std::max(1u, std::thread::hardware_concurrency());
 }
@@ -203,37 +215,26 @@ std::unique_ptr<Engine> Engine::from_launch(const config::Launch& launch) {
   // expert_pool family (cpu_avx2). Without one every miss is read over PCIe.
   std::unique_ptr<PluginInstance> pool;
   if (weights_placement(*model, *backend, settings) == WeightsOnDevice::Dense) {
-    for (const PluginCandidate& c : registry->candidates()) {
-      if (c.verdict != PluginCandidate::Verdict::Usable || c.families.find("expert_pool") == std::string::npos) continue;
-      const config::PluginEntry* entry = launch.plugin(c.name);
-      if (entry != nullptr && !entry->enabled) continue;
-      pool = registry->instantiate(c.name, entry != nullptr ? entry->flattened() : std::vector<std::string>{});
-      break;
+    if (const PluginCandidate* c = first_enabled(*registry, launch, "expert_pool", true)) {
+      const config::PluginEntry* entry = launch.plugin(c->name);
+      pool = registry->instantiate(c->name, entry != nullptr ? entry->flattened() : std::vector<std::string>{});
     }
   }
   // The balancer (pcie_balance): only where it is switched on (off by default), with a pool to balance against, one
   // sequence slot and no pcie_frac set by hand.
   std::unique_ptr<PluginInstance> balancer;
-  for (const PluginCandidate& c : registry->candidates()) {
-    if (c.verdict != PluginCandidate::Verdict::Usable || c.families.find("balancer") == std::string::npos) continue;
-    const config::PluginEntry* entry = launch.plugin(c.name);
-    if (entry == nullptr || !entry->enabled) continue;
+  if (const PluginCandidate* c = first_enabled(*registry, launch, "balancer", false)) {
     if (pool == nullptr) {
-      log::warn(c.name + ": unused: it balances the hybrid path's misses between PCIe and the CPU pool, and this launch "
-                "has no hybrid path (a GPU backend with experts.cache set, or a model larger than VRAM) or no pool");
-      break;
-    }
-    if (settings.experts.pcie_frac) {
-      log::warn(c.name + ": off, because experts.pcie_frac is set (" + std::to_string(*settings.experts.pcie_frac) +
+      log::warn(c->name + ": unused: it balances the hybrid path's misses between PCIe and the CPU pool, and this "
+                "launch has no hybrid path (a GPU backend with experts.cache set, or a model larger than VRAM) or no pool");
+    } else if (settings.experts.pcie_frac) {
+      log::warn(c->name + ": off, because experts.pcie_frac is set (" + std::to_string(*settings.experts.pcie_frac) +
                 "); leave it unset (auto) to let the balancer choose each layer's share");
-      break;
+    } else if (settings.slots > 1) {
+      log::warn(c->name + ": off with runtime.slots " + std::to_string(settings.slots) + " (it balances one sequence)");
+    } else {
+      balancer = registry->instantiate(c->name, launch.plugin(c->name)->flattened());
     }
-    if (settings.slots > 1) {
-      log::warn(c.name + ": off with runtime.slots " + std::to_string(settings.slots) + " (it balances one sequence)");
-      break;
-    }
-    balancer = registry->instantiate(c.name, entry->flattened());
-    break;
   }
   auto engine = std::make_unique<Engine>(std::move(model), std::move(backend), settings, std::move(pool), std::move(balancer));
   engine->registry_ = std::move(registry);

@@ -312,13 +312,9 @@ strata_tensor HybridMoe::precomputed_rows(uint32_t n_tok, uint32_t k) const {
 
 strata_op HybridMoe::rows_out_op(uint32_t il, uint32_t n_tok, const strata_expert_table* table) const {
   const uint32_t k = model_.weights().layers[il].routing.k;
-  strata_op op = new_op(STRATA_OP_MOE_ROUTED);
-  op.src[0] = tensor_f32(act_.xn.data(), {n_embd_, n_tok});
-  op.src[1] = tensor_i32(act_.expert_ids.data(), {k, n_tok});
-  op.src[2] = tensor_f32(act_.expert_weights.data(), {k, n_tok});
+  strata_op op = act_.moe_routed(n_embd_, k, n_tok, table);
   op.dst = tensor_f32(chunk_rows_.data(), {n_embd_, int64_t{k} * n_tok});
   op.i[2] = 1;
-  op.extra = table;
   return op;
 }
 
@@ -326,10 +322,8 @@ bool HybridMoe::chunks_supported(uint32_t n_tok) {
   if (chunk_rows_.size() == 0 || !supports_ || n_tok > max_tokens_) return false;
   for (uint32_t il : moe_layers_) {
     strata_op rows = rows_out_op(il, n_tok, &tables_[il]);
-    strata_op sum = rows;  // the layer's own MOE_ROUTED, taking the chunks' rows as src3
-    sum.i[2] = 0;
-    sum.src[3] = rows.dst;
-    sum.dst = tensor_f32(act_.out.data(), {n_embd_, n_tok});
+    strata_op sum = act_.moe_routed(n_embd_, model_.weights().layers[il].routing.k, n_tok, &tables_[il]);
+    sum.src[3] = rows.dst;  // the layer's own MOE_ROUTED, taking the chunks' rows
     if (!supports_(rows) || !supports_(sum)) return false;
   }
   return true;
@@ -549,16 +543,16 @@ void HybridMoe::place_program(uint32_t n_tok) {
       queues_.record(layer_copies_[il]->get(), copy_stream_->get());
       hand_to_watcher(il, 2);  // the watcher raises placed once they landed
     }
-    const auto t_pool = clock_type::now();
+    double pool_s = 0;
     if (!plan.cpu.empty()) {
       x_.assign(pool_x_.data(), pool_x_.data() + size_t{n_embd_} * n_tok);
-      run_pool(il, n_tok, plan.cpu);
+      pool_s = run_pool(il, n_tok, plan.cpu);
     }
     rows_at_[il] = clock_type::now();
     if (balancing_window_) {
       layer_cpu_[il] = static_cast<uint32_t>(plan.cpu.size());
       layer_pcie_[il] = static_cast<uint32_t>(plan.pcie.size());
-      layer_pool_s_[il] = plan.cpu.empty() ? 0.0 : std::chrono::duration<double>(rows_at_[il] - t_pool).count();
+      layer_pool_s_[il] = pool_s;
     }
     if (rows_flagged) rows_ready.store(1, std::memory_order_release);
     times_.place_s += seconds_since(t1);
@@ -717,7 +711,7 @@ void HybridMoe::place_chunked(uint32_t il, uint32_t n_tok, const experts::LayerP
   }
 }
 
-void HybridMoe::run_pool(uint32_t il, uint32_t n_tok, const std::vector<experts::PlannedExpert>& cpu) {
+double HybridMoe::run_pool(uint32_t il, uint32_t n_tok, const std::vector<experts::PlannedExpert>& cpu) {
   const auto t0 = clock_type::now();
   const LayerWeights& lw = model_.weights().layers[il];
   const experts::ExpertLayout& layout = arena_->layout(il);
@@ -755,8 +749,10 @@ void HybridMoe::run_pool(uint32_t il, uint32_t n_tok, const std::vector<experts:
   for (size_t p = 0; p < columns_.size(); ++p) {
     std::memcpy(pool_rows_.data() + size_t{columns_[p]} * n_embd_, rows_.data() + p * n_embd_, n_embd_ * sizeof(float));
   }
-  times_.pool_s += seconds_since(t0);
+  const double seconds = seconds_since(t0);
+  times_.pool_s += seconds;
   ++times_.pool_layers;
+  return seconds;
 }
 
 }  // namespace strata

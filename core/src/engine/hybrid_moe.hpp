@@ -182,7 +182,8 @@ class HybridMoe final : public ExpertPlacement {
   }
   int32_t* routed_flag(uint32_t il) const { return flags_.data() + 2 * il; }
   int32_t* placed_flag(uint32_t il) const { return flags_.data() + 2 * il + 1; }
-  void run_pool(uint32_t il, uint32_t n_tok, const std::vector<experts::PlannedExpert>& cpu);
+  // Returns the call's seconds (also added to times_.pool_s).
+  double run_pool(uint32_t il, uint32_t n_tok, const std::vector<experts::PlannedExpert>& cpu);
   // Measures the pool and the link on one expert of layer il and sets pool_max_tokens_; returns a line saying so.
   std::string choose_cutover(uint32_t il);
 

@@ -198,14 +198,9 @@ void emit_moe_ffn(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, 
   ops.push_back(route);
   const auto routed = [&](std::vector<strata_op>& list, const strata_expert_table* table, strata_tensor precomputed,
                           bool ready_flag = false) {
-    strata_op moe = new_op(STRATA_OP_MOE_ROUTED);
-    moe.dst = rows_of(a.out, n_embd, n);
-    moe.src[0] = rows_of(a.xn, n_embd, n);
-    moe.src[1] = tensor_i32(a.expert_ids.data(), {r.k, n});
-    moe.src[2] = tensor_f32(a.expert_weights.data(), {r.k, n});
+    strata_op moe = a.moe_routed(static_cast<uint32_t>(n_embd), r.k, static_cast<uint32_t>(n), table);
     moe.src[3] = precomputed;
     moe.i[0] = ready_flag ? 1 : 0;
-    moe.extra = table;
     list.push_back(moe);
     add_into(list, rows_of(a.x, n_embd, n), rows_of(a.out, n_embd, n));
   };

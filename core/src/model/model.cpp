@@ -147,6 +147,16 @@ Activations Model::make_activations(uint32_t max_tokens, uint32_t max_logit_rows
   return a;
 }
 
+strata_op Activations::moe_routed(uint32_t n_embd, uint32_t k, uint32_t n, const strata_expert_table* table) const {
+  strata_op op = new_op(STRATA_OP_MOE_ROUTED);
+  op.src[0] = tensor_f32(xn.data(), {n_embd, n});
+  op.src[1] = tensor_i32(expert_ids.data(), {k, n});
+  op.src[2] = tensor_f32(expert_weights.data(), {k, n});
+  op.dst = tensor_f32(out.data(), {n_embd, n});
+  op.extra = table;
+  return op;
+}
+
 void Activations::upload_window(size_t n) {
   if (mem != nullptr) {
     mem->upload(tokens.data(), host_tokens.data(), n * sizeof(int32_t));
