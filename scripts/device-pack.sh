@@ -36,11 +36,16 @@ if [ -x "$root/.peer/build-cpu/bin/llama-bench" ]; then
   cp "$(ldd "$root/.peer/build-cpu/bin/llama-bench" | awk '/libgomp/ {print $3}')" "$pack/peer-cpu/"
 fi
 
-# Anything beyond the base libraries would not be on the GPU machine.
+# Anything beyond the base libraries may not be on the GPU machine (the server's cpp-httplib and what it links:
+# OpenSSL, zlib, brotli): those travel in lib/, which gpu-check.sh puts on LD_LIBRARY_PATH.
+mkdir -p "$pack/lib"
 for f in "$pack"/bin/* "$pack"/peer-*/* ; do
   [ -f "$f" ] || continue
-  extra=$(ldd "$f" 2>/dev/null | awk '{print $1}' |
-          grep -vE '^(linux-vdso|/lib64/ld-linux|libc\.so|libm\.so|libstdc\+\+\.so|libgcc_s\.so|libgomp\.so|libdl\.so|libpthread\.so|librt\.so)' || true)
-  if [ -n "$extra" ]; then echo "device-pack: warning: $(basename "$f") needs $extra" >&2; fi
+  ldd "$f" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' |
+    grep -vE '^(linux-vdso|ld-linux|libcuda\.so|libnvidia|libc\.so|libm\.so|libstdc\+\+\.so|libgcc_s\.so|libgomp\.so|libdl\.so|libpthread\.so|librt\.so)' |
+    while read -r name path; do
+      [ -e "$pack/lib/$name" ] || cp -L "$path" "$pack/lib/$name"
+    done
 done
+[ -n "$(ls -A "$pack/lib")" ] && echo "device-pack: libraries carried in .device/lib: $(ls "$pack/lib" | tr '\n' ' ')"
 du -sh "$pack"

@@ -56,6 +56,7 @@ if [ ! -x "$bin/strata" ]; then
   exit 2
 fi
 export PATH="$bin:$PATH"
+export LD_LIBRARY_PATH="$root/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"  # device-pack's extra libraries
 
 # The tests were built in build-device/ of the lead's checkout and look for plugins, data and the executable at
 # those paths: make them exist here, pointing into this copy.

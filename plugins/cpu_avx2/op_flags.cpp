@@ -20,6 +20,7 @@ void run_copy(Context&, const strata_op& op) {
 }
 
 void run_signal(Context&, const strata_op& op) {
+  if (int64_t* stamp = format::signal_stamp(op)) *stamp = format::host_clock_ns();
   std::atomic_ref<int32_t>(*static_cast<int32_t*>(op.dst.data)).store(op.i[0], std::memory_order_release);
 }
 
@@ -29,6 +30,7 @@ void run_wait(Context&, const strata_op& op) {
                                                 std::to_string(format::wait_limit_ms(op)) +
                                                 " ms: whoever was to set it is gone");
   }
+  if (int64_t* stamp = format::wait_stamp(op)) *stamp = format::host_clock_ns();
 }
 
 }  // namespace strata::cpu

@@ -145,6 +145,7 @@ void run_with_precomputed(Context& ctx, const strata_op& op, const strata_moe_op
   }
   // src3 may still be being written (its ready flag): the computed rows above overlapped with that.
   if (const int32_t* ready = format::precomputed_ready(op)) {
+    if (int64_t* stamp = format::ready_stamp(op)) *stamp = format::host_clock_ns();
     if (!format::wait_for_flag(ready, 1, format::wait_limit_ms(op))) {
       throw OpFailure(STRATA_ERR_UNAVAILABLE, "MOE_ROUTED: src3's ready flag stayed down for " +
                                                   std::to_string(format::wait_limit_ms(op)) + " ms: its writer is gone");

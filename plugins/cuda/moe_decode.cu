@@ -321,8 +321,10 @@ __global__ void __launch_bounds__(kDownThreads, 2) down_kernel(const TokenRoutes
   dst[static_cast<int64_t>(t) * dst_stride + row0 + tid] = acc;
 }
 
-// One thread waits for src3's ready flag in host memory (after the down blocks, stream order).
-__global__ void ready_wait_kernel(const volatile int32_t* flag) {
+// One thread waits for src3's ready flag in host memory (after the down blocks, stream order). `stamp` (backend 1.5,
+// or NULL): the clock as it starts waiting, when the device's own experts are done.
+__global__ void ready_wait_kernel(const volatile int32_t* flag, unsigned long long* stamp) {
+  if (stamp != nullptr) *stamp = clock_ns();
   while (*flag == 0) {
   }
   __threadfence_system();
@@ -443,7 +445,8 @@ bool run_moe_routed_decode(Context& ctx, const strata_op& op) {
     check_launch("MOE_ROUTED (decode: down and sums)");
   });
   if (ready != nullptr) {
-    ready_wait_kernel<<<1, 1, 0, ctx.stream()>>>(ready);
+    ready_wait_kernel<<<1, 1, 0, ctx.stream()>>>(ready,
+                                                 reinterpret_cast<unsigned long long*>(format::ready_stamp(op)));
     check_launch("MOE_ROUTED (decode: src3's ready flag)");
     constexpr int kSumThreads = 256;
     const dim3 grid(static_cast<unsigned>((n_embd + kSumThreads - 1) / kSumThreads), static_cast<unsigned>(n_tok));

@@ -22,17 +22,21 @@ __global__ void copy_kernel(const uint32_t* src, uint64_t src_stride, uint32_t* 
 }
 
 // After the kernels before it (stream order); the fence makes their writes visible to the host before the flag.
-__global__ void signal_kernel(volatile int32_t* flag, int32_t value) {
+// `stamp` (backend 1.5, or NULL): the clock as the flag is raised.
+__global__ void signal_kernel(volatile int32_t* flag, int32_t value, unsigned long long* stamp) {
+  if (stamp != nullptr) *stamp = clock_ns();
   __threadfence_system();
   *flag = value;
   __threadfence_system();
 }
 
-// The kernels after it start when it ends; the fence orders their reads after the flag's.
-__global__ void wait_kernel(const volatile int32_t* flag, int32_t value) {
+// The kernels after it start when it ends; the fence orders their reads after the flag's. `stamp` (backend 1.5, or
+// NULL): the clock as the wait ends.
+__global__ void wait_kernel(const volatile int32_t* flag, int32_t value, unsigned long long* stamp) {
   while (*flag < value) {
   }
   __threadfence_system();
+  if (stamp != nullptr) *stamp = clock_ns();
 }
 
 }  // namespace
@@ -51,12 +55,14 @@ void run_copy(Context& ctx, const strata_op& op) {
 }
 
 void run_signal(Context& ctx, const strata_op& op) {
-  signal_kernel<<<1, 1, 0, ctx.stream()>>>(static_cast<volatile int32_t*>(op.dst.data), op.i[0]);
+  signal_kernel<<<1, 1, 0, ctx.stream()>>>(static_cast<volatile int32_t*>(op.dst.data), op.i[0],
+                                            reinterpret_cast<unsigned long long*>(format::signal_stamp(op)));
   check_launch("SIGNAL");
 }
 
 void run_wait(Context& ctx, const strata_op& op) {
-  wait_kernel<<<1, 1, 0, ctx.stream()>>>(static_cast<const volatile int32_t*>(op.src[0].data), op.i[0]);
+  wait_kernel<<<1, 1, 0, ctx.stream()>>>(static_cast<const volatile int32_t*>(op.src[0].data), op.i[0],
+                                          reinterpret_cast<unsigned long long*>(format::wait_stamp(op)));
   check_launch("WAIT");
 }
 

@@ -12,6 +12,7 @@
 
 #include "engine_backends.hpp"
 #include "strata/error.hpp"
+#include "strata/format/flag_ops.hpp"
 #include "strata/format/types.hpp"
 #include "strata/op_tensor.hpp"
 
@@ -94,6 +95,35 @@ TEST_P(FlagOps, MalformedFlagsAreRefused) {
   }
 }
 
+// Backend 1.5 stamps: SIGNAL's and WAIT's src1 get the clock as they pass, in program order and after the flag was
+// raised; a stamp that is not one aligned i64 is refused.
+TEST_P(FlagOps, SignalAndWaitStampTheClockAsTheyPass) {
+  auto backend = strata::test::open_backend(GetParam());
+  alignas(4) int32_t flag = 0;
+  alignas(8) int64_t stamps[2] = {0, 0};
+  strata_op ops[2] = {flag_op(STRATA_OP_SIGNAL, &flag, 1), flag_op(STRATA_OP_WAIT, &flag, 1, 1000)};
+  ops[0].src[1] = strata::make_tensor(&stamps[0], strata::format::GgmlType::I64, {1});
+  ops[1].src[1] = strata::make_tensor(&stamps[1], strata::format::GgmlType::I64, {1});
+  if (GetParam() != "reference") {
+    ASSERT_TRUE(backend->supports(ops[0]));
+    ASSERT_TRUE(backend->supports(ops[1]));
+  }
+  const int64_t before = strata::format::host_clock_ns();
+  backend->compute(ops);
+  const int64_t after = strata::format::host_clock_ns();
+  EXPECT_GE(stamps[0], before);
+  EXPECT_GE(stamps[1], stamps[0]);
+  EXPECT_LE(stamps[1], after);
+
+  strata_op bad = ops[0];
+  alignas(4) int32_t narrow = 0;
+  bad.src[1] = strata::tensor_i32(&narrow, {1});  // not i64
+  if (GetParam() != "reference") {
+    EXPECT_FALSE(backend->supports(bad));
+  }
+  EXPECT_THROW(backend->compute(std::span<const strata_op>(&bad, 1)), strata::Error);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, FlagOps, ::testing::ValuesIn(strata::test::backends_under_test()),
                          [](const auto& p) { return p.param; });
 
@@ -110,7 +140,7 @@ TEST_P(FlagOps, MoeRoutedReadsPrecomputedRowsAfterTheirFlag) {
   std::vector<float> x(n, 0.5f);
   const std::vector<int32_t> ids = {3, 0, 2};
   const std::vector<float> weights = {0.5f, 0.25f, 0.125f};
-  std::vector<float> pre(n * k + 1, 0.0f);  // the columns, then the flag
+  std::vector<float> pre(n * k + 4, 0.0f);  // the columns, the flag, then room for the stamp (i[3] = 1)
   auto* flag = reinterpret_cast<int32_t*>(pre.data() + n * k);
   std::vector<float> dst(n, -7.0f);
   strata_op op{};
@@ -123,9 +153,11 @@ TEST_P(FlagOps, MoeRoutedReadsPrecomputedRowsAfterTheirFlag) {
   op.dst = strata::tensor_f32(dst.data(), {n, 1});
   op.extra = &table;
   op.i[0] = 1;
+  op.i[3] = 1;  // 1.5: stamp the clock after the flag as the op starts waiting on it
   if (GetParam() != "reference") {
     ASSERT_TRUE(backend->supports(op));
   }
+  int64_t raised_at = 0;
   std::thread writer([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(30));
     for (int64_t d = 0; d < n; ++d) {
@@ -133,16 +165,25 @@ TEST_P(FlagOps, MoeRoutedReadsPrecomputedRowsAfterTheirFlag) {
       pre[n + d] = 1e8f;       // j = 1 (expert 0), first
       pre[2 * n + d] = -1e8f;  // j = 2 (expert 2), second
     }
+    raised_at = strata::format::host_clock_ns();
     std::atomic_ref<int32_t>(*flag).store(1, std::memory_order_release);
   });
+  const int64_t started = strata::format::host_clock_ns();
   backend->compute(std::span<const strata_op>(&op, 1));
   writer.join();
   for (int64_t d = 0; d < n; ++d) EXPECT_EQ(dst[d], 1.0f) << d;
+  const int64_t* stamp = strata::format::ready_stamp(op);
+  ASSERT_NE(stamp, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(stamp) % 8, 0u);
+  EXPECT_GE(*stamp, started);
+  EXPECT_LT(*stamp, raised_at) << "the stamp is taken as the wait starts, before the rows came";
 
   std::atomic_ref<int32_t>(*flag).store(0);
   op.i[1] = 50;
   EXPECT_THROW(backend->compute(std::span<const strata_op>(&op, 1)), strata::Error);
   op.i[0] = 2;  // not a mode
+  EXPECT_THROW(backend->compute(std::span<const strata_op>(&op, 1)), strata::Error);
+  op.i[0] = 0;  // a stamp needs the flag
   EXPECT_THROW(backend->compute(std::span<const strata_op>(&op, 1)), strata::Error);
 }
 

@@ -5,8 +5,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "strata/backend.hpp"
 #include "strata/config.hpp"
@@ -35,6 +37,14 @@ struct EngineSettings {
 // runtime.context, runtime.slots, runtime.batch, runtime.kv_type, runtime.threads, runtime.graphs and experts: of a
 // launch.
 EngineSettings settings_from(const config::Launch& launch);
+
+// Tokens routed per (layer, expert) since the start or the last reset_expert_counts, for the serving page's heatmap.
+struct ExpertUsage {
+  uint32_t n_layer = 0, n_expert = 0;  // 0 x 0: this engine does not see its routes (a dense model, or every expert
+                                       // on the device, where the choices never leave it)
+  std::vector<uint64_t> routed;        // [n_layer * n_expert], layer-major
+  std::vector<uint64_t> hits;          // same shape, tokens routed to experts in the VRAM cache; empty without one
+};
 
 class Engine {
  public:
@@ -73,6 +83,12 @@ class Engine {
   std::string expert_summary(double decode_tokens_per_s = 0) const;
   // Starts the summary's counts again (the cache keeps its residents).
   void reset_expert_counts();
+  // A copy of the routing counts. Call it from the thread that feeds the engine, between feeds.
+  ExpertUsage expert_usage() const;
+  // A request's own share of misses read over PCIe on the hybrid path (an engine request option): it replaces the
+  // launch's (or the probe's) share and pauses the balancer until cleared with nullopt. Returns false, changing
+  // nothing, when the engine has no hybrid path. Throws strata::Error for a share outside 0..1.
+  bool set_request_pcie_frac(std::optional<double> frac);
 
  private:
   void run(const Window& w);

@@ -135,6 +135,9 @@ struct Activations {
   format::ExpertRoutes moe_routes;
   std::vector<strata_expert_weights> moe_weights;
   strata_moe_op moe{};
+  // Tokens routed per (layer, expert), layer-major [n_layer * n_expert], counted by those host steps for the live
+  // page and /metrics (the device paths count elsewhere: the hybrid path in its cache, the all-device path not).
+  std::vector<uint64_t> route_counts;
 
   // Copies the first n tokens and positions to where the ops read them.
   void upload_window(size_t n);
@@ -171,6 +174,8 @@ class ExpertPlacement {
   // One program: MOE_ROUTED's src3 (precomputed_rows) comes with a ready flag (i[0] = 1), raised by the host once
   // its rows are written, so the device computes its own experts meanwhile.
   virtual bool rows_ready_flag(uint32_t n_tok) const = 0;
+  // One program: MOE_ROUTED also stamps the device's clock after the ready flag as it starts waiting on it (i[3] = 1).
+  virtual bool rows_stamped(uint32_t n_tok) const { (void)n_tok; return false; }
   // The host step after layer il's ROUTER, for a window of n_tok tokens.
   virtual void place(uint32_t il, uint32_t n_tok) = 0;
   // Layer il's table as the last place() left it (the entries live in device memory).

@@ -29,6 +29,10 @@
  *                    nothing summed, so one layer's experts can be computed in several ops (chunks of experts as
  *                    their weights arrive) and summed by a last MOE_ROUTED whose src3 holds the other chunks' rows;
  *                    cuda takes src3 on every window.
+ *   backend 1.5      stamps: SIGNAL's and WAIT's optional src1 (i64 [1]) and, with MOE_ROUTED's i[3] = 1, the i64 after
+ *                    src3's ready flag (first 8-byte boundary) get the device's clock (TIMESTAMP's) as the flag is
+ *                    raised, as the wait ends, and as the sums start waiting on the ready flag: a program's hand-offs
+ *                    timed on the device with no launch of their own.
  *   expert_pool 1.0  worker_count; compute(moe): one weighted row per (token, expert), never a summed row.
  *   balancer 1.0     observe(samples) after a window; choose(layer, misses) -> how many go over PCIe.
  *   link 1.0         peer residency lookup and liveness of the other engine.
@@ -135,7 +139,7 @@ typedef struct strata_interface_header {
 
 #define STRATA_BACKEND_FAMILY "backend"
 #define STRATA_BACKEND_VERSION 1u
-#define STRATA_BACKEND_MINOR 4u
+#define STRATA_BACKEND_MINOR 5u
 
 typedef enum strata_device_kind { STRATA_DEVICE_CPU = 1, STRATA_DEVICE_GPU = 2 } strata_device_kind;
 
@@ -213,7 +217,9 @@ typedef enum strata_op_kind {
                               * and i[0] = 0. So rows-out ops over disjoint sets of experts, then a summing MOE_ROUTED
                               * whose other entries are NULL with src3 = their columns, give dst bytes equal to one
                               * MOE_ROUTED over all experts. A backend may take rows out only for some windows
-                              * (supports_op says). */
+                              * (supports_op says).
+                              * 1.5: i[3] = 1 (with i[0] = 1): the i64 at the first 8-byte boundary after the ready flag
+                              * gets the device's clock as the op starts waiting on the flag (its own pairs computed). */
   STRATA_OP_TIMESTAMP = 14,  /* dst i64 [1] = the device's clock in nanoseconds when the op runs, after every op before
                               * it in the list (a GPU's global timer; the host's monotonic clock on a CPU): stamps
                               * around a span of ops time it on the device, inside a graph too */
@@ -221,12 +227,14 @@ typedef enum strata_op_kind {
   STRATA_OP_COPY = 15,       /* dst = src0: same type (4-byte elements: F32 or I32) and shape [ne0, ne1], rows nb[1] apart
                               * in each; either may be mapped host memory (a table the host wrote, rows it will read) */
   STRATA_OP_SIGNAL = 16,     /* dst i32 [1] in memory the host reads (mapped) = i[0], stored once every op before it is done
-                              * and its writes are visible to the host (release, system scope) */
+                              * and its writes are visible to the host (release, system scope); 1.5: src1, when it has data,
+                              * an i64 [1] that gets the device's clock as the flag is raised */
   STRATA_OP_WAIT = 17,       /* the ops after it start once the i32 at src0 (memory the host writes: mapped) is >= i[0]
                               * (acquire, system scope: what the host wrote before the flag is then visible to them).
                               * Someone else must set the flag: a backend that runs ops on the calling thread waits in
                               * the op for another thread, and gives up with STRATA_ERR_UNAVAILABLE after i[1] ms
-                              * (0: 60000); a GPU waits without a limit, so its host must always set the flag */
+                              * (0: 60000); a GPU waits without a limit, so its host must always set the flag; 1.5: src1,
+                              * when it has data, an i64 [1] that gets the device's clock as the wait ends */
 } strata_op_kind;
 
 #define STRATA_OP_MAX_SRC 4

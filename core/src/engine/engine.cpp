@@ -132,6 +132,36 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
 
 void Engine::reset_expert_counts() {
   if (hybrid_) hybrid_->reset_counts();
+  std::fill(act_.route_counts.begin(), act_.route_counts.end(), 0);
+}
+
+ExpertUsage Engine::expert_usage() const {
+  ExpertUsage u;
+  if (hybrid_) {
+    const experts::ExpertStats& stats = hybrid_->cache().stats();
+    u.n_layer = stats.keys.n_layer;
+    u.n_expert = stats.keys.n_expert;
+    u.routed.resize(stats.experts.size());
+    u.hits.resize(stats.experts.size());
+    for (size_t i = 0; i < stats.experts.size(); ++i) {
+      u.routed[i] = stats.experts[i].hit_tokens + stats.experts[i].miss_tokens;
+      u.hits[i] = stats.experts[i].hit_tokens;
+    }
+  } else if (!act_.route_counts.empty() && device_weights_ == nullptr) {
+    u.n_layer = model_->hparams().n_layer;
+    u.n_expert = model_->hparams().n_expert;
+    u.routed = act_.route_counts;
+  }
+  return u;
+}
+
+bool Engine::set_request_pcie_frac(std::optional<double> frac) {
+  if (frac && !(*frac >= 0.0 && *frac <= 1.0)) {
+    throw Error("pcie_frac must be between 0 and 1 (the share of a layer's missed experts read over PCIe)");
+  }
+  if (!hybrid_) return false;
+  hybrid_->set_request_pcie_frac(frac);
+  return true;
 }
 
 std::string Engine::expert_summary(double decode_tokens_per_s) const {

@@ -216,6 +216,7 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
   description_ += program_ ? "; fast mode (decode windows run as one device program)"
                            : "; simple mode (a host step per MoE layer)";
   planner_ = std::make_unique<experts::Planner>(geometry, std::vector<const experts::ResidencyView*>{cache_.get()}, frac);
+  launch_frac_ = frac;
   if (balancer_ && pool_ && program_) {
     // Decode windows in fast mode: the balancer's choice (the probe's share until its fits are warm).
     planner_->set_pcie_count_hook([this](uint32_t layer, std::span<const experts::ExpertUse> misses) {
@@ -227,6 +228,9 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
     layer_cpu_.assign(w.layers.size(), 0);
     layer_pcie_.assign(w.layers.size(), 0);
     layer_pool_s_.assign(w.layers.size(), 0.0);
+    stamping_ = true;
+    stamps_ = Buffer<int64_t>::mapped(2 * w.layers.size(), mem);
+    ready_stamps_.assign(w.layers.size(), 0);
     description_ += "; each decode layer's PCIe share from " + balancer_.name + " (fitted costs; the probe's share until they are warm)";
   } else if (balancer_) {
     description_ += "; " + balancer_.name + " unused: it needs fast mode and a CPU pool";
@@ -346,14 +350,20 @@ void HybridMoe::reset_counts() {
   cache_->reset_stats();
   counters_ = experts::PlanCounters{};
   times_ = HybridTimes{};
+  stamp_times_ = StampTimes{};
 }
 
 void HybridMoe::begin_window(uint32_t n_tok, bool program_allowed) {
   cache_->begin_window(n_tok);
   counters_.add_window(n_tok);
   program_window_ = program_ && program_allowed;
-  balancing_window_ = balancer_ && one_program(n_tok) && n_tok == 1 && n_tok <= pool_max_tokens_;
+  balancing_window_ = balancer_ && !request_frac_ && one_program(n_tok) && n_tok == 1 && n_tok <= pool_max_tokens_;
   chunk_window_ = chunkable_ && n_tok > pool_max_tokens_ && !one_program(n_tok) && chunks_supported(n_tok);
+}
+
+void HybridMoe::set_request_pcie_frac(std::optional<double> frac) {
+  request_frac_ = frac.has_value();
+  planner_->set_pcie_frac(frac.value_or(launch_frac_));
 }
 
 void HybridMoe::emit_handoff(uint32_t il, uint32_t n_tok, std::vector<strata_op>& ops) const {
@@ -366,6 +376,7 @@ void HybridMoe::emit_handoff(uint32_t il, uint32_t n_tok, std::vector<strata_op>
   strata_op signal = new_op(STRATA_OP_SIGNAL);
   signal.dst = tensor_i32(routed_flag(il), {1});
   signal.i[0] = 1;
+  if (stamping_) signal.src[1] = make_tensor(stamps_.data() + 2 * il, format::GgmlType::I64, {1});
   ops.push_back(signal);
 }
 
@@ -373,6 +384,7 @@ void HybridMoe::emit_takeover(uint32_t il, std::vector<strata_op>& ops) const {
   strata_op wait = new_op(STRATA_OP_WAIT);
   wait.src[0] = tensor_i32(placed_flag(il), {1});
   wait.i[0] = 1;
+  if (stamping_) wait.src[1] = make_tensor(stamps_.data() + 2 * il + 1, format::GgmlType::I64, {1});
   ops.push_back(wait);
   strata_op copy = new_op(STRATA_OP_COPY);
   const uint32_t n = tables_[il].n_expert;
@@ -385,6 +397,11 @@ void HybridMoe::run_program(std::span<const strata_op> ops, uint32_t n_tok) {
   const auto t0 = clock_type::now();
   for (size_t i = 0; i < flags_.size(); ++i) std::atomic_ref<int32_t>(flags_[i]).store(0, std::memory_order_relaxed);
   for (uint32_t il : moe_layers_) watch_[il].store(0, std::memory_order_relaxed);
+  if (stamping_) {
+    std::fill(stamps_.data(), stamps_.data() + stamps_.size(), 0);
+    std::fill(ready_stamps_.begin(), ready_stamps_.end(), 0);
+    if (rows_stamped(n_tok)) *const_cast<int64_t*>(ready_stamp_slot(moe_layers_.front(), n_tok)) = 0;
+  }
   placer_abort_.store(false);
   placer_failed_.store(false);
   program_n_tok_ = n_tok;
@@ -442,6 +459,7 @@ void HybridMoe::run_program(std::span<const strata_op> ops, uint32_t n_tok) {
   times_.program_s += std::chrono::duration<double>(t_end - t0).count();
   ++times_.programs;
   attribute_program(t0, t_end);
+  if (rows_stamped(n_tok)) ready_stamps_[moe_layers_.back()] = *ready_stamp_slot(moe_layers_.back(), n_tok);
   if (balancing_window_) observe_program();
 }
 
@@ -453,7 +471,18 @@ void HybridMoe::observe_program() {
     s.n_cpu = layer_cpu_[il];
     s.n_pcie = layer_pcie_[il];
     s.pool_us = 1e6 * layer_pool_s_[il];
-    s.gpu_us = 1e6 * std::chrono::duration<double>(placed_at_[il] - seen_at_[il]).count();
+    // The GPU's side of the layer on its own clock: from its routes out to its own experts done (plan, PCIe copies
+    // and the cache's and the copies' experts computed). Without stamps, the host's routes seen to copies landed.
+    const int64_t out = stamping_ ? stamps_[2 * il] : 0, in = stamping_ ? stamps_[2 * il + 1] : 0;
+    const int64_t done = stamping_ ? ready_stamps_[il] : 0;
+    if (out > 0 && in >= out && done >= in) {
+      s.gpu_us = 1e-3 * static_cast<double>(done - out);
+      stamp_times_.plan_in_us += 1e-3 * static_cast<double>(in - out);
+      stamp_times_.own_done_us += 1e-3 * static_cast<double>(done - out);
+      ++stamp_times_.layers;
+    } else {
+      s.gpu_us = 1e6 * std::chrono::duration<double>(placed_at_[il] - seen_at_[il]).count();
+    }
     balance_samples_.push_back(s);
   }
   throw_if_error(balancer_.table->observe(balancer_.ctx, balance_samples_.data(), balance_samples_.size()),
@@ -463,7 +492,19 @@ void HybridMoe::observe_program() {
 std::string HybridMoe::balancer_summary() const {
   if (!balancer_ || !program_ || !pool_) return {};
   const char* line = balancer_.table->describe(balancer_.ctx);
-  return line != nullptr ? line : "";
+  std::string out = line != nullptr ? line : "";
+  const double n = static_cast<double>(stamp_times_.layers);
+  char stamps[256];
+  if (stamp_times_.layers > 0) {
+    std::snprintf(stamps, sizeof stamps,
+                  "\ndevice stamps per MoE layer (%llu layers): plan and PCIe copies in %.1f us after the routes went "
+                  "out, the device's own experts done after %.1f us",
+                  static_cast<unsigned long long>(stamp_times_.layers), stamp_times_.plan_in_us / n,
+                  stamp_times_.own_done_us / n);
+  } else {
+    std::snprintf(stamps, sizeof stamps, "\nno device stamps yet (the GPU's samples use the host's clock)");
+  }
+  return out + stamps;
 }
 
 void HybridMoe::attribute_program(clock_type_point start, clock_type_point end) {
@@ -519,6 +560,8 @@ void HybridMoe::release_program() {
 
 void HybridMoe::place_program(uint32_t n_tok) {
   const bool rows_flagged = rows_ready_flag(n_tok);
+  const bool stamped = rows_stamped(n_tok);
+  uint32_t prev_layer = UINT32_MAX;
   for (uint32_t il : moe_layers_) {
     // The layer's routes: spin on the flag (the device raises them microseconds apart), yielding now and then.
     std::atomic_ref<int32_t> routed(*routed_flag(il));
@@ -530,6 +573,9 @@ void HybridMoe::place_program(uint32_t n_tok) {
     }
     const auto t1 = clock_type::now();
     seen_at_[il] = t1;
+    // The previous MoE layer's sums waited on the shared ready flag; its stamp there is final and visible now.
+    if (prev_layer != UINT32_MAX && stamped) ready_stamps_[prev_layer] = *ready_stamp_slot(prev_layer, n_tok);
+    prev_layer = il;
     // The previous layer's MOE_ROUTED is done (the device raised this layer's flag after it): its rows and their
     // flag are free again, and the flag goes down before this layer's placed flag goes up.
     std::atomic_ref<int32_t> rows_ready(*rows_flag(il, n_tok));

@@ -32,6 +32,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -118,6 +119,8 @@ class HybridMoe final : public ExpertPlacement {
 
   bool one_program(uint32_t n_tok) const override { return program_window_ && n_tok <= kPoolMaxTokens; }
   bool rows_ready_flag(uint32_t n_tok) const override { return one_program(n_tok) && n_tok <= pool_max_tokens_; }
+  // Stamps ride along only with the balancer (stamped programs are other graphs): see stamps_.
+  bool rows_stamped(uint32_t n_tok) const override { return stamping_ && rows_ready_flag(n_tok); }
   void emit_handoff(uint32_t il, uint32_t n_tok, std::vector<strata_op>& ops) const override;
   void emit_takeover(uint32_t il, std::vector<strata_op>& ops) const override;
   bool program_mode() const { return program_; }
@@ -131,6 +134,9 @@ class HybridMoe final : public ExpertPlacement {
   const HybridTimes& times() const { return times_; }
   void reset_counts();
   double pcie_frac() const { return planner_->pcie_frac(); }
+  // A request's own share (nullopt: the launch's or the probe's again); while set, the balancer neither chooses nor
+  // learns.
+  void set_request_pcie_frac(std::optional<double> frac);
   // The decode roofline's inputs, measured at start with pcie_frac: auto (0 otherwise): weights read from VRAM at
   // the device's copy rate, misses at the host's read rate plus the pinned link's.
   struct Rates {
@@ -195,8 +201,25 @@ class HybridMoe final : public ExpertPlacement {
   BalancerRef balancer_;
   std::vector<strata_balance_sample> balance_samples_;  // this program's layers, for the balancer
   bool balancing_window_ = false;  // a one-token program window: the balancer chooses and gets samples
+  bool request_frac_ = false;      // a request's own pcie_frac is in force (the balancer pauses)
+  double launch_frac_ = 0;         // the share from the launch or the link probe
   std::vector<uint32_t> layer_cpu_, layer_pcie_;  // this program's per-layer counts (the placer writes them)
   std::vector<double> layer_pool_s_;              // and the pool's time per layer
+  // The device's clock at a layer's hand-offs (backend 1.5), written by the flag ops of one-token programs when the
+  // balancer is on: per layer [routes out (SIGNAL), plan and PCIe copies in (WAIT)], mapped; and, read by the
+  // placer from the shared slot after src3's ready flag, as the sums started waiting for the pool's rows. A 0 means
+  // the backend did not stamp (older than 1.5): the host's clock stands in.
+  bool stamping_ = false;
+  Buffer<int64_t> stamps_;
+  std::vector<int64_t> ready_stamps_;
+  struct StampTimes {
+    double plan_in_us = 0, own_done_us = 0;  // summed from routes out
+    uint64_t layers = 0;
+  } stamp_times_;
+  const int64_t* ready_stamp_slot(uint32_t il, uint32_t n_tok) const {
+    const auto at = (reinterpret_cast<uintptr_t>(rows_flag(il, n_tok) + 1) + 7) & ~uintptr_t{7};
+    return reinterpret_cast<const int64_t*>(at);
+  }
   uint32_t n_embd_ = 0, k_max_ = 0, max_tokens_ = 0;
   int adapt_swaps_ = 0;
   bool program_ = false;         // fast mode available

@@ -73,6 +73,6 @@ void emit_moe_ffn(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, 
 
 // moe_routing.cpp: the router's choices (act.expert_ids / act.expert_weights, k per token) as the MOE op over
 // the layer's experts: the distinct experts in ascending id, each with its tokens in window order.
-void build_moe_op(const ExpertStack& experts, uint32_t k, const GraphContext& ctx);
+void build_moe_op(uint32_t il, const ExpertStack& experts, uint32_t k, const GraphContext& ctx);
 
 }  // namespace strata

@@ -197,10 +197,11 @@ void emit_moe_ffn(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, 
   route.f[0] = r.scale;
   ops.push_back(route);
   const auto routed = [&](std::vector<strata_op>& list, const strata_expert_table* table, strata_tensor precomputed,
-                          bool ready_flag = false) {
+                          bool ready_flag = false, bool stamped = false) {
     strata_op moe = a.moe_routed(static_cast<uint32_t>(n_embd), r.k, static_cast<uint32_t>(n), table);
     moe.src[3] = precomputed;
     moe.i[0] = ready_flag ? 1 : 0;
+    moe.i[3] = ready_flag && stamped ? 1 : 0;
     list.push_back(moe);
     add_into(list, rows_of(a.x, n_embd, n), rows_of(a.out, n_embd, n));
   };
@@ -211,7 +212,8 @@ void emit_moe_ffn(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, 
     if (placement->one_program(n_tok)) {
       placement->emit_handoff(il, n_tok, ops);
       placement->emit_takeover(il, ops);
-      routed(ops, placement->table(il), placement->precomputed_rows(n_tok, r.k), placement->rows_ready_flag(n_tok));
+      routed(ops, placement->table(il), placement->precomputed_rows(n_tok, r.k), placement->rows_ready_flag(n_tok),
+             placement->rows_stamped(n_tok));
       return;
     }
     out.host([placement, il, n_tok] { placement->place(il, n_tok); });
@@ -225,7 +227,7 @@ void emit_moe_ffn(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, 
   }
   const ExpertStack* experts = &lw.experts;
   const uint32_t k = r.k;
-  out.host([experts, k, ctx] { build_moe_op(*experts, k, ctx); });
+  out.host([il, experts, k, ctx] { build_moe_op(il, *experts, k, ctx); });
 
   std::vector<strata_op>& after = out.ops();
   strata_op moe = new_op(STRATA_OP_MOE);

@@ -141,6 +141,7 @@ Activations Model::make_activations(uint32_t max_tokens, uint32_t max_logit_rows
   a.router_logits = Buffer<float>(hp_.n_expert * n, mem);
   a.expert_ids = Buffer<int32_t>(k * n, mem);
   a.expert_weights = Buffer<float>(k * n, mem);
+  if (hp_.n_expert > 0) a.route_counts.assign(size_t{hp_.n_layer} * hp_.n_expert, 0);
   a.max_logit_rows = std::min(max_tokens, max_logit_rows);
   a.logits = Buffer<float>(size_t{hp_.n_vocab} * a.max_logit_rows, mem);
   if (mem != nullptr) a.host_logits.resize(a.logits.size());

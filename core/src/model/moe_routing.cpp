@@ -7,7 +7,7 @@
 
 namespace strata {
 
-void build_moe_op(const ExpertStack& experts, uint32_t k, const GraphContext& ctx) {
+void build_moe_op(uint32_t il, const ExpertStack& experts, uint32_t k, const GraphContext& ctx) {
   Activations& a = ctx.act;
   const uint32_t n_tok = static_cast<uint32_t>(ctx.n_tok);
   if (auto why = format::group_routes(a.expert_ids.data(), a.expert_weights.data(), k, n_tok, ctx.hp.n_expert,
@@ -16,6 +16,12 @@ void build_moe_op(const ExpertStack& experts, uint32_t k, const GraphContext& ct
   }
   a.moe_weights.clear();
   for (uint32_t e : a.moe_routes.expert_ids) a.moe_weights.push_back(experts.expert(e));
+  if (!a.route_counts.empty()) {
+    const size_t row = size_t{il} * ctx.hp.n_expert;
+    for (size_t i = 0; i < a.moe_routes.expert_ids.size(); ++i) {
+      a.route_counts[row + a.moe_routes.expert_ids[i]] += a.moe_routes.token_offsets[i + 1] - a.moe_routes.token_offsets[i];
+    }
+  }
   a.moe = strata_moe_op{ctx.hp.n_embd,
                         experts.n_ff,
                         n_tok,

@@ -29,6 +29,7 @@ void copy(const strata_op& op) {
 
 void signal(const strata_op& op) {
   require_ok(format::check_signal(op));
+  if (int64_t* stamp = format::signal_stamp(op)) *stamp = format::host_clock_ns();
   std::atomic_ref<int32_t>(*static_cast<int32_t*>(op.dst.data)).store(op.i[0], std::memory_order_release);
 }
 
@@ -38,6 +39,7 @@ void wait(const strata_op& op) {
     throw Error("WAIT: the flag stayed below " + std::to_string(op.i[0]) + " for " +
                 std::to_string(format::wait_limit_ms(op)) + " ms: whoever was to set it is gone");
   }
+  if (int64_t* stamp = format::wait_stamp(op)) *stamp = format::host_clock_ns();
 }
 
 }  // namespace strata::reference

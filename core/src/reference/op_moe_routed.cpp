@@ -134,6 +134,7 @@ void moe_routed(const strata_op& op) {
             std::to_string(k * n_tok) + "]");
     // src3 may still be being written: read it once its ready flag is up.
     if (const int32_t* ready = format::precomputed_ready(op)) {
+      if (int64_t* stamp = format::ready_stamp(op)) *stamp = format::host_clock_ns();
       if (!format::wait_for_flag(ready, 1, format::wait_limit_ms(op))) {
         throw Error("MOE_ROUTED: src3's ready flag stayed down for " + std::to_string(format::wait_limit_ms(op)) +
                     " ms: its writer is gone");

@@ -23,8 +23,24 @@ inline int wait_limit_ms(const strata_op& op) { return op.i[1] > 0 ? op.i[1] : 6
 
 // MOE_ROUTED with i[0] = 1 (backend 1.3): src3's ready flag, the i32 right after its last column; NULL otherwise.
 const int32_t* precomputed_ready(const strata_op& op);
-// Why MOE_ROUTED's i[0] and i[1] are malformed (i[0] not 0 or 1, a flag without src3, a negative limit), or nullopt.
+// Why MOE_ROUTED's i[0], i[1] and i[3] are malformed (i[0] not 0 or 1, a flag without src3, a negative limit, a stamp
+// without a flag), or nullopt.
 std::optional<std::string> check_precomputed_ready(const strata_op& op);
+// Backend 1.5 stamps: the device's clock (ns, TIMESTAMP's clock) written by a flag op as it passes, so a host can
+// see when a device program's hand-offs happened without a launch of their own. Each returns where the op writes
+// its stamp, or NULL for an op without one:
+//  - SIGNAL: src1, an i64 [1]: as the flag is raised;
+//  - WAIT: src1, an i64 [1]: as the wait ends;
+//  - MOE_ROUTED with i[0] = 1 and i[3] = 1: the i64 at the first 8-byte boundary after src3's ready flag: as the
+//    sums start waiting on that flag (the device's own experts are done).
+int64_t* signal_stamp(const strata_op& op);
+int64_t* wait_stamp(const strata_op& op);
+int64_t* ready_stamp(const strata_op& op);
+// Why src1 of SIGNAL or WAIT is not a stamp (not i64 [1], unaligned), or nullopt (also when there is none).
+std::optional<std::string> check_flag_stamp(const strata_op& op);
+// The host's clock that CPU backends stamp with (CLOCK_MONOTONIC, ns), as TIMESTAMP on a CPU backend.
+int64_t host_clock_ns();
+
 // Waits on the calling thread until *flag >= value (acquire); false when limit_ms passed first.
 bool wait_for_flag(const int32_t* flag, int32_t value, int limit_ms);
 
