@@ -29,6 +29,7 @@
 #     gate       the exactness gates on that model: all-GPU saved, then the hybrid engine at 100% and at 25% with
 #                pcie_frac 0.5 checked against it, in fast mode and in simple mode; the fast run saved and the simple
 #                one checked against it (strata gate, configs/gate-cuda.yaml)
+#     balance    plugins/pcie_balance off and on in pairs (tg128, 25%), with a slow pool and all workers
 #     peer-hybrid llama.cpp's llama-bench -ngl 99 -fa on --n-cpu-moe N -t <all cores>, for each N of STRATA_PEER_NCMOE
 #                (default 36: 12 of 48 layers' experts in VRAM, the bytes of a 25% budget)
 #     peer-cuda  llama.cpp's llama-bench -ngl 99 -fa on, when a binary is given: STRATA_PEER_CUDA, else
@@ -242,6 +243,29 @@ if want hybrid; then
   while IFS= read -r l; do row "  $l"; done < <(grep -E 'pp|tg' "$OUT/bench-hybrid-pool.md")
   fi
 fi
+if want balance; then
+  # plugins/pcie_balance against the link probe's share, off then on in pairs (STRATA_BALANCE_PAIRS, default 2), for
+  # the pools of STRATA_BALANCE_POOLS (slow: one AVX2 worker, no host worker; all: the defaults); tg128 at 25%.
+  slow_pool="-o plugins.cpu_avx2.workers=1 -o plugins.cpu_avx2.force_avx2=true -o plugins.cpu_avx2.host_worker=false"
+  for pool in ${STRATA_BALANCE_POOLS:-slow all}; do
+    pool_opts=""
+    [ "$pool" = slow ] && pool_opts="$slow_pool"
+    for pair in $(seq 1 "${STRATA_BALANCE_PAIRS:-2}"); do
+      for sw in off on; do
+        sw_opts=""
+        [ "$sw" = on ] && sw_opts="-o plugins.pcie_balance.enabled=true"
+        f="$OUT/balance-$pool-$pair-$sw"
+        log "pcie_balance $sw, $pool pool, pair $pair"
+        strata bench --model "$model" --backend cuda -o experts.cache=25% $pool_opts $sw_opts -p 0 -n 128 -r 2 \
+          > "$f.md" 2> "$f.log"
+        rc=$?
+        grep -E 'pcie_balance:|m [0-9.]+ of|device stamps|pcie_frac [0-9.]+ from' "$f.log" | tail -4
+        row "balance $pool pair $pair $sw (exit $rc): $(grep -E 'tg' "$f.md" | awk -F'|' '{print $(NF-1)}' | tr -s ' ')"
+      done
+    done
+  done
+fi
+
 if want gate; then
   log "strata gate: all-GPU saved; hybrid 100% and 25% (pcie_frac 0.5) checked against it"
   g="strata gate --config $root/configs/gate-cuda.yaml --model $model -o sampling.n_predict=32"
@@ -258,6 +282,8 @@ if want gate; then
   $g -o experts.cache=25% -o experts.pcie_frac=0.5 --save "$OUT/gate-fast.json" >> "$OUT/gate.log" 2>&1
   $g -o experts.cache=25% -o experts.pcie_frac=0.5 -o runtime.graphs=false --check "$OUT/gate-fast.json" >> "$OUT/gate.log" 2>&1
   row "gate hybrid 25% simple mode vs fast mode saved (exit $?)"
+  $g -o experts.cache=25% -o experts.pcie_frac=auto -o plugins.pcie_balance.enabled=true --check "$OUT/gate-all-gpu.json" >> "$OUT/gate.log" 2>&1
+  row "gate hybrid 25% with pcie_balance on (pcie_frac unset) vs all-GPU (exit $?)"
 fi
 if want peer-hybrid; then
   peer="${STRATA_PEER_CUDA:-$root/.device/peer-cuda/llama-bench}"

@@ -379,9 +379,11 @@ typedef struct strata_balance_sample {
   uint32_t n_cpu;   /* misses computed by the pool */
   uint32_t n_pcie;  /* misses read over PCIe */
   uint32_t reserved0;
-  double pool_us;   /* host: the pool's time for this layer (0 with n_cpu 0) */
-  double gpu_us;    /* from the layer's routes to its PCIe experts in place on the device (the host's clock: the
-                     * placer saw the routes, the copy watcher saw the copies land) */
+  double pool_us;   /* the host's side: from the layer's routes seen to the pool's rows handed over (planning and
+                     * the pool's call; the host's clock; 0 with n_cpu 0) */
+  double gpu_us;    /* the device's side, from the same moment: its routes out to its own experts (hits and PCIe)
+                     * done, on the device's clock (backend 1.5 stamps); without stamps, the host's routes seen to
+                     * the PCIe copies landed */
 } strata_balance_sample;
 
 typedef struct strata_balancer_v1 {

@@ -227,7 +227,6 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
     });
     layer_cpu_.assign(w.layers.size(), 0);
     layer_pcie_.assign(w.layers.size(), 0);
-    layer_pool_s_.assign(w.layers.size(), 0.0);
     stamping_ = true;
     stamps_ = Buffer<int64_t>::mapped(2 * w.layers.size(), mem);
     ready_stamps_.assign(w.layers.size(), 0);
@@ -470,7 +469,9 @@ void HybridMoe::observe_program() {
     s.layer = il;
     s.n_cpu = layer_cpu_[il];
     s.n_pcie = layer_pcie_[il];
-    s.pool_us = 1e6 * layer_pool_s_[il];
+    // The host's side of the layer: from its routes seen to the pool's rows handed over, the same span the device's
+    // side covers, so that max(device, host) is the layer's wait.
+    s.pool_us = s.n_cpu > 0 ? 1e6 * std::chrono::duration<double>(rows_at_[il] - seen_at_[il]).count() : 0.0;
     // The GPU's side of the layer on its own clock: from its routes out to its own experts done (plan, PCIe copies
     // and the cache's and the copies' experts computed). Without stamps, the host's routes seen to copies landed.
     const int64_t out = stamping_ ? stamps_[2 * il] : 0, in = stamping_ ? stamps_[2 * il + 1] : 0;
@@ -589,16 +590,14 @@ void HybridMoe::place_program(uint32_t n_tok) {
       queues_.record(layer_copies_[il]->get(), copy_stream_->get());
       hand_to_watcher(il, 2);  // the watcher raises placed once they landed
     }
-    double pool_s = 0;
     if (!plan.cpu.empty()) {
       x_.assign(pool_x_.data(), pool_x_.data() + size_t{n_embd_} * n_tok);
-      pool_s = run_pool(il, n_tok, plan.cpu);
+      (void)run_pool(il, n_tok, plan.cpu);  // its time is in times_.pool_s
     }
     rows_at_[il] = clock_type::now();
     if (balancing_window_) {
       layer_cpu_[il] = static_cast<uint32_t>(plan.cpu.size());
       layer_pcie_[il] = static_cast<uint32_t>(plan.pcie.size());
-      layer_pool_s_[il] = pool_s;
     }
     if (rows_flagged) rows_ready.store(1, std::memory_order_release);
     times_.place_s += seconds_since(t1);

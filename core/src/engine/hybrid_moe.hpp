@@ -204,7 +204,6 @@ class HybridMoe final : public ExpertPlacement {
   bool request_frac_ = false;      // a request's own pcie_frac is in force (the balancer pauses)
   double launch_frac_ = 0;         // the share from the launch or the link probe
   std::vector<uint32_t> layer_cpu_, layer_pcie_;  // this program's per-layer counts (the placer writes them)
-  std::vector<double> layer_pool_s_;              // and the pool's time per layer
   // The device's clock at a layer's hand-offs (backend 1.5), written by the flag ops of one-token programs when the
   // balancer is on: per layer [routes out (SIGNAL), plan and PCIe copies in (WAIT)], mapped; and, read by the
   // placer from the shared slot after src3's ready flag, as the sums started waiting for the pool's rows. A 0 means
