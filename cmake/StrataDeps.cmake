@@ -30,3 +30,8 @@ if(STRATA_TESTS)
   find_package(GTest REQUIRED)
   include(GoogleTest)
 endif()
+
+# The HTTP server's library (`strata serve`). Debian's build is compiled (libcpp-httplib.so) and its pkg-config
+# file carries the defines the header must be read with (OpenSSL, zlib, Brotli support).
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(CPPHTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)

@@ -12,6 +12,7 @@
 #include "args.hpp"
 #include "commands.hpp"
 #include "launch_options.hpp"
+#include "run_chat.hpp"
 #include "strata/engine.hpp"
 #include "strata/generate.hpp"
 #include "strata/process_memory.hpp"
@@ -32,19 +33,23 @@ double per_second(size_t n, double seconds) { return seconds > 0 ? static_cast<d
 }  // namespace
 
 int cmd_run(const Args& args) {
-  ArgParser p("strata run", "[--config FILE] [--model FILE] (--prompt TEXT | --file FILE) [options]",
+  ArgParser p("strata run", "[--config FILE] [--model FILE] (--prompt TEXT | --file FILE | --chat) [options]",
               "Generates text from a raw prompt (no chat template): BOS and the vocabulary's dummy-prefix space are\n"
               "added, the prompt is fed in chunks of runtime.batch tokens, then tokens are sampled with the\n"
               "launch's sampling settings and streamed to stdout (the prompt first, as its tokens decode). A summary\n"
               "line goes to stderr. Flags override the launch (--config, then -o, then these).\n\n"
               "--json: stdout is exactly one JSON object {\"prompt_ids\": [...], \"generated_ids\": [...], \"text\": "
-              "\"...\"}\nwhere text is the generated text without the prompt; everything else goes to stderr.");
+              "\"...\"}\nwhere text is the generated text without the prompt; everything else goes to stderr.\n\n"
+              "--chat: a conversation instead, a user turn per line of stdin, each reply on stdout, rendered with\n"
+              "the model's chat template (ChatML when it has none) and kept in the KV between turns; --system TEXT\n"
+              "is a first system message.");
   LaunchOptions launch_options;
   launch_options.declare(p);
   std::string model, prompt, file, backend;
   long long n_predict = 0, seed = 0;
   double temperature = 0;
-  bool json = false;
+  bool json = false, chat = false;
+  std::string system;
   std::vector<std::string> stops;
   p.option("-m|--model", "FILE", "the GGUF model (overrides the launch's model)", &model);
   p.option("-p|--prompt", "TEXT", "the prompt", &prompt);
@@ -58,8 +63,14 @@ int cmd_run(const Args& args) {
   p.option("--backend", "NAME", "auto, reference, or a backend plugin's name (overrides the launch)", &backend);
   p.repeated("--stop", "TEXT", "stop when the generated text contains TEXT", &stops);
   p.flag("--json", "print one JSON object (prompt_ids, generated_ids, text) instead of streaming text", &json);
+  p.flag("--chat", "an interactive conversation on stdin and stdout (chat template, KV kept between turns)", &chat);
+  p.option("--system", "TEXT", "with --chat: the system message", &system);
   if (!p.parse(args)) return 0;
-  if (p.given("--prompt") == p.given("--file")) {
+  if (chat && (p.given("--prompt") || p.given("--file") || json)) {
+    throw UsageError("'strata run --chat' reads its turns from stdin: leave out --prompt, --file and --json");
+  }
+  if (!chat && p.given("--system")) throw UsageError("--system goes with --chat");
+  if (!chat && p.given("--prompt") == p.given("--file")) {
     throw UsageError("'strata run' needs exactly one of --prompt TEXT and --file FILE");
   }
   if (p.given("--file")) prompt = read_prompt_file(file);
@@ -77,6 +88,10 @@ int cmd_run(const Args& args) {
   gen.stop = stops;
 
   std::unique_ptr<Engine> engine = Engine::from_launch(launch);
+  if (chat) {
+    run_chat(*engine, gen, system);
+    return 0;
+  }
   if (!json) {
     // The prompt as its tokens decode, then the generated text as it comes.
     const Tokenizer& tok = engine->model().tokenizer();

@@ -17,5 +17,7 @@ int cmd_mkmodel(const Args& args);
 int cmd_run(const Args& args);
 int cmd_bench(const Args& args);
 int cmd_gate(const Args& args);
+int cmd_template(const Args& args);
+int cmd_serve(const Args& args);
 
 }  // namespace strata::cli

@@ -35,6 +35,10 @@ const Command kCommands[] = {
      strata::cli::cmd_bench},
     {"gate", "exactness gate: save a prompt set's greedy ids (--save), or re-run and compare id for id (--check)",
      strata::cli::cmd_gate},
+    {"template", "render a chat template with messages from a file, exactly as transformers would",
+     strata::cli::cmd_template},
+    {"serve", "an OpenAI-compatible HTTP server (chat and text completions, streaming, metrics)",
+     strata::cli::cmd_serve},
 };
 
 void print_usage(FILE* out) {

@@ -1,9 +1,12 @@
 // Text generation on an engine slot: encode the prompt, feed it, then sample and feed one token at a time,
-// streaming the text as it becomes final.
+// streaming the text as it becomes final. generate() is `strata run`'s (a raw text prompt, the slot started
+// afresh); complete() is the token-level loop under it that the server and `run --chat` call (prompt ids in,
+// the slot's cached prefix reused, a callback per token that can stop it, log-probabilities when asked).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +32,64 @@ struct GenerateResult {
   double decode_seconds = 0.0;         // feeding the generated tokens
   size_t decode_tokens = 0;            // generated tokens fed back (the last one sampled is not)
 };
+
+struct TokenLogprob {
+  TokenId id = kNoToken;
+  float logprob = 0.0f;
+};
+
+// One step of complete() as its caller sees it.
+struct GeneratedToken {
+  // kNoToken for the last call, which carries only the text held back until the end (a partial UTF-8 sequence,
+  // the start of a stop string that never completed); it may be empty.
+  TokenId id = kNoToken;
+  std::string text;  // text this token makes final (may be empty: held back for UTF-8 or a stop string)
+  // With CompletionOptions::logprobs: the token's log-probability under the model (softmax of the raw logits,
+  // before the penalty, the cuts and the temperature), and the likeliest top_logprobs tokens, likeliest first.
+  float logprob = 0.0f;
+  std::vector<TokenLogprob> top;
+};
+
+enum class StopCause {
+  EndOfText,   // an end token was sampled (it is not part of the output)
+  StopString,  // a stop string appeared (the text ends before it)
+  MaxTokens,   // max_tokens were generated
+  Context,     // the slot's context is full
+  Cancelled,   // the callback returned false
+};
+
+// OpenAI's finish_reason: "stop" (end of text, stop string), "length" (max_tokens, context) or "cancelled".
+std::string_view finish_reason(StopCause cause);
+
+struct CompletionOptions {
+  int max_tokens = 256;  // -1 = until an end token or the context is full
+  SamplingParams sampling;
+  std::vector<std::string> stop;  // stop strings (not included in the text)
+  std::vector<TokenId> end_tokens;  // tokens that end the reply besides the vocabulary's EOS (<|im_end|>, ...)
+  bool logprobs = false;
+  int top_logprobs = 0;  // with logprobs: how many alternatives each step reports
+  bool strip_leading_space = false;  // drop the reply's leading space (run.c's printing after BOS alone)
+};
+
+struct CompletionResult {
+  std::vector<TokenId> generated_ids;  // sampled tokens, without a final end token
+  std::string text;                    // the generated text, up to a stop string
+  StopCause stop = StopCause::MaxTokens;
+  size_t reused_tokens = 0;            // prompt positions the slot already held (not fed again)
+  double prompt_seconds = 0.0;         // feeding the prompt's new tokens
+  double decode_seconds = 0.0;         // feeding the generated tokens
+  size_t decode_tokens = 0;            // generated tokens fed back (the last one sampled is not)
+};
+
+// Generates after `prompt` (ids as fed, BOS included) on `slot`, whose first `reuse` positions already hold
+// prompt[0, reuse): the slot is cut there and only the rest is fed. At least the prompt's last token is always
+// fed (its logits start the reply), so reuse is capped at prompt.size() - 1 and at the slot's length. on_token is
+// called for every sampled token that is kept (not an end token) and once more at the end (id kNoToken) with
+// the text held back; returning false stops at once with StopCause::Cancelled. Throws strata::Error for an
+// empty prompt or one that does not fit the context.
+CompletionResult complete(Engine& engine, uint32_t slot, std::span<const TokenId> prompt, size_t reuse,
+                          const CompletionOptions& options,
+                          const std::function<bool(const GeneratedToken&)>& on_token = {});
 
 // Starts `slot` afresh (cut to 0), encodes `prompt` with BOS and the vocabulary's dummy-prefix space, and
 // generates. on_text receives the generated text piece by piece (valid UTF-8, stop strings held back).

@@ -1,0 +1,76 @@
+// `strata serve`: the OpenAI-compatible HTTP server on the launch's engine (core/serve/). It prints one line to
+// stderr when it listens, and SIGINT or SIGTERM stop it cleanly (the running request is cancelled, waiting ones
+// get 503) with exit 0.
+#include <pthread.h>
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "args.hpp"
+#include "commands.hpp"
+#include "launch_options.hpp"
+#include "strata/engine.hpp"
+#include "strata/serve/server.hpp"
+
+namespace strata::cli {
+
+int cmd_serve(const Args& args) {
+  ArgParser p("strata serve", "[--config FILE | --model FILE] [--host HOST] [--port PORT] [options]",
+              "Serves the model over HTTP with OpenAI's API: POST /v1/chat/completions and /v1/completions\n"
+              "(streamed as server-sent events with \"stream\": true), GET /v1/models, /health, /metrics\n"
+              "(Prometheus), /live, and POST /tokenize, /detokenize, /apply-template. One request generates at a\n"
+              "time; the others wait in a queue of serve.queue (then 503). The KV slots (runtime.slots) keep the\n"
+              "last conversations, whose longest common prefix with a new prompt is not fed again.\n"
+              "Launch keys: serve.host, serve.port, serve.api_key, serve.queue, serve.request_timeout_s,\n"
+              "serve.idle_timeout_s, serve.max_body; sampling.* are the defaults a request overrides.\n"
+              "When it listens, one line goes to stderr: 'strata serve: listening on http://HOST:PORT'.");
+  LaunchOptions launch_options;
+  launch_options.declare(p);
+  std::string model, host, backend;
+  long long port = 0;
+  p.option("-m|--model", "FILE", "the GGUF model (overrides the launch's model)", &model);
+  p.option("--host", "HOST", "address to listen on (overrides serve.host; default 127.0.0.1)", &host);
+  p.option("--port", "PORT", "TCP port (overrides serve.port; 0 = any free port)",
+           [&](const std::string& v) { port = parse_int("--port", v, 0, 65535); });
+  p.option("--backend", "NAME", "auto, reference, or a backend plugin's name (overrides the launch)", &backend);
+  if (!p.parse(args)) return 0;
+
+  LaunchContext ctx = launch_options.resolve(false);
+  config::Launch& launch = ctx.launch;
+  if (p.given("--model")) launch.model = std::filesystem::absolute(model).string();
+  if (p.given("--backend")) launch.backend = backend;
+  if (!launch.model) throw UsageError("'strata serve' needs a model: --model FILE, or a launch (--config) with model:");
+  serve::ServerOptions options = serve::server_options_from(launch);
+  if (p.given("--host")) options.host = host;
+  if (p.given("--port")) options.port = static_cast<int>(port);
+
+  // SIGINT and SIGTERM are taken by one thread (sigwait), so every thread started below inherits them blocked.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is a failed write, not the end of the process
+
+  std::unique_ptr<Engine> engine = Engine::from_launch(launch);
+  serve::Server server(*engine, options);
+  const int bound = server.bind();
+  std::thread signal_waiter([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    server.stop();
+  });
+  const bool v6 = options.host.find(':') != std::string::npos;
+  std::fprintf(stderr, "strata serve: listening on http://%s%s%s:%d\n", v6 ? "[" : "", options.host.c_str(),
+               v6 ? "]" : "", bound);
+  std::fflush(stderr);
+  server.listen();
+  // listen() also returns when it could not serve; wake the waiter then.
+  pthread_kill(signal_waiter.native_handle(), SIGTERM);
+  signal_waiter.join();
+  return 0;
+}
+
+}  // namespace strata::cli

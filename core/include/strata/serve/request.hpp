@@ -1,0 +1,71 @@
+// The request parser: a body's JSON text in, a validated request out, or the OpenAI-style error to answer with.
+// A pure function of its input (no engine, no tokenizer): what needs the vocabulary (the prompt's length against
+// the context, token ids) is checked by the server after it.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "strata/serve/api_error.hpp"
+
+namespace strata::serve {
+
+enum class Endpoint {
+  ChatCompletions,  // POST /v1/chat/completions
+  Completions,      // POST /v1/completions
+};
+
+struct CompletionRequest {
+  Endpoint endpoint = Endpoint::ChatCompletions;
+  // Chat: the messages, each with its role and its content as one string (text parts joined) or null, tool
+  // calls' string arguments parsed into objects (chat templates index them); other fields as sent.
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  nlohmann::ordered_json tools;  // the tools array, or null
+  std::string prompt;    // completions
+  // Unset: the launch's value.
+  std::optional<int> max_tokens;  // max_tokens, or max_completion_tokens when given
+  std::optional<double> temperature, top_p, min_p, repeat_penalty;
+  std::optional<int> top_k;
+  std::optional<uint64_t> seed;
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
+  bool logprobs = false;
+  int top_logprobs = 0;
+  std::optional<double> pcie_frac;  // the engine's request option (hybrid path): share of misses over PCIe
+};
+
+struct TemplateRequest {  // POST /apply-template
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();  // as CompletionRequest's
+  nlohmann::ordered_json tools;
+  bool add_generation_prompt = true;
+};
+
+struct TokenizeRequest {  // POST /tokenize
+  std::string content;
+  bool add_special = false;  // add BOS (and EOS) where the vocabulary does
+  bool parse_special = true;  // control tokens' texts ("<|im_start|>") become those tokens
+  bool with_pieces = false;   // answer {"id", "piece"} objects instead of ids
+};
+
+struct DetokenizeRequest {  // POST /detokenize
+  std::vector<int64_t> tokens;  // checked against the vocabulary by the server
+};
+
+template <typename T>
+using Parsed = std::variant<T, ApiError>;
+
+// `served_model`: the name /v1/models lists; a request naming another model gets 404 model_not_found (the
+// model's file name is accepted too).
+Parsed<CompletionRequest> parse_completion_request(Endpoint endpoint, std::string_view body,
+                                                   std::string_view served_model);
+Parsed<TemplateRequest> parse_template_request(std::string_view body);
+Parsed<TokenizeRequest> parse_tokenize_request(std::string_view body);
+Parsed<DetokenizeRequest> parse_detokenize_request(std::string_view body);
+
+}  // namespace strata::serve

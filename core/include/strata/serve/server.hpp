@@ -1,0 +1,54 @@
+// `strata serve`: an OpenAI-compatible HTTP server over one engine (cpp-httplib). HTTP threads parse and check
+// requests, render and encode prompts, and queue them; one engine thread runs them in order (EngineWorker) and
+// streams the tokens back. Endpoints: POST /v1/chat/completions, /v1/completions, /tokenize, /detokenize,
+// /apply-template; GET /v1/models, /health, /metrics, /live and / (the page).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "strata/config.hpp"
+#include "strata/engine.hpp"
+#include "strata/sampling.hpp"
+
+namespace strata::serve {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;  // 0: any free port
+  std::optional<std::string> api_key;  // set: every endpoint but / and /health needs `Authorization: Bearer KEY`
+  size_t queue = 64;                   // requests waiting beyond the running one
+  double request_timeout_s = 600;
+  double idle_timeout_s = 30;          // keep-alive; 0 closes each connection after its request
+  uint64_t max_body = 8u << 20;
+  std::string model_name;              // what /v1/models lists and requests may name
+  SamplingParams sampling;             // defaults a request overrides
+  int max_tokens = 256;                // default max_tokens (-1: until end of text or the context is full)
+};
+
+// The launch's serve and sampling sections; the model's name is its file name without .gguf.
+ServerOptions server_options_from(const config::Launch& launch);
+
+class Server {
+ public:
+  Server(Engine& engine, ServerOptions options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds host:port and returns the port (the one picked when port is 0). Throws strata::Error.
+  int bind();
+  // Serves until stop(); returns then.
+  void listen();
+  // From any thread (not a signal handler): cancels the running request, answers the waiting ones 503, stops
+  // listening. listen() then returns.
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace strata::serve

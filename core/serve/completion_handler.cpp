@@ -1,0 +1,195 @@
+// POST /v1/chat/completions and /v1/completions: the prompt rendered and encoded, checked against the context,
+// queued as a Job, then answered whole or streamed as server-sent events from the job's channel.
+#include <chrono>
+#include <ctime>
+
+#include "server_impl.hpp"
+#include "strata/serve/responses.hpp"
+#include "strata/serve/sse.hpp"
+
+namespace strata::serve {
+namespace {
+
+using json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+// How often a waiting HTTP thread looks at its client while no token comes.
+constexpr std::chrono::milliseconds kPoll{100};
+
+std::string concat_text(const std::vector<GeneratedToken>& tokens) {
+  std::string text;
+  for (const GeneratedToken& t : tokens) text += t.text;
+  return text;
+}
+
+std::string finish_of(const JobOutcome& out) {
+  return out.timed_out ? "length" : std::string(finish_reason(out.result.stop));
+}
+
+Usage usage_of(const JobOutcome& out) {
+  return {out.prompt_tokens, out.result.generated_ids.size(), out.result.reused_tokens};
+}
+
+// The reply split by the model's tool-call format when the request offered tools; else its text as it is.
+ReplyMessage message_of(const std::string& text, bool parse_tools, chat::ToolCallFormat format) {
+  ReplyMessage m;
+  if (!parse_tools) {
+    m.content = text;
+    return m;
+  }
+  const chat::ParsedReply parsed = chat::parse_reply(format, text);
+  m.content = parsed.content;
+  m.reasoning_content = parsed.reasoning_content;
+  if (parsed.tool_calls.is_array() && !parsed.tool_calls.empty()) m.tool_calls = parsed.tool_calls;
+  return m;
+}
+
+// One streamed reply: called by httplib until it returns false or the sink is done.
+struct Stream {
+  std::shared_ptr<Job> job;
+  ReplyFormat format;
+  Endpoint endpoint;
+  bool logprobs = false, include_usage = false, parse_tools = false;
+  chat::ToolCallFormat tool_format;
+  bool started = false;
+  std::string held;  // with tools: the whole text, parsed at the end
+
+  bool write(httplib::DataSink& sink, const json& chunk) {
+    const std::string event = sse_event(json_text(chunk));
+    if (sink.write(event.data(), event.size())) return true;
+    job->cancelled = true;
+    return false;
+  }
+
+  bool pump(httplib::DataSink& sink) {
+    if (!started) {
+      started = true;
+      if (endpoint == Endpoint::ChatCompletions && !write(sink, format.role_chunk())) return false;
+    }
+    ReplyChannel::Batch batch = job->channel.take(kPoll);
+    if (!batch.tokens.empty()) {
+      const std::string text = concat_text(batch.tokens);
+      if (parse_tools) {
+        held += text;
+      } else if ((!text.empty() || logprobs) && !write(sink, format.text_chunk(text, batch.tokens, logprobs))) {
+        return false;
+      }
+    }
+    if (!batch.outcome) {
+      if (job->peer.gone()) {
+        job->cancelled = true;
+        return false;
+      }
+      return true;
+    }
+    const JobOutcome& out = *batch.outcome;
+    if (out.error) {
+      const std::string event = sse_event(error_body(*out.error));
+      if (!sink.write(event.data(), event.size())) return false;
+    } else {
+      std::string finish = finish_of(out);
+      if (parse_tools) {
+        const ReplyMessage m = message_of(held, true, tool_format);
+        if (!m.tool_calls.is_null() && finish == "stop") finish = "tool_calls";
+        if (!write(sink, format.message_chunk(m))) return false;
+      }
+      if (!write(sink, format.finish_chunk(finish))) return false;
+      if (include_usage && !write(sink, format.usage_chunk(usage_of(out)))) return false;
+    }
+    if (!sink.write(kSseDone.data(), kSseDone.size())) return false;
+    sink.done();
+    return true;
+  }
+};
+
+}  // namespace
+
+void Server::Impl::completion(Endpoint endpoint, const httplib::Request& req, httplib::Response& res) {
+  const auto arrival = Clock::now();
+  Parsed<CompletionRequest> parsed = parse_completion_request(endpoint, req.body, options.model_name);
+  if (const ApiError* e = std::get_if<ApiError>(&parsed)) return send_error(res, *e);
+  const CompletionRequest& r = std::get<CompletionRequest>(parsed);
+  const bool is_chat = endpoint == Endpoint::ChatCompletions;
+  const Tokenizer& tok = engine.model().tokenizer();
+
+  auto job = std::make_shared<Job>();
+  job->arrival = arrival;
+  job->deadline = arrival + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.request_timeout_s));
+  CompletionOptions& o = job->options;
+  if (is_chat) {
+    try {
+      job->prompt = chat.encode(chat.render(r.messages, r.tools, true));
+    } catch (const chat::TemplateError& e) {
+      return send_error(res, invalid_request(std::string("the chat template rejected the messages: ") + e.what(),
+                                             "messages", "template_error"));
+    }
+    o.end_tokens = chat.end_tokens();
+    o.stop = chat.end_texts();
+  } else {
+    // As `strata run` encodes a raw prompt, so that greedy replies match it token for token.
+    job->prompt = tok.encode(r.prompt, {.add_bos = true, .add_eos = false, .parse_special = false});
+    const size_t bos = !job->prompt.empty() && job->prompt.front() == tok.bos() ? 1 : 0;
+    o.strip_leading_space = job->prompt.size() == bos && tok.add_space_prefix();
+  }
+  const std::string prompt_param = is_chat ? "messages" : "prompt";
+  if (job->prompt.empty()) {
+    return send_error(res, invalid_request("the prompt encodes to no tokens", prompt_param, "empty_prompt"));
+  }
+  const uint32_t context = engine.settings().context;
+  if (job->prompt.size() >= context) {
+    return send_error(res, invalid_request("the prompt has " + std::to_string(job->prompt.size()) +
+                                               " tokens; the context holds " + std::to_string(context) +
+                                               " (runtime.context), the reply included",
+                                           prompt_param, "context_length_exceeded"));
+  }
+  o.max_tokens = r.max_tokens.value_or(options.max_tokens);
+  o.sampling = options.sampling;
+  if (r.temperature) o.sampling.temperature = static_cast<float>(*r.temperature);
+  if (r.top_p) o.sampling.top_p = static_cast<float>(*r.top_p);
+  if (r.top_k) o.sampling.top_k = *r.top_k;
+  if (r.min_p) o.sampling.min_p = static_cast<float>(*r.min_p);
+  if (r.repeat_penalty) o.sampling.repeat_penalty = static_cast<float>(*r.repeat_penalty);
+  if (r.seed) o.sampling.seed = *r.seed;
+  o.stop.insert(o.stop.end(), r.stop.begin(), r.stop.end());
+  o.logprobs = r.logprobs;
+  o.top_logprobs = r.top_logprobs;
+  job->pcie_frac = r.pcie_frac;
+  job->peer = PeerWatch::find(req.remote_addr, req.remote_port, req.local_port);
+
+  if (!worker.submit(job)) {
+    return send_error(res, {503, "the server is busy: " + std::to_string(options.queue) +
+                                     " requests are waiting (serve.queue); retry later",
+                            "server_error", {}, "queue_full"});
+  }
+  const std::string id = (is_chat ? "chatcmpl-" : "cmpl-") + std::to_string(created) + "-" +
+                         std::to_string(next_reply.fetch_add(1));
+  ReplyFormat format(endpoint, id, options.model_name, static_cast<int64_t>(std::time(nullptr)), tok);
+  const bool parse_tools = is_chat && r.tools.is_array();
+
+  if (r.stream) {
+    auto stream = std::make_shared<Stream>(Stream{job, std::move(format), endpoint, r.logprobs, r.include_usage,
+                                                  parse_tools, tool_format, false, {}});
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream", [stream](size_t, httplib::DataSink& sink) { return stream->pump(sink); },
+        [job](bool success) {
+          if (!success) job->cancelled = true;
+        });
+    return;
+  }
+
+  std::vector<GeneratedToken> tokens;
+  std::optional<JobOutcome> outcome;
+  while (!outcome) {
+    ReplyChannel::Batch batch = job->channel.take(kPoll);
+    tokens.insert(tokens.end(), std::make_move_iterator(batch.tokens.begin()), std::make_move_iterator(batch.tokens.end()));
+    outcome = std::move(batch.outcome);
+    if (!outcome && job->peer.gone()) job->cancelled = true;
+  }
+  if (outcome->error) return send_error(res, *outcome->error);
+  std::string finish = finish_of(*outcome);
+  const ReplyMessage message = message_of(outcome->result.text, parse_tools, tool_format);
+  send_json(res, 200, format.reply(message, tokens, r.logprobs, finish, usage_of(*outcome)));
+}
+
+}  // namespace strata::serve

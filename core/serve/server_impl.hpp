@@ -1,0 +1,44 @@
+// The server's parts, shared by its source files (routes and checks in server.cpp, the completion endpoints in
+// completion_handler.cpp). Private to core/serve/: it is the one place that includes httplib.
+#pragma once
+
+#include <httplib.h>
+
+#include <atomic>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "strata/serve/chat_prompt.hpp"
+#include "strata/serve/engine_worker.hpp"
+#include "strata/serve/metrics.hpp"
+#include "strata/serve/request.hpp"
+#include "strata/serve/server.hpp"
+#include "strata/tool_calls.hpp"
+
+namespace strata::serve {
+
+struct Server::Impl {
+  Impl(Engine& engine, ServerOptions options);
+
+  void add_routes();
+  void completion(Endpoint endpoint, const httplib::Request& req, httplib::Response& res);
+  ServeGauges gauges(const ExpertUsage& usage) const;
+
+  Engine& engine;
+  ServerOptions options;
+  ServerMetrics metrics;
+  ChatPrompt chat;
+  chat::ToolCallFormat tool_format;
+  EngineWorker worker;
+  httplib::Server http;
+  int64_t created = 0;  // Unix time of the start: /v1/models' created, and part of every reply id
+  int port = 0;         // where it listens, once bound
+  std::atomic<uint64_t> next_reply{0};
+};
+
+// Every JSON body goes through here: invalid UTF-8 (a token's partial bytes) becomes U+FFFD instead of throwing.
+std::string json_text(const nlohmann::ordered_json& value);
+void send_json(httplib::Response& res, int status, const nlohmann::ordered_json& body);
+void send_error(httplib::Response& res, const ApiError& error);
+
+}  // namespace strata::serve
