@@ -3,7 +3,7 @@
 #
 #   1. the normal build (build/): every test but the `gpu` label (run on the GPU machine by scripts/gpu-check.sh)
 #   2. a sanitizer pass (build-asan/): the unit and CLI tests under ASan+UBSan, GPU plugins left out
-#   3. a bounded fuzz pass (build-fuzz/): each libFuzzer target for STRATA_FUZZ_SECONDS (default 60) seconds
+#   3. a bounded fuzz pass (build-fuzz/): each libFuzzer target for STRATA_FUZZ_SECONDS (default 30) seconds
 #
 # Warnings are errors when CI is set (as on the CI machine) or STRATA_WERROR=ON. CI builds the CUDA plugin for sm_90
 # only (STRATA_CUDA_ARCHS overrides; a plain build targets the local GPU, or sm_90 plus the consumer archs).
@@ -11,12 +11,12 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 jobs="${STRATA_JOBS:-$(nproc)}"
 werror="${STRATA_WERROR:-$([ -n "${CI:-}" ] && echo ON || echo OFF)}"
-fuzz_seconds="${STRATA_FUZZ_SECONDS:-60}"
+fuzz_seconds="${STRATA_FUZZ_SECONDS:-30}"
 cuda_archs="${STRATA_CUDA_ARCHS:-$([ -n "${CI:-}" ] && echo 90 || true)}"
 arch_args=()
 [ -n "$cuda_archs" ] && arch_args=("-DCMAKE_CUDA_ARCHITECTURES=$cuda_archs")
 
-"$root/scripts/install-deps.sh"
+"$root/scripts/install-deps.sh" --tests
 
 started=$(date +%s)
 step() { printf '\n==== %s (at %d s) ====\n' "$*" $(( $(date +%s) - started )); }
