@@ -29,6 +29,8 @@
 #     gate       the exactness gates on that model: all-GPU saved, then the hybrid engine at 100% and at 25% with
 #                pcie_frac 0.5 checked against it, in fast mode and in simple mode; the fast run saved and the simple
 #                one checked against it (strata gate, configs/gate-cuda.yaml)
+#     serve      strata serve on the hybrid path (25%, pcie_balance on): chat completions, a request's own pcie_frac,
+#                /live and /metrics
 #     balance    plugins/pcie_balance off and on in pairs (tg128, 25%), with a slow pool and all workers
 #     peer-hybrid llama.cpp's llama-bench -ngl 99 -fa on --n-cpu-moe N -t <all cores>, for each N of STRATA_PEER_NCMOE
 #                (default 36: 12 of 48 layers' experts in VRAM, the bytes of a 25% budget)
@@ -264,6 +266,49 @@ if want balance; then
       done
     done
   done
+fi
+
+if want serve; then
+  # strata serve on the hybrid path (25%): a chat completion, then a request with its own pcie_frac, then /live and
+  # /metrics (the page's heatmap of routes and cache hits). curl, or python3 where the machine has no curl.
+  log "strata serve, cuda, hybrid experts.cache=25%"
+  http() {  # METHOD URL [BODY]
+    if command -v curl >/dev/null; then
+      if [ $# -ge 3 ]; then curl -s -X "$1" -H 'Content-Type: application/json' -d "$3" "$2"; else curl -s "$2"; fi
+    else
+      python3 -c 'import sys,urllib.request as u; d=sys.argv[3].encode() if len(sys.argv)>3 else None; r=u.Request(sys.argv[2],data=d,method=sys.argv[1],headers={"Content-Type":"application/json"}); print(u.urlopen(r,timeout=120).read().decode())' "$@"
+    fi
+  }
+  strata serve --model "$model" --backend cuda -o experts.cache=25% -o plugins.pcie_balance.enabled=true \
+    --port 0 > "$OUT/serve.out" 2> "$OUT/serve.log" &
+  serve_pid=$!
+  port=""
+  for _ in $(seq 1 240); do
+    port="$(grep -oE 'listening on http://[^:]+:[0-9]+' "$OUT/serve.log" | grep -oE '[0-9]+$' || true)"
+    [ -n "$port" ] && break
+    kill -0 "$serve_pid" 2>/dev/null || break
+    sleep 0.5
+  done
+  if [ -n "$port" ]; then
+    base="http://127.0.0.1:$port"
+    chat='{"messages":[{"role":"user","content":"Write a short story about a fox."}],"max_tokens":64,"temperature":0}'
+    http POST "$base/v1/chat/completions" "$chat" > "$OUT/serve-chat1.json"
+    http POST "$base/v1/chat/completions" "$chat" > "$OUT/serve-chat2.json"
+    own='{"messages":[{"role":"user","content":"Write a short story about a fox."}],"max_tokens":64,"temperature":0,"pcie_frac":1.0}'
+    http POST "$base/v1/chat/completions" "$own" > "$OUT/serve-chat3.json"
+    http GET "$base/live" > "$OUT/serve-live.json"
+    http GET "$base/metrics" > "$OUT/serve-metrics.txt"
+    row "serve: chat 1 usage $(grep -oE '"usage":\{[^}]*\}' "$OUT/serve-chat1.json" | head -1)"
+    row "serve: chat 2 cached $(grep -oE '"cached_tokens":[0-9]+' "$OUT/serve-chat2.json"); same text as 1: $(python3 -c 'import json,sys; a,b,c=(json.load(open(f))["choices"][0]["message"]["content"] for f in sys.argv[1:]); print(a==b, "; with pcie_frac 1.0 the same:", a==c)' "$OUT/serve-chat1.json" "$OUT/serve-chat2.json" "$OUT/serve-chat3.json" 2>&1)"
+    row "serve: $(grep -E '^strata_expert_cache_hit_rate|^strata_requests_total' "$OUT/serve-metrics.txt" | head -3 | tr '\n' ' ')"
+    row "serve: /live hits present: $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); e=d["expert"]; print(e["hits"] is not None, e["n_layer"], "x", e["n_expert"])' "$OUT/serve-live.json" 2>&1)"
+  else
+    row "serve: did not start (see serve.log)"
+  fi
+  kill -TERM "$serve_pid" 2>/dev/null
+  wait "$serve_pid"
+  row "serve: exit $? after SIGTERM"
+  tail -5 "$OUT/serve.log"
 fi
 
 if want gate; then

@@ -53,7 +53,7 @@ serve_tests="$root/tests/serve"
 installed_lock="$serve_tests/node_modules/.package-lock.json"
 if [ -f "$installed_lock" ] && [ ! "$serve_tests/package-lock.json" -nt "$installed_lock" ]; then
   echo "install-deps: tests/serve/node_modules is there"
-elif ! command -v npm >/dev/null || ! node -e 'process.exit(+process.versions.node.split(".")[0] < 20)'; then
+elif ! command -v npm >/dev/null || ! node -e 'process.exit(Number(process.versions.node.split(".")[0]) < 20 ? 1 : 0)'; then
   echo "install-deps: tests/serve needs Node 20 or newer with npm; install them, then run this again" >&2
   exit 2
 else

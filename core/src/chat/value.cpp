@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "../tokenizer/utf8.hpp"
 #include "text.hpp"
 
 namespace strata::chat {
@@ -425,52 +426,20 @@ bool contains(const Value& container, const Value& item) {
   fail("TypeError: argument of type '" + type_name(container) + "' is not iterable");
 }
 
+// The tokenizer's UTF-8 rules (ill-formed input: one U+FFFD per maximal subpart, as Python's "replace" decoding).
 std::u32string utf8_decode(std::string_view s) {
   std::u32string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    size_t len = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
-    if (len == 0 || i + len > s.size()) {
-      out += 0xFFFD;  // not UTF-8: one replacement character per byte
-      ++i;
-      continue;
-    }
-    char32_t c = len == 1 ? b : len == 2 ? (b & 0x1F) : len == 3 ? (b & 0x0F) : (b & 0x07);
-    bool ok = true;
-    for (size_t k = 1; k < len; ++k) {
-      const auto cb = static_cast<unsigned char>(s[i + k]);
-      if ((cb & 0xC0) != 0x80) ok = false;
-      c = (c << 6) | (cb & 0x3F);
-    }
-    if (!ok) {
-      out += 0xFFFD;
-      ++i;
-      continue;
-    }
-    out += c;
-    i += len;
+    const tokenizer_detail::Utf8Char c = tokenizer_detail::decode_utf8(s, i);
+    out += static_cast<char32_t>(c.status == tokenizer_detail::Utf8Status::Valid ? c.code_point
+                                                                                 : tokenizer_detail::kReplacementCharacter);
+    i += c.length;
   }
   return out;
 }
 
-void utf8_append(std::string& out, char32_t c) {
-  if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xC0 | (c >> 6));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    out += static_cast<char>(0xE0 | (c >> 12));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (c >> 18));
-    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  }
-}
+void utf8_append(std::string& out, char32_t c) { tokenizer_detail::append_utf8(out, static_cast<uint32_t>(c)); }
 
 std::string utf8_encode(std::u32string_view s) {
   std::string out;
