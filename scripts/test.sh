@@ -28,13 +28,27 @@ ctest --test-dir "$root/build" --output-on-failure -j "$jobs" -LE 'gpu|fuzz'
 
 step "sanitizer pass (ASan+UBSan, no GPU plugins)"
 # -O1 with line tables: what sanitizers are meant to run at, and a third faster to build on CI's two cores than -O2
-# with full debug info. The unit tests run in one process (per-test processes cost more than the tests under ASan).
+# with full debug info. The unit tests run in one process per core (per-test processes cost more than the tests
+# under ASan).
 STRATA_BUILD_DIR="$root/build-asan" STRATA_BUILD_TARGETS="strata_tests strata strata_fake_plugins strata-cpu_avx2" \
   "$root/scripts/build.sh" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1" \
   -DSTRATA_SANITIZE=address,undefined -DSTRATA_CUDA=OFF -DSTRATA_HIP=OFF -DSTRATA_WERROR="$werror"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-"$root/build-asan/tests/strata_tests" --gtest_brief=1
+# One process per core, each a shard of the tests (gtest's sharding), run side by side.
+shard_pids=()
+for ((i = 0; i < jobs; i++)); do
+  GTEST_TOTAL_SHARDS="$jobs" GTEST_SHARD_INDEX="$i" "$root/build-asan/tests/strata_tests" --gtest_brief=1 \
+    > "$root/build-asan/unit-shard-$i.log" 2>&1 &
+  shard_pids+=($!)
+done
+shards_ok=1
+for ((i = 0; i < jobs; i++)); do
+  wait "${shard_pids[$i]}" || shards_ok=0
+  echo "---- ASan unit tests, shard $i of $jobs ----"
+  cat "$root/build-asan/unit-shard-$i.log"
+done
+[ "$shards_ok" = 1 ] || { echo "test.sh: a sanitizer shard failed (logs: build-asan/unit-shard-*.log)" >&2; exit 1; }
 ctest --test-dir "$root/build-asan" --output-on-failure -j "$jobs" -L cli
 unset ASAN_OPTIONS UBSAN_OPTIONS
 

@@ -61,7 +61,8 @@ def parse_now(text):
     return value
 
 
-def main():
+def render_case(argv):
+    """Renders one case given `strata template`'s arguments: (exit code, the bytes, the error text)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--template", required=True)
     ap.add_argument("--messages", required=True)
@@ -69,7 +70,7 @@ def main():
     ap.add_argument("--add-generation-prompt", action="store_true")
     ap.add_argument("--var", action="append", default=[])
     ap.add_argument("--now")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
 
     with open(args.template, encoding="utf-8") as f:
         source = f.read()
@@ -98,10 +99,16 @@ def main():
         env = make_environment(parse_now(args.now) if args.now else None)
         text = env.from_string(source).render(**context)
     except Exception as e:  # every failure of the template is an outcome to compare, not a crash
-        print(f"render_reference: {type(e).__name__}: {e}", file=sys.stderr)
-        return 2
-    sys.stdout.buffer.write(text.encode("utf-8"))
-    return 0
+        return 2, b"", f"render_reference: {type(e).__name__}: {e}"
+    return 0, text.encode("utf-8"), ""
+
+
+def main():
+    rc, out, err = render_case(sys.argv[1:])
+    if err:
+        print(err, file=sys.stderr)
+    sys.stdout.buffer.write(out)
+    return rc
 
 
 if __name__ == "__main__":
