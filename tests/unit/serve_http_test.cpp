@@ -16,7 +16,6 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -51,7 +50,7 @@ class ServeProcess {
     close(err[1]);
     stderr_fd_ = err[0];
     // The one line that says it listens.
-    const std::regex listening("strata serve: listening on http://127\\.0\\.0\\.1:([0-9]+)");
+    const std::string listening = "strata serve: listening on http://127.0.0.1:";
     std::string line;
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (std::chrono::steady_clock::now() < give_up) {
@@ -63,9 +62,8 @@ class ServeProcess {
         line += c;
         continue;
       }
-      std::smatch m;
-      if (std::regex_search(line, m, listening)) {
-        port_ = std::stoi(m[1]);
+      if (const size_t at = line.find(listening); at != std::string::npos) {
+        port_ = std::stoi(line.substr(at + listening.size()));
         return;
       }
       output_ += line + "\n";
@@ -445,10 +443,14 @@ TEST(ServeRunChat, SecondTurnReusesTheFirst) {
   char buf[4096];
   for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) err.append(buf, n);
   ASSERT_EQ(pclose(p), 0) << err;
-  const std::regex turn("\\[prompt ([0-9]+) tokens, ([0-9]+) reused");
+  // Each turn's line: "[prompt N tokens, M reused ...".
   std::vector<std::pair<int, int>> turns;
-  for (std::sregex_iterator it(err.begin(), err.end(), turn), end; it != end; ++it) {
-    turns.emplace_back(std::stoi((*it)[1]), std::stoi((*it)[2]));
+  const std::string mark = "[prompt ";
+  for (size_t at = err.find(mark); at != std::string::npos; at = err.find(mark, at + 1)) {
+    int tokens = 0, reused = 0;
+    if (std::sscanf(err.c_str() + at, "[prompt %d tokens, %d reused", &tokens, &reused) == 2) {
+      turns.emplace_back(tokens, reused);
+    }
   }
   ASSERT_EQ(turns.size(), 2u) << err;
   EXPECT_EQ(turns[0].second, 0);
