@@ -47,5 +47,15 @@ for f in "$pack"/bin/* "$pack"/peer-*/* ; do
       [ -e "$pack/lib/$name" ] || cp -L "$path" "$pack/lib/$name"
     done || true  # grep finds nothing for most files
 done
+# STRATA_PACK_NONCANONICAL=1: also the cuda and cpu_avx2 plugins built without the canonical float rules
+# (build-device-nc/, -DSTRATA_NONCANONICAL=ON), for gpu-check's canon-cost step only.
+if [ "${STRATA_PACK_NONCANONICAL:-0}" = 1 ]; then
+  STRATA_BUILD_DIR="$root/build-device-nc" STRATA_BUILD_TARGETS="strata-cuda strata-cpu_avx2" "$root/scripts/build.sh" \
+    -DCMAKE_BUILD_TYPE=Release -DSTRATA_HIP=OFF -DCMAKE_CUDA_ARCHITECTURES=90 -DSTRATA_NONCANONICAL=ON -DSTRATA_TESTS=OFF
+  mkdir -p "$pack/noncanonical"
+  cp "$root/build-device-nc/plugins/libstrata-cuda.so" "$root/build-device-nc/plugins/libstrata-cpu_avx2.so" "$pack/noncanonical/"
+fi
+# The device call carries at most 64 MiB with the tree: symbols stay here (build-device/ has them).
+strip --strip-unneeded "$pack"/bin/* "$pack"/noncanonical/* 2>/dev/null || true
 [ -n "$(ls -A "$pack/lib")" ] && echo "device-pack: libraries carried in .device/lib: $(ls "$pack/lib" | tr '\n' ' ')"
 du -sh "$pack"

@@ -26,9 +26,13 @@
 #                STRATA_HYBRID_POOL=0, the pool alone (pcie_frac 0) at the first budget; expert summaries in the logs
 #                STRATA_HYBRID_SIMPLE=1 adds simple mode (runtime.graphs=false) at the first budget;
 #                STRATA_HYBRID_OPTS adds options to each (e.g. "-o plugins.cpu_avx2.spin_us=2000")
-#     gate       the exactness gates on that model: all-GPU saved, then the hybrid engine at 100% and at 25% with
-#                pcie_frac 0.5 checked against it, in fast mode and in simple mode; the fast run saved and the simple
-#                one checked against it (strata gate, configs/gate-cuda.yaml)
+#     gate       the exactness gates on that model (strata gate, configs/gate-cuda.yaml): the all-GPU run saved, and
+#                checked against it: all-GPU without CUDA graphs; the hybrid engine at 100%, 25% and 0% caches with
+#                pcie_frac 0, 0.5 and 1, with adaptive swaps, with pcie_balance on (pcie_frac unset), in simple mode
+#                with and without CUDA graphs; then the CPU engine at a 1024-token context: against the all-GPU run
+#                at that context, and force_avx2 against the AVX-512 path (STRATA_GATE_SET=gpu|cpu: one half only)
+#     canon-cost tg128/pp512 with the canonical plugins and the non-canonical build's (STRATA_PACK_NONCANONICAL=1
+#                device-pack.sh), in pairs: the hybrid engine at 25% and the CPU engine (what the float rules cost)
 #     serve      strata serve on the hybrid path (25%, pcie_balance on): chat completions, a request's own pcie_frac,
 #                /live and /metrics
 #     balance    plugins/pcie_balance off and on in pairs (tg128, 25%), with a slow pool and all workers
@@ -245,6 +249,35 @@ if want hybrid; then
   while IFS= read -r l; do row "  $l"; done < <(grep -E 'pp|tg' "$OUT/bench-hybrid-pool.md")
   fi
 fi
+if want canon-cost; then
+  # What the canonical float rules cost: tg128 and pp512 with the canonical plugins and with the non-canonical build's
+  # (device-pack.sh with STRATA_PACK_NONCANONICAL=1), in STRATA_COST_PAIRS pairs (default 2, every other one in the
+  # other order): the hybrid engine at 25% (pcie_frac from the link probe) and the CPU engine (cpu_avx2, all cores).
+  nc="$root/.device/noncanonical"
+  if [ ! -f "$nc/libstrata-cuda.so" ]; then
+    row "canon-cost: no non-canonical plugins in $nc (STRATA_PACK_NONCANONICAL=1 scripts/device-pack.sh)"
+  else
+    for pair in $(seq 1 "${STRATA_COST_PAIRS:-2}"); do
+      order="canonical noncanonical"
+      [ $((pair % 2)) = 0 ] && order="noncanonical canonical"  # every other pair the other way round
+      for build in $order; do
+        path=""
+        [ "$build" = noncanonical ] && path="$nc"
+        for engine in hybrid cpu; do
+          opts=(--backend cuda -o experts.cache=25%)
+          [ "$engine" = cpu ] && opts=(--backend cpu_avx2 -o plugins.cpu_avx2.workers=$((threads - 1)))
+          f="$OUT/cost-$engine-$build-$pair"
+          log "canon-cost pair $pair: $engine, $build plugins"
+          STRATA_PLUGIN_PATH="$path" strata bench --model "$model" "${opts[@]}" -p 512 -n 128 -r "$reps" > "$f.md" 2> "$f.log"
+          rc=$?
+          cat "$f.md"
+          grep -m1 -oE 'cuda \(.*\)|cpu_avx2 \(.*\)' "$f.log" | head -1
+          row "cost pair $pair $engine $build (exit $rc): tg128 $(grep -E 'tg128' "$f.md" | awk -F'|' '{print $(NF-2)}' | xargs), pp512 $(grep -E 'pp512' "$f.md" | awk -F'|' '{print $(NF-2)}' | xargs)"
+        done
+      done
+    done
+  fi
+fi
 if want balance; then
   # plugins/pcie_balance against the link probe's share, off then on in pairs (STRATA_BALANCE_PAIRS, default 2), for
   # the pools of STRATA_BALANCE_POOLS (slow: one AVX2 worker, no host worker; all: the defaults); tg128 at 25%.
@@ -312,23 +345,49 @@ if want serve; then
 fi
 
 if want gate; then
-  log "strata gate: all-GPU saved; hybrid 100% and 25% (pcie_frac 0.5) checked against it"
+  # Issue 9's matrix: every placement, share, swap, balancer, graph and CPU-path setting against one all-GPU run.
+  log "strata gate: the placement matrix against the all-GPU run (configs/gate-cuda.yaml, n 32)"
   g="strata gate --config $root/configs/gate-cuda.yaml --model $model -o sampling.n_predict=32"
-  $g -o experts.cache=auto --save "$OUT/gate-all-gpu.json" > "$OUT/gate.log" 2>&1
-  row "gate all-GPU save (exit $?)"
-  $g -o experts.cache=100% --check "$OUT/gate-all-gpu.json" >> "$OUT/gate.log" 2>&1
-  row "gate hybrid 100% vs all-GPU (exit $?): $(grep -cE '^PASS|PASS' "$OUT/gate.log") PASS lines so far"
-  $g -o experts.cache=25% -o experts.pcie_frac=0.5 --check "$OUT/gate-all-gpu.json" >> "$OUT/gate.log" 2>&1
-  row "gate hybrid 25% pcie 0.5 vs all-GPU (exit $?)"
-  $g -o experts.cache=25% -o experts.pcie_frac=0.5 --check "$OUT/gate-all-gpu.json" >> "$OUT/gate.log" 2>&1
-  row "gate hybrid 25% pcie 0.5 again (exit $?)"
-  $g -o experts.cache=25% -o experts.pcie_frac=0.5 -o runtime.graphs=false --check "$OUT/gate-all-gpu.json" >> "$OUT/gate.log" 2>&1
-  row "gate hybrid 25% pcie 0.5 simple mode vs all-GPU (exit $?)"
-  $g -o experts.cache=25% -o experts.pcie_frac=0.5 --save "$OUT/gate-fast.json" >> "$OUT/gate.log" 2>&1
-  $g -o experts.cache=25% -o experts.pcie_frac=0.5 -o runtime.graphs=false --check "$OUT/gate-fast.json" >> "$OUT/gate.log" 2>&1
-  row "gate hybrid 25% simple mode vs fast mode saved (exit $?)"
-  $g -o experts.cache=25% -o experts.pcie_frac=auto -o plugins.pcie_balance.enabled=true --check "$OUT/gate-all-gpu.json" >> "$OUT/gate.log" 2>&1
-  row "gate hybrid 25% with pcie_balance on (pcie_frac unset) vs all-GPU (exit $?)"
+  : > "$OUT/gate.log"
+  # gate_run NAME SAVED|save ARGS...: one run, its verdict line in the table and its log appended to gate.log.
+  gate_run() {
+    local name="$1" ref="$2"; shift 2
+    local mode=(--check "$OUT/gate-$ref.json")
+    [ "$ref" = save ] && mode=(--save "$OUT/gate-$name.json")
+    local t0=$SECONDS
+    printf '\n---- %s: %s %s\n' "$name" "$*" "${mode[*]}" >> "$OUT/gate.log"
+    $g "$@" "${mode[@]}" > "$OUT/gate-$name.log" 2>&1
+    local rc=$?
+    cat "$OUT/gate-$name.log" >> "$OUT/gate.log"
+    local verdict
+    verdict="$(grep -E '^strata gate: (PASS|FAIL)' "$OUT/gate-$name.log" | tail -1)"
+    [ "$ref" = save ] && verdict="saved"
+    row "$(printf 'gate %-34s exit %d %3ds  %s' "$name" "$rc" $((SECONDS - t0)) "${verdict:-(no verdict: see gate.log)}")"
+  }
+  set_="${STRATA_GATE_SET:-all}"  # gpu, cpu or all: the GPU lines, the CPU lines, or both (two calls fit better)
+  if [ "$set_" != cpu ]; then
+    gate_run all-gpu save -o experts.cache=auto
+    gate_run all-gpu-no-graphs all-gpu -o experts.cache=auto -o plugins.cuda.graphs=false
+    gate_run hybrid-100 all-gpu -o experts.cache=100%
+    gate_run hybrid-25-pcie-0 all-gpu -o experts.cache=25% -o experts.pcie_frac=0
+    gate_run hybrid-25-pcie-0.5 all-gpu -o experts.cache=25% -o experts.pcie_frac=0.5
+    gate_run hybrid-25-pcie-1 all-gpu -o experts.cache=25% -o experts.pcie_frac=1
+    gate_run hybrid-0-pcie-0 all-gpu -o experts.cache=0% -o experts.pcie_frac=0
+    gate_run hybrid-0-pcie-0.5 all-gpu -o experts.cache=0% -o experts.pcie_frac=0.5
+    gate_run hybrid-25-swaps-4 all-gpu -o experts.cache=25% -o experts.pcie_frac=0.5 -o experts.adapt_swaps=4
+    gate_run hybrid-25-balancer all-gpu -o experts.cache=25% -o experts.pcie_frac=auto -o plugins.pcie_balance.enabled=true
+    gate_run hybrid-25-simple all-gpu -o experts.cache=25% -o experts.pcie_frac=0.5 -o runtime.graphs=false
+    gate_run hybrid-25-simple-no-cuda-graphs all-gpu -o experts.cache=25% -o experts.pcie_frac=0.5 -o runtime.graphs=false -o plugins.cuda.graphs=false
+  fi
+  if [ "$set_" != gpu ]; then
+    # The CPU engine (cpu_avx2, all cores) at a 1024-token context, so that the long prompt's prefill (cut to 992
+    # tokens) takes seconds, not minutes: the all-GPU run saved at that context; cpu_avx2's AVX-512 path checked
+    # against it and saved; its AVX2 path (force_avx2) checked against the AVX-512 run.
+    gate_run all-gpu-ctx1k save -o experts.cache=auto -o runtime.context=1024
+    gate_run cpu-avx512-vs-all-gpu all-gpu-ctx1k -o backend=cpu_avx2 -o runtime.context=1024
+    gate_run cpu-avx512 save -o backend=cpu_avx2 -o runtime.context=1024
+    gate_run cpu-force-avx2 cpu-avx512 -o backend=cpu_avx2 -o runtime.context=1024 -o plugins.cpu_avx2.force_avx2=true
+  fi
 fi
 if want peer-hybrid; then
   peer="${STRATA_PEER_CUDA:-$root/.device/peer-cuda/llama-bench}"

@@ -13,6 +13,28 @@ STRATA_INLINE_AVX2 __m256 pow2_lanes(__m256i k) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k, _mm256_set1_epi32(127)), 23));
 }
 
+#ifdef STRATA_NONCANONICAL
+// The benchmark-only build (STRATA_NONCANONICAL, CMakeLists.txt): a degree-5 polynomial with no range handling
+// (inputs are clamped instead) and a reciprocal estimate with one Newton step instead of IEEE division.
+STRATA_INLINE_AVX2 __m256 exp_c8(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+  const __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 r = _mm256_fmadd_ps(k, _mm256_set1_ps(-0.69314718f), x);
+  __m256 p = _mm256_set1_ps(1.0f / 120);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  return _mm256_mul_ps(p, pow2_lanes(_mm256_cvtps_epi32(k)));
+}
+STRATA_INLINE_AVX2 __m256 silu_c8(__m256 x) {
+  const __m256 d = _mm256_add_ps(_mm256_set1_ps(1.0f), exp_c8(_mm256_xor_ps(x, _mm256_set1_ps(-0.0f))));
+  __m256 inv = _mm256_rcp_ps(d);
+  inv = _mm256_mul_ps(inv, _mm256_fnmadd_ps(d, inv, _mm256_set1_ps(2.0f)));
+  return _mm256_mul_ps(x, inv);
+}
+#else
 STRATA_INLINE_AVX2 __m256 exp_c8(__m256 x) {
   __m256 k = _mm256_mul_ps(x, f32_splat_bits(0x3fb8aa3bu));
   k = _mm256_round_ps(k, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);  // rint: half to even
@@ -46,6 +68,7 @@ STRATA_INLINE_AVX2 __m256 silu_c8(__m256 x) {
   const __m256 e = exp_c8(_mm256_xor_ps(x, _mm256_set1_ps(-0.0f)));
   return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
 }
+#endif  // STRATA_NONCANONICAL
 
 STRATA_INLINE_AVX2 __m256 swiglu_c8(__m256 g, __m256 u) { return _mm256_mul_ps(silu_c8(g), u); }
 

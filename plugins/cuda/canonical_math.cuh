@@ -123,6 +123,19 @@ __host__ __device__ __forceinline__ float x86_nan(float a, float b) {
   return canon_from_bits(0xffc00000u);
 }
 
+// 2^k for k in [-126, 127], from its exponent bits.
+__host__ __device__ __forceinline__ float canon_pow2(int k) {
+  return canon_from_bits(static_cast<uint32_t>(k + 127) << 23);
+}
+
+#if defined(STRATA_NONCANONICAL) && defined(STRATA_DEVICE_PASS)
+// The benchmark-only build (STRATA_NONCANONICAL, CMakeLists.txt): no NaN fix-ups, approximate division, the
+// hardware's fast exponential; with --use_fast_math the compiler contracts and flushes subnormals as it likes.
+__device__ __forceinline__ float add_x86(float a, float b) { return a + b; }
+__device__ __forceinline__ float mul_x86(float a, float b) { return a * b; }
+__device__ __forceinline__ float div_x86(float a, float b) { return __fdividef(a, b); }
+__device__ __forceinline__ float exp_c(float x) { return __expf(x); }
+#else
 __host__ __device__ __forceinline__ float add_x86(float a, float b) {
   const float r = a + b;
   return r == r ? r : x86_nan(a, b);
@@ -143,10 +156,6 @@ __host__ __device__ __forceinline__ float div_x86(float a, float b) {
   return r == r ? r : x86_nan(a, b);
 }
 
-// 2^k for k in [-126, 127], from its exponent bits.
-__host__ __device__ __forceinline__ float canon_pow2(int k) {
-  return canon_from_bits(static_cast<uint32_t>(k + 127) << 23);
-}
 
 __host__ __device__ __forceinline__ float exp_c(float x) {
   if (x != x) return x;  // NaN stays NaN (payload kept)
@@ -170,6 +179,7 @@ __host__ __device__ __forceinline__ float exp_c(float x) {
   if (ki < -126) return (p * canon_pow2(ki + 126)) * canon_pow2(-126);
   return p * canon_pow2(ki);
 }
+#endif  // STRATA_NONCANONICAL
 
 // x / (1 + exp_c(-x)): one negation, one exp_c, one addition, one division. The negation flips the sign bit
 // (as x86 does, NaN included; a GPU's negation may canonicalize a NaN).

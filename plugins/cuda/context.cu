@@ -18,6 +18,9 @@ Context::Context(const strata_host_api* host, const Options& options) : host_(ho
   check_cuda(cudaGetDeviceProperties(&props_, options_.device), "cudaGetDeviceProperties");
   check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   device_name_ = props_.name;
+#ifdef STRATA_NONCANONICAL
+  device_name_ += " [non-canonical build]";
+#endif
 #ifdef STRATA_GPU_HIP
   arch_ = props_.gcnArchName;
 #else
