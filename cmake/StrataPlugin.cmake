@@ -22,7 +22,11 @@ function(strata_add_plugin name)
     HIP_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON)
   target_link_libraries(${target} PRIVATE strata_plugin_api strata_format strata_warnings ${ARG_LIBRARIES})
-  target_link_options(${target} PRIVATE -Wl,--no-undefined)
+  # Every symbol resolved at link time, except under clang's sanitizers: their runtime lives in the executable
+  # (static), and a module's __asan_*/__ubsan_* references resolve against it when the host loads it.
+  if(NOT (STRATA_SANITIZE AND CMAKE_CXX_COMPILER_ID MATCHES "Clang"))
+    target_link_options(${target} PRIVATE -Wl,--no-undefined)
+  endif()
   if(NOT ARG_NO_VERSION_SCRIPT)
     target_link_options(${target} PRIVATE -Wl,--version-script=${STRATA_PLUGIN_VERSION_SCRIPT})
     set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${STRATA_PLUGIN_VERSION_SCRIPT})

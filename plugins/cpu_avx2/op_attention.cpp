@@ -72,7 +72,7 @@ void run_attention(Context& ctx, const strata_op& op) {
   const strata_tensor &q = op.src[0], &k = op.src[1], &v = op.src[2], &pos = op.src[3], &d = op.dst;
   const int64_t head_dim = q.ne[0], n_head = op.i[0], group = n_head / op.i[1], n_tok = q.ne[2];
   const int64_t n_ctx = k.ne[1];
-  const double scale = op.f[0];
+  const double scale = static_cast<double>(op.f[0]);
   const auto* p = static_cast<const int32_t*>(pos.data);
   for (int64_t t = 0; t < n_tok; ++t) {
     if (p[t] < 0 || p[t] >= n_ctx) {

@@ -24,7 +24,7 @@ Check check_rms_norm(const strata_op& op) {
 void run_rms_norm(Context& ctx, const strata_op& op) {
   const strata_tensor &x = op.src[0], &w = op.src[1], &d = op.dst;
   const int64_t n = x.ne[0];
-  const double eps = op.f[0];
+  const double eps = static_cast<double>(op.f[0]);
   const auto* weight = static_cast<const float*>(w.data);
   for_items(ctx, row_count(x), n, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {

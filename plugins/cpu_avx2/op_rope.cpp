@@ -37,7 +37,7 @@ void run_rope(Context& ctx, const strata_op& op) {
   const strata_tensor &x = op.src[0], &pos = op.src[1], &d = op.dst;
   const int64_t head_dim = x.ne[0], n_head = x.ne[1], n_tok = x.ne[2];
   const int mode = op.i[0], n_rot = op.i[1], half = n_rot / 2;
-  const double base = op.f[0], freq_scale = op.f[1];
+  const double base = static_cast<double>(op.f[0]), freq_scale = static_cast<double>(op.f[1]);
   const auto* positions = static_cast<const int32_t*>(pos.data);
   std::vector<double> inv_freq(static_cast<size_t>(half));
   for (int i = 0; i < half; ++i) inv_freq[static_cast<size_t>(i)] = format::rope_inv_freq(base, i, n_rot);
@@ -56,7 +56,7 @@ void run_rope(Context& ctx, const strata_op& op) {
           const int64_t i0 = mode == kModeNeox ? i : 2 * i;
           const int64_t i1 = mode == kModeNeox ? i + half : 2 * i + 1;
           const double c = cos_t[static_cast<size_t>(i)], s = sin_t[static_cast<size_t>(i)];
-          const double x0 = in[i0], x1 = in[i1];
+          const double x0 = static_cast<double>(in[i0]), x1 = static_cast<double>(in[i1]);
           out[i0] = static_cast<float>(x0 * c - x1 * s);
           out[i1] = static_cast<float>(x0 * s + x1 * c);
         }

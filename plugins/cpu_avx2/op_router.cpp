@@ -47,7 +47,7 @@ void run_softmax(Context& ctx, const strata_op& op) {
   for_items(ctx, row_count(op.src[0]), n * 16, [&](int64_t b, int64_t e) {
     std::vector<double> p(static_cast<size_t>(n));
     for (int64_t r = b; r < e; ++r) {
-      softmax_row(row_ptr<const float>(op.src[0], r), op.f[0], p.data(), n);
+      softmax_row(row_ptr<const float>(op.src[0], r), static_cast<double>(op.f[0]), p.data(), n);
       float* out = row_ptr<float>(op.dst, r);
       for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(p[static_cast<size_t>(i)]);
     }
@@ -77,7 +77,7 @@ void run_router(Context& ctx, const strata_op& op) {
   const strata_tensor &logits = op.src[0], &bias = op.src[1], &weights = op.src[2], &ids = op.dst;
   const int k = op.i[0];
   const bool sigmoid = op.i[1] == 1, normalize = op.i[2] != 0;
-  const double wscale = op.f[0];
+  const double wscale = static_cast<double>(op.f[0]);
   const int64_t n = logits.ne[0];
   const auto* b = static_cast<const float*>(bias.data);
   for_items(ctx, logits.ne[1], n * 16, [&](int64_t lo, int64_t hi) {

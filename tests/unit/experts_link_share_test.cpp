@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "strata/error.hpp"
 #include "strata/experts/link_share.hpp"
@@ -39,6 +40,6 @@ TEST(ExpertsLinkShare, EdgesAndBadMeasures) {
                  "experts.pcie_frac by hand or re-run the probe");
   }
   EXPECT_THROW(ex::default_pcie_frac(50e9, -1.0, 1000), strata::Error);
-  EXPECT_THROW(ex::default_pcie_frac(50e9, 50e9, 1000, INFINITY), strata::Error);
+  EXPECT_THROW(ex::default_pcie_frac(50e9, 50e9, 1000, std::numeric_limits<double>::infinity()), strata::Error);
   EXPECT_THROW(ex::default_pcie_frac(50e9, 50e9, 0), strata::Error);
 }

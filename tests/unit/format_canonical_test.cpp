@@ -86,7 +86,7 @@ Q8Row quantize_q8_1(const std::vector<float>& x) {
   row.blocks.resize(x.size() / 32);
   fmt::quantize_row_q8_1(x.data(), row.blocks.data(), static_cast<int64_t>(x.size()));
   for (const block_q8_1& b : row.blocks) {
-    const double d = fmt::fp16_to_fp32(b.d);
+    const double d = static_cast<double>(fmt::fp16_to_fp32(b.d));
     for (int8_t q : b.qs) row.decoded.push_back(d * q);
   }
   return row;

@@ -176,7 +176,8 @@ TEST(ReferenceOps, RopeRotatesThePairsOfEachMode) {
     run_reference(op);
     for (int i = 0; i < 6; ++i) EXPECT_EQ(dst[i], x[i]) << "position 0 is the identity";
     const int a0 = 0, b0 = mode == 0 ? 1 : 2, a1 = mode == 0 ? 2 : 1, b1 = 3;
-    const auto p0 = rot(x[a0], x[b0], 3.0), p1 = rot(x[a1], x[b1], 0.3);
+    const auto p0 = rot(static_cast<double>(x[a0]), static_cast<double>(x[b0]), 3.0);
+    const auto p1 = rot(static_cast<double>(x[a1]), static_cast<double>(x[b1]), 0.3);
     EXPECT_NEAR(static_cast<double>(dst[6 + a0]), p0.first, 1e-6);
     EXPECT_NEAR(static_cast<double>(dst[6 + b0]), p0.second, 1e-6);
     EXPECT_NEAR(static_cast<double>(dst[6 + a1]), p1.first, 1e-6);

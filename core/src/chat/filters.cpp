@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 
 #include "builtins.hpp"
@@ -189,7 +190,8 @@ bool parse_float(const std::string& text, double* out) {
   const std::string lower = py_lower(clean);
   const std::string body = !lower.empty() && (lower[0] == '+' || lower[0] == '-') ? lower.substr(1) : lower;
   if (body == "inf" || body == "infinity" || body == "nan") {
-    *out = body == "nan" ? NAN : (lower[0] == '-' ? -INFINITY : INFINITY);
+    const double inf = std::numeric_limits<double>::infinity();
+    *out = body == "nan" ? std::numeric_limits<double>::quiet_NaN() : (lower[0] == '-' ? -inf : inf);
     return true;
   }
   if (body.empty() || !(std::isdigit(static_cast<unsigned char>(body[0])) || body[0] == '.')) return false;

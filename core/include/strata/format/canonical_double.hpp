@@ -74,7 +74,7 @@ constexpr double kSincosLimit = 4398046511104.0;  // 2^42
 // [-pi/4, pi/4], Horner in r^2 with fma; the quadrant k mod 4 swaps and negates. About 1 ulp from the true values.
 STRATA_HD inline void sincos_d(double x, double* s, double* c) {
   if (!(x < kSincosLimit && x > -kSincosLimit)) {
-    *s = *c = NAN;
+    *s = *c = static_cast<double>(NAN);
     return;
   }
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
