@@ -71,6 +71,14 @@ class Engine {
   // One window whose every token's logits are kept ([n_vocab] per token, token-major); at most
   // max_window_logits tokens (verify windows are short).
   std::span<const float> feed_window(uint32_t slot, std::span<const TokenId> tokens);
+  // One decode step of several sequences at once (runtime.slots): each entry's token is appended to its slot (each
+  // slot at most once), all in one window, and each entry's logits come back in the same order ([n_vocab] per
+  // entry, valid until the next call). A sequence's ids are the same as when it is fed alone.
+  struct SlotToken {
+    uint32_t slot;
+    TokenId token;
+  };
+  std::span<const float> step(std::span<const SlotToken> next);
   // Positions `slot` holds; cut(slot, p) forgets those from p on.
   uint32_t position(uint32_t slot) const { return kv_.length(slot); }
   void cut(uint32_t slot, uint32_t position) { kv_.cut(slot, position); }

@@ -4,6 +4,7 @@
 // the slot's cached prefix reused, a callback per token that can stop it, log-probabilities when asked).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -13,6 +14,7 @@
 
 #include "strata/engine.hpp"
 #include "strata/sampling.hpp"
+#include "strata/tokenizer.hpp"
 
 namespace strata {
 
@@ -90,6 +92,57 @@ struct CompletionResult {
 CompletionResult complete(Engine& engine, uint32_t slot, std::span<const TokenId> prompt, size_t reuse,
                           const CompletionOptions& options,
                           const std::function<bool(const GeneratedToken&)>& on_token = {});
+
+// One sequence's reply as a state machine, so that several sequences can share an engine's decode steps
+// (complete_together) while complete() drives one alone; both give a sequence the same ids and text. The caller
+// feeds the prompt (from reused() on) and then, while next() returns a token, feeds that token.
+class Completion {
+ public:
+  // Checks the prompt against the context (strata::Error for an empty one or one that does not fit) and notes how
+  // many of its positions `slot` already holds (see complete()); the caller cuts the slot there.
+  Completion(const Engine& engine, uint32_t slot, std::span<const TokenId> prompt, size_t reuse,
+             const CompletionOptions& options, std::function<bool(const GeneratedToken&)> on_token = {});
+  uint32_t slot() const { return slot_; }
+  size_t reused() const { return r_.reused_tokens; }
+  // Takes the logits after the last fed token (the prompt's, then each token next() returned) and returns the
+  // token to feed next, or kNoToken once the reply is done (result() is then final).
+  TokenId next(std::span<const float> logits);
+  bool done() const { return done_; }
+  void add_prompt_seconds(double s) { r_.prompt_seconds += s; }
+  const CompletionResult& result() const { return r_; }
+
+ private:
+  std::string release(std::string text);
+  void finish(StopCause cause);
+  const Engine& engine_;
+  uint32_t slot_;
+  CompletionOptions options_;
+  std::function<bool(const GeneratedToken&)> on_token_;
+  Sampler sampler_;
+  StreamDecoder stream_;
+  StopStrings stops_;
+  bool strip_space_;
+  std::vector<TokenId> history_;
+  CompletionResult r_;
+  int sampled_ = 0;
+  bool done_ = false;
+  std::chrono::steady_clock::time_point decode_start_{};
+};
+
+// One sequence of complete_together().
+struct SequenceRequest {
+  uint32_t slot = 0;
+  std::vector<TokenId> prompt;
+  size_t reuse = 0;
+  CompletionOptions options;
+  std::function<bool(const GeneratedToken&)> on_token;
+};
+
+// Generates for several sequences at once (runtime.slots): each prompt is fed on its own slot, one after the
+// other; then every unfinished sequence's next token goes into one decode step (Engine::step), and a finished one
+// leaves the next step at once. Each sequence's ids and text are what complete() gives it alone. The slots must
+// be distinct.
+std::vector<CompletionResult> complete_together(Engine& engine, std::span<const SequenceRequest> sequences);
 
 // Starts `slot` afresh (cut to 0), encodes `prompt` with BOS and the vocabulary's dummy-prefix space, and
 // generates. on_text receives the generated text piece by piece (valid UTF-8, stop strings held back).

@@ -148,12 +148,29 @@ struct Activations {
   std::span<const float> read_logits(size_t n_vocab, size_t rows);
 };
 
-// A window: consecutive tokens of one sequence (slot of the KV cache) at consecutive positions.
+// One sequence's part of a window of several (runtime.slots): the window's tokens [column, column + n) are the KV
+// slot `slot`'s consecutive positions from first_position on.
+struct SlotRun {
+  uint32_t slot = 0;
+  uint32_t first_position = 0;
+  uint32_t column = 0;
+  uint32_t n = 0;
+};
+
+// A window: consecutive tokens of one sequence (slot of the KV cache) at consecutive positions, or, with `runs`,
+// the tokens of several sequences side by side (one run each, in column order, each slot at most once). Every op
+// but attention and the KV stores sees one window of tokens: the matrix products and the experts work on all of
+// them at once (the hybrid path plans the union of their experts); each run stores to and attends over its own
+// slot. A window of several runs keeps every token's logits.
 struct Window {
   std::span<const TokenId> tokens;
   uint32_t first_position = 0;
   uint32_t slot = 0;
   bool all_logits = false;  // logits of every token (verify windows), or of the last one only
+  std::span<const SlotRun> runs = {};  // empty: one run, {slot, first_position, 0, tokens.size()}
+
+  // The runs, checked (they must tile the tokens in order, each slot once); one run when `runs` is empty.
+  std::vector<SlotRun> slot_runs() const;
 };
 
 // Where a MoE layer's routed experts come from when the weights are on a device but the experts are not all there

@@ -103,7 +103,8 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
       }()),
       kv_(model_->hparams().n_layer, model_->kv_dim(), settings.context, settings.slots, settings.kv_type,
           backend_->device_memory()),
-      act_(model_->make_activations(std::max<uint32_t>(settings.batch, 1), settings.max_window_logits,
+      act_(model_->make_activations(std::max<uint32_t>(settings.batch, 1),
+                                    std::max(settings.max_window_logits, settings.slots),
                                     backend_->device_memory())) {
   if (device_weights_ == nullptr || device_weights_->which() == WeightsOnDevice::All) return;
   DeviceMemory& mem = *backend_->device_memory();
@@ -273,7 +274,8 @@ std::unique_ptr<Engine> Engine::from_launch(const config::Launch& launch) {
 }
 
 void Engine::run(const Window& w) {
-  kv_.check_window(w.slot, w.first_position, static_cast<uint32_t>(w.tokens.size()));
+  const std::vector<SlotRun> runs = w.slot_runs();
+  for (const SlotRun& r : runs) kv_.check_window(r.slot, r.first_position, r.n);
   const auto n_tok = static_cast<uint32_t>(w.tokens.size());
   // Ops profiled one at a time cannot wait for the host inside a program: profiling takes simple mode.
   if (hybrid_) hybrid_->begin_window(n_tok, profile_ == nullptr);
@@ -293,7 +295,7 @@ void Engine::run(const Window& w) {
       if (s.host) s.host();
     }
   }
-  kv_.set_length(w.slot, w.first_position + static_cast<uint32_t>(w.tokens.size()));
+  for (const SlotRun& r : runs) kv_.set_length(r.slot, r.first_position + r.n);
   if (hybrid_) hybrid_->end_window();
 }
 
@@ -346,6 +348,28 @@ std::span<const float> Engine::feed(uint32_t slot, std::span<const TokenId> toke
     run(Window{tokens.subspan(start, n), kv_.length(slot), slot, false});
   }
   return act_.read_logits(model_->hparams().n_vocab, 1);
+}
+
+std::span<const float> Engine::step(std::span<const SlotToken> next) {
+  if (next.empty()) throw Error("step: no sequences");
+  if (next.size() > act_.max_logit_rows) {
+    throw Error("step: " + std::to_string(next.size()) + " sequences; a step holds 1 to " +
+                std::to_string(act_.max_logit_rows) + " (runtime.slots)");
+  }
+  std::vector<TokenId> tokens;
+  std::vector<SlotRun> runs;
+  for (const SlotToken& s : next) {
+    if (s.slot >= settings_.slots) {
+      throw Error("step: slot " + std::to_string(s.slot) + " is not one of the engine's " +
+                  std::to_string(settings_.slots) + " (runtime.slots)");
+    }
+    runs.push_back(SlotRun{s.slot, kv_.length(s.slot), static_cast<uint32_t>(tokens.size()), 1});
+    tokens.push_back(s.token);
+  }
+  Window w{tokens, runs.front().first_position, runs.front().slot, true};
+  if (runs.size() > 1) w.runs = runs;
+  run(w);
+  return act_.read_logits(model_->hparams().n_vocab, tokens.size());
 }
 
 std::span<const float> Engine::feed_window(uint32_t slot, std::span<const TokenId> tokens) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
 
 #include "strata/error.hpp"
 
@@ -52,83 +53,148 @@ std::string_view finish_reason(StopCause cause) {
   return "stop";
 }
 
-CompletionResult complete(Engine& engine, uint32_t slot, std::span<const TokenId> prompt, size_t reuse,
-                          const CompletionOptions& options, const std::function<bool(const GeneratedToken&)>& on_token) {
-  const Tokenizer& tok = engine.model().tokenizer();
+Completion::Completion(const Engine& engine, uint32_t slot, std::span<const TokenId> prompt, size_t reuse,
+                       const CompletionOptions& options, std::function<bool(const GeneratedToken&)> on_token)
+    : engine_(engine),
+      slot_(slot),
+      options_(options),
+      on_token_(std::move(on_token)),
+      sampler_(options.sampling),
+      stream_(engine.model().tokenizer()),
+      stops_(options.stop),
+      strip_space_(options.strip_leading_space),
+      history_(prompt.begin(), prompt.end()) {
   if (prompt.empty()) throw Error("the prompt has no tokens");
   const uint32_t n_ctx = engine.settings().context;
   if (prompt.size() >= n_ctx) {
     throw Error("the prompt has " + std::to_string(prompt.size()) + " tokens; runtime.context is " +
                 std::to_string(n_ctx));
   }
-  CompletionResult r;
-  r.reused_tokens = std::min({reuse, prompt.size() - 1, static_cast<size_t>(engine.position(slot))});
-  engine.cut(slot, static_cast<uint32_t>(r.reused_tokens));
-  auto t0 = std::chrono::steady_clock::now();
-  std::span<const float> logits = engine.feed(slot, prompt.subspan(r.reused_tokens));
-  r.prompt_seconds = seconds_since(t0);
+  // At least the prompt's last token is fed: its logits start the reply.
+  r_.reused_tokens = std::min({reuse, prompt.size() - 1, static_cast<size_t>(engine.position(slot))});
+  r_.stop = StopCause::MaxTokens;
+}
 
-  Sampler sampler(options.sampling);
-  StreamDecoder stream(tok);
-  StopStrings stops(options.stop);
-  bool strip_space = options.strip_leading_space;
-  std::vector<TokenId> history(prompt.begin(), prompt.end());
-  const auto is_end = [&](TokenId id) {
-    return id == tok.eos() ||
-           std::find(options.end_tokens.begin(), options.end_tokens.end(), id) != options.end_tokens.end();
-  };
-  // The text a new piece makes final: the leading space dropped once when asked, stop strings held back.
-  const auto release = [&](std::string text) {
-    if (strip_space && !text.empty()) {
-      if (text.front() == ' ') text.erase(0, 1);
-      strip_space = false;
-    }
-    std::string shown = stops.push(text);
-    r.text += shown;
-    return shown;
-  };
+// The text a new piece makes final: the leading space dropped once when asked, stop strings held back.
+std::string Completion::release(std::string text) {
+  if (strip_space_ && !text.empty()) {
+    if (text.front() == ' ') text.erase(0, 1);
+    strip_space_ = false;
+  }
+  std::string shown = stops_.push(text);
+  r_.text += shown;
+  return shown;
+}
 
-  r.stop = StopCause::MaxTokens;
-  t0 = std::chrono::steady_clock::now();
-  for (int i = 0; options.max_tokens < 0 || i < options.max_tokens; ++i) {
-    const TokenId next = sampler.sample(logits, history);
-    if (is_end(next)) {
-      r.stop = StopCause::EndOfText;
-      break;
-    }
-    r.generated_ids.push_back(next);
-    history.push_back(next);
-    GeneratedToken step;
-    step.id = next;
-    step.text = release(stream.push(next));
-    if (options.logprobs) fill_logprobs(logits, next, options.top_logprobs, step);
-    if (on_token && !on_token(step)) {
-      r.stop = StopCause::Cancelled;
-      break;
-    }
-    if (stops.stopped()) {
-      r.stop = StopCause::StopString;
-      break;
-    }
-    const bool last = options.max_tokens >= 0 && i + 1 == options.max_tokens;
-    if (last) break;
-    if (engine.position(slot) >= n_ctx) {
-      r.stop = StopCause::Context;
-      break;
-    }
-    logits = engine.feed(slot, std::span<const TokenId>(&r.generated_ids.back(), 1));
-    ++r.decode_tokens;
+void Completion::finish(StopCause cause) {
+  r_.stop = cause;
+  r_.decode_seconds = seconds_since(decode_start_);
+  done_ = true;
+  if (cause == StopCause::StopString || cause == StopCause::Cancelled) return;
+  GeneratedToken tail;
+  tail.text = release(stream_.finish());
+  const std::string rest = stops_.finish();
+  r_.text += rest;
+  tail.text += rest;
+  if (on_token_) on_token_(tail);
+}
+
+TokenId Completion::next(std::span<const float> logits) {
+  if (done_) throw Error("internal: next() on a finished completion");
+  if (sampled_ == 0) decode_start_ = std::chrono::steady_clock::now();
+  const Tokenizer& tok = engine_.model().tokenizer();
+  if (options_.max_tokens >= 0 && sampled_ >= options_.max_tokens) {
+    finish(StopCause::MaxTokens);
+    return kNoToken;
   }
-  r.decode_seconds = seconds_since(t0);
-  if (r.stop != StopCause::StopString && r.stop != StopCause::Cancelled) {
-    GeneratedToken tail;
-    tail.text = release(stream.finish());
-    const std::string rest = stops.finish();
-    r.text += rest;
-    tail.text += rest;
-    if (on_token) on_token(tail);
+  const TokenId id = sampler_.sample(logits, history_);
+  ++sampled_;
+  if (id == tok.eos() || std::find(options_.end_tokens.begin(), options_.end_tokens.end(), id) != options_.end_tokens.end()) {
+    finish(StopCause::EndOfText);
+    return kNoToken;
   }
-  return r;
+  r_.generated_ids.push_back(id);
+  history_.push_back(id);
+  GeneratedToken step;
+  step.id = id;
+  step.text = release(stream_.push(id));
+  if (options_.logprobs) fill_logprobs(logits, id, options_.top_logprobs, step);
+  if (on_token_ && !on_token_(step)) {
+    finish(StopCause::Cancelled);
+    return kNoToken;
+  }
+  if (stops_.stopped()) {
+    finish(StopCause::StopString);
+    return kNoToken;
+  }
+  if (options_.max_tokens >= 0 && sampled_ == options_.max_tokens) {
+    finish(StopCause::MaxTokens);
+    return kNoToken;
+  }
+  if (engine_.position(slot_) >= engine_.settings().context) {
+    finish(StopCause::Context);
+    return kNoToken;
+  }
+  ++r_.decode_tokens;  // the caller feeds it
+  return id;
+}
+
+CompletionResult complete(Engine& engine, uint32_t slot, std::span<const TokenId> prompt, size_t reuse,
+                          const CompletionOptions& options, const std::function<bool(const GeneratedToken&)>& on_token) {
+  Completion c(engine, slot, prompt, reuse, options, on_token);
+  engine.cut(slot, static_cast<uint32_t>(c.reused()));
+  const auto t0 = std::chrono::steady_clock::now();
+  std::span<const float> logits = engine.feed(slot, prompt.subspan(c.reused()));
+  c.add_prompt_seconds(seconds_since(t0));
+  for (TokenId id = c.next(logits); id != kNoToken; id = c.next(logits)) {
+    logits = engine.feed(slot, std::span<const TokenId>(&id, 1));
+  }
+  return c.result();
+}
+
+std::vector<CompletionResult> complete_together(Engine& engine, std::span<const SequenceRequest> sequences) {
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (sequences[i].slot == sequences[j].slot) {
+        throw Error("complete_together: sequences " + std::to_string(j) + " and " + std::to_string(i) +
+                    " both use slot " + std::to_string(sequences[i].slot));
+      }
+    }
+  }
+  std::vector<std::unique_ptr<Completion>> seqs;
+  std::vector<Engine::SlotToken> step;  // the unfinished sequences' next tokens
+  std::vector<size_t> owner;            // which sequence each entry of `step` is
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    const SequenceRequest& q = sequences[i];
+    seqs.push_back(std::make_unique<Completion>(engine, q.slot, q.prompt, q.reuse, q.options, q.on_token));
+    Completion& c = *seqs.back();
+    engine.cut(q.slot, static_cast<uint32_t>(c.reused()));
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::span<const float> logits = engine.feed(q.slot, std::span<const TokenId>(q.prompt).subspan(c.reused()));
+    c.add_prompt_seconds(seconds_since(t0));
+    const TokenId id = c.next(logits);
+    if (id != kNoToken) {
+      step.push_back({q.slot, id});
+      owner.push_back(i);
+    }
+  }
+  const size_t n_vocab = engine.model().hparams().n_vocab;
+  while (!step.empty()) {
+    const std::span<const float> logits = engine.step(step);
+    std::vector<Engine::SlotToken> next_step;
+    std::vector<size_t> next_owner;
+    for (size_t e = 0; e < step.size(); ++e) {
+      const TokenId id = seqs[owner[e]]->next(logits.subspan(e * n_vocab, n_vocab));
+      if (id == kNoToken) continue;  // finished: it leaves the next step
+      next_step.push_back({step[e].slot, id});
+      next_owner.push_back(owner[e]);
+    }
+    step = std::move(next_step);
+    owner = std::move(next_owner);
+  }
+  std::vector<CompletionResult> out;
+  for (const auto& c : seqs) out.push_back(c->result());
+  return out;
 }
 
 GenerateResult generate(Engine& engine, uint32_t slot, std::string_view prompt, const GenerateOptions& options,

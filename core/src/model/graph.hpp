@@ -18,7 +18,7 @@ struct GraphContext {
   const HParams& hp;
   Activations& act;
   const KvCache& kv;
-  uint32_t slot;
+  std::span<const SlotRun> runs;  // the sequences side by side in the window (one for a plain window)
   int64_t n_tok;
   const DeviceWeights* device;  // the weights on a device (null: the mapped file, host memory)
   ExpertPlacement* placement;   // with device: where the routed experts come from (null: the device has them all)

@@ -137,25 +137,33 @@ void emit_attention(uint32_t il, const LayerWeights& lw, const GraphContext& ctx
   const strata_tensor q = norm_and_rope(ops, a.q, a.q_alt, s.n_head, w.q_norm, s, ctx);
   const strata_tensor k = norm_and_rope(ops, a.k, a.k_alt, s.n_head_kv, w.k_norm, s, ctx);
 
-  const strata_tensor keys = ctx.kv.keys(il, ctx.slot);
-  const strata_tensor values = ctx.kv.values(il, ctx.slot);
-  for (const auto& [cache, src] : {std::pair{keys, k}, std::pair{values, rows_of(a.v, n_kv, n)}}) {
-    strata_op store = new_op(STRATA_OP_KV_STORE);
-    store.dst = cache;
-    store.src[0] = src;
-    store.src[1] = positions(ctx);
-    ops.push_back(store);
+  // Each sequence of the window stores its keys and values in its own slot and attends over that slot alone; its
+  // columns of q, k, v, positions and the output are views into the window's buffers.
+  for (const SlotRun& run : ctx.runs) {
+    const int64_t c = run.column, m = run.n;
+    const strata_tensor keys = ctx.kv.keys(il, run.slot);
+    const strata_tensor values = ctx.kv.values(il, run.slot);
+    const strata_tensor run_positions = tensor_i32(ctx.act.positions.data() + c, {m});
+    const strata_tensor k_run = tensor_f32(static_cast<const float*>(k.data) + c * n_kv, {n_kv, m});
+    const strata_tensor v_run = tensor_f32(a.v.data() + c * n_kv, {n_kv, m});
+    for (const auto& [cache, src] : {std::pair{keys, k_run}, std::pair{values, v_run}}) {
+      strata_op store = new_op(STRATA_OP_KV_STORE);
+      store.dst = cache;
+      store.src[0] = src;
+      store.src[1] = run_positions;
+      ops.push_back(store);
+    }
+    strata_op att = new_op(STRATA_OP_ATTENTION);
+    att.dst = tensor_f32(a.attn.data() + c * n_q, {n_q, m});
+    att.src[0] = tensor_f32(static_cast<const float*>(q.data) + c * n_q, {s.head_dim, s.n_head, m});
+    att.src[1] = keys;
+    att.src[2] = values;
+    att.src[3] = run_positions;
+    att.i[0] = static_cast<int32_t>(s.n_head);
+    att.i[1] = static_cast<int32_t>(s.n_head_kv);
+    att.f[0] = s.scale;
+    ops.push_back(att);
   }
-  strata_op att = new_op(STRATA_OP_ATTENTION);
-  att.dst = rows_of(a.attn, n_q, n);
-  att.src[0] = tensor_f32(static_cast<const float*>(q.data), {s.head_dim, s.n_head, n});
-  att.src[1] = keys;
-  att.src[2] = values;
-  att.src[3] = positions(ctx);
-  att.i[0] = static_cast<int32_t>(s.n_head);
-  att.i[1] = static_cast<int32_t>(s.n_head_kv);
-  att.f[0] = s.scale;
-  ops.push_back(att);
   linear(ops, ctx, rows_of(a.out, ctx.hp.n_embd, n), w.o, rows_of(a.attn, n_q, n), w.o_bias);
   add_into(ops, rows_of(a.x, ctx.hp.n_embd, n), rows_of(a.out, ctx.hp.n_embd, n));
 }

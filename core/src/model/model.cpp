@@ -174,12 +174,37 @@ std::span<const float> Activations::read_logits(size_t n_vocab, size_t rows) {
   return {host_logits.data(), n_vocab * rows};
 }
 
+std::vector<SlotRun> Window::slot_runs() const {
+  const auto n = static_cast<uint32_t>(tokens.size());
+  if (runs.empty()) return {SlotRun{slot, first_position, 0, n}};
+  std::vector<SlotRun> out(runs.begin(), runs.end());
+  uint32_t column = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const SlotRun& r = out[i];
+    if (r.n == 0 || r.column != column) {
+      throw Error("a window's run " + std::to_string(i) + " (slot " + std::to_string(r.slot) + ") starts at column " +
+                  std::to_string(r.column) + " with " + std::to_string(r.n) + " tokens; runs must tile the window's " +
+                  std::to_string(n) + " tokens in order, each at least one");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (out[j].slot == r.slot) throw Error("a window holds slot " + std::to_string(r.slot) + " twice");
+    }
+    column += r.n;
+  }
+  if (column != n) {
+    throw Error("a window's runs cover " + std::to_string(column) + " of its " + std::to_string(n) + " tokens");
+  }
+  return out;
+}
+
 std::vector<Stage> Model::build_window(const Window& w, Activations& act, const KvCache& kv,
                                        const DeviceWeights* device, ExpertPlacement* placement) const {
   const auto n = static_cast<int64_t>(w.tokens.size());
-  if (n == 0 || n > act.max_tokens || (w.all_logits && n > act.max_logit_rows)) {
+  const std::vector<SlotRun> runs = w.slot_runs();
+  const bool all_logits = w.all_logits || runs.size() > 1;
+  if (n == 0 || n > act.max_tokens || (all_logits && n > act.max_logit_rows)) {
     throw Error("a window of " + std::to_string(n) + " tokens does not fit activations for " +
-                std::to_string(act.max_tokens) + (w.all_logits ? " (and logits for " +
+                std::to_string(act.max_tokens) + (all_logits ? " (and logits for " +
                 std::to_string(act.max_logit_rows) + ")" : ""));
   }
   for (int64_t i = 0; i < n; ++i) {
@@ -188,10 +213,12 @@ std::vector<Stage> Model::build_window(const Window& w, Activations& act, const 
       throw Error("token id " + std::to_string(t) + " is outside the vocabulary of " + std::to_string(hp_.n_vocab));
     }
     act.host_tokens[static_cast<size_t>(i)] = t;
-    act.host_positions[static_cast<size_t>(i)] = static_cast<int32_t>(w.first_position + i);
+  }
+  for (const SlotRun& r : runs) {
+    for (uint32_t i = 0; i < r.n; ++i) act.host_positions[r.column + i] = static_cast<int32_t>(r.first_position + i);
   }
   act.upload_window(static_cast<size_t>(n));
-  const GraphContext ctx{hp_, act, kv, w.slot, n, device, placement};
+  const GraphContext ctx{hp_, act, kv, runs, n, device, placement};
   StageList stages;
   strata_op embed{};
   embed.struct_size = sizeof(strata_op);
@@ -205,7 +232,7 @@ std::vector<Stage> Model::build_window(const Window& w, Activations& act, const 
   for (uint32_t il = 0; il < hp_.n_layer; ++il) graph_->emit_layer(il, weights_.layers[il], ctx, stages);
 
   // The head reads the last column only, unless every token's logits are wanted.
-  const int64_t cols = w.all_logits ? n : 1;
+  const int64_t cols = all_logits ? n : 1;
   const int64_t first = n - cols;
   strata_op norm{};
   norm.struct_size = sizeof(strata_op);
