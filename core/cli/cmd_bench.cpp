@@ -89,6 +89,7 @@ int cmd_bench(const Args& args) {
   long long reps = 5;
   bool json = false;
   long long profile_tokens = 0, profile_prompt = 0;
+  long long slots = 1;
   p.option("-m|--model", "FILE", "the GGUF model (overrides the launch's model)", &model);
   p.option("--backend", "NAME", "auto, reference, or a backend plugin's name", &backend);
   p.option("-p|--n-prompt", "N", "prompt lengths to test, comma-separated (0: none; default 512)",
@@ -97,6 +98,9 @@ int cmd_bench(const Args& args) {
            [&](const std::string& v) { n_gen = parse_counts("--n-gen", v); });
   p.option("-r|--repetitions", "N", "runs per test (default 5)",
            [&](const std::string& v) { reps = parse_int("--repetitions", v, 1, 1000); });
+  p.option("--slots", "N", "decode N sequences at once (runtime.slots N): the tg tests report every sequence's tokens "
+           "per second together and, in their own column, one sequence's",
+           [&](const std::string& v) { slots = parse_int("--slots", v, 1, 64); });
   p.flag("--json", "print the results as JSON instead of a markdown table", &json);
   p.option("--profile", "N", "then decode N more tokens with a clock stamp between ops, and print (stderr) where the time goes",
            [&](const std::string& v) { profile_tokens = parse_int("--profile", v, 1, 1 << 16); });
@@ -113,7 +117,8 @@ int cmd_bench(const Args& args) {
   if (p.given("--backend")) launch.backend = backend;
   std::vector<BenchTest> tests;
   for (uint32_t n : n_prompt) tests.push_back({BenchTest::Kind::Prompt, n});
-  for (uint32_t n : n_gen) tests.push_back({BenchTest::Kind::Generate, n});
+  for (uint32_t n : n_gen) tests.push_back({BenchTest::Kind::Generate, n, static_cast<uint32_t>(slots)});
+  if (slots > 1) launch.runtime.slots = std::max<int>(launch.runtime.slots, static_cast<int>(slots));
   if (tests.empty() && !link) throw UsageError("nothing to measure: -p and -n are both 0 (and no --link)");
   // The context holds the longest test.
   uint32_t longest = 0;
@@ -147,6 +152,8 @@ int cmd_bench(const Args& args) {
                      {"batch", engine->settings().batch},
                      {"test", r.test.name()},
                      {"n_tokens", r.test.n_tokens},
+                     {"slots", r.test.slots},
+                     {"per_slot_ts", r.per_slot()},
                      {"repetitions", r.tokens_per_second.size()},
                      {"samples_ts", r.tokens_per_second},
                      {"median_ts", r.median},
@@ -157,12 +164,21 @@ int cmd_bench(const Args& args) {
     }
     std::printf("%s\n", out.dump(1).c_str());
   } else {
-    std::printf("| model | size | params | backend | test | t/s (median ± sd) | min .. max |\n");
-    std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: |\n");
+    // With --slots, a column for one sequence's rate (the t/s column is every sequence's together).
+    std::printf("| model | size | params | backend | test | t/s (median ± sd) | min .. max |%s\n",
+                slots > 1 ? " per slot |" : "");
+    std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: |%s\n", slots > 1 ? " ---: |" : "");
     for (const BenchResult& r : results) {
-      std::printf("| %s | %s | %.2f M | %s | %s | %.2f ± %.2f | %.2f .. %.2f |\n", model_name.c_str(),
+      std::string per_slot;
+      if (slots > 1) {
+        char cell[32] = "";
+        if (r.test.slots > 1) std::snprintf(cell, sizeof cell, "%.2f", r.per_slot());
+        per_slot = std::string(" ") + cell + " |";
+      }
+      std::printf("| %s | %s | %.2f M | %s | %s | %.2f ± %.2f | %.2f .. %.2f |%s\n", model_name.c_str(),
                   format_mib(m.file_bytes()).c_str(), static_cast<double>(parameter_count(m)) / 1e6,
-                  engine->backend().name().c_str(), r.test.name().c_str(), r.median, r.stddev, r.min, r.max);
+                  engine->backend().name().c_str(), r.test.name().c_str(), r.median, r.stddev, r.min, r.max,
+                  per_slot.c_str());
     }
   }
   std::fputs(expert_summaries.c_str(), stderr);

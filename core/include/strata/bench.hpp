@@ -15,17 +15,21 @@ struct BenchTest {
   enum class Kind { Prompt, Generate };
   Kind kind;
   uint32_t n_tokens;
-  std::string name() const;  // "pp512", "tg128"
+  // tgN with slots > 1: that many sequences decoded together (Engine::step), N tokens each, each with its own ids;
+  // tokens_per_second counts every sequence's tokens (the aggregate), per_slot() one sequence's.
+  uint32_t slots = 1;
+  std::string name() const;  // "pp512", "tg128", "tg128 x2"
 };
 
 struct BenchResult {
   BenchTest test;
   std::vector<double> tokens_per_second;  // one per repetition
   double median = 0, mean = 0, stddev = 0, min = 0, max = 0;
+  double per_slot() const { return median / test.slots; }  // one sequence's median rate
 };
 
-// Runs `test` `repetitions` times on slot 0 (the slot is cut back to 0 before each run). The engine's context
-// must hold n_tokens.
+// Runs `test` `repetitions` times on slot 0 (slots 0 .. slots-1 for a tg test of several; each is cut back to 0
+// before each run). The engine's context must hold n_tokens, and runtime.slots the test's slots.
 BenchResult run_bench(Engine& engine, const BenchTest& test, int repetitions);
 
 }  // namespace strata

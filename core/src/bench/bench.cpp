@@ -28,21 +28,36 @@ std::vector<TokenId> bench_tokens(const Model& model, uint32_t n, uint64_t seed)
   return ids;
 }
 
-// Seconds for one run of the test.
-double run_once(Engine& engine, const BenchTest& test, const std::vector<TokenId>& ids) {
-  engine.cut(0, 0);
+// Seconds for one run of the test: ids[s] is slot s's sequence.
+double run_once(Engine& engine, const BenchTest& test, const std::vector<std::vector<TokenId>>& ids) {
+  for (uint32_t s = 0; s < ids.size(); ++s) engine.cut(s, 0);
   const auto t0 = std::chrono::steady_clock::now();
   if (test.kind == BenchTest::Kind::Prompt) {
-    engine.feed(0, ids);
+    engine.feed(0, ids[0]);
+  } else if (ids.size() == 1) {
+    for (TokenId id : ids[0]) engine.feed(0, std::span<const TokenId>(&id, 1));
   } else {
-    for (TokenId id : ids) engine.feed(0, std::span<const TokenId>(&id, 1));
+    std::vector<Engine::SlotToken> step(ids.size());
+    for (size_t t = 0; t < ids[0].size(); ++t) {
+      for (uint32_t s = 0; s < ids.size(); ++s) step[s] = {s, ids[s][t]};
+      engine.step(step);
+    }
   }
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Each slot's ids for a run: slot s draws from its own seed.
+std::vector<std::vector<TokenId>> run_tokens(const Model& model, const BenchTest& test, uint32_t n, uint64_t seed) {
+  std::vector<std::vector<TokenId>> ids;
+  for (uint32_t s = 0; s < test.slots; ++s) ids.push_back(bench_tokens(model, n, seed + 1000003ull * s));
+  return ids;
+}
+
 }  // namespace
 
-std::string BenchTest::name() const { return (kind == Kind::Prompt ? "pp" : "tg") + std::to_string(n_tokens); }
+std::string BenchTest::name() const {
+  return (kind == Kind::Prompt ? "pp" : "tg") + std::to_string(n_tokens) + (slots > 1 ? " x" + std::to_string(slots) : "");
+}
 
 BenchResult run_bench(Engine& engine, const BenchTest& test, int repetitions) {
   if (repetitions < 1) throw Error("bench: repetitions must be at least 1");
@@ -51,13 +66,20 @@ BenchResult run_bench(Engine& engine, const BenchTest& test, int repetitions) {
     throw Error("bench: " + test.name() + " needs a context of " + std::to_string(test.n_tokens) +
                 " tokens; runtime.context is " + std::to_string(engine.settings().context));
   }
-  const std::vector<TokenId> warm = bench_tokens(engine.model(), std::min<uint32_t>(test.n_tokens, 16), 0);
+  if (test.slots == 0 || (test.slots > 1 && test.kind == BenchTest::Kind::Prompt)) {
+    throw Error("bench: " + test.name() + ": slots apply to decode tests, 1 or more");
+  }
+  if (test.slots > engine.settings().slots) {
+    throw Error("bench: " + test.name() + " needs runtime.slots " + std::to_string(test.slots) + "; the engine has " +
+                std::to_string(engine.settings().slots));
+  }
+  const auto warm = run_tokens(engine.model(), test, std::min<uint32_t>(test.n_tokens, 16), 0);
   // Warm-up: first-touch page faults of the mapped weights and the KV cache stay out of the timings.
   run_once(engine, test, warm);
   BenchResult r{test, {}, 0, 0, 0, 0, 0};
   for (int i = 0; i < repetitions; ++i) {
-    const std::vector<TokenId> ids = bench_tokens(engine.model(), test.n_tokens, static_cast<uint64_t>(i) + 1);
-    r.tokens_per_second.push_back(test.n_tokens / run_once(engine, test, ids));
+    const auto ids = run_tokens(engine.model(), test, test.n_tokens, static_cast<uint64_t>(i) + 1);
+    r.tokens_per_second.push_back(static_cast<double>(test.n_tokens) * test.slots / run_once(engine, test, ids));
   }
   std::vector<double> sorted = r.tokens_per_second;
   std::sort(sorted.begin(), sorted.end());
@@ -69,7 +91,7 @@ BenchResult run_bench(Engine& engine, const BenchTest& test, int repetitions) {
   r.stddev = n > 1 ? std::sqrt(var / static_cast<double>(n - 1)) : 0.0;
   r.min = sorted.front();
   r.max = sorted.back();
-  engine.cut(0, 0);
+  for (uint32_t s = 0; s < test.slots; ++s) engine.cut(s, 0);
   return r;
 }
 
