@@ -11,7 +11,7 @@ EngineWorker::EngineWorker(Engine& engine, size_t queue_capacity, ServerMetrics&
     : engine_(engine),
       metrics_(metrics),
       cache_(engine.settings().slots),
-      queue_(queue_capacity),
+      queue_(queue_capacity, engine.settings().slots),
       usage_(engine.expert_usage()),
       thread_([this] { loop(); }) {}
 
@@ -36,77 +36,154 @@ ExpertUsage EngineWorker::expert_usage() const {
 }
 
 void EngineWorker::loop() {
-  while (std::optional<std::shared_ptr<Job>> job = queue_.pop()) {
-    JobOutcome out;
-    if (stopping_) {
-      out.error = ApiError{503, "the server is shutting down", "server_error", {}, "shutting_down"};
-    } else {
-      out = run(**job);
+  const uint32_t slots = engine_.settings().slots;
+  for (;;) {
+    // New jobs take the free slots: waiting for one when nothing runs, else only those already queued.
+    while (running_.size() < slots) {
+      std::optional<std::shared_ptr<Job>> job = running_.empty() ? queue_.pop() : queue_.try_pop();
+      if (!job) break;
+      auto r = std::make_unique<Running>();
+      r->job = std::move(*job);
+      if (start(*r)) running_.push_back(std::move(r));
     }
-    // Out of service before the answer goes back, so that a client that has its answer sees the engine free.
-    queue_.finished();
-    (*job)->channel.finish(std::move(out));
+    if (running_.empty()) {
+      if (queue_.closed() && queue_.size() == 0) return;
+      continue;
+    }
+    step();
   }
 }
 
-JobOutcome EngineWorker::run(Job& job) {
-  JobOutcome out;
-  out.prompt_tokens = job.prompt.size();
-  if (job.cancelled || job.peer.gone()) {  // the client left while the job waited: nobody to answer
-    out.result.stop = StopCause::Cancelled;
-    return out;
+bool EngineWorker::keep_going(Running& r, const GeneratedToken& token) {
+  Job& job = *r.job;
+  const auto now = std::chrono::steady_clock::now();
+  if (token.id != kNoToken) {
+    int64_t unset = -1;
+    job.first_token_ns.compare_exchange_strong(
+        unset, std::chrono::duration_cast<std::chrono::nanoseconds>(now - job.arrival).count());
+    job.channel.push(token);
+  } else if (!token.text.empty()) {
+    job.channel.push(token);
   }
-  if (std::chrono::steady_clock::now() >= job.deadline) {
-    out.error = ApiError{503, "the request waited longer than serve.request_timeout_s for the engine", "server_error",
-                         {}, "timeout"};
-    return out;
+  if (now >= job.deadline) r.out.timed_out = true;
+  return !(r.out.timed_out || stopping_ || job.cancelled || job.peer.gone());
+}
+
+bool EngineWorker::start(Running& r) {
+  Job& job = *r.job;
+  r.out.prompt_tokens = job.prompt.size();
+  if (stopping_) {
+    r.out.error = ApiError{503, "the server is shutting down", "server_error", {}, "shutting_down"};
+  } else if (job.cancelled || job.peer.gone()) {  // the client left while the job waited: nobody to answer
+    r.out.result.stop = StopCause::Cancelled;
+  } else if (std::chrono::steady_clock::now() >= job.deadline) {
+    r.out.error = ApiError{503, "the request waited longer than serve.request_timeout_s for the engine",
+                           "server_error", {}, "timeout"};
   }
-  const PrefixCache::Choice choice = cache_.choose(job.prompt);
-  // Why a job stops early: the client left, its time ran out, the server stops.
-  const auto keep_going = [&](const GeneratedToken& token) {
-    const auto now = std::chrono::steady_clock::now();
-    if (token.id != kNoToken) {
-      int64_t unset = -1;
-      job.first_token_ns.compare_exchange_strong(
-          unset, std::chrono::duration_cast<std::chrono::nanoseconds>(now - job.arrival).count());
-      job.channel.push(token);
-    } else if (!token.text.empty()) {
-      job.channel.push(token);
-    }
-    if (now >= job.deadline) out.timed_out = true;
-    return !(out.timed_out || stopping_ || job.cancelled || job.peer.gone());
-  };
+  if (r.out.error || r.out.result.stop == StopCause::Cancelled) {
+    queue_.finished();
+    job.channel.finish(std::move(r.out));
+    return false;
+  }
+  std::vector<bool> busy(engine_.settings().slots, false);
+  for (const auto& other : running_) busy[other->slot] = true;
+  const PrefixCache::Choice choice = cache_.choose(job.prompt, busy);
+  r.slot = choice.slot;
   try {
-    engine_.set_request_pcie_frac(job.pcie_frac);
-    out.result = complete(engine_, choice.slot, job.prompt, choice.reuse, job.options, keep_going);
-    // The slot holds the prompt and the reply tokens fed back: the next request may reuse them.
-    std::vector<TokenId> held = job.prompt;
-    held.insert(held.end(), out.result.generated_ids.begin(), out.result.generated_ids.end());
-    held.resize(std::min<size_t>(held.size(), engine_.position(choice.slot)));
-    cache_.record(choice.slot, std::move(held));
+    // A request's own PCIe share applies while it runs alone or beside others that set none.
+    if (running_.empty() || job.pcie_frac) engine_.set_request_pcie_frac(job.pcie_frac);
+    r.completion = std::make_unique<Completion>(engine_, choice.slot, job.prompt, choice.reuse, job.options,
+                                                 [this, &r](const GeneratedToken& t) { return keep_going(r, t); });
+    engine_.cut(choice.slot, static_cast<uint32_t>(r.completion->reused()));
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::span<const float> logits =
+        engine_.feed(choice.slot, std::span<const TokenId>(job.prompt).subspan(r.completion->reused()));
+    r.completion->add_prompt_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    r.pending = r.completion->next(logits);
   } catch (const std::exception& e) {
     cache_.forget(choice.slot);
     log::error(std::string("strata serve: a completion failed: ") + e.what());
-    out.error = ApiError{500, std::string("the engine failed: ") + e.what(), "server_error", {}, "engine_error"};
+    r.out.error = ApiError{500, std::string("the engine failed: ") + e.what(), "server_error", {}, "engine_error"};
+    r.completion.reset();
   }
-  engine_.set_request_pcie_frac(std::nullopt);
+  if (r.completion && r.pending != kNoToken) return true;
+  finish(r);
+  return false;
+}
 
-  if (!out.error) {
+void EngineWorker::step() {
+  std::vector<Engine::SlotToken> tokens;
+  for (const auto& r : running_) tokens.push_back({r->slot, r->pending});
+  const size_t n_vocab = engine_.model().hparams().n_vocab;
+  metrics_.record_step(tokens.size());
+  std::span<const float> logits;
+  try {
+    // One job alone feeds its token as it always did; several share one window.
+    logits = tokens.size() == 1 ? engine_.feed(tokens[0].slot, std::span<const TokenId>(&tokens[0].token, 1))
+                                : engine_.step(tokens);
+  } catch (const std::exception& e) {
+    log::error(std::string("strata serve: a decode step failed: ") + e.what());
+    for (auto& r : running_) {
+      cache_.forget(r->slot);
+      r->out.error = ApiError{500, std::string("the engine failed: ") + e.what(), "server_error", {}, "engine_error"};
+      r->completion.reset();
+      finish(*r);
+    }
+    running_.clear();
+    return;
+  }
+  std::vector<std::unique_ptr<Running>> still;
+  for (size_t i = 0; i < running_.size(); ++i) {
+    Running& r = *running_[i];
+    try {
+      r.pending = r.completion->next(logits.subspan(i * n_vocab, n_vocab));
+    } catch (const std::exception& e) {
+      cache_.forget(r.slot);
+      log::error(std::string("strata serve: a completion failed: ") + e.what());
+      r.out.error = ApiError{500, std::string("the engine failed: ") + e.what(), "server_error", {}, "engine_error"};
+      r.completion.reset();
+      r.pending = kNoToken;
+    }
+    if (r.pending != kNoToken) {
+      still.push_back(std::move(running_[i]));
+    } else {
+      finish(r);
+    }
+  }
+  running_ = std::move(still);
+}
+
+void EngineWorker::finish(Running& r) {
+  Job& job = *r.job;
+  if (r.completion) {
+    r.out.result = r.completion->result();
+    // The slot holds the prompt and the reply tokens fed back: the next request may reuse them.
+    std::vector<TokenId> held = job.prompt;
+    held.insert(held.end(), r.out.result.generated_ids.begin(), r.out.result.generated_ids.end());
+    held.resize(std::min<size_t>(held.size(), engine_.position(r.slot)));
+    cache_.record(r.slot, std::move(held));
+  }
+  if (running_.size() <= 1) engine_.set_request_pcie_frac(std::nullopt);
+  if (!r.out.error) {
     CompletionStats stats;
     stats.prompt_tokens = job.prompt.size();
-    stats.cached_tokens = out.result.reused_tokens;
-    stats.generated_tokens = out.result.generated_ids.size();
-    stats.prompt_seconds = out.result.prompt_seconds;
-    stats.decode_tokens = out.result.decode_tokens;
-    stats.decode_seconds = out.result.decode_seconds;
+    stats.cached_tokens = r.out.result.reused_tokens;
+    stats.generated_tokens = r.out.result.generated_ids.size();
+    stats.prompt_seconds = r.out.result.prompt_seconds;
+    stats.decode_tokens = r.out.result.decode_tokens;
+    stats.decode_seconds = r.out.result.decode_seconds;
     const int64_t ttft = job.first_token_ns.load();
     stats.ttft_seconds = ttft >= 0 ? static_cast<double>(ttft) * 1e-9 : -1.0;
     metrics_.record(stats);
   }
-  ExpertUsage usage = engine_.expert_usage();
-  std::lock_guard lock(usage_mutex_);
-  usage_ = std::move(usage);
-  return out;
+  {
+    ExpertUsage usage = engine_.expert_usage();
+    std::lock_guard lock(usage_mutex_);
+    usage_ = std::move(usage);
+  }
+  // Out of service before the answer goes back, so that a client that has its answer sees the engine free.
+  queue_.finished();
+  job.channel.finish(std::move(r.out));
 }
 
 }  // namespace strata::serve

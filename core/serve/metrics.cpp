@@ -72,6 +72,12 @@ void ServerMetrics::count_request(const std::string& endpoint, int status) {
   ++requests_[{endpoint, status}];
 }
 
+void ServerMetrics::record_step(size_t sequences) {
+  std::lock_guard lock(mutex_);
+  ++decode_steps_;
+  step_sequences_ += sequences;
+}
+
 void ServerMetrics::record(const CompletionStats& s) {
   std::lock_guard lock(mutex_);
   ++completions_;
@@ -125,6 +131,11 @@ std::string ServerMetrics::prometheus(const ServeGauges& g) const {
   sample(out, "strata_queue_length", static_cast<double>(g.queue));
   family(out, "strata_requests_active", "gauge", "Requests generating.");
   sample(out, "strata_requests_active", static_cast<double>(g.active));
+  family(out, "strata_decode_steps_total", "counter", "Decode steps of the engine (one token of each running request).");
+  sample(out, "strata_decode_steps_total", static_cast<double>(decode_steps_));
+  family(out, "strata_decode_step_sequences_total", "counter",
+         "Requests the decode steps held, summed (over strata_decode_steps_total: the mean batch).");
+  sample(out, "strata_decode_step_sequences_total", static_cast<double>(step_sequences_));
   if (sees_routes(g.experts)) {
     const ExpertUsage& u = *g.experts;
     const uint64_t routed = std::accumulate(u.routed.begin(), u.routed.end(), uint64_t{0});

@@ -225,6 +225,50 @@ TEST_F(ServeHttp, GreedyCompletionEqualsStrataRun) {
   EXPECT_EQ(r["usage"]["completion_tokens"], run["generated_ids"].size());
 }
 
+// runtime.slots 2: two requests run at once, decoded in shared steps, and each gets the text it gets alone.
+TEST_F(ServeHttp, TwoRequestsAtOnceEachGetTheirOwnText) {
+  const auto body = [](const std::string& prompt, uint64_t seed) {
+    return json{{"prompt", prompt}, {"max_tokens", 300}, {"temperature", 0.8}, {"seed", seed}};
+  };
+  const json a = body("Once upon a time", 5), b = body("The little dog ran", 9);
+  httplib::Client c = server_->client();
+  const std::string alone_a = post_json(c, "/v1/completions", a, 200)["choices"][0]["text"];
+  const std::string alone_b = post_json(c, "/v1/completions", b, 200)["choices"][0]["text"];
+  const auto steps = [&]() {
+    httplib::Client m = server_->client();
+    const auto r = m.Get("/metrics");
+    double total = 0, sequences = 0;
+    std::istringstream in(r ? r->body : "");
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("strata_decode_steps_total ", 0) == 0) total = std::stod(line.substr(line.find(' ') + 1));
+      if (line.rfind("strata_decode_step_sequences_total ", 0) == 0) sequences = std::stod(line.substr(line.find(' ') + 1));
+    }
+    return std::pair{total, sequences};
+  };
+  // Whether two requests overlap depends on timing: a few tries, each must keep both texts.
+  bool shared = false;
+  for (int attempt = 0; attempt < 5 && !shared; ++attempt) {
+    const auto before = steps();
+    std::string got_a, got_b;
+    std::thread ta([&] {
+      httplib::Client ca = server_->client();
+      got_a = post_json(ca, "/v1/completions", a, 200)["choices"][0]["text"];
+    });
+    std::thread tb([&] {
+      httplib::Client cb = server_->client();
+      got_b = post_json(cb, "/v1/completions", b, 200)["choices"][0]["text"];
+    });
+    ta.join();
+    tb.join();
+    EXPECT_EQ(got_a, alone_a);
+    EXPECT_EQ(got_b, alone_b);
+    const auto after = steps();
+    // A step of two sequences adds 1 step and 2 sequences: more sequences than steps means some were shared.
+    shared = after.second - before.second > after.first - before.first;
+  }
+  EXPECT_TRUE(shared) << "in five tries the two requests never shared a decode step";
+}
+
 TEST_F(ServeHttp, LogprobsAndStopStrings) {
   httplib::Client c = server_->client();
   json body = {{"prompt", "Once upon a time"}, {"max_tokens", 30}, {"temperature", 0}, {"logprobs", 2}};

@@ -1,4 +1,5 @@
-// Which KV slot a prompt runs on while one request generates at a time: the slots serve as a prompt cache. Each
+// Which KV slot a prompt runs on: the slots serve as a prompt cache (and, with runtime.slots above 1, several of
+// them generate at once: a busy slot is not chosen). Each
 // remembers the tokens it holds; a prompt takes the slot sharing the longest token prefix with it, which is then
 // cut to that prefix and fed only the rest, so a multi-turn chat reads only its new turn.
 #pragma once
@@ -24,8 +25,8 @@ class PrefixCache {
 
   // The slot holding the longest prefix of `prompt` (at least min_prefix tokens; ties: the least recently used),
   // else the least recently used slot (never used ones first). reuse is that slot's shared prefix, whatever its
-  // length.
-  Choice choose(std::span<const TokenId> prompt) const;
+  // length. Slots marked in `busy` (one flag per slot; empty: none) are passed over; one must be free.
+  Choice choose(std::span<const TokenId> prompt, const std::vector<bool>& busy = {}) const;
   // After a run: the tokens `slot` now holds (prompt and fed reply), and it becomes the most recently used.
   void record(uint32_t slot, std::vector<TokenId> tokens);
   // After a failed run, when what the slot holds is not known.

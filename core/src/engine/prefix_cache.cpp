@@ -16,10 +16,15 @@ PrefixCache::PrefixCache(uint32_t slots, size_t min_prefix) : slots_(slots), min
   if (slots == 0) throw Error("a prefix cache needs at least one slot");
 }
 
-PrefixCache::Choice PrefixCache::choose(std::span<const TokenId> prompt) const {
-  uint32_t best = 0, lru = 0;
+PrefixCache::Choice PrefixCache::choose(std::span<const TokenId> prompt, const std::vector<bool>& busy) const {
+  const auto is_busy = [&](uint32_t s) { return s < busy.size() && busy[s]; };
+  uint32_t first_free = 0;
+  while (first_free < slots_.size() && is_busy(first_free)) ++first_free;
+  if (first_free == slots_.size()) throw Error("internal: a prompt cache choice with every slot busy");
+  uint32_t best = first_free, lru = first_free;
   size_t best_len = 0;
-  for (uint32_t s = 0; s < slots_.size(); ++s) {
+  for (uint32_t s = first_free; s < slots_.size(); ++s) {
+    if (is_busy(s)) continue;
     if (slots_[s].last_use < slots_[lru].last_use) lru = s;
     const size_t len = common_prefix(slots_[s].tokens, prompt);
     if (len < min_prefix_ || len < best_len) continue;

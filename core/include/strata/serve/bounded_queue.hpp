@@ -40,6 +40,20 @@ class BoundedQueue {
     return item;
   }
 
+  // The oldest item if one waits, without waiting (nullopt otherwise); in service until finished() like pop()'s.
+  std::optional<T> try_pop() {
+    std::lock_guard lock(mutex_);
+    if (items_.empty()) return std::nullopt;
+    T item = std::move(items_.front());
+    items_.pop_front();
+    ++in_service_;
+    return item;
+  }
+  bool closed() const {
+    std::lock_guard lock(mutex_);
+    return closed_;
+  }
+
   // The consumer is done with the item pop() gave it.
   void finished() {
     std::lock_guard lock(mutex_);

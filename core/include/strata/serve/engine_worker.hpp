@@ -1,11 +1,15 @@
-// The one thread that runs the engine: it takes jobs from the bounded queue in order, runs each on the slot the
+// The one thread that runs the engine: it takes jobs from the bounded queue in order, runs each on a free slot the
 // prefix cache picks (reusing that slot's longest common prefix with the prompt), streams the tokens into the
 // job's channel, and stops a job within one token when its client leaves, its time runs out or the server stops.
+// With runtime.slots N, up to N jobs run at once: a new job's prompt is fed on its own slot between two decode
+// steps, then every running job's next token goes into one step (Engine::step), and a finished job frees its slot
+// at once.
 #pragma once
 
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "strata/engine.hpp"
 #include "strata/prefix_cache.hpp"
@@ -17,7 +21,7 @@ namespace strata::serve {
 
 class EngineWorker {
  public:
-  // `queue_capacity`: jobs that may wait while one runs (serve.queue).
+  // `queue_capacity`: jobs that may wait beyond the running ones (serve.queue).
   EngineWorker(Engine& engine, size_t queue_capacity, ServerMetrics& metrics);
   ~EngineWorker();  // stop()
   EngineWorker(const EngineWorker&) = delete;
@@ -25,7 +29,7 @@ class EngineWorker {
 
   // False when the queue is full (or the worker stopped): answer 503.
   bool submit(std::shared_ptr<Job> job);
-  // Cancels the running job, ends the waiting ones with 503 and joins the thread. Idempotent.
+  // Cancels the running jobs, ends the waiting ones with 503 and joins the thread. Idempotent.
   void stop();
 
   size_t queued() const { return queue_.size(); }
@@ -34,13 +38,30 @@ class EngineWorker {
   ExpertUsage expert_usage() const;
 
  private:
+  // A job with a slot: its reply's state, and the token to feed in the next step.
+  struct Running {
+    std::shared_ptr<Job> job;
+    uint32_t slot = 0;
+    JobOutcome out;
+    std::unique_ptr<Completion> completion;
+    TokenId pending = kNoToken;
+  };
   void loop();
-  JobOutcome run(Job& job);
+  // Feeds the job's prompt on a free slot and samples its first token; false when it is already done (then
+  // answered).
+  bool start(Running& r);
+  // One decode step of every running job; those that end are answered and leave `running_`.
+  void step();
+  // Records a job's end (prompt cache, metrics, usage) and answers it.
+  void finish(Running& r);
+  // Why a job stops early: the client left, its time ran out, the server stops.
+  bool keep_going(Running& r, const GeneratedToken& token);
 
   Engine& engine_;
   ServerMetrics& metrics_;
   PrefixCache cache_;
   BoundedQueue<std::shared_ptr<Job>> queue_;
+  std::vector<std::unique_ptr<Running>> running_;  // on the engine thread only
   std::atomic<bool> stopping_{false};
   mutable std::mutex usage_mutex_;
   ExpertUsage usage_;

@@ -42,6 +42,8 @@ class ServerMetrics {
   ServerMetrics();
   void count_request(const std::string& endpoint, int status);
   void record(const CompletionStats& stats);
+  // One decode step of the engine and how many sequences it held (runtime.slots: requests decoded together).
+  void record_step(size_t sequences);
 
   std::string prometheus(const ServeGauges& gauges) const;
   // requests_total counts completions (not every HTTP request: the page polls /live itself).
@@ -59,6 +61,7 @@ class ServerMetrics {
   std::array<uint64_t, kTtftBuckets.size()> ttft_counts_{};  // per bucket, not cumulative
   uint64_t ttft_count_ = 0;
   double ttft_sum_ = 0.0;
+  uint64_t decode_steps_ = 0, step_sequences_ = 0;
 };
 
 }  // namespace strata::serve
