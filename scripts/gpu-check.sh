@@ -33,6 +33,8 @@
 #                at that context, and force_avx2 against the AVX-512 path (STRATA_GATE_SET=gpu|cpu: one half only)
 #     canon-cost tg128/pp512 with the canonical plugins and the non-canonical build's (STRATA_PACK_NONCANONICAL=1
 #                device-pack.sh), in pairs: the hybrid engine at 25% and the CPU engine (what the float rules cost)
+#     slots      runtime.slots on cuda: EngineSlots.* (sequences together equal each alone, every backend), then tg64
+#                with one sequence and with two at once (strata bench --slots 2), hybrid at 25% and all-GPU
 #     serve      strata serve on the hybrid path (25%, pcie_balance on): chat completions, a request's own pcie_frac,
 #                /live and /metrics
 #     balance    plugins/pcie_balance off and on in pairs (tg128, 25%), with a slow pool and all workers
@@ -277,6 +279,22 @@ if want canon-cost; then
       done
     done
   fi
+fi
+if want slots; then
+  # runtime.slots on the GPU: EngineSlots.* (two or three sequences together equal each alone, every backend, cuda
+  # included), then tg64 of one sequence against two at once (--slots 2) on the hybrid path at 25% and all-GPU.
+  log "slots: EngineSlots on every backend; bench --slots 2"
+  strata_tests --gtest_brief=1 --gtest_filter='EngineSlots.*' > "$OUT/slots-tests.txt" 2>&1
+  row "EngineSlots (cuda included): exit $?, $(grep -E 'PASSED|FAILED' "$OUT/slots-tests.txt" | head -2 | tr '\n' ' ')"
+  for where in "hybrid-25:-o experts.cache=25%" "all-gpu:-o experts.cache=auto"; do
+    name="${where%%:*}"
+    for n in 1 2; do
+      f="$OUT/slots-$name-$n"
+      strata bench --model "$model" --backend cuda ${where#*:} --slots "$n" -p 0 -n 64 -r "$reps" > "$f.md" 2> "$f.log"
+      rc=$?
+      row "bench $name --slots $n (exit $rc): $(grep -E '\| tg64' "$f.md" | awk -F'|' '{print $7, "aggregate;", $9, "per slot"}' | xargs)"
+    done
+  done
 fi
 if want balance; then
   # plugins/pcie_balance against the link probe's share, off then on in pairs (STRATA_BALANCE_PAIRS, default 2), for
