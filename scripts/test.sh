@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The README's second command: install what is missing, build, run the whole test suite.
 #
-#   1. the normal build (build/): every test but the `gpu` label (run on the GPU machine by scripts/gpu-check.sh)
+#   1. the normal build (build/): every test but the `gpu` label (run on the GPU machine by scripts/gpu-check.sh);
+#      the unit tests in one process per core (gtest shards), the others through ctest
 #   2. a sanitizer pass (build-asan/): the unit and CLI tests under ASan+UBSan, GPU plugins left out
-#   3. a bounded fuzz pass (build-fuzz/): each libFuzzer target for STRATA_FUZZ_SECONDS (default 30) seconds
+#   3. a bounded fuzz pass (build-fuzz/): each libFuzzer target for STRATA_FUZZ_SECONDS (default 20) seconds
 #
 # Warnings are errors when CI is set (as on the CI machine) or STRATA_WERROR=ON. CI builds the CUDA plugin for sm_90
 # only (STRATA_CUDA_ARCHS overrides; a plain build targets the local GPU, or sm_90 plus the consumer archs).
@@ -11,7 +12,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 jobs="${STRATA_JOBS:-$(nproc)}"
 werror="${STRATA_WERROR:-$([ -n "${CI:-}" ] && echo ON || echo OFF)}"
-fuzz_seconds="${STRATA_FUZZ_SECONDS:-30}"
+fuzz_seconds="${STRATA_FUZZ_SECONDS:-20}"
 cuda_archs="${STRATA_CUDA_ARCHS:-$([ -n "${CI:-}" ] && echo 90 || true)}"
 arch_args=()
 [ -n "$cuda_archs" ] && arch_args=("-DCMAKE_CUDA_ARCHITECTURES=$cuda_archs")
@@ -21,10 +22,29 @@ arch_args=()
 started=$(date +%s)
 step() { printf '\n==== %s (at %d s) ====\n' "$*" $(( $(date +%s) - started )); }
 
+# unit_shards BUILD NAME: the unit tests of BUILD in one process per core, each a shard of them (gtest's sharding),
+# side by side; every shard's log printed, and a failure named. One process per test (ctest's) costs more than
+# most tests take.
+unit_shards() {
+  local build="$1" name="$2" pids=() ok=1 i
+  for ((i = 0; i < jobs; i++)); do
+    GTEST_TOTAL_SHARDS="$jobs" GTEST_SHARD_INDEX="$i" "$build/tests/strata_tests" --gtest_brief=1 \
+      > "$build/unit-shard-$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for ((i = 0; i < jobs; i++)); do
+    wait "${pids[$i]}" || ok=0
+    echo "---- $name unit tests, shard $i of $jobs ----"
+    cat "$build/unit-shard-$i.log"
+  done
+  [ "$ok" = 1 ] || { echo "test.sh: a $name unit test shard failed (logs: $build/unit-shard-*.log)" >&2; exit 1; }
+}
+
 step "build (Release, -Werror=$werror)"
 STRATA_BUILD_DIR="$root/build" "$root/scripts/build.sh" -DSTRATA_WERROR="$werror" "${arch_args[@]}"
 step "tests"
-ctest --test-dir "$root/build" --output-on-failure -j "$jobs" -LE 'gpu|fuzz'
+ctest --test-dir "$root/build" --output-on-failure -j "$jobs" -LE 'gpu|fuzz|unit'
+unit_shards "$root/build" Release
 
 step "sanitizer pass (ASan+UBSan, clang, no GPU plugins)"
 # clang, so that a second compiler's warnings and sanitizers see the code (the normal build is GCC's), and because it
@@ -37,20 +57,7 @@ STRATA_BUILD_DIR="$root/build-asan" STRATA_BUILD_TARGETS="strata_tests strata st
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1" \
   -DSTRATA_SANITIZE=address,undefined -DSTRATA_CUDA=OFF -DSTRATA_HIP=OFF -DSTRATA_WERROR="$werror"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-# One process per core, each a shard of the tests (gtest's sharding), run side by side.
-shard_pids=()
-for ((i = 0; i < jobs; i++)); do
-  GTEST_TOTAL_SHARDS="$jobs" GTEST_SHARD_INDEX="$i" "$root/build-asan/tests/strata_tests" --gtest_brief=1 \
-    > "$root/build-asan/unit-shard-$i.log" 2>&1 &
-  shard_pids+=($!)
-done
-shards_ok=1
-for ((i = 0; i < jobs; i++)); do
-  wait "${shard_pids[$i]}" || shards_ok=0
-  echo "---- ASan unit tests, shard $i of $jobs ----"
-  cat "$root/build-asan/unit-shard-$i.log"
-done
-[ "$shards_ok" = 1 ] || { echo "test.sh: a sanitizer shard failed (logs: build-asan/unit-shard-*.log)" >&2; exit 1; }
+unit_shards "$root/build-asan" ASan
 ctest --test-dir "$root/build-asan" --output-on-failure -j "$jobs" -L cli
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
