@@ -94,17 +94,9 @@ bool EngineWorker::start(Running& r) {
     if (running_.empty() || job.pcie_frac) engine_.set_request_pcie_frac(job.pcie_frac);
     r.completion = std::make_unique<Completion>(engine_, choice.slot, job.prompt, choice.reuse, job.options,
                                                  [this, &r](const GeneratedToken& t) { return keep_going(r, t); });
-    engine_.cut(choice.slot, static_cast<uint32_t>(r.completion->reused()));
-    const auto t0 = std::chrono::steady_clock::now();
-    const std::span<const float> logits =
-        engine_.feed(choice.slot, std::span<const TokenId>(job.prompt).subspan(r.completion->reused()));
-    r.completion->add_prompt_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    r.pending = r.completion->next(logits);
+    r.pending = r.completion->begin(engine_);
   } catch (const std::exception& e) {
-    cache_.forget(choice.slot);
-    log::error(std::string("strata serve: a completion failed: ") + e.what());
-    r.out.error = ApiError{500, std::string("the engine failed: ") + e.what(), "server_error", {}, "engine_error"};
-    r.completion.reset();
+    fail(r, e);
   }
   if (r.completion && r.pending != kNoToken) return true;
   finish(r);
@@ -122,11 +114,8 @@ void EngineWorker::step() {
     logits = tokens.size() == 1 ? engine_.feed(tokens[0].slot, std::span<const TokenId>(&tokens[0].token, 1))
                                 : engine_.step(tokens);
   } catch (const std::exception& e) {
-    log::error(std::string("strata serve: a decode step failed: ") + e.what());
     for (auto& r : running_) {
-      cache_.forget(r->slot);
-      r->out.error = ApiError{500, std::string("the engine failed: ") + e.what(), "server_error", {}, "engine_error"};
-      r->completion.reset();
+      fail(*r, e);
       finish(*r);
     }
     running_.clear();
@@ -138,11 +127,7 @@ void EngineWorker::step() {
     try {
       r.pending = r.completion->next(logits.subspan(i * n_vocab, n_vocab));
     } catch (const std::exception& e) {
-      cache_.forget(r.slot);
-      log::error(std::string("strata serve: a completion failed: ") + e.what());
-      r.out.error = ApiError{500, std::string("the engine failed: ") + e.what(), "server_error", {}, "engine_error"};
-      r.completion.reset();
-      r.pending = kNoToken;
+      fail(r, e);
     }
     if (r.pending != kNoToken) {
       still.push_back(std::move(running_[i]));
@@ -151,6 +136,14 @@ void EngineWorker::step() {
     }
   }
   running_ = std::move(still);
+}
+
+void EngineWorker::fail(Running& r, const std::exception& e) {
+  cache_.forget(r.slot);  // what the slot holds is not known
+  log::error(std::string("strata serve: a completion failed: ") + e.what());
+  r.out.error = ApiError{500, std::string("the engine failed: ") + e.what(), "server_error", {}, "engine_error"};
+  r.completion.reset();
+  r.pending = kNoToken;
 }
 
 void EngineWorker::finish(Running& r) {

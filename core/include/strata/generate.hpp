@@ -104,11 +104,13 @@ class Completion {
              const CompletionOptions& options, std::function<bool(const GeneratedToken&)> on_token = {});
   uint32_t slot() const { return slot_; }
   size_t reused() const { return r_.reused_tokens; }
+  // Cuts the slot to the reused prefix, feeds the rest of the prompt there (timed) and returns next()'s first
+  // token. `engine` is the one the completion was made for.
+  TokenId begin(Engine& engine);
   // Takes the logits after the last fed token (the prompt's, then each token next() returned) and returns the
   // token to feed next, or kNoToken once the reply is done (result() is then final).
   TokenId next(std::span<const float> logits);
   bool done() const { return done_; }
-  void add_prompt_seconds(double s) { r_.prompt_seconds += s; }
   const CompletionResult& result() const { return r_; }
 
  private:
@@ -123,6 +125,7 @@ class Completion {
   StopStrings stops_;
   bool strip_space_;
   std::vector<TokenId> history_;
+  size_t prompt_size_;
   CompletionResult r_;
   int sampled_ = 0;
   bool done_ = false;

@@ -63,7 +63,8 @@ Completion::Completion(const Engine& engine, uint32_t slot, std::span<const Toke
       stream_(engine.model().tokenizer()),
       stops_(options.stop),
       strip_space_(options.strip_leading_space),
-      history_(prompt.begin(), prompt.end()) {
+      history_(prompt.begin(), prompt.end()),
+      prompt_size_(prompt.size()) {
   if (prompt.empty()) throw Error("the prompt has no tokens");
   const uint32_t n_ctx = engine.settings().context;
   if (prompt.size() >= n_ctx) {
@@ -73,6 +74,15 @@ Completion::Completion(const Engine& engine, uint32_t slot, std::span<const Toke
   // At least the prompt's last token is fed: its logits start the reply.
   r_.reused_tokens = std::min({reuse, prompt.size() - 1, static_cast<size_t>(engine.position(slot))});
   r_.stop = StopCause::MaxTokens;
+}
+
+TokenId Completion::begin(Engine& engine) {
+  engine.cut(slot_, static_cast<uint32_t>(reused()));
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::span<const TokenId> rest(history_.data() + reused(), prompt_size_ - reused());
+  const std::span<const float> logits = engine.feed(slot_, rest);
+  r_.prompt_seconds += seconds_since(t0);
+  return next(logits);
 }
 
 // The text a new piece makes final: the leading space dropped once when asked, stop strings held back.
@@ -142,12 +152,8 @@ TokenId Completion::next(std::span<const float> logits) {
 CompletionResult complete(Engine& engine, uint32_t slot, std::span<const TokenId> prompt, size_t reuse,
                           const CompletionOptions& options, const std::function<bool(const GeneratedToken&)>& on_token) {
   Completion c(engine, slot, prompt, reuse, options, on_token);
-  engine.cut(slot, static_cast<uint32_t>(c.reused()));
-  const auto t0 = std::chrono::steady_clock::now();
-  std::span<const float> logits = engine.feed(slot, prompt.subspan(c.reused()));
-  c.add_prompt_seconds(seconds_since(t0));
-  for (TokenId id = c.next(logits); id != kNoToken; id = c.next(logits)) {
-    logits = engine.feed(slot, std::span<const TokenId>(&id, 1));
+  for (TokenId id = c.begin(engine); id != kNoToken;) {
+    id = c.next(engine.feed(slot, std::span<const TokenId>(&id, 1)));
   }
   return c.result();
 }
@@ -167,12 +173,7 @@ std::vector<CompletionResult> complete_together(Engine& engine, std::span<const 
   for (size_t i = 0; i < sequences.size(); ++i) {
     const SequenceRequest& q = sequences[i];
     seqs.push_back(std::make_unique<Completion>(engine, q.slot, q.prompt, q.reuse, q.options, q.on_token));
-    Completion& c = *seqs.back();
-    engine.cut(q.slot, static_cast<uint32_t>(c.reused()));
-    const auto t0 = std::chrono::steady_clock::now();
-    const std::span<const float> logits = engine.feed(q.slot, std::span<const TokenId>(q.prompt).subspan(c.reused()));
-    c.add_prompt_seconds(seconds_since(t0));
-    const TokenId id = c.next(logits);
+    const TokenId id = seqs.back()->begin(engine);
     if (id != kNoToken) {
       step.push_back({q.slot, id});
       owner.push_back(i);

@@ -6,6 +6,7 @@
 // at once.
 #pragma once
 
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -52,6 +53,8 @@ class EngineWorker {
   bool start(Running& r);
   // One decode step of every running job; those that end are answered and leave `running_`.
   void step();
+  // The engine failed under the job: a 500, and its slot's contents forgotten (finish() answers it).
+  void fail(Running& r, const std::exception& e);
   // Records a job's end (prompt cache, metrics, usage) and answers it.
   void finish(Running& r);
   // Why a job stops early: the client left, its time ran out, the server stops.
