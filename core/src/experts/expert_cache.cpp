@@ -64,26 +64,36 @@ void ExpertCache::fill_uniform() {
 
 void ExpertCache::fill_from_profile(const ExpertProfile& profile) {
   require_no_pending("fill_from_profile");
-  if (!(profile.key_space() == keys_))
-    throw Error("expert cache: the profile is of " + std::to_string(profile.identity().n_layer) + " layers x " +
-                std::to_string(profile.identity().n_expert) + " experts; the model has " +
-                std::to_string(keys_.n_layer) + " x " + std::to_string(keys_.n_expert));
+  const std::vector<ExpertKey> rank = profile.key_space() == keys_ ? profile.rank() : std::vector<ExpertKey>{};
+  fill_keys(rank, &profile);  // a profile of another shape is refused there, by name
+}
+
+void ExpertCache::fill_keys(std::span<const ExpertKey> keys, const ExpertProfile* seed) {
+  require_no_pending("fill_keys");
+  if (seed != nullptr && !(seed->key_space() == keys_))
+    throw Error("expert cache: the profile is of " + std::to_string(seed->identity().n_layer) + " layers x " +
+                std::to_string(seed->identity().n_expert) + " experts; the model has " + std::to_string(keys_.n_layer) +
+                " x " + std::to_string(keys_.n_expert));
   clear();
   std::vector<std::vector<ExpertKey>> chosen(budget_.classes.size());
-  for (ExpertKey key : profile.rank()) {
-    if (!geometry_.has(key)) continue;
+  std::vector<uint8_t> taken(keys_.size(), 0);
+  for (ExpertKey key : keys) {
+    if (!geometry_.has(key) || taken[keys_.index(key)] != 0) continue;
     std::vector<ExpertKey>& c = chosen[budget_.layer_class[key.layer]];
-    if (c.size() < budget_.classes[budget_.layer_class[key.layer]].n_slots) c.push_back(key);
+    if (c.size() < budget_.classes[budget_.layer_class[key.layer]].n_slots) {
+      c.push_back(key);
+      taken[keys_.index(key)] = 1;
+    }
   }
   for (size_t c = 0; c < chosen.size(); ++c) {
-    // Slots in (layer, expert) order keep each layer's experts together, which is easier to read in a dump.
     std::sort(chosen[c].begin(), chosen[c].end());
     uint32_t next = budget_.classes[c].first_slot;
     for (ExpertKey key : chosen[c]) place(next++, key);
   }
+  if (seed == nullptr) return;
   for (size_t i = 0; i < keys_.size(); ++i) {
     const ExpertKey key = keys_.key(i);
-    if (geometry_.has(key)) policy_->seed(key, profile.rate(key));
+    if (geometry_.has(key)) policy_->seed(key, seed->rate(key));
   }
 }
 

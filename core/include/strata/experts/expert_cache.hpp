@@ -49,6 +49,10 @@ class ExpertCache final : public ResidencyView {
   // Each class's slots go to its layers' most used experts in the profile (ties by (layer, expert)), and the
   // policy is seeded with the profile's rates. Throws strata::Error when the profile's shape is not the model's.
   void fill_from_profile(const ExpertProfile& profile);
+  // Each class's slots go to its layers' keys in the order given, until the class is full (keys the geometry
+  // lacks, or listed twice, are skipped): the experts dealt to this card (expert_deal.hpp). With a profile, the
+  // policy is seeded with its rates as fill_from_profile does.
+  void fill_keys(std::span<const ExpertKey> keys, const ExpertProfile* seed = nullptr);
 
   uint32_t n_slots() const { return static_cast<uint32_t>(slots_.size()); }
   const SlotBudget& budget() const { return budget_; }
