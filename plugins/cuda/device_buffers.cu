@@ -36,9 +36,11 @@ strata_status* buffer_alloc(void* c, uint32_t device, uint64_t bytes, uint32_t k
     if (kind == STRATA_BUFFER_DEVICE) {
       err = cudaMalloc(out, bytes == 0 ? 1 : bytes);
     } else if (kind == STRATA_BUFFER_HOST_PINNED || kind == STRATA_BUFFER_HOST_MAPPED) {
-      // Unified addressing: a mapped buffer's host pointer is also its device pointer.
+      // Unified addressing: a mapped buffer's host pointer is also its device pointer. Portable: pinned (and, mapped,
+      // addressable) for every device of the process, so that a peer card (runtime.peer_device) reads and writes it too.
       err = cudaHostAlloc(out, bytes == 0 ? 1 : bytes,
-                          kind == STRATA_BUFFER_HOST_MAPPED ? cudaHostAllocMapped : cudaHostAllocDefault);
+                          (kind == STRATA_BUFFER_HOST_MAPPED ? cudaHostAllocMapped : cudaHostAllocDefault) |
+                              cudaHostAllocPortable);
       if (err == cudaSuccess) {
         std::lock_guard<std::mutex> lock(inst->pinned_mutex);
         inst->pinned.insert(*out);
@@ -118,7 +120,7 @@ strata_status* host_register(void* c, uint32_t device, void* ptr, uint64_t bytes
     const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
     const auto begin = reinterpret_cast<uintptr_t>(ptr) & ~(page - 1);
     const uintptr_t end = (reinterpret_cast<uintptr_t>(ptr) + bytes + page - 1) & ~(page - 1);
-    unsigned int f = cudaHostRegisterDefault;
+    unsigned int f = cudaHostRegisterPortable;  // page-locked for every device: a peer card copies from it too
     if ((flags & STRATA_REGISTER_READ_ONLY) != 0) f |= cudaHostRegisterReadOnly;
     if ((flags & STRATA_REGISTER_MAPPED) != 0) f |= cudaHostRegisterMapped;
     check_cuda(cudaSetDevice(inst->ctx.options().device), "cudaSetDevice");

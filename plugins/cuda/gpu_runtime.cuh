@@ -28,10 +28,12 @@
 #define cudaHostAlloc hipHostMalloc
 #define cudaHostAllocMapped hipHostMallocMapped
 #define cudaHostAllocDefault hipHostMallocDefault
+#define cudaHostAllocPortable hipHostMallocPortable
 #define cudaFreeHost hipHostFree
 #define cudaHostRegister hipHostRegister
 #define cudaHostUnregister hipHostUnregister
 #define cudaHostRegisterDefault hipHostRegisterDefault
+#define cudaHostRegisterPortable hipHostRegisterPortable
 // ROCm 5.2 has no read-only registration: a read-only file mapping then fails to register and is copied as
 // pageable memory (the caller's fallback).
 #define cudaHostRegisterReadOnly 0
