@@ -1,5 +1,6 @@
 #include "strata/kv_cache.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "strata/error.hpp"
@@ -8,7 +9,7 @@
 namespace strata {
 
 KvCache::KvCache(uint32_t n_layer, uint32_t kv_dim, uint32_t n_ctx, uint32_t n_slots, format::GgmlType type,
-                 DeviceMemory* mem)
+                 DeviceMemory* mem, uint32_t first_layer, uint32_t held)
     : type_(type), n_layer_(n_layer), kv_dim_(kv_dim), n_ctx_(n_ctx), length_(n_slots, 0) {
   if (type != format::GgmlType::F16 && type != format::GgmlType::Q8_0) {
     throw Error("KV cache type " + std::string(format::traits(type).name) + " is not supported; use f16 or q8_0");
@@ -21,18 +22,23 @@ KvCache::KvCache(uint32_t n_layer, uint32_t kv_dim, uint32_t n_ctx, uint32_t n_s
     throw Error("KV cache: a q8_0 cache needs a key/value width that is a multiple of 32; this model's is " +
                 std::to_string(kv_dim) + " (runtime.kv_type: f16 works)");
   }
+  if (first_layer >= n_layer) {
+    throw Error("KV cache: first layer " + std::to_string(first_layer) + " of " + std::to_string(n_layer));
+  }
+  first_layer_ = first_layer;
+  held_ = std::min(held, n_layer - first_layer);
   column_bytes_ = format::row_bytes(type, kv_dim);
   matrix_bytes_ = column_bytes_ * n_ctx;
-  bytes_ = matrix_bytes_ * 2 * n_layer * n_slots;
+  bytes_ = matrix_bytes_ * 2 * held_ * n_slots;
   // Left uninitialised: a column is read only after KV_STORE wrote it, so untouched pages stay unmapped.
   data_ = Buffer<unsigned char>(bytes_, mem, HostInit::Untouched);
 }
 
 strata_tensor KvCache::matrix(uint32_t layer, uint32_t slot, uint32_t which) const {
-  if (layer >= n_layer_ || slot >= n_slots()) {
+  if (layer < first_layer_ || layer - first_layer_ >= held_ || slot >= n_slots()) {
     throw Error("KV cache: layer " + std::to_string(layer) + " slot " + std::to_string(slot) + " out of range");
   }
-  const uint64_t index = (static_cast<uint64_t>(slot) * n_layer_ + layer) * 2 + which;
+  const uint64_t index = (static_cast<uint64_t>(slot) * held_ + (layer - first_layer_)) * 2 + which;
   return make_tensor(data_.data() + index * matrix_bytes_, type_, {kv_dim_, n_ctx_});
 }
 

@@ -13,6 +13,8 @@
 #include "engine_backends.hpp"
 #include "stand_in_gpu.hpp"
 #include "strata/config.hpp"
+#include "strata/generate.hpp"
+#include <tuple>
 #include "tiny_moe_model.hpp"
 
 namespace {
@@ -39,17 +41,25 @@ strata::config::ExpertsConfig experts(double percent, std::optional<double> pcie
   return e;
 }
 
+// `peer`: a second stand-in GPU as the peer card (runtime.peer_device); with `layer_split`, the second card of a
+// layer split; `slots`: runtime.slots.
 std::unique_ptr<strata::Engine> hybrid_engine(const strata::config::ExpertsConfig& e, bool fast = true,
-                                              strata::test::StandInGpu** device = nullptr, uint32_t batch = 512) {
+                                              strata::test::StandInGpu** device = nullptr, uint32_t batch = 512,
+                                              bool peer = false, uint32_t layer_split = 0, uint32_t slots = 1) {
   strata::EngineSettings s = strata::test::test_settings();
   s.batch = batch;
+  s.layer_split = layer_split;
+  s.slots = slots;
   s.experts = e;
   s.threads = 2;
   s.graphs = fast;
   auto gpu = std::make_unique<strata::test::StandInGpu>(strata::test::open_backend("cpu_avx2"));
   if (device != nullptr) *device = gpu.get();
+  std::unique_ptr<strata::Backend> peer_card;
+  if (peer) peer_card = std::make_unique<strata::test::StandInGpu>(strata::test::open_backend("cpu_avx2"));
   return std::make_unique<strata::Engine>(strata::Model::load(tiny_moe()), std::move(gpu), s,
-                                          strata::test::built_plugins().instantiate("cpu_avx2"));
+                                          strata::test::built_plugins().instantiate("cpu_avx2"), nullptr,
+                                          std::move(peer_card));
 }
 
 // A prompt of 20 tokens (one prefill window), then 12 greedy tokens one by one: every logit of every step.
@@ -287,6 +297,149 @@ TEST(pcie_balance_engine, PicksTheSplitAndKeepsThePlainIds) {
   EXPECT_NE(summary.find("PCIe share from pcie_balance"), std::string::npos) << summary;
   EXPECT_NE(summary.find("pcie_balance: the pool "), std::string::npos) << summary;
   EXPECT_NE(summary.find("misses a layer on average"), std::string::npos) << "the fits never got warm:\n" << summary;
+}
+
+}  // namespace
+
+namespace {
+
+// runtime.peer_device on stand-in GPUs: the cached experts are dealt between this card and the peer (every second
+// rank with peer_hot 0.5; all the hottest first with 1), the peer computes its experts' rows in decode windows (in
+// programs and in simple mode) and prompt windows, and every logit is the plain engine's byte for byte, whatever the
+// share of the misses read over PCIe. The summary says how busy the peer was.
+struct PeerCase {
+  const char* name;
+  double percent;
+  double pcie_frac;
+  double peer_hot;
+  bool fast;
+  int swaps = 0;
+};
+
+class HybridPeer : public ::testing::TestWithParam<PeerCase> {};
+
+TEST_P(HybridPeer, LogitsEqualThePlainCpuEngine) {
+  if (!has_cpu_avx2()) GTEST_SKIP() << "cpu_avx2 is not usable on this machine";
+  const PeerCase& c = GetParam();
+  strata::config::ExpertsConfig ec = experts(c.percent, c.pcie_frac, c.swaps);
+  ec.peer_hot = c.peer_hot;
+  auto e = hybrid_engine(ec, c.fast, nullptr, 512, /*peer=*/true);
+  ASSERT_TRUE(e->hybrid());
+  expect_same_bytes(run(*e), plain_cpu());
+  const std::string summary = e->expert_summary();
+  EXPECT_NE(summary.find("peer card stand-in GPU over cpu_avx2"), std::string::npos) << summary;
+  const size_t line = summary.find("peer card: ");
+  ASSERT_NE(line, std::string::npos) << summary;
+  // Both the prompt and the decode steps gave the peer work.
+  EXPECT_GT(std::atoll(summary.c_str() + line + std::strlen("peer card: ")), 12) << summary;
+  EXPECT_NE(summary.find("% of the windows' time"), std::string::npos) << summary;
+}
+
+INSTANTIATE_TEST_SUITE_P(Hybrid, HybridPeer,
+                         ::testing::Values(PeerCase{"half_dealt_misses_on_the_pool", 25, 0.0, 0.5, true},
+                                           PeerCase{"half_dealt_half_over_pcie", 25, 0.5, 0.5, true},
+                                           PeerCase{"half_dealt_misses_over_pcie", 25, 1.0, 0.5, true},
+                                           PeerCase{"hottest_on_the_peer", 25, 0.5, 1.0, true},
+                                           PeerCase{"simple_half_dealt", 25, 0.5, 0.5, false},
+                                           PeerCase{"simple_hottest_on_the_peer", 25, 0.0, 1.0, false},
+                                           PeerCase{"with_swaps", 25, 0.5, 0.5, true, 4}),
+                         [](const auto& p) { return std::string(p.param.name); });
+
+// A peer card on a backend without device memory is refused by name.
+TEST(HybridPeerSetup, APeerThatIsNotAGpuIsRefused) {
+  if (!has_cpu_avx2()) GTEST_SKIP() << "cpu_avx2 is not usable on this machine";
+  strata::EngineSettings s = strata::test::test_settings();
+  s.experts = experts(25, 0.5, 0);
+  s.threads = 2;
+  try {
+    strata::Engine e(strata::Model::load(tiny_moe()),
+                     std::make_unique<strata::test::StandInGpu>(strata::test::open_backend("cpu_avx2")), s,
+                     strata::test::built_plugins().instantiate("cpu_avx2"), nullptr,
+                     strata::test::open_backend("cpu_avx2"));
+    FAIL() << "a CPU backend was taken as the peer card";
+  } catch (const strata::Error& err) {
+    EXPECT_NE(std::string(err.what()).find("a peer card needs a GPU backend"), std::string::npos) << err.what();
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// runtime.layer_split on stand-in GPUs: layers [0, K) on the first card, the rest on the second, each with its own
+// weights, KV cache and (on the hybrid path) its own layers' expert cache; the residual stream crosses over once a
+// window. Every logit is the plain engine's, with every weight on the cards or on the hybrid path (programs and
+// simple mode), at each split point of the 4-layer model.
+struct SplitCase {
+  const char* name;
+  uint32_t layer_split;
+  std::optional<double> percent;  // nullopt: experts.cache auto (every weight fits on the stand-ins)
+  bool fast;
+};
+
+class LayerSplit : public ::testing::TestWithParam<SplitCase> {};
+
+TEST_P(LayerSplit, LogitsEqualThePlainCpuEngine) {
+  if (!has_cpu_avx2()) GTEST_SKIP() << "cpu_avx2 is not usable on this machine";
+  const SplitCase& c = GetParam();
+  strata::config::ExpertsConfig ec = experts(c.percent.value_or(25), 0.5, 0);
+  if (!c.percent) ec.cache.kind = strata::config::CacheSize::Kind::Auto;
+  auto e = hybrid_engine(ec, c.fast, nullptr, 512, /*peer=*/true, c.layer_split);
+  EXPECT_EQ(e->hybrid(), c.percent.has_value());
+  expect_same_bytes(run(*e), plain_cpu());
+  if (c.percent) {
+    const std::string summary = e->expert_summary();
+    EXPECT_NE(summary.find("second card (layers " + std::to_string(c.layer_split) + " and up):"), std::string::npos)
+        << summary;
+    EXPECT_NE(summary.find("the first card's host copy"), std::string::npos) << summary;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Hybrid, LayerSplit,
+                         ::testing::Values(SplitCase{"all_weights_split_at_1", 1, std::nullopt, true},
+                                           SplitCase{"all_weights_split_at_3", 3, std::nullopt, true},
+                                           SplitCase{"hybrid_split_at_2", 2, 25, true},
+                                           SplitCase{"hybrid_split_at_1", 1, 25, true},
+                                           SplitCase{"simple_hybrid_split_at_2", 2, 25, false}),
+                         [](const auto& p) { return std::string(p.param.name); });
+
+// Two sequences at once on a layer split (runtime.slots 2): each gets the ids it gets alone.
+TEST(LayerSplitSlots, TwoSequencesTogetherEqualEachAlone) {
+  if (!has_cpu_avx2()) GTEST_SKIP() << "cpu_avx2 is not usable on this machine";
+  auto e = hybrid_engine(experts(25, 0.5, 0), true, nullptr, 512, /*peer=*/true, 2, /*slots=*/2);
+  std::vector<strata::SequenceRequest> reqs(2);
+  for (uint32_t i = 0; i < 2; ++i) {
+    reqs[i].slot = i;
+    for (int t = 0; t < 9 + 4 * static_cast<int>(i); ++t) reqs[i].prompt.push_back(static_cast<TokenId>((t * 131 + 7 * i + 5) % 4096));
+    reqs[i].options.max_tokens = 10 + 3 * static_cast<int>(i);
+    reqs[i].options.sampling.temperature = 0;
+  }
+  std::vector<strata::CompletionResult> alone;
+  for (const strata::SequenceRequest& r : reqs) alone.push_back(strata::complete(*e, 0, r.prompt, 0, r.options));
+  const std::vector<strata::CompletionResult> together = strata::complete_together(*e, reqs);
+  ASSERT_EQ(together.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    ASSERT_FALSE(alone[i].generated_ids.empty());
+    EXPECT_EQ(together[i].generated_ids, alone[i].generated_ids) << "sequence " << i;
+  }
+  // And one sequence equals the plain CPU engine's.
+  auto plain = strata::test::open_engine(tiny_moe(), "cpu_avx2");
+  EXPECT_EQ(strata::complete(*plain, 0, reqs[1].prompt, 0, reqs[1].options).generated_ids, alone[1].generated_ids);
+}
+
+// Bad splits are refused by name: no second card, or no layer left for it.
+TEST(LayerSplitSetup, RefusesASplitWithoutASecondCardOrLayers) {
+  if (!has_cpu_avx2()) GTEST_SKIP() << "cpu_avx2 is not usable on this machine";
+  for (const auto& [split, peer, want] : std::vector<std::tuple<uint32_t, bool, std::string>>{
+           {2, false, "needs a GPU backend (cuda, hip) and the second card in runtime.peer_device"},
+           {4, true, "leaves no layer for the second card: this model has 4 layers; give 1 to 3"}}) {
+    try {
+      (void)hybrid_engine(experts(25, 0.5, 0), true, nullptr, 512, peer, split);
+      ADD_FAILURE() << "layer_split " << split << " was taken";
+    } catch (const strata::Error& err) {
+      EXPECT_NE(std::string(err.what()).find(want), std::string::npos) << err.what();
+    }
+  }
 }
 
 }  // namespace

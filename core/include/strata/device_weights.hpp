@@ -10,6 +10,7 @@
 
 #include "strata/device_memory.hpp"
 #include "strata/gguf.hpp"
+#include "strata/model.hpp"
 #include "strata/plugin_api.h"
 
 namespace strata {
@@ -21,7 +22,10 @@ enum class WeightsOnDevice { All, Dense };
 class DeviceWeights {
  public:
   // Copies the weights to the device. Throws strata::Error when the device cannot hold them.
-  DeviceWeights(const Model& model, DeviceMemory& mem, WeightsOnDevice which = WeightsOnDevice::All);
+  // With `layers` short of the whole model (runtime.layer_split), only those layers' tensors, and the tensors of no
+  // layer (embeddings, output norm and head: both cards have them); runs of consecutive tensors, as for Dense.
+  DeviceWeights(const Model& model, DeviceMemory& mem, WeightsOnDevice which = WeightsOnDevice::All,
+                LayerRange layers = {});
 
   // The device address of a host address inside a copied tensor. Throws strata::Error otherwise.
   const void* place(const void* host) const;

@@ -32,6 +32,7 @@ struct EngineSettings {
   config::ExpertsConfig experts;  // the hybrid path's expert cache (GPU backends)
   unsigned threads = 0;           // CPU threads for the experts' host copy and the link probe (0 = all cores)
   bool graphs = true;             // the hybrid path's fast mode: decode windows as one device program
+  uint32_t layer_split = 0;       // runtime.layer_split: layers [0, K) on the backend's card, the rest on the peer's
 };
 
 // runtime.context, runtime.slots, runtime.batch, runtime.kv_type, runtime.threads, runtime.graphs and experts: of a
@@ -52,8 +53,13 @@ class Engine {
   // settings.experts.cache is set (or `auto` and the model does not fit), all but the routed experts, which then
   // take the hybrid path (a VRAM expert cache, PCIe reads and `pool`'s CPU computations; see hybrid_moe.hpp).
   // `balancer`: a plugin of the balancer family (pcie_balance) that picks each layer's PCIe count from fitted costs.
+  // `peer`: a second device of the backend (runtime.peer_device). With settings.layer_split K it runs layers K and
+  // up (its own weights, KV cache, activations and expert cache; the residual stream crosses over once a window);
+  // otherwise the hybrid path uses it as an extra expert tier (peer_tier.hpp), and it is unused, with a line saying
+  // so, when the engine takes no hybrid path.
   Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, const EngineSettings& settings,
-         std::unique_ptr<PluginInstance> pool = nullptr, std::unique_ptr<PluginInstance> balancer = nullptr);
+         std::unique_ptr<PluginInstance> pool = nullptr, std::unique_ptr<PluginInstance> balancer = nullptr,
+         std::unique_ptr<Backend> peer = nullptr);
   // Loads launch.model and the launch's backend (select_backend; plugins found on the launch's search path).
   static std::unique_ptr<Engine> from_launch(const config::Launch& launch);
   ~Engine();
@@ -81,7 +87,7 @@ class Engine {
   std::span<const float> step(std::span<const SlotToken> next);
   // Positions `slot` holds; cut(slot, p) forgets those from p on.
   uint32_t position(uint32_t slot) const { return kv_.length(slot); }
-  void cut(uint32_t slot, uint32_t position) { kv_.cut(slot, position); }
+  void cut(uint32_t slot, uint32_t position);
   // While set, ops run one at a time and their times are added to `profile` (null: off).
   void set_profile(OpProfile* profile) { profile_ = profile; }
   // Whether routed experts take the hybrid path; its summary (cache hits, experts by source, bytes, times) since
@@ -99,20 +105,38 @@ class Engine {
   bool set_request_pcie_frac(std::optional<double> frac);
 
  private:
+  // One card's part of the model: its layers, weights, KV cache, activations and hybrid path.
+  struct Card {
+    Backend* backend = nullptr;
+    LayerRange layers;
+    const DeviceWeights* weights = nullptr;
+    const KvCache* kv = nullptr;
+    Activations* act = nullptr;
+    HybridMoe* hybrid = nullptr;
+  };
+  // The second card of a layer split, which owns its parts (the first card's are the members below).
+  struct SecondCard;
+  Card first_card();
   void run(const Window& w);
-  void run_profiled(const std::vector<Stage>& stages);
+  void run_card(const Card& card, const Window& w);
+  void run_profiled(Backend& backend, const std::vector<Stage>& stages);
+  // The activations whose logits a window leaves: the last card's.
+  Activations& head_act();
   // Declared first, destroyed last: it keeps the plugin libraries loaded while the backend lives.
   std::unique_ptr<PluginRegistry> registry_;
   std::unique_ptr<PluginInstance> pool_plugin_;  // the CPU expert pool of the hybrid path
   std::unique_ptr<PluginInstance> balancer_plugin_;  // the hybrid path's PCIe share, when one is enabled
   std::unique_ptr<Model> model_;
   std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Backend> peer_backend_;  // runtime.peer_device's device, or null
   EngineSettings settings_;
+  LayerRange first_layers_;  // the backend's card's layers: all, or [0, layer_split)
   // Below: memory of the backend's device when it has one; destroyed before the backend.
   std::unique_ptr<DeviceWeights> device_weights_;
   KvCache kv_;
   Activations act_;
-  std::unique_ptr<HybridMoe> hybrid_;  // destroyed first: it uses the activations and the device
+  std::unique_ptr<HybridMoe> hybrid_;  // destroyed before the above: it uses the activations and the device
+  std::unique_ptr<SecondCard> second_;  // destroyed first: it shares hybrid_'s arena and the peer's device
   OpProfile* profile_ = nullptr;
 };
 

@@ -18,8 +18,10 @@ class KvCache {
  public:
   // type: F16 or Q8_0 (kv_dim a multiple of 32). In host memory, or in a device's (mem). Throws strata::Error for
   // other types or a zero size.
+  // With `first_layer` and `held` (runtime.layer_split), memory only for layers [first_layer, first_layer + held)
+  // of the n_layer: a card's own layers; another layer's matrices are refused.
   KvCache(uint32_t n_layer, uint32_t kv_dim, uint32_t n_ctx, uint32_t n_slots, format::GgmlType type,
-          DeviceMemory* mem = nullptr);
+          DeviceMemory* mem = nullptr, uint32_t first_layer = 0, uint32_t held = UINT32_MAX);
 
   format::GgmlType type() const { return type_; }
   uint32_t n_layer() const { return n_layer_; }
@@ -46,6 +48,7 @@ class KvCache {
   strata_tensor matrix(uint32_t layer, uint32_t slot, uint32_t which) const;
   format::GgmlType type_;
   uint32_t n_layer_, kv_dim_, n_ctx_;
+  uint32_t first_layer_ = 0, held_ = 0;  // the layers with memory here
   uint64_t column_bytes_, matrix_bytes_, bytes_;
   Buffer<unsigned char> data_;
   std::vector<uint32_t> length_;

@@ -148,6 +148,15 @@ struct Activations {
   std::span<const float> read_logits(size_t n_vocab, size_t rows);
 };
 
+// The layers [begin, end) one card runs (runtime.layer_split): the first card's range starts at 0 and takes the
+// embeddings; the last one's ends at n_layer (or beyond) and takes the output head. The default is every layer.
+struct LayerRange {
+  uint32_t begin = 0;
+  uint32_t end = UINT32_MAX;
+  bool holds(uint32_t layer) const { return layer >= begin && layer < end; }
+  bool whole() const { return begin == 0 && end == UINT32_MAX; }
+};
+
 // One sequence's part of a window of several (runtime.slots): the window's tokens [column, column + n) are the KV
 // slot `slot`'s consecutive positions from first_position on.
 struct SlotRun {
@@ -235,8 +244,12 @@ class Model {
   // (and uploaded); the caller has made room for them in the KV cache. With `device` (the weights in a device's
   // memory) every weight is addressed there and MoE layers take MOE_ROUTED with no host step; with `placement`
   // too (the routed experts are not on the device), each MoE layer's stage ends in placement's host step.
+  // With `layers` short of the whole model (runtime.layer_split), only those layers: the embeddings when it starts at
+  // 0 (otherwise act.x holds the residual stream the previous card left), the head when it reaches the last layer
+  // (otherwise act.x is left for the next card).
   std::vector<Stage> build_window(const Window& w, Activations& act, const KvCache& kv,
-                                  const DeviceWeights* device = nullptr, ExpertPlacement* placement = nullptr) const;
+                                  const DeviceWeights* device = nullptr, ExpertPlacement* placement = nullptr,
+                                  LayerRange layers = {}) const;
 
   class Graph;  // the architecture's layer builder (core/src/model/<arch>_graph.cpp)
 

@@ -29,17 +29,24 @@ void DeviceWeights::copy_run(const unsigned char* host, uint64_t size, DeviceMem
   runs_.push_back(std::move(r));
 }
 
-DeviceWeights::DeviceWeights(const Model& model, DeviceMemory& mem, WeightsOnDevice which) : which_(which) {
+DeviceWeights::DeviceWeights(const Model& model, DeviceMemory& mem, WeightsOnDevice which, LayerRange layers)
+    : which_(which) {
   const auto start = std::chrono::steady_clock::now();
   const gguf::Model& file = model.file();
-  if (which == WeightsOnDevice::All) {
+  // Which tensors this device holds: a routed expert only with All; a layer's tensor only in `layers`.
+  const auto held = [&](const gguf::TensorView& t) {
+    const TensorRole role = classify_tensor(t.name);
+    if (role.part == TensorPart::RoutedExperts && which == WeightsOnDevice::Dense) return false;
+    return !role.layer || layers.holds(static_cast<uint32_t>(*role.layer));
+  };
+  if (which == WeightsOnDevice::All && layers.whole()) {
     for (size_t i = 0; i < file.part_count(); ++i) {
       const gguf::File& part = file.part(i);
       const std::span<const uint8_t> bytes = part.bytes();
       copy_run(bytes.data() + part.data_offset(), bytes.size() - part.data_offset(), mem, part.name());
     }
   } else {
-    // Runs of consecutive dense tensors in file order; a routed-expert tensor ends a run.
+    // Runs of consecutive held tensors in file order; a tensor not held ends a run.
     std::vector<const gguf::TensorView*> order;
     for (const gguf::TensorView& t : file.tensors()) order.push_back(&t);
     std::sort(order.begin(), order.end(), [](const gguf::TensorView* a, const gguf::TensorView* b) {
@@ -49,11 +56,11 @@ DeviceWeights::DeviceWeights(const Model& model, DeviceMemory& mem, WeightsOnDev
     const unsigned char* run_end = nullptr;
     uint32_t run_split = 0;
     const auto flush = [&] {
-      if (run_begin != nullptr) copy_run(run_begin, static_cast<uint64_t>(run_end - run_begin), mem, "the dense tensors");
+      if (run_begin != nullptr) copy_run(run_begin, static_cast<uint64_t>(run_end - run_begin), mem, "the tensors");
       run_begin = run_end = nullptr;
     };
     for (const gguf::TensorView* t : order) {
-      if (classify_tensor(t->name).part == TensorPart::RoutedExperts) {
+      if (!held(*t)) {
         flush();
         continue;
       }
@@ -71,7 +78,9 @@ DeviceWeights::DeviceWeights(const Model& model, DeviceMemory& mem, WeightsOnDev
   upload_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   log::info("weights on " + mem.device_name() + ": " + std::to_string(bytes_ >> 20) + " MiB in " +
             std::to_string(upload_seconds_).substr(0, 5) + " s" +
-            (which == WeightsOnDevice::Dense ? " (all but the routed experts, " + std::to_string(runs_.size()) + " runs)" : ""));
+            (which == WeightsOnDevice::Dense ? " (all but the routed experts, " + std::to_string(runs_.size()) + " runs)" : "") +
+            (layers.whole() ? "" : " for layers " + std::to_string(layers.begin) + ".." +
+                                       std::to_string(std::min(layers.end, model.hparams().n_layer) - 1)));
   if (which == WeightsOnDevice::Dense) return;
 
   const ModelWeights& w = model.weights();
@@ -79,7 +88,7 @@ DeviceWeights::DeviceWeights(const Model& model, DeviceMemory& mem, WeightsOnDev
   entries_.resize(w.layers.size());
   for (size_t il = 0; il < w.layers.size(); ++il) {
     const LayerWeights& lw = w.layers[il];
-    if (!lw.has_experts() || lw.experts.gate == nullptr) continue;
+    if (!lw.has_experts() || lw.experts.gate == nullptr || !layers.holds(static_cast<uint32_t>(il))) continue;
     const uint32_t n_expert = lw.routing.n_expert;
     std::vector<strata_expert_weights> host(n_expert);
     for (uint32_t e = 0; e < n_expert; ++e) {

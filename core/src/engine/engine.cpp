@@ -1,6 +1,7 @@
 #include "strata/engine.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +10,7 @@
 #include <thread>
 
 #include "hybrid_moe.hpp"
+#include "strata/experts/expert_geometry.hpp"
 #include "strata/experts/expert_report.hpp"
 
 #include "strata/error.hpp"
@@ -27,6 +29,7 @@ EngineSettings settings_from(const config::Launch& launch) {
   s.experts = launch.experts;
   s.threads = static_cast<unsigned>(launch.runtime.threads);
   s.graphs = launch.runtime.graphs;
+  s.layer_split = static_cast<uint32_t>(launch.runtime.layer_split);
   return s;
 }
 
@@ -87,68 +90,160 @@ unsigned thread_count(const EngineSettings& s) {
   return s.threads > 0 ? s.threads : std::max(1u, std::thread::hardware_concurrency());
 }
 
+// runtime.layer_split's first card: layers [0, K), checked against the model and the second card.
+LayerRange first_card_layers(const EngineSettings& s, const Model& model, Backend& backend, Backend* second) {
+  if (s.layer_split == 0) return {};
+  const std::string k = "runtime.layer_split " + std::to_string(s.layer_split);
+  const uint32_t n = model.hparams().n_layer;
+  if (backend.device_queues() == nullptr || second == nullptr) {
+    throw Error(k + " splits the layers between two GPUs: it needs a GPU backend (cuda, hip) and the second card in "
+                "runtime.peer_device (the engine's own GPU gives a second logical device)");
+  }
+  if (s.layer_split >= n) {
+    throw Error(k + " leaves no layer for the second card: this model has " + std::to_string(n) +
+                " layers; give 1 to " + std::to_string(n - 1));
+  }
+  return {0, s.layer_split};
+}
+
+// The experts section each card of a layer split plans with: a percent cache is a share of the whole model's routed
+// bytes (each card gets that many bytes for its own layers' experts), as it is for one card.
+config::ExpertsConfig card_experts(const EngineSettings& s, const Model& model) {
+  config::ExpertsConfig e = s.experts;
+  if (s.layer_split > 0 && e.cache.kind == config::CacheSize::Kind::Percent) {
+    const uint64_t routed = experts::expert_geometry(model.weights()).routed_bytes();
+    e.cache.kind = config::CacheSize::Kind::Bytes;
+    e.cache.bytes = static_cast<uint64_t>(std::llround(e.cache.percent / 100.0 * static_cast<double>(routed)));
+  }
+  return e;
+}
+
+ExpertPoolRef pool_ref_of(PluginInstance* plugin) {
+  ExpertPoolRef pool_ref;
+  if (plugin != nullptr) {
+    pool_ref.table = plugin->get<strata_expert_pool_v1>(STRATA_EXPERT_POOL_FAMILY, STRATA_EXPERT_POOL_VERSION);
+    pool_ref.ctx = plugin->ctx();
+    pool_ref.name = plugin->name();
+  }
+  return pool_ref;
+}
+
 }  // namespace
 
+// The second card of a layer split: layers [layer_split, n_layer) with their own weights, KV cache, activations and
+// hybrid path (sharing the first card's host arena and CPU pool).
+struct Engine::SecondCard {
+  LayerRange layers;
+  std::unique_ptr<DeviceWeights> weights;
+  std::unique_ptr<KvCache> kv;
+  Activations act;
+  std::unique_ptr<HybridMoe> hybrid;  // destroyed first
+  std::vector<float> handover;        // the residual stream on its way from the first card, in host memory
+};
+
 Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, const EngineSettings& settings,
-               std::unique_ptr<PluginInstance> pool, std::unique_ptr<PluginInstance> balancer)
+               std::unique_ptr<PluginInstance> pool, std::unique_ptr<PluginInstance> balancer,
+               std::unique_ptr<Backend> peer)
     : pool_plugin_(std::move(pool)),
       balancer_plugin_(std::move(balancer)),
       model_(std::move(model)),
       backend_(std::move(backend)),
+      peer_backend_(std::move(peer)),
       settings_(settings),
+      first_layers_(first_card_layers(settings_, *model_, *backend_, peer_backend_.get())),
       device_weights_([&]() -> std::unique_ptr<DeviceWeights> {
         const auto where = weights_placement(*model_, *backend_, settings_, true);
         if (!where) return nullptr;
-        return std::make_unique<DeviceWeights>(*model_, *backend_->device_memory(), *where);
+        return std::make_unique<DeviceWeights>(*model_, *backend_->device_memory(), *where, first_layers_);
       }()),
       kv_(model_->hparams().n_layer, model_->kv_dim(), settings.context, settings.slots, settings.kv_type,
-          backend_->device_memory()),
+          backend_->device_memory(), 0, first_layers_.end),
       act_(model_->make_activations(std::max<uint32_t>(settings.batch, 1),
                                     std::max(settings.max_window_logits, settings.slots),
                                     backend_->device_memory())) {
-  if (device_weights_ == nullptr || device_weights_->which() == WeightsOnDevice::All) return;
-  DeviceMemory& mem = *backend_->device_memory();
-  // The host reads the router's choices every layer: in mapped memory they need no copy.
-  act_.expert_ids = Buffer<int32_t>::mapped(act_.expert_ids.size(), mem);
-  act_.expert_weights = Buffer<float>::mapped(act_.expert_weights.size(), mem);
-  ExpertPoolRef pool_ref;
-  if (pool_plugin_ != nullptr) {
-    pool_ref.table = pool_plugin_->get<strata_expert_pool_v1>(STRATA_EXPERT_POOL_FAMILY, STRATA_EXPERT_POOL_VERSION);
-    pool_ref.ctx = pool_plugin_->ctx();
-    pool_ref.name = pool_plugin_->name();
+  const bool split = settings_.layer_split > 0;
+  const bool hybrid = device_weights_ != nullptr && device_weights_->which() == WeightsOnDevice::Dense;
+  if (!hybrid && !split && peer_backend_ != nullptr) {
+    log::warn("runtime.peer_device: unused, because every weight is on " + backend_->describe() +
+              " (the peer card is an expert tier of the hybrid path); set experts.cache to a share to use it");
+    peer_backend_.reset();
   }
-  BalancerRef balancer_ref;
-  if (balancer_plugin_ != nullptr) {
-    balancer_ref.table = balancer_plugin_->get<strata_balancer_v1>(STRATA_BALANCER_FAMILY, STRATA_BALANCER_VERSION);
-    balancer_ref.ctx = balancer_plugin_->ctx();
-    balancer_ref.name = balancer_plugin_->name();
+  const config::ExpertsConfig experts = card_experts(settings_, *model_);
+  const auto make_hybrid = [&](Backend& b, Activations& act, BalancerRef card_balancer, HybridCards cards) {
+    DeviceMemory& mem = *b.device_memory();
+    // The host reads the router's choices every layer: in mapped memory they need no copy.
+    act.expert_ids = Buffer<int32_t>::mapped(act.expert_ids.size(), mem);
+    act.expert_weights = Buffer<float>::mapped(act.expert_weights.size(), mem);
+    auto h = std::make_unique<HybridMoe>(*model_, act, mem, *b.device_queues(), experts, pool_ref_of(pool_plugin_.get()),
+                                         std::move(card_balancer), std::max<uint32_t>(settings_.batch, 1),
+                                         thread_count(settings_), settings_.graphs && runs_programs(b, mem),
+                                         [pb = &b](const strata_op& op) { return pb->supports(op); }, std::move(cards));
+    log::info(h->describe());
+    return h;
+  };
+  if (hybrid) {
+    BalancerRef balancer_ref;
+    if (balancer_plugin_ != nullptr) {
+      balancer_ref.table = balancer_plugin_->get<strata_balancer_v1>(STRATA_BALANCER_FAMILY, STRATA_BALANCER_VERSION);
+      balancer_ref.ctx = balancer_plugin_->ctx();
+      balancer_ref.name = balancer_plugin_->name();
+    }
+    hybrid_ = make_hybrid(*backend_, act_, balancer_ref, HybridCards{split ? nullptr : peer_backend_.get(), first_layers_, nullptr});
   }
-  hybrid_ = std::make_unique<HybridMoe>(*model_, act_, mem, *backend_->device_queues(), settings_.experts, pool_ref,
-                                        balancer_ref,
-                                        std::max<uint32_t>(settings_.batch, 1), thread_count(settings_),
-                                        settings_.graphs && runs_programs(*backend_, mem),
-                                        [b = backend_.get()](const strata_op& op) { return b->supports(op); });
-  log::info(hybrid_->describe());
+  if (!split) return;
+  // The second card: the same placement (all weights, or the hybrid path) for layers K and up.
+  DeviceMemory& mem = *peer_backend_->device_memory();
+  const uint32_t n_layer = model_->hparams().n_layer;
+  second_ = std::make_unique<SecondCard>();
+  second_->layers = LayerRange{settings_.layer_split, UINT32_MAX};
+  second_->weights = std::make_unique<DeviceWeights>(
+      *model_, mem, hybrid ? WeightsOnDevice::Dense : WeightsOnDevice::All, second_->layers);
+  second_->kv = std::make_unique<KvCache>(n_layer, model_->kv_dim(), settings.context, settings.slots, settings.kv_type,
+                                          &mem, settings_.layer_split, n_layer - settings_.layer_split);
+  second_->act = model_->make_activations(std::max<uint32_t>(settings.batch, 1),
+                                          std::max(settings.max_window_logits, settings.slots), &mem);
+  if (hybrid) {
+    second_->hybrid = make_hybrid(*peer_backend_, second_->act, BalancerRef{},
+                                  HybridCards{nullptr, second_->layers, hybrid_->shared_arena()});
+  }
+  log::info("layer split: layers 0.." + std::to_string(settings_.layer_split - 1) + " on " + backend_->describe() +
+            ", layers " + std::to_string(settings_.layer_split) + ".." + std::to_string(n_layer - 1) + " on " +
+            peer_backend_->describe() + "; the residual stream crosses through host memory once a window");
+}
+
+Engine::Card Engine::first_card() {
+  return Card{backend_.get(), first_layers_, device_weights_.get(), &kv_, &act_, hybrid_.get()};
+}
+
+Activations& Engine::head_act() { return second_ ? second_->act : act_; }
+
+void Engine::cut(uint32_t slot, uint32_t position) {
+  kv_.cut(slot, position);
+  if (second_) second_->kv->cut(slot, position);
 }
 
 void Engine::reset_expert_counts() {
   if (hybrid_) hybrid_->reset_counts();
+  if (second_ && second_->hybrid) second_->hybrid->reset_counts();
   std::fill(act_.route_counts.begin(), act_.route_counts.end(), 0);
 }
 
 ExpertUsage Engine::expert_usage() const {
   ExpertUsage u;
-  if (hybrid_) {
-    const experts::ExpertStats& stats = hybrid_->cache().stats();
+  // Each card's hybrid path counts its own layers' routes (both, on a layer split).
+  for (const HybridMoe* h : {hybrid_.get(), second_ ? second_->hybrid.get() : nullptr}) {
+    if (h == nullptr) continue;
+    const experts::ExpertStats& stats = h->cache().stats();
     u.n_layer = stats.keys.n_layer;
     u.n_expert = stats.keys.n_expert;
     u.routed.resize(stats.experts.size());
     u.hits.resize(stats.experts.size());
     for (size_t i = 0; i < stats.experts.size(); ++i) {
-      u.routed[i] = stats.experts[i].hit_tokens + stats.experts[i].miss_tokens;
-      u.hits[i] = stats.experts[i].hit_tokens;
+      u.routed[i] += stats.experts[i].hit_tokens + stats.experts[i].miss_tokens;
+      u.hits[i] += stats.experts[i].hit_tokens;
     }
-  } else if (!act_.route_counts.empty() && device_weights_ == nullptr) {
+  }
+  if (u.n_layer == 0 && !act_.route_counts.empty() && device_weights_ == nullptr) {
     u.n_layer = model_->hparams().n_layer;
     u.n_expert = model_->hparams().n_expert;
     u.routed = act_.route_counts;
@@ -160,17 +255,20 @@ bool Engine::set_request_pcie_frac(std::optional<double> frac) {
   if (frac && !(*frac >= 0.0 && *frac <= 1.0)) {
     throw Error("pcie_frac must be between 0 and 1 (the share of a layer's missed experts read over PCIe)");
   }
-  if (!hybrid_) return false;
-  hybrid_->set_request_pcie_frac(frac);
+  const bool second = second_ && second_->hybrid;
+  if (!hybrid_ && !second) return false;
+  if (hybrid_) hybrid_->set_request_pcie_frac(frac);
+  if (second) second_->hybrid->set_request_pcie_frac(frac);
   return true;
 }
 
-std::string Engine::expert_summary(double decode_tokens_per_s) const {
-  if (!hybrid_) return {};
-  const HybridTimes& t = hybrid_->times();
-  const experts::PlanCounters& plans = hybrid_->plans();
-  std::string out = "hybrid set-up: " + hybrid_->describe() + "\n" +
-                    experts::render_expert_summary(hybrid_->cache().stats(), &plans);
+namespace {
+
+std::string hybrid_summary(const HybridMoe& hybrid, double decode_tokens_per_s) {
+  const HybridTimes& t = hybrid.times();
+  const experts::PlanCounters& plans = hybrid.plans();
+  std::string out = "hybrid set-up: " + hybrid.describe() + "\n" +
+                    experts::render_expert_summary(hybrid.cache().stats(), &plans);
   const double windows = static_cast<double>(std::max<uint64_t>(plans.windows, 1));
   char line[512];
   const auto per = [](double s, uint64_t n) { return n > 0 ? 1e3 * s / static_cast<double>(n) : 0.0; };
@@ -207,13 +305,26 @@ std::string Engine::expert_summary(double decode_tokens_per_s) const {
                 1e3 * t.place_s / windows, per(t.place_s, t.layers), per(t.plan_s, t.layers), per(t.pool_s, t.pool_layers),
                 static_cast<unsigned long long>(t.pool_layers),
                 t.layers > 0 ? 100.0 * static_cast<double>(t.pool_layers) / static_cast<double>(t.layers) : 0.0,
-                static_cast<unsigned long long>(t.copies), static_cast<unsigned long long>(t.swaps), hybrid_->pcie_frac());
+                static_cast<unsigned long long>(t.copies), static_cast<unsigned long long>(t.swaps), hybrid.pcie_frac());
   out += line;
-  if (const std::string b = hybrid_->balancer_summary(); !b.empty()) out += b + "\n";
+  if (const std::string b = hybrid.balancer_summary(); !b.empty()) out += b + "\n";
+  if (const PeerTier* peer = hybrid.peer()) {
+    // How busy the peer card is: its MOE_ROUTED ops on its own clock, against the windows' time.
+    const PeerTimes& p = peer->times();
+    std::snprintf(line, sizeof line,
+                  "peer card: %llu experts (%llu rows) computed in %llu layers, %.2f experts a token; busy %.3f ms a "
+                  "window, %.1f%% of the windows' time; %.3f ms a layer from hand-off to rows back\n",
+                  static_cast<unsigned long long>(p.experts), static_cast<unsigned long long>(p.pairs),
+                  static_cast<unsigned long long>(p.layers),
+                  plans.positions > 0 ? static_cast<double>(p.experts) / static_cast<double>(plans.positions) : 0.0,
+                  1e3 * p.busy_s / windows, t.window_s > 0 ? 100.0 * p.busy_s / t.window_s : 0.0,
+                  per(p.round_trip_s, p.layers));
+    out += line;
+  }
   // The roofline: weights from VRAM at the device's rate; misses at the host's read rate plus the link's.
-  const HybridMoe::Rates& r = hybrid_->rates();
+  const HybridMoe::Rates& r = hybrid.rates();
   using experts::ExpertSource;
-  const double vram = static_cast<double>(hybrid_->dense_token_bytes()) + plans.bytes_per_token(ExpertSource::Hit);
+  const double vram = static_cast<double>(hybrid.dense_token_bytes()) + plans.bytes_per_token(ExpertSource::Hit);
   const double missed = plans.bytes_per_token(ExpertSource::Pcie) + plans.bytes_per_token(ExpertSource::Cpu);
   if (r.hbm > 0 && r.h2d + r.cpu_read > 0 && plans.positions > 0) {
     const double seconds = vram / r.hbm + missed / (r.h2d + r.cpu_read);
@@ -231,6 +342,19 @@ std::string Engine::expert_summary(double decode_tokens_per_s) const {
   }
   return out;
 }
+
+}  // namespace
+
+std::string Engine::expert_summary(double decode_tokens_per_s) const {
+  std::string out;
+  if (hybrid_) out = hybrid_summary(*hybrid_, decode_tokens_per_s);
+  if (second_ && second_->hybrid) {
+    out += "second card (layers " + std::to_string(second_->layers.begin) + " and up):\n" +
+           hybrid_summary(*second_->hybrid, decode_tokens_per_s);
+  }
+  return out;
+}
+
 
 Engine::~Engine() = default;
 
@@ -267,7 +391,23 @@ std::unique_ptr<Engine> Engine::from_launch(const config::Launch& launch) {
       balancer = registry->instantiate(c->name, launch.plugin(c->name)->flattened());
     }
   }
-  auto engine = std::make_unique<Engine>(std::move(model), std::move(backend), settings, std::move(pool), std::move(balancer));
+  // The peer card: a second instance of the same backend plugin on runtime.peer_device (which may be the engine's own
+  // GPU: a second logical device, so that every path runs on a one-GPU machine).
+  std::unique_ptr<Backend> peer;
+  if (launch.runtime.peer_device >= 0) {
+    if (backend->device_queues() == nullptr) {
+      throw Error("runtime.peer_device " + std::to_string(launch.runtime.peer_device) + " needs a GPU backend (cuda, hip); " +
+                  "this launch runs on " + backend->name() + ": set backend to cuda or runtime.peer_device to -1");
+    }
+    const config::PluginEntry* entry = launch.plugin(backend->name());
+    std::vector<std::string> options = entry != nullptr ? entry->flattened() : std::vector<std::string>{};
+    std::erase_if(options, [](const std::string& o) { return o.rfind("device=", 0) == 0; });
+    options.push_back("device=" + std::to_string(launch.runtime.peer_device));
+    peer = make_plugin_backend(registry->instantiate(backend->name(), options));
+    log::info("peer card: " + peer->describe());
+  }
+  auto engine = std::make_unique<Engine>(std::move(model), std::move(backend), settings, std::move(pool), std::move(balancer),
+                                         std::move(peer));
   engine->registry_ = std::move(registry);
   log::info("backend: " + engine->backend_->describe());
   return engine;
@@ -276,52 +416,70 @@ std::unique_ptr<Engine> Engine::from_launch(const config::Launch& launch) {
 void Engine::run(const Window& w) {
   const std::vector<SlotRun> runs = w.slot_runs();
   for (const SlotRun& r : runs) kv_.check_window(r.slot, r.first_position, r.n);
+  run_card(first_card(), w);
+  if (second_) {
+    // The residual stream crosses to the second card through host memory; its layers go on from there.
+    const size_t bytes = size_t{model_->hparams().n_embd} * w.tokens.size() * sizeof(float);
+    second_->handover.resize(bytes / sizeof(float));
+    backend_->device_memory()->download(second_->handover.data(), act_.x.data(), bytes);
+    peer_backend_->device_memory()->upload(second_->act.x.data(), second_->handover.data(), bytes);
+    run_card(Card{peer_backend_.get(), second_->layers, second_->weights.get(), second_->kv.get(), &second_->act,
+                  second_->hybrid.get()},
+             w);
+  }
+  for (const SlotRun& r : runs) {
+    kv_.set_length(r.slot, r.first_position + r.n);
+    if (second_) second_->kv->set_length(r.slot, r.first_position + r.n);
+  }
+}
+
+void Engine::run_card(const Card& card, const Window& w) {
   const auto n_tok = static_cast<uint32_t>(w.tokens.size());
+  HybridMoe* const hybrid = card.hybrid;
   // Ops profiled one at a time cannot wait for the host inside a program: profiling takes simple mode.
-  if (hybrid_) hybrid_->begin_window(n_tok, profile_ == nullptr);
-  const std::vector<Stage> stages = model_->build_window(w, act_, kv_, device_weights_.get(), hybrid_.get());
-  if (hybrid_ && hybrid_->one_program(n_tok)) {
+  if (hybrid) hybrid->begin_window(n_tok, profile_ == nullptr);
+  const std::vector<Stage> stages = model_->build_window(w, *card.act, *card.kv, card.weights, hybrid, card.layers);
+  if (hybrid && hybrid->one_program(n_tok)) {
     if (stages.size() != 1 || stages.front().host) throw Error("internal: a one-program window has host steps");
-    hybrid_->run_program(stages.front().ops, n_tok);
+    hybrid->run_program(stages.front().ops, n_tok);
   } else if (profile_ != nullptr) {
-    run_profiled(stages);
+    run_profiled(*card.backend, stages);
   } else {
     for (const Stage& s : stages) {
-      if (hybrid_ && s.host) {
-        hybrid_->run_stage(s.ops, static_cast<uint32_t>(w.tokens.size()));  // a MoE layer's placement follows
+      if (hybrid && s.host) {
+        hybrid->run_stage(s.ops, n_tok);  // a MoE layer's placement follows
       } else {
-        backend_->compute(s.ops);
+        card.backend->compute(s.ops);
       }
       if (s.host) s.host();
     }
   }
-  for (const SlotRun& r : runs) kv_.set_length(r.slot, r.first_position + r.n);
-  if (hybrid_) hybrid_->end_window();
+  if (hybrid) hybrid->end_window();
 }
 
-void Engine::run_profiled(const std::vector<Stage>& stages) {
+void Engine::run_profiled(Backend& backend, const std::vector<Stage>& stages) {
   using clock = std::chrono::steady_clock;
   // With TIMESTAMP ops between the ops, a stage runs in one compute call and each op's time is read off the
   // device's clock (no synchronization between ops); otherwise ops run one at a time, timed on the host.
   strata_op stamp{};
   stamp.struct_size = sizeof stamp;
   stamp.kind = STRATA_OP_TIMESTAMP;
-  Buffer<int64_t> probe(1, backend_->device_memory());
+  Buffer<int64_t> probe(1, backend.device_memory());
   stamp.dst = make_tensor(probe.data(), format::GgmlType::I64, {1});
-  const bool stamps = backend_->supports(stamp);
+  const bool stamps = backend.supports(stamp);
   for (const Stage& s : stages) {
     if (stamps && !s.ops.empty()) {
-      Buffer<int64_t> t(s.ops.size() + 1, backend_->device_memory());
+      Buffer<int64_t> t(s.ops.size() + 1, backend.device_memory());
       std::vector<strata_op> ops;
       for (size_t i = 0; i <= s.ops.size(); ++i) {
         stamp.dst = make_tensor(t.data() + i, format::GgmlType::I64, {1});
         ops.push_back(stamp);
         if (i < s.ops.size()) ops.push_back(s.ops[i]);
       }
-      backend_->compute(ops);
+      backend.compute(ops);
       std::vector<int64_t> host(t.size());
       if (t.on_device()) {
-        backend_->device_memory()->download(host.data(), t.data(), host.size() * sizeof(int64_t));
+        backend.device_memory()->download(host.data(), t.data(), host.size() * sizeof(int64_t));
       } else {
         std::copy_n(t.data(), host.size(), host.data());
       }
@@ -329,7 +487,7 @@ void Engine::run_profiled(const std::vector<Stage>& stages) {
     } else {
       for (const strata_op& op : s.ops) {
         const auto t0 = clock::now();
-        backend_->compute(std::span<const strata_op>(&op, 1));
+        backend.compute(std::span<const strata_op>(&op, 1));
         profile_->add(op, std::chrono::duration<double>(clock::now() - t0).count());
       }
     }
@@ -347,7 +505,7 @@ std::span<const float> Engine::feed(uint32_t slot, std::span<const TokenId> toke
     const size_t n = std::min<size_t>(settings_.batch, tokens.size() - start);
     run(Window{tokens.subspan(start, n), kv_.length(slot), slot, false});
   }
-  return act_.read_logits(model_->hparams().n_vocab, 1);
+  return head_act().read_logits(model_->hparams().n_vocab, 1);
 }
 
 std::span<const float> Engine::step(std::span<const SlotToken> next) {
@@ -369,7 +527,7 @@ std::span<const float> Engine::step(std::span<const SlotToken> next) {
   Window w{tokens, runs.front().first_position, runs.front().slot, true};
   if (runs.size() > 1) w.runs = runs;
   run(w);
-  return act_.read_logits(model_->hparams().n_vocab, tokens.size());
+  return head_act().read_logits(model_->hparams().n_vocab, tokens.size());
 }
 
 std::span<const float> Engine::feed_window(uint32_t slot, std::span<const TokenId> tokens) {
@@ -378,7 +536,7 @@ std::span<const float> Engine::feed_window(uint32_t slot, std::span<const TokenI
                 " tokens; a window with every token's logits holds 1 to " + std::to_string(act_.max_logit_rows));
   }
   run(Window{tokens, kv_.length(slot), slot, true});
-  return act_.read_logits(model_->hparams().n_vocab, tokens.size());
+  return head_act().read_logits(model_->hparams().n_vocab, tokens.size());
 }
 
 }  // namespace strata

@@ -53,7 +53,8 @@ strata_tensor entry_words(const strata_expert_weights* entries, uint32_t n) {
 
 HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, DeviceQueues& queues,
                      const config::ExpertsConfig& experts_cfg, ExpertPoolRef pool, BalancerRef balancer,
-                     uint32_t max_tokens, unsigned threads, bool program, std::function<bool(const strata_op&)> supports)
+                     uint32_t max_tokens, unsigned threads, bool program, std::function<bool(const strata_op&)> supports,
+                     HybridCards cards)
     : model_(model),
       act_(act),
       mem_(mem),
@@ -67,10 +68,16 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
   n_embd_ = hp.n_embd;
   max_tokens_ = std::max<uint32_t>(max_tokens, 1);
   adapt_swaps_ = experts_cfg.adapt_swaps;
-  const experts::ExpertGeometry geometry = experts::expert_geometry(w);
+  // The experts of this card's layers (all of them, without a layer split).
+  experts::ExpertGeometry geometry = experts::expert_geometry(w);
+  for (uint32_t il = 0; il < geometry.layers.size(); ++il) {
+    if (!cards.layers.holds(il)) geometry.layers[il] = experts::LayerExperts{};
+  }
+  Backend* const peer = cards.peer;
   uint32_t max_expert = 0;
-  for (const LayerWeights& lw : w.layers) {
-    if (!lw.has_experts()) continue;
+  for (uint32_t il = 0; il < w.layers.size(); ++il) {
+    const LayerWeights& lw = w.layers[il];
+    if (!lw.has_experts() || !cards.layers.holds(il)) continue;
     k_max_ = std::max(k_max_, lw.routing.k);
     max_expert = std::max(max_expert, lw.routing.n_expert);
   }
@@ -84,14 +91,20 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
 
   // The host arena, page-locked so that copies from it run at the link's speed.
   const gate::ModelIdentity who = gate::identify(model);
-  arena_ = std::make_unique<experts::ExpertArena>(w, threads, experts_cfg.arena.value_or(""), who.header_hash);
-  arena_lock_ = std::make_unique<HostRegistration>(queues, arena_->data(), arena_->size(), true);
-  description_ = "experts in RAM: " + experts::human_bytes(arena_->size()) +
-                 (arena_->file().empty() ? " of private memory" : " in " + arena_->file()) +
-                 (arena_->filled() ? ", filled in " : ", found complete and mapped in ") +
-                 std::to_string(arena_->fill_seconds()).substr(0, 4) + " s, " +
-                 (arena_lock_->locked() ? "page-locked" : "pageable");
-  if (!arena_lock_->locked()) {
+  // A second card (layer split) takes the first card's: registered as portable, it is page-locked for every device.
+  if (cards.arena) {
+    arena_ = std::move(cards.arena);
+    description_ = "experts in RAM: the first card's host copy (" + experts::human_bytes(arena_->size()) + ")";
+  } else {
+    arena_ = std::make_shared<experts::ExpertArena>(w, threads, experts_cfg.arena.value_or(""), who.header_hash);
+    arena_lock_ = std::make_unique<HostRegistration>(queues, arena_->data(), arena_->size(), true);
+    description_ = "experts in RAM: " + experts::human_bytes(arena_->size()) +
+                   (arena_->file().empty() ? " of private memory" : " in " + arena_->file()) +
+                   (arena_->filled() ? ", filled in " : ", found complete and mapped in ") +
+                   std::to_string(arena_->fill_seconds()).substr(0, 4) + " s, " +
+                   (arena_lock_->locked() ? "page-locked" : "pageable");
+  }
+  if (arena_lock_ && !arena_lock_->locked()) {
     log::warn("the experts' host copy could not be page-locked (" + arena_lock_->why() +
               "): PCIe reads of missed experts will run at pageable speed; raise the locked-memory limit "
               "(ulimit -l) or read fewer misses over PCIe (experts.pcie_frac)");
@@ -103,7 +116,7 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
   host_entries_.resize(w.layers.size());
   for (uint32_t il = 0; il < w.layers.size(); ++il) {
     const LayerWeights& lw = w.layers[il];
-    if (!lw.has_experts()) continue;
+    if (!lw.has_experts() || !cards.layers.holds(il)) continue;
     const experts::ExpertLayout& layout = arena_->layout(il);
     const uint32_t n = lw.routing.n_expert;
     host_entries_[il] = Buffer<strata_expert_weights>::mapped(n, mem);
@@ -161,28 +174,31 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
   }
 
   // The slots: what experts.cache allows of what the device has left now (dense weights, KV cache, activations
-  // and staging are already placed).
+  // and staging are already placed). With a peer card, its slots get the same share of what it has left once this
+  // card's are placed (the same GPU, as a second logical device, counts this card's slots then), and the ranked
+  // experts are dealt between the two.
   experts::DeviceRoom room;
   room.free_bytes = mem.free_bytes();
-  cache_ = experts::make_expert_cache(experts_cfg, geometry, room,
-                                      experts::ModelIdentity{who.header_hash, geometry.n_layer(), geometry.max_experts()});
-  const experts::SlotBudget& budget = cache_->budget();
-  for (const experts::SlotClass& c : budget.classes) {
-    class_slots_.emplace_back(uint64_t{c.n_slots} * c.slot_bytes, &mem);
-    for (uint32_t il : c.layers) {
-      if (arena_->layout(il).bytes != c.slot_bytes) {
-        throw Error("internal: layer " + std::to_string(il) + "'s experts take " + std::to_string(arena_->layout(il).bytes) +
-                    " bytes in the arena but " + std::to_string(c.slot_bytes) + " in a slot");
-      }
+  const experts::ModelIdentity identity{who.header_hash, geometry.n_layer(), geometry.max_experts()};
+  experts::SlotBudget own_budget = experts::plan_slot_budget(experts_cfg.cache, geometry, room);
+  own_slots_ = SlotBuffers(own_budget, *arena_, mem);
+  if (peer != nullptr) {
+    peer_ = std::make_unique<PeerTier>(*peer, model, *arena_, max_tokens_);
+    experts::SlotBudget peer_budget = experts::plan_slot_budget(experts_cfg.cache, geometry, peer_->room());
+    experts::DealtCaches dealt =
+        experts::make_dealt_caches(experts_cfg, geometry, std::move(own_budget), std::move(peer_budget), identity);
+    cache_ = std::move(dealt.own);
+    peer_->set_cache(std::move(dealt.peer));
+    if (!peer_->runs(1) || !peer_->runs(max_tokens_)) {
+      throw Error("runtime.peer_device: " + peer->describe() + " does not run MOE_ROUTED with rows out (backend 1.4) for "
+                  "this model's experts; set runtime.peer_device to -1");
     }
+  } else {
+    cache_ = experts::make_expert_cache(experts_cfg, geometry, std::move(own_budget), identity);
   }
+  const experts::SlotBudget& budget = cache_->budget();
   const auto t_fill = clock_type::now();
-  for (uint32_t s = 0; s < cache_->n_slots(); ++s) {
-    const auto key = cache_->content(s);
-    if (!key) continue;
-    queues.copy_async(const_cast<void*>(slot_address(s)), arena_->expert(key->layer, key->expert),
-                      arena_->layout(key->layer).bytes, STRATA_COPY_HOST_TO_DEVICE, copy_stream_->get());
-  }
+  own_slots_.queue_fill(*cache_, *arena_, queues, copy_stream_->get());
   queues.record(copies_done_->get(), copy_stream_->get());
   queues.synchronize(copies_done_->get());
   description_ += "; VRAM slots: " + budget.describe() + ", filled in " + std::to_string(seconds_since(t_fill)).substr(0, 4) +
@@ -215,7 +231,12 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
   if (pool_) description_ += "; CPU pool: " + pool_.name + " (" + std::to_string(pool_.table->worker_count(pool_.ctx)) + " workers)";
   description_ += program_ ? "; fast mode (decode windows run as one device program)"
                            : "; simple mode (a host step per MoE layer)";
-  planner_ = std::make_unique<experts::Planner>(geometry, std::vector<const experts::ResidencyView*>{cache_.get()}, frac);
+  std::vector<const experts::ResidencyView*> tiers{cache_.get()};
+  if (peer_) {
+    tiers.push_back(&peer_->cache());
+    description_ += "; " + peer_->describe();
+  }
+  planner_ = std::make_unique<experts::Planner>(geometry, tiers, frac);
   launch_frac_ = frac;
   if (balancer_ && pool_ && program_) {
     // Decode windows in fast mode: the balancer's choice (the probe's share until its fits are warm).
@@ -296,20 +317,10 @@ HybridMoe::~HybridMoe() {
   }
 }
 
-const void* HybridMoe::slot_address(uint32_t slot) const {
-  const experts::SlotBudget& budget = cache_->budget();
-  for (size_t c = 0; c < budget.classes.size(); ++c) {
-    const experts::SlotClass& k = budget.classes[c];
-    if (slot >= k.first_slot && slot < k.first_slot + k.n_slots) {
-      return class_slots_[c].data() + uint64_t{slot - k.first_slot} * k.slot_bytes;
-    }
-  }
-  throw Error("internal: slot " + std::to_string(slot) + " is in no slot class");
-}
-
 strata_tensor HybridMoe::precomputed_rows(uint32_t n_tok, uint32_t k) const {
   if (n_tok <= pool_max_tokens_) return tensor_f32(pool_rows_.data(), {n_embd_, int64_t{k} * n_tok});
   if (chunk_window_) return tensor_f32(chunk_rows_.data(), {n_embd_, int64_t{k} * n_tok});
+  if (peer_window_) return peer_->rows_tensor(n_tok, k);
   return no_tensor();
 }
 
@@ -350,6 +361,7 @@ void HybridMoe::reset_counts() {
   counters_ = experts::PlanCounters{};
   times_ = HybridTimes{};
   stamp_times_ = StampTimes{};
+  if (peer_) peer_->reset_counts();
 }
 
 void HybridMoe::begin_window(uint32_t n_tok, bool program_allowed) {
@@ -358,6 +370,11 @@ void HybridMoe::begin_window(uint32_t n_tok, bool program_allowed) {
   program_window_ = program_ && program_allowed;
   balancing_window_ = balancer_ && !request_frac_ && one_program(n_tok) && n_tok == 1 && n_tok <= pool_max_tokens_;
   chunk_window_ = chunkable_ && n_tok > pool_max_tokens_ && !one_program(n_tok) && chunks_supported(n_tok);
+  // The peer's rows need a way in: the pool's rows (decode windows; in a program, behind their ready flag), or, in
+  // simple mode, the peer's own rows buffer as src3 (the chunked prompt path has src3 for its chunks).
+  peer_window_ = peer_ != nullptr &&
+                 (n_tok <= pool_max_tokens_ || (!one_program(n_tok) && !chunk_window_ && n_tok <= max_tokens_));
+  window_start_ = clock_type::now();
 }
 
 void HybridMoe::set_request_pcie_frac(std::optional<double> frac) {
@@ -590,9 +607,14 @@ void HybridMoe::place_program(uint32_t n_tok) {
       queues_.record(layer_copies_[il]->get(), copy_stream_->get());
       hand_to_watcher(il, 2);  // the watcher raises placed once they landed
     }
+    if (!plan.peer.empty()) peer_->start(il, n_tok, pool_x_.data(), ids_.data(), weights_.data(), plan.peer);
     if (!plan.cpu.empty()) {
       x_.assign(pool_x_.data(), pool_x_.data() + size_t{n_embd_} * n_tok);
       (void)run_pool(il, n_tok, plan.cpu);  // its time is in times_.pool_s
+    }
+    if (!plan.peer.empty()) {
+      peer_->finish();
+      take_peer_rows(plan.peer);
     }
     rows_at_[il] = clock_type::now();
     if (balancing_window_) {
@@ -605,6 +627,7 @@ void HybridMoe::place_program(uint32_t n_tok) {
 }
 
 void HybridMoe::end_window() {
+  times_.window_s += seconds_since(window_start_);
   if (adapt_swaps_ <= 0) return;
   const std::vector<experts::SwapMove> moves = cache_->plan_swaps(static_cast<uint32_t>(adapt_swaps_));
   if (moves.empty()) return;
@@ -642,12 +665,19 @@ experts::LayerPlan HybridMoe::plan_layer(uint32_t il, uint32_t n_tok, bool stage
   }
   cache_->record(il, uses_);
   experts::LayerPlan plan = planner_->plan(il, uses_);
-  if (!plan.cpu.empty() && n_tok > pool_max_tokens_) {
-    // A window longer than decode's reads its misses over PCIe and computes them on the GPU.
-    plan.pcie.insert(plan.pcie.end(), plan.cpu.begin(), plan.cpu.end());
+  // A window longer than decode's reads its misses over PCIe and computes them on the GPU; a window whose rows have
+  // no way back from the peer reads the peer's experts over PCIe too.
+  const bool cpu_to_pcie = !plan.cpu.empty() && n_tok > pool_max_tokens_;
+  const bool peer_to_pcie = !plan.peer.empty() && !peer_window_;
+  if (cpu_to_pcie || peer_to_pcie) {
+    if (cpu_to_pcie) plan.pcie.insert(plan.pcie.end(), plan.cpu.begin(), plan.cpu.end());
+    if (peer_to_pcie) {
+      for (const experts::PlannedExpert& p : plan.peer) plan.pcie.push_back({p.expert, p.tokens, 0, 0});
+    }
     std::sort(plan.pcie.begin(), plan.pcie.end(),
               [](const experts::PlannedExpert& a, const experts::PlannedExpert& b) { return a.expert < b.expert; });
-    plan.cpu.clear();
+    if (cpu_to_pcie) plan.cpu.clear();
+    if (peer_to_pcie) plan.peer.clear();
   }
   counters_.add(plan, cache_->geometry());
 
@@ -662,9 +692,10 @@ experts::LayerPlan HybridMoe::plan_layer(uint32_t il, uint32_t n_tok, bool stage
     queues_.copy_async(dst, arena_->expert(il, p.expert), layout.bytes, STRATA_COPY_HOST_TO_DEVICE, copy_stream_->get());
   }
   times_.copies += plan.pcie.size();
-  for (const experts::PlannedExpert& c : plan.cpu) {
-    entries[c.expert] = strata_expert_weights{nullptr, nullptr, nullptr, layout.gate_type, layout.up_type, layout.down_type, 0};
-  }
+  // The pool's and the peer's experts: computed elsewhere, their rows come in through src3.
+  const strata_expert_weights elsewhere{nullptr, nullptr, nullptr, layout.gate_type, layout.up_type, layout.down_type, 0};
+  for (const experts::PlannedExpert& c : plan.cpu) entries[c.expert] = elsewhere;
+  for (const experts::PlannedExpert& p : plan.peer) entries[p.expert] = elsewhere;
   times_.plan_s += seconds_since(t0);
   ++times_.layers;
   return plan;
@@ -679,13 +710,15 @@ void HybridMoe::place(uint32_t il, uint32_t n_tok) {
   // copies.
   const bool x_ready = pool_x_ready_;
   pool_x_ready_ = false;
-  if (!plan.cpu.empty()) {
+  if (!plan.cpu.empty() || !plan.peer.empty()) {
     if (x_ready) {
       x_.assign(pool_x_.data(), pool_x_.data() + size_t{n_embd_} * n_tok);
     } else {
       read_back(mem_, act_.xn, size_t{n_embd_} * n_tok, x_);
     }
   }
+  // The peer computes its experts while the copies fly and the pool runs.
+  if (!plan.peer.empty()) peer_->start(il, n_tok, x_.data(), ids_.data(), weights_.data(), plan.peer);
   const uint32_t n_expert = tables_[il].n_expert;
   queues_.copy_async(device_entries_[il].data(), host_entries_[il].data(), size_t{n_expert} * sizeof(strata_expert_weights),
                      STRATA_COPY_HOST_TO_DEVICE, nullptr);
@@ -694,7 +727,31 @@ void HybridMoe::place(uint32_t il, uint32_t n_tok) {
     queues_.wait(nullptr, copies_done_->get());
   }
   if (!plan.cpu.empty()) run_pool(il, n_tok, plan.cpu);
+  if (!plan.peer.empty()) {
+    peer_->finish();
+    if (n_tok <= pool_max_tokens_) take_peer_rows(plan.peer);  // else src3 is the peer's rows themselves
+  }
   times_.place_s += seconds_since(t0);
+}
+
+std::pair<uint32_t, uint32_t> HybridMoe::pairs_of(uint32_t expert) const {
+  const auto at = std::lower_bound(routes_.expert_ids.begin(), routes_.expert_ids.end(), expert);
+  if (at == routes_.expert_ids.end() || *at != expert) {
+    throw Error("internal: expert " + std::to_string(expert) + " is planned but not routed");
+  }
+  const size_t i = static_cast<size_t>(at - routes_.expert_ids.begin());
+  return {routes_.token_offsets[i], routes_.token_offsets[i + 1]};
+}
+
+void HybridMoe::take_peer_rows(const std::vector<experts::PlannedExpert>& peer) {
+  const float* rows = peer_->rows();
+  for (const experts::PlannedExpert& p : peer) {
+    const auto [p0, p1] = pairs_of(p.expert);
+    for (uint32_t q = p0; q < p1; ++q) {
+      const size_t column = routes_.route_index[q];
+      std::memcpy(pool_rows_.data() + column * n_embd_, rows + column * n_embd_, n_embd_ * sizeof(float));
+    }
+  }
 }
 
 void HybridMoe::place_chunked(uint32_t il, uint32_t n_tok, const experts::LayerPlan& plan) {
@@ -767,9 +824,7 @@ double HybridMoe::run_pool(uint32_t il, uint32_t n_tok, const std::vector<expert
   columns_.clear();
   offsets_.assign(1, 0);
   for (const experts::PlannedExpert& c : cpu) {  // ascending id, a subset of the grouped routes
-    const auto at = std::lower_bound(routes_.expert_ids.begin(), routes_.expert_ids.end(), c.expert);
-    const size_t i = static_cast<size_t>(at - routes_.expert_ids.begin());
-    const uint32_t p0 = routes_.token_offsets[i], p1 = routes_.token_offsets[i + 1];
+    const auto [p0, p1] = pairs_of(c.expert);
     cpu_ids_.push_back(c.expert);
     cpu_weights_.push_back(layout.at(arena_->expert(il, c.expert)));
     token_index_.insert(token_index_.end(), routes_.token_index.begin() + p0, routes_.token_index.begin() + p1);

@@ -22,6 +22,9 @@
 // default because it measured slower. With a balancer plugin (pcie_balance), each one-token fast-mode layer's PCIe
 // count is the plugin's, fitted to the per-layer samples this path hands it after every such window.
 // Adaptive swaps run between windows, on the copy stream, and a slot changes hands only after its copy is done.
+// With a peer card (runtime.peer_device, peer_tier.hpp) the cached experts are dealt between the two cards, and a
+// layer's PEER experts are computed there while the copies fly and the pool runs; their rows come back through
+// mapped host memory into src3 (with the pool's in decode windows; the peer's own rows buffer in prompt windows).
 #pragma once
 
 #include <atomic>
@@ -48,6 +51,8 @@
 #include "strata/format/expert_routes.hpp"
 #include "strata/model.hpp"
 #include "strata/window_worker.hpp"
+#include "peer_tier.hpp"
+#include "slot_buffers.hpp"
 
 namespace strata {
 
@@ -90,6 +95,14 @@ struct HybridTimes {
   uint64_t chunks = 0;          // and their chunks
   uint64_t copies = 0;   // experts read over PCIe
   uint64_t swaps = 0;    // adaptive swaps committed
+  double window_s = 0;   // windows in all, from begin_window to end_window (what the peer card's busy share is of)
+};
+
+// What a hybrid path shares with another card, when there is one.
+struct HybridCards {
+  Backend* peer = nullptr;  // runtime.peer_device: the peer tier's device (peer_tier.hpp)
+  LayerRange layers;        // runtime.layer_split: this card's layers (its cache holds only their experts)
+  std::shared_ptr<experts::ExpertArena> arena;  // the first card's host arena, mapped and registered already
 };
 
 class HybridMoe final : public ExpertPlacement {
@@ -102,7 +115,7 @@ class HybridMoe final : public ExpertPlacement {
   // the backend runs an op (the prompt path's chunks need MOE_ROUTED's rows-out mode).
   HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, DeviceQueues& queues,
             const config::ExpertsConfig& experts, ExpertPoolRef pool, BalancerRef balancer, uint32_t max_tokens,
-            unsigned threads, bool program, std::function<bool(const strata_op&)> supports);
+            unsigned threads, bool program, std::function<bool(const strata_op&)> supports, HybridCards cards = {});
   ~HybridMoe() override;
 
   // `program_allowed`: the window may run as one program (not while ops are profiled one by one).
@@ -129,8 +142,12 @@ class HybridMoe final : public ExpertPlacement {
   strata_tensor precomputed_rows(uint32_t n_tok, uint32_t k) const override;
 
   const experts::ExpertCache& cache() const { return *cache_; }
+  // The peer card's tier, or null without runtime.peer_device.
+  const PeerTier* peer() const { return peer_.get(); }
   const experts::PlanCounters& plans() const { return counters_; }
   const experts::ExpertArena& arena() const { return *arena_; }
+  // For a second card's hybrid path (runtime.layer_split): one host copy of the experts for both.
+  std::shared_ptr<experts::ExpertArena> shared_arena() const { return arena_; }
   const HybridTimes& times() const { return times_; }
   void reset_counts();
   double pcie_frac() const { return planner_->pcie_frac(); }
@@ -157,7 +174,11 @@ class HybridMoe final : public ExpertPlacement {
   std::string balancer_summary() const;
 
  private:
-  const void* slot_address(uint32_t slot) const;
+  const void* slot_address(uint32_t slot) const { return own_slots_.address(slot); }
+  // The peer's rows of a decode window's PEER pairs into their columns of the pool's rows (src3).
+  void take_peer_rows(const std::vector<experts::PlannedExpert>& peer);
+  // The [p0, p1) of the grouped routes' pairs of `expert` (one the plan names).
+  std::pair<uint32_t, uint32_t> pairs_of(uint32_t expert) const;
   // What simple and fast mode share: the layer's routes read, the plan made and counted, the table's entries written
   // in mapped memory and the PCIe copies enqueued on the copy stream (each mode marks their end its own way).
   // `stage_copies` false: the PCIe experts are left to the caller (the prompt path's chunks).
@@ -228,7 +249,7 @@ class HybridMoe final : public ExpertPlacement {
   uint32_t pool_max_tokens_ = 0;
   std::string description_;
 
-  std::unique_ptr<experts::ExpertArena> arena_;
+  std::shared_ptr<experts::ExpertArena> arena_;
   std::unique_ptr<HostRegistration> arena_lock_;
   std::unique_ptr<experts::ExpertCache> cache_;
   std::unique_ptr<experts::Planner> planner_;
@@ -237,7 +258,10 @@ class HybridMoe final : public ExpertPlacement {
   Rates rates_;
   uint64_t dense_token_bytes_ = 0;
 
-  std::vector<Buffer<unsigned char>> class_slots_;  // per slot class: n_slots x slot_bytes
+  SlotBuffers own_slots_;                           // this card's slots, per slot class
+  std::unique_ptr<PeerTier> peer_;
+  bool peer_window_ = false;                        // the current window's PEER experts go to the peer card
+  std::chrono::steady_clock::time_point window_start_;
   Buffer<unsigned char> staging_;                   // staging_slots_ x staging_bytes_
   uint32_t staging_slots_ = 0;
   uint64_t staging_bytes_ = 0;

@@ -198,7 +198,7 @@ std::vector<SlotRun> Window::slot_runs() const {
 }
 
 std::vector<Stage> Model::build_window(const Window& w, Activations& act, const KvCache& kv,
-                                       const DeviceWeights* device, ExpertPlacement* placement) const {
+                                       const DeviceWeights* device, ExpertPlacement* placement, LayerRange layers) const {
   const auto n = static_cast<int64_t>(w.tokens.size());
   const std::vector<SlotRun> runs = w.slot_runs();
   const bool all_logits = w.all_logits || runs.size() > 1;
@@ -220,16 +220,20 @@ std::vector<Stage> Model::build_window(const Window& w, Activations& act, const 
   act.upload_window(static_cast<size_t>(n));
   const GraphContext ctx{hp_, act, kv, runs, n, device, placement};
   StageList stages;
-  strata_op embed{};
-  embed.struct_size = sizeof(strata_op);
-  embed.kind = STRATA_OP_GET_ROWS;
-  for (strata_tensor& s : embed.src) s = no_tensor();
-  embed.dst = tensor_f32(act.x.data(), {hp_.n_embd, n});
-  embed.src[0] = ctx.weight(weights_.token_embd);
-  embed.src[1] = tensor_i32(act.tokens.data(), {n});
-  stages.ops().push_back(embed);
+  if (layers.begin == 0) {
+    strata_op embed{};
+    embed.struct_size = sizeof(strata_op);
+    embed.kind = STRATA_OP_GET_ROWS;
+    for (strata_tensor& s : embed.src) s = no_tensor();
+    embed.dst = tensor_f32(act.x.data(), {hp_.n_embd, n});
+    embed.src[0] = ctx.weight(weights_.token_embd);
+    embed.src[1] = tensor_i32(act.tokens.data(), {n});
+    stages.ops().push_back(embed);
+  }
 
-  for (uint32_t il = 0; il < hp_.n_layer; ++il) graph_->emit_layer(il, weights_.layers[il], ctx, stages);
+  const uint32_t end = std::min(layers.end, hp_.n_layer);
+  for (uint32_t il = layers.begin; il < end; ++il) graph_->emit_layer(il, weights_.layers[il], ctx, stages);
+  if (end < hp_.n_layer) return stages.take();  // the next card goes on from act.x
 
   // The head reads the last column only, unless every token's logits are wanted.
   const int64_t cols = all_logits ? n : 1;
