@@ -35,6 +35,11 @@
 #                device-pack.sh), in pairs: the hybrid engine at 25% and the CPU engine (what the float rules cost)
 #     slots      runtime.slots on cuda: EngineSlots.* (sequences together equal each alone, every backend), then tg64
 #                with one sequence and with two at once (strata bench --slots 2), hybrid at 25% and all-GPU
+#     twocard    the second card on one GPU (a second logical device on device 0): runtime.peer_device's gates
+#                against the all-GPU run (saved here unless the gate step ran) with pcie_frac 0 / 0.5 / 1, peer_hot 1,
+#                simple mode, swaps; runtime.layer_split's (STRATA_SPLIT, default 24) with every weight on the cards,
+#                on the hybrid path at 25% (programs and simple mode); then tg128/pp512 at 25% on one card, with the
+#                peer (its summary line) and split; tg64 with two sequences at once (--slots 2) on the split
 #     serve      strata serve on the hybrid path (25%, pcie_balance on): chat completions, a request's own pcie_frac,
 #                /live and /metrics
 #     balance    plugins/pcie_balance off and on in pairs (tg128, 25%), with a slow pool and all workers
@@ -406,6 +411,58 @@ if want gate; then
     gate_run cpu-avx512 save -o backend=cpu_avx2 -o runtime.context=1024
     gate_run cpu-force-avx2 cpu-avx512 -o backend=cpu_avx2 -o runtime.context=1024 -o plugins.cpu_avx2.force_avx2=true
   fi
+fi
+if want twocard; then
+  # Issue 10's second card on the one-GPU machine: the peer tier on a second logical device of GPU 0, so that every
+  # path (dealing, the peer's rows out, src3 in decode and prompt windows, programs and simple mode) runs on CUDA.
+  log "two cards on one GPU: runtime.peer_device=0 gates and bench"
+  # Each line under a deadline: two logical devices on one GPU must never wait on each other, and if they did, the
+  # rest of the call still runs.
+  g="timeout 150 strata gate --config $root/configs/gate-cuda.yaml --model $model -o sampling.n_predict=32"
+  [ -f "$OUT/gate.log" ] || : > "$OUT/gate.log"
+  type gate_run > /dev/null 2>&1 || gate_run() {
+    local name="$1" ref="$2"; shift 2
+    local mode=(--check "$OUT/gate-$ref.json")
+    [ "$ref" = save ] && mode=(--save "$OUT/gate-$name.json")
+    local t0=$SECONDS
+    printf '\n---- %s: %s %s\n' "$name" "$*" "${mode[*]}" >> "$OUT/gate.log"
+    $g "$@" "${mode[@]}" > "$OUT/gate-$name.log" 2>&1
+    local rc=$?
+    cat "$OUT/gate-$name.log" >> "$OUT/gate.log"
+    local verdict
+    verdict="$(grep -E '^strata gate: (PASS|FAIL)' "$OUT/gate-$name.log" | tail -1)"
+    [ "$ref" = save ] && verdict="saved"
+    row "$(printf 'gate %-34s exit %d %3ds  %s' "$name" "$rc" $((SECONDS - t0)) "${verdict:-(no verdict: see gate.log)}")"
+  }
+  [ -f "$OUT/gate-all-gpu.json" ] || gate_run all-gpu save -o experts.cache=auto
+  p=(-o experts.cache=25% -o runtime.peer_device=0)
+  gate_run peer-25-pcie-0 all-gpu "${p[@]}" -o experts.pcie_frac=0
+  gate_run peer-25-pcie-0.5 all-gpu "${p[@]}" -o experts.pcie_frac=0.5
+  gate_run peer-25-pcie-1 all-gpu "${p[@]}" -o experts.pcie_frac=1
+  gate_run peer-25-hot-1 all-gpu "${p[@]}" -o experts.pcie_frac=0.5 -o experts.peer_hot=1
+  gate_run peer-25-simple all-gpu "${p[@]}" -o experts.pcie_frac=0.5 -o runtime.graphs=false
+  gate_run peer-25-swaps-4 all-gpu "${p[@]}" -o experts.pcie_frac=0.5 -o experts.adapt_swaps=4
+  k="${STRATA_SPLIT:-24}"
+  s=(-o runtime.peer_device=0 -o runtime.layer_split="$k")
+  gate_run "split-$k-all-weights" all-gpu "${s[@]}" -o experts.cache=auto
+  gate_run "split-$k-25-pcie-0.5" all-gpu "${s[@]}" -o experts.cache=25% -o experts.pcie_frac=0.5
+  gate_run "split-$k-25-simple" all-gpu "${s[@]}" -o experts.cache=25% -o experts.pcie_frac=0.5 -o runtime.graphs=false
+  for where in "one-card:-o runtime.peer_device=-1" "peer:-o runtime.peer_device=0" "split-$k:${s[*]}"; do
+    name="${where%%:*}"
+    f="$OUT/twocard-bench-$name"
+    strata bench --model "$model" --backend cuda -o experts.cache=25% ${where#*:} -p 512 -n 128 -r "$reps" > "$f.md" 2> "$f.log"
+    rc=$?
+    cat "$f.md"
+    row "bench 25% $name (exit $rc): tg128 $(grep -E 'tg128' "$f.md" | awk -F'|' '{print $(NF-2)}' | xargs), pp512 $(grep -E 'pp512' "$f.md" | awk -F'|' '{print $(NF-2)}' | xargs)"
+    # The peer's line of each test's expert summary (pp512 first, then tg128).
+    while IFS= read -r l; do row "  $l"; done < <(grep -E '^peer card: [0-9]' "$f.log")
+  done
+  for n in 1 2; do
+    f="$OUT/twocard-split-slots-$n"
+    strata bench --model "$model" --backend cuda -o experts.cache=25% "${s[@]}" --slots "$n" -p 0 -n 64 -r "$reps" > "$f.md" 2> "$f.log"
+    rc=$?
+    row "bench 25% split-$k --slots $n (exit $rc): $(grep -E '\| tg64' "$f.md" | awk -F'|' '{print $7, "aggregate;", $9, "per slot"}' | xargs)"
+  done
 fi
 if want peer-hybrid; then
   peer="${STRATA_PEER_CUDA:-$root/.device/peer-cuda/llama-bench}"

@@ -93,7 +93,7 @@ std::vector<Key> build_schema() {
       unset("experts.arena", T::Path,
             "a file on tmpfs (/dev/shm/...) for the experts' host copy, kept between runs and mapped by every engine that names it; unset: private memory filled at each start",
             [](Launch& l) -> Field { return &l.experts.arena; }),
-      number("experts.peer_hot", T::Float, "0.5", kUnit, "share of the hottest experts placed on the peer card",
+      number("experts.peer_hot", T::Float, "0.5", kUnit, "share of the cached experts dealt to the peer card, down the profile's rank (0.5: every second)",
              [](Launch& l) -> Field { return &l.experts.peer_hot; }),
 
       section("runtime", T::Section, "the engine's sizes and devices"),
@@ -107,7 +107,7 @@ std::vector<Key> build_schema() {
               [](Launch& l) -> Field { return &l.runtime.threads; }),
       integer("runtime.batch", "512", 1, kIntMax, "prefill chunk in tokens",
               [](Launch& l) -> Field { return &l.runtime.batch; }),
-      integer("runtime.peer_device", "-1", -1, kIntMax, "second GPU used as an extra expert tier (-1 = none)",
+      integer("runtime.peer_device", "-1", -1, kIntMax, "GPU (the backend's device index) used as a peer expert tier of the hybrid path; the engine's own GPU gives a second logical device (-1 = none)",
               [](Launch& l) -> Field { return &l.runtime.peer_device; }),
       integer("runtime.layer_split", "0", 0, kIntMax,
               "layers on the first GPU when layers are split between two (0 = off)",
