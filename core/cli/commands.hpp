@@ -19,5 +19,6 @@ int cmd_bench(const Args& args);
 int cmd_gate(const Args& args);
 int cmd_template(const Args& args);
 int cmd_serve(const Args& args);
+int cmd_engine(const Args& args);
 
 }  // namespace strata::cli

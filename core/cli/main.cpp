@@ -39,6 +39,8 @@ const Command kCommands[] = {
      strata::cli::cmd_template},
     {"serve", "an OpenAI-compatible HTTP server (chat and text completions, streaming, metrics)",
      strata::cli::cmd_serve},
+    {"engine", "an engine driven over stdin/stdout: JSON-line requests and tokens, control lines (PEER_DETACH, ...)",
+     strata::cli::cmd_engine},
 };
 
 void print_usage(FILE* out) {

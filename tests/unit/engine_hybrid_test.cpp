@@ -345,6 +345,54 @@ INSTANTIATE_TEST_SUITE_P(Hybrid, HybridPeer,
                                            PeerCase{"with_swaps", 25, 0.5, 0.5, true, 4}),
                          [](const auto& p) { return std::string(p.param.name); });
 
+// PEER_DETACH and PEER_ATTACH between windows (strata engine's control lines): detached, the peer's slots are given
+// back and its experts are read over PCIe or computed by the pool; attached again, they are refilled from the
+// arena and the peer computes again. The logits never change. Detaching twice, or an engine without a peer, is
+// refused by name.
+TEST(HybridPeerSetup, DetachAndAttachBetweenWindowsKeepTheBytes) {
+  if (!has_cpu_avx2()) GTEST_SKIP() << "cpu_avx2 is not usable on this machine";
+  strata::config::ExpertsConfig ec = experts(25, 0.5, 0);
+  ec.peer_hot = 0.5;
+  auto e = hybrid_engine(ec, true, nullptr, 512, /*peer=*/true);
+  const size_t n_vocab = e->model().hparams().n_vocab;
+  std::vector<TokenId> prompt;
+  for (int i = 0; i < 20; ++i) prompt.push_back(static_cast<TokenId>((i * 197 + 3) % 4096));
+  std::vector<float> all;
+  std::span<const float> logits = e->feed(0, prompt);
+  const auto peer_experts = [&] {
+    const std::string summary = e->expert_summary();
+    const size_t at = summary.find("peer card: ");
+    return at == std::string::npos ? -1LL : std::atoll(summary.c_str() + at + std::strlen("peer card: "));
+  };
+  long long before = 0;
+  for (int i = 0; i < 12; ++i) {
+    all.insert(all.end(), logits.begin(), logits.end());
+    if (i == 3) {
+      EXPECT_NE(e->detach_peer().find("slots ("), std::string::npos);
+      before = peer_experts();
+      EXPECT_THROW(e->detach_peer(), strata::Error);
+    }
+    if (i == 8) {
+      EXPECT_EQ(peer_experts(), before) << "the detached peer computed nothing";
+      EXPECT_NE(e->attach_peer().find("refilled from the host arena"), std::string::npos);
+      EXPECT_THROW(e->attach_peer(), strata::Error);
+    }
+    const auto next = static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    logits = e->feed(0, std::span<const TokenId>(&next, 1));
+  }
+  all.insert(all.end(), logits.begin(), logits.end());
+  ASSERT_EQ(all.size(), 13 * n_vocab);
+  expect_same_bytes(all, plain_cpu());
+  EXPECT_GT(peer_experts(), before) << "attached again, the peer computed";
+  auto no_peer = hybrid_engine(ec, true);
+  try {
+    (void)no_peer->detach_peer();
+    ADD_FAILURE() << "an engine without a peer card detached one";
+  } catch (const strata::Error& err) {
+    EXPECT_NE(std::string(err.what()).find("this engine has no peer card"), std::string::npos) << err.what();
+  }
+}
+
 // A peer card on a backend without device memory is refused by name.
 TEST(HybridPeerSetup, APeerThatIsNotAGpuIsRefused) {
   if (!has_cpu_avx2()) GTEST_SKIP() << "cpu_avx2 is not usable on this machine";

@@ -103,6 +103,11 @@ class Engine {
   // launch's (or the probe's) share and pauses the balancer until cleared with nullopt. Returns false, changing
   // nothing, when the engine has no hybrid path. Throws strata::Error for a share outside 0..1.
   bool set_request_pcie_frac(std::optional<double> frac);
+  // The peer tier (runtime.peer_device on the hybrid path), between windows: detach gives its slots back and plans
+  // its experts as misses (the ids do not change); attach refills the slots from the host arena. Each returns what
+  // it did; strata::Error says why not (no peer tier, or already so).
+  std::string detach_peer();
+  std::string attach_peer();
 
  private:
   // One card's part of the model: its layers, weights, KV cache, activations and hybrid path.

@@ -345,6 +345,23 @@ std::string hybrid_summary(const HybridMoe& hybrid, double decode_tokens_per_s) 
 
 }  // namespace
 
+namespace {
+
+PeerTier& peer_tier_of(HybridMoe* hybrid, int peer_device) {
+  if (hybrid == nullptr || hybrid->peer() == nullptr) {
+    throw Error("this engine has no peer card: " +
+                std::string(peer_device < 0 ? "runtime.peer_device is -1"
+                                            : "runtime.peer_device is a layer split's second card, or the engine takes no "
+                                              "hybrid path (experts.cache)"));
+  }
+  return *hybrid->peer();
+}
+
+}  // namespace
+
+std::string Engine::detach_peer() { return peer_tier_of(hybrid_.get(), peer_backend_ ? 0 : -1).release(); }
+std::string Engine::attach_peer() { return peer_tier_of(hybrid_.get(), peer_backend_ ? 0 : -1).restore(); }
+
 std::string Engine::expert_summary(double decode_tokens_per_s) const {
   std::string out;
   if (hybrid_) out = hybrid_summary(*hybrid_, decode_tokens_per_s);

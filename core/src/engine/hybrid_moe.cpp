@@ -372,7 +372,7 @@ void HybridMoe::begin_window(uint32_t n_tok, bool program_allowed) {
   chunk_window_ = chunkable_ && n_tok > pool_max_tokens_ && !one_program(n_tok) && chunks_supported(n_tok);
   // The peer's rows need a way in: the pool's rows (decode windows; in a program, behind their ready flag), or, in
   // simple mode, the peer's own rows buffer as src3 (the chunked prompt path has src3 for its chunks).
-  peer_window_ = peer_ != nullptr &&
+  peer_window_ = peer_ != nullptr && peer_->attached() &&
                  (n_tok <= pool_max_tokens_ || (!one_program(n_tok) && !chunk_window_ && n_tok <= max_tokens_));
   window_start_ = clock_type::now();
 }

@@ -144,6 +144,7 @@ class HybridMoe final : public ExpertPlacement {
   const experts::ExpertCache& cache() const { return *cache_; }
   // The peer card's tier, or null without runtime.peer_device.
   const PeerTier* peer() const { return peer_.get(); }
+  PeerTier* peer() { return peer_.get(); }
   const experts::PlanCounters& plans() const { return counters_; }
   const experts::ExpertArena& arena() const { return *arena_; }
   // For a second card's hybrid path (runtime.layer_split): one host copy of the experts for both.

@@ -84,6 +84,29 @@ void PeerTier::set_cache(std::unique_ptr<experts::ExpertCache> cache) {
                  " s; activations in and rows out through mapped host memory (no NVLink peer copies)";
 }
 
+std::string PeerTier::release() {
+  if (!attached_) throw Error("the peer card is detached already");
+  const uint64_t bytes = cache_->budget().used_bytes;
+  slots_ = SlotBuffers();
+  attached_ = false;
+  return "the peer card's " + std::to_string(cache_->n_slots()) + " slots (" + std::to_string(bytes >> 20) +
+         " MiB) given back; its experts are read over PCIe or computed by the pool";
+}
+
+std::string PeerTier::restore() {
+  if (attached_) throw Error("the peer card is attached already");
+  const auto t0 = std::chrono::steady_clock::now();
+  slots_ = SlotBuffers(cache_->budget(), arena_, mem_);
+  slots_.queue_fill(*cache_, arena_, queues_, fill_stream_->get());
+  DeviceEvent filled(queues_);
+  queues_.record(filled.get(), fill_stream_->get());
+  queues_.synchronize(filled.get());
+  attached_ = true;
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return "the peer card's " + std::to_string(cache_->n_slots()) + " slots refilled from the host arena in " +
+         std::to_string(s).substr(0, 5) + " s";
+}
+
 strata_op PeerTier::rows_out_op(uint32_t il, uint32_t n_tok) const {
   const uint32_t k = model_.weights().layers[il].routing.k;
   strata_op op = new_op(STRATA_OP_MOE_ROUTED);

@@ -49,6 +49,11 @@ class PeerTier {
   // Takes the peer's cache (make_dealt_caches), allocates its slots and copies its experts in from the arena; waits.
   void set_cache(std::unique_ptr<experts::ExpertCache> cache);
   const experts::ExpertCache& cache() const { return *cache_; }
+  // PEER_DETACH: the peer's slots are given back to its device (the cache keeps its residents, unused);
+  // PEER_ATTACH: they are allocated and filled from the arena again (waits). Each returns what it did.
+  std::string release();
+  std::string restore();
+  bool attached() const { return attached_; }
   // Whether the peer device runs the rows-out MOE_ROUTED of every MoE layer for a window of n_tok tokens.
   bool runs(uint32_t n_tok) const;
 
@@ -88,6 +93,7 @@ class PeerTier {
   std::unique_ptr<DeviceEvent> done_;
   std::unique_ptr<DeviceStream> fill_stream_;
   bool started_ = false;
+  bool attached_ = true;
   std::chrono::steady_clock::time_point started_at_;
   PeerTimes times_;
   std::string description_;

@@ -1,0 +1,207 @@
+// `strata engine`: an engine process driven over stdin and stdout (strata/engine_protocol.hpp): requests in and
+// tokens out as JSON lines, and control lines answered with one "CTL ..." line each. A reader thread takes stdin's
+// lines as they come, so that a control line sent while a request runs is answered between two of its windows
+// (the lead detaches only between windows); requests run one at a time, in order. End of input ends the process
+// after the running request.
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "args.hpp"
+#include "commands.hpp"
+#include "launch_options.hpp"
+#include "strata/engine.hpp"
+#include "strata/engine_protocol.hpp"
+#include "strata/error.hpp"
+#include "strata/sampling.hpp"
+
+namespace strata::cli {
+namespace {
+
+using json = nlohmann::json;
+
+// stdin's lines, read on a thread of their own.
+class LineInbox {
+ public:
+  LineInbox() : reader_([this] { read(); }) {}
+  ~LineInbox() { reader_.detach(); }  // a reader blocked in getline cannot be woken; the process is ending
+  LineInbox(const LineInbox&) = delete;
+  LineInbox& operator=(const LineInbox&) = delete;
+
+  // The next line; false at the end of input.
+  bool next(std::string& line) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ready_.wait(lock, [&] { return !lines_.empty() || ended_; });
+    if (lines_.empty()) return false;
+    line = std::move(lines_.front());
+    lines_.pop_front();
+    return true;
+  }
+  // Takes the control lines waiting now (requests stay, in order).
+  template <class Fn>
+  void take_controls(Fn&& handle) {
+    std::deque<std::string> controls;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (auto it = lines_.begin(); it != lines_.end();) {
+        if (is_request(*it)) {
+          ++it;
+        } else {
+          controls.push_back(std::move(*it));
+          it = lines_.erase(it);
+        }
+      }
+    }
+    for (const std::string& c : controls) handle(c);
+  }
+  static bool is_request(const std::string& line) {
+    const size_t at = line.find_first_not_of(" \t\r");
+    return at != std::string::npos && line[at] == '{';
+  }
+
+ private:
+  void read() {
+    std::string line;
+    while (std::getline(std::cin, line)) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        lines_.push_back(std::move(line));
+      }
+      ready_.notify_one();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ended_ = true;
+    }
+    ready_.notify_one();
+  }
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::string> lines_;
+  bool ended_ = false;
+  std::thread reader_;
+};
+
+void emit(const std::string& line) {
+  std::fwrite(line.data(), 1, line.size(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+}
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// Applies one control line and says what was done or why not.
+std::string answer_control(Engine& engine, const std::string& line) {
+  const auto parsed = protocol::parse_control_line(line);
+  if (const std::string* why = std::get_if<std::string>(&parsed)) return "CTL ERR " + *why;
+  const protocol::ControlLine& c = std::get<protocol::ControlLine>(parsed);
+  const std::string name = protocol::control_name(c);
+  try {
+    switch (c.kind) {
+      case protocol::ControlKind::PeerDetach: return "CTL " + name + " done: " + engine.detach_peer();
+      case protocol::ControlKind::PeerAttach: return "CTL " + name + " done: " + engine.attach_peer();
+      case protocol::ControlKind::PoolHold:
+        return "CTL " + name + " refused: the CPU expert pool has no worker limit yet (expert_pool 1.1 is not built); "
+               "nothing changed";
+      case protocol::ControlKind::LinkServe:
+        return "CTL " + name + " refused: this engine has no peer link (plugins/peerlink is not built yet); nothing changed";
+    }
+  } catch (const Error& e) {
+    return "CTL " + name + " refused: " + e.what() + "; nothing changed";
+  }
+  return "CTL ERR internal: an unknown control";
+}
+
+void run_request(Engine& engine, LineInbox& inbox, const protocol::EngineRequest& r) {
+  const Tokenizer& tok = engine.model().tokenizer();
+  std::vector<TokenId> prompt = r.prompt_ids;
+  CompletionOptions options = r.options;
+  if (r.prompt) {
+    // As `strata run` encodes a prompt (the vocabulary's BOS and dummy-prefix space), so the ids are run's.
+    EncodeOptions enc;
+    enc.add_eos = false;
+    prompt = tok.encode(*r.prompt, enc);
+    if (prompt.empty()) throw Error("the prompt encodes to no tokens and the vocabulary adds no BOS");
+    const bool bos_only = prompt.size() == 1 && tok.bos() != kNoToken && prompt.front() == tok.bos();
+    options.strip_leading_space = bos_only && tok.add_space_prefix();
+  }
+  const json id = json::parse(r.id);
+  const CompletionResult result = complete(engine, 0, prompt, 0, options, [&](const GeneratedToken& t) {
+    // Between two windows: the control lines that came meanwhile.
+    inbox.take_controls([&](const std::string& c) { emit(answer_control(engine, c)); });
+    // The last call carries only the text held back (a partial UTF-8 sequence, a stop string's start): token null.
+    if (r.stream && (t.id != kNoToken || !t.text.empty())) {
+      emit(dump(json{{"id", id}, {"token", t.id != kNoToken ? json(t.id) : json(nullptr)}, {"text", t.text}}));
+    }
+    return true;
+  });
+  emit(dump(json{{"id", id},
+                 {"done", true},
+                 {"finish_reason", std::string(finish_reason(result.stop))},
+                 {"prompt_tokens", prompt.size()},
+                 {"generated_ids", result.generated_ids},
+                 {"text", result.text},
+                 {"prompt_seconds", result.prompt_seconds},
+                 {"decode_seconds", result.decode_seconds}}));
+}
+
+}  // namespace
+
+int cmd_engine(const Args& args) {
+  ArgParser p("strata engine", "[--config FILE] [--model FILE] [-o KEY=VALUE ...]",
+              "An engine process driven over stdin and stdout, one line each way at a time:\n"
+              "  a request, one JSON object: {\"id\": 1, \"prompt\": \"Once upon a time\", \"max_tokens\": 32}\n"
+              "    (or \"prompt_ids\": [...]; optional temperature, top_k, top_p, min_p, seed, stop, stream),\n"
+              "    answered by a line per token {\"id\", \"token\", \"text\"} and a last {\"id\", \"done\": true, ...},\n"
+              "    or one {\"id\", \"error\"} line;\n"
+              "  a control line, answered by one \"CTL ...\" line saying what was done or why not:\n"
+              "    PEER_DETACH, PEER_ATTACH (the peer card of runtime.peer_device, between two windows),\n"
+              "    POOL_HOLD n, LINK_SERVE 0|1.\n"
+              "A first line {\"event\": \"ready\", ...} says the engine is loaded. The process ends at the end of input.");
+  LaunchOptions launch_options;
+  launch_options.declare(p);
+  std::string model;
+  p.option("-m|--model", "FILE", "the GGUF model (overrides the launch's model)", &model);
+  if (!p.parse(args)) return 0;
+  LaunchContext ctx = launch_options.resolve(false);
+  if (p.given("--model")) ctx.launch.model = std::filesystem::absolute(model).string();
+  std::unique_ptr<Engine> engine = Engine::from_launch(ctx.launch);
+  CompletionOptions defaults;
+  defaults.max_tokens = ctx.launch.sampling.n_predict;
+  defaults.sampling = sampling_from(ctx.launch.sampling);
+  const uint32_t n_vocab = engine->model().hparams().n_vocab;
+
+  LineInbox inbox;
+  emit(dump(json{{"event", "ready"},
+                 {"model", std::filesystem::path(*ctx.launch.model).filename().string()},
+                 {"backend", engine->backend().describe()},
+                 {"hybrid", engine->hybrid()}}));
+  std::string line;
+  while (inbox.next(line)) {
+    if (!LineInbox::is_request(line)) {
+      emit(answer_control(*engine, line));
+      continue;
+    }
+    const protocol::ParsedRequest parsed = protocol::parse_engine_request(line, defaults, n_vocab);
+    if (!parsed.request) {
+      emit(dump(json{{"id", json::parse(parsed.id, nullptr, false)}, {"error", parsed.error}}));
+      continue;
+    }
+    try {
+      run_request(*engine, inbox, *parsed.request);
+    } catch (const Error& e) {
+      // The engine stays: a request that does not fit the context, say, fails alone.
+      emit(dump(json{{"id", json::parse(parsed.request->id)}, {"error", e.what()}}));
+    }
+  }
+  return 0;
+}
+
+}  // namespace strata::cli
