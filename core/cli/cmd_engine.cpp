@@ -107,9 +107,7 @@ std::string answer_control(Engine& engine, const std::string& line) {
     switch (c.kind) {
       case protocol::ControlKind::PeerDetach: return "CTL " + name + " done: " + engine.detach_peer();
       case protocol::ControlKind::PeerAttach: return "CTL " + name + " done: " + engine.attach_peer();
-      case protocol::ControlKind::PoolHold:
-        return "CTL " + name + " refused: the CPU expert pool has no worker limit yet (expert_pool 1.1 is not built); "
-               "nothing changed";
+      case protocol::ControlKind::PoolHold: return "CTL " + name + " done: " + engine.hold_pool(c.value);
       case protocol::ControlKind::LinkServe:
         return "CTL " + name + " refused: this engine has no peer link (plugins/peerlink is not built yet); nothing changed";
     }

@@ -108,13 +108,22 @@ strata_status* pool_compute(void* c, const strata_moe_op* moe, volatile uint32_t
   });
 }
 
+strata_status* set_worker_limit(void* c, uint32_t n) {
+  auto* ctx = static_cast<Context*>(c);
+  return guarded(ctx, [&]() -> strata_status* {
+    std::lock_guard<std::mutex> lock(ctx->mutex());  // between computations
+    ctx->pool().set_active_parts(n == 0 ? ctx->pool().max_parts() : n);
+    return nullptr;
+  });
+}
+
 const strata_backend_v1 kBackend = {
     {sizeof(strata_backend_v1), STRATA_BACKEND_MINOR}, device_count, device_info, supports_op, compute,
     // Host memory: no device buffers (backend 1.1), no streams (1.2).
     nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
     nullptr, nullptr, nullptr, nullptr};
 const strata_expert_pool_v1 kExpertPool = {
-    {sizeof(strata_expert_pool_v1), STRATA_EXPERT_POOL_MINOR}, worker_count, pool_compute};
+    {sizeof(strata_expert_pool_v1), STRATA_EXPERT_POOL_MINOR}, worker_count, pool_compute, set_worker_limit};
 
 const void* get_interface(void*, const char* family, uint32_t version) {
   if (family == nullptr) return nullptr;

@@ -62,6 +62,7 @@ Range split_range(int64_t n, unsigned part, unsigned parts, int64_t align) {
 ThreadPool::ThreadPool(unsigned workers, bool host_worker, unsigned spin_us)
     : host_worker_(host_worker), spin_(spin_us) {
   parts_ = workers + (host_worker ? 1u : 0u);
+  active_parts_ = parts_;
   // The first allowed CPU is left to the calling thread; workers take the next ones, one each.
   const std::vector<int> cpus = allowed_cpus();
   pinned_.assign(workers, -1);
@@ -85,9 +86,11 @@ ThreadPool::~ThreadPool() {
   for (std::thread& t : threads_) t.join();
 }
 
+void ThreadPool::set_active_parts(unsigned n) { active_parts_ = n < 1 ? 1 : (n > parts_ ? parts_ : n); }
+
 void ThreadPool::run_part(unsigned part) {
   try {
-    fn_(ctx_, part, parts_);
+    fn_(ctx_, part, run_parts_);
   } catch (...) {
     std::lock_guard<std::mutex> lock(error_mutex_);
     if (!error_) error_ = std::current_exception();
@@ -102,11 +105,13 @@ void ThreadPool::dispatch(PartFn fn, void* ctx) {
   fn_ = fn;
   ctx_ = ctx;
   error_ = nullptr;
-  pending_.store(parts_, std::memory_order_relaxed);
+  run_parts_ = active_parts_;
+  pending_.store(run_parts_, std::memory_order_relaxed);
   // Publishes fn_, ctx_ and pending_; seq_cst pairs with a worker's sleepers_ increment and generation_ check.
   generation_.fetch_add(1, std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) != 0) futex_wake_all(&generation_);
-  if (host_worker_) run_part(static_cast<unsigned>(threads_.size()));
+  // The host's part is the last of this run's (the workers take 0, 1, ...).
+  if (host_worker_) run_part(run_parts_ - 1);
   const auto finished = [this] { return pending_.load(std::memory_order_acquire) == 0; };
   while (!spin_until(finished, spin_)) {
     host_sleeping_.store(1, std::memory_order_seq_cst);
@@ -120,16 +125,25 @@ void ThreadPool::dispatch(PartFn fn, void* ctx) {
 void ThreadPool::worker_main(unsigned index) {
   // Generation 0 is the one before the first run; a worker that starts late must still take run 1.
   uint32_t seen = 0;
+  bool left_out = false;  // the last run did not take this worker (a limit): sleep at once, do not spin
   for (;;) {
     const auto started = [&] { return generation_.load(std::memory_order_acquire) != seen; };
-    while (!spin_until(started, spin_)) {
+    while (!spin_until(started, left_out ? std::chrono::microseconds(0) : spin_)) {
       sleepers_.fetch_add(1, std::memory_order_seq_cst);
       if (generation_.load(std::memory_order_seq_cst) == seen) futex_wait(&generation_, seen);
       sleepers_.fetch_sub(1, std::memory_order_seq_cst);
     }
     seen = generation_.load(std::memory_order_acquire);
     if (stop_.load(std::memory_order_acquire)) return;
-    run_part(index);
+    // This run's workers are the first run_parts_ (less the host's part).
+    left_out = index >= run_parts_ - (host_worker_ ? 1u : 0u);
+    // A worker left out of run `seen` may read the next run's count as that run is dispatched: it then takes the
+    // next run from the top (a run it belongs to cannot end, so `seen` stays current for one it is part of).
+    if (generation_.load(std::memory_order_seq_cst) != seen) {
+      left_out = false;
+      continue;
+    }
+    if (!left_out) run_part(index);
   }
 }
 

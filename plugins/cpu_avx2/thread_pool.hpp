@@ -1,7 +1,9 @@
 // The plugin's worker threads: one pinned thread per core, plus (optionally) the calling thread. An op is split
 // into one part per participant; part p always runs on the same thread, and the parts' outputs never overlap,
 // so results do not depend on timing. Between ops workers spin briefly, then sleep on a futex, so an idle
-// engine does not burn CPU.
+// engine does not burn CPU. A limit (set_active_parts, the expert pool's POOL_HOLD) runs the work on fewer parts:
+// the workers left out go straight back to sleep after each wake-up instead of spinning, so their cores are free
+// for another process.
 #pragma once
 
 #include <atomic>
@@ -24,8 +26,12 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  // How many parts run() splits work into.
-  unsigned parts() const { return parts_; }
+  // How many parts run() splits work into: every participant, or the limit set.
+  unsigned parts() const { return active_parts_; }
+  unsigned max_parts() const { return parts_; }
+  // Between runs (the caller serialises): the next runs use parts 0..n-1 (n from 1 to max_parts(); with a host
+  // worker, the calling thread and the first n - 1 workers).
+  void set_active_parts(unsigned n);
   unsigned workers() const { return static_cast<unsigned>(threads_.size()); }
   // The CPUs the workers are pinned to (empty entries: not pinned).
   const std::vector<int>& pinned_cpus() const { return pinned_; }
@@ -61,6 +67,8 @@ class ThreadPool {
   void run_part(unsigned part);
 
   unsigned parts_ = 1;
+  unsigned active_parts_ = 1;
+  unsigned run_parts_ = 1;                   // this run's parts (published with generation_)
   bool host_worker_ = true;
   std::chrono::microseconds spin_{300};
   std::vector<std::thread> threads_;

@@ -11,6 +11,7 @@ file(WRITE ${WORK}/engine_in.txt
 "{\"id\": 1, \"prompt\": \"Once upon a time\", \"max_tokens\": 8, \"temperature\": 0}
 PEER_DETACH
 POOL_HOLD two
+POOL_HOLD 2
 LINK_SERVE 1
 hello
 {\"id\": 2, \"bogus\": 1}
@@ -24,6 +25,7 @@ endif()
 expect_contains("${out}" "\"event\":\"ready\"")
 expect_contains("${out}" "CTL PEER_DETACH refused: this engine has no peer card: runtime.peer_device is -1")
 expect_contains("${out}" "CTL ERR POOL_HOLD: 'two' is not a count")
+expect_contains("${out}" "CTL POOL_HOLD 2 refused: this engine has no CPU expert pool")
 expect_contains("${out}" "CTL LINK_SERVE 1 refused:")
 expect_contains("${out}" "CTL ERR unknown line 'hello'")
 expect_contains("${out}" "{\"error\":\"unknown field \\\"bogus\\\"")
@@ -36,7 +38,7 @@ if(out MATCHES "\"id\":\"s\",\"text\"")
 endif()
 string(REGEX MATCHALL "\n" lines "${out}")
 list(LENGTH lines n_lines)
-# ready + 4 CTL + 1 CTL ERR(hello) ... : 1 ready, 4 control answers, 1 error, 8 tokens, 2 done = 16 lines.
-if(NOT n_lines EQUAL 16)
-  message(FATAL_ERROR "expected 16 lines, got ${n_lines}:\n${out}")
+# 1 ready, 5 control answers, 1 error, 8 tokens, 2 done = 17 lines.
+if(NOT n_lines EQUAL 17)
+  message(FATAL_ERROR "expected 17 lines, got ${n_lines}:\n${out}")
 endif()

@@ -212,6 +212,41 @@ TEST(CpuAvx2, ResultsDoNotDependOnWorkersOrRuns) {
   EXPECT_EQ(std::memcmp(c.data(), d.data(), c.size() * sizeof(float)), 0);
 }
 
+// expert_pool 1.1's worker limit (POOL_HOLD): the next computations use that many parts (workers left out sleep),
+// the rows keep their bytes, and 0 gives every worker back. The backend's ops run on the limit too, and still give
+// the same bytes, alternating limits run after run (a worker left out of one run takes the next).
+TEST(CpuAvx2, WorkerLimitKeepsTheBytes) {
+  auto inst = registry().instantiate("cpu_avx2", {"workers=5"});
+  const auto* pool = inst->get<strata_expert_pool_v1>(STRATA_EXPERT_POOL_FAMILY, STRATA_EXPERT_POOL_VERSION);
+  ASSERT_NE(pool, nullptr);
+  ASSERT_GE(pool->header.minor, 1u);
+  ASSERT_NE(pool->set_worker_limit, nullptr);
+  EXPECT_EQ(pool->worker_count(inst->ctx()), 6u);
+  std::mt19937 rng(11);
+  Window win(rng);
+  const auto rows = [&] {
+    std::vector<float> out(win.pairs() * static_cast<size_t>(win.n_embd), -1.0f);
+    win.op.rows = out.data();
+    throw_if_error(pool->compute(inst->ctx(), &win.op, nullptr, 0), "cpu_avx2", "expert_pool.compute");
+    return out;
+  };
+  const std::vector<float> all = rows();
+  const std::mt19937 ops_rng(5);
+  const std::vector<float> ops_all = run_ops(*inst, ops_rng);
+  for (uint32_t n : {1u, 2u, 6u, 3u, 99u, 1u}) {
+    throw_if_error(pool->set_worker_limit(inst->ctx(), n), "cpu_avx2", "set_worker_limit");
+    EXPECT_EQ(pool->worker_count(inst->ctx()), std::min(n, 6u));
+    for (int rep = 0; rep < 3; ++rep) {
+      const std::vector<float> got = rows();
+      EXPECT_EQ(std::memcmp(got.data(), all.data(), all.size() * sizeof(float)), 0) << "limit " << n;
+    }
+    const std::vector<float> ops = run_ops(*inst, ops_rng);
+    EXPECT_EQ(std::memcmp(ops.data(), ops_all.data(), ops_all.size() * sizeof(float)), 0) << "limit " << n;
+  }
+  throw_if_error(pool->set_worker_limit(inst->ctx(), 0), "cpu_avx2", "set_worker_limit");
+  EXPECT_EQ(pool->worker_count(inst->ctx()), 6u);
+}
+
 TEST(CpuAvx2, RefusesWhatItCannotRun) {
   auto inst = registry().instantiate("cpu_avx2", {"workers=1"});
   const auto* be = inst->get<strata_backend_v1>(STRATA_BACKEND_FAMILY, STRATA_BACKEND_VERSION);

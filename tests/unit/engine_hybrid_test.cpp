@@ -347,8 +347,8 @@ INSTANTIATE_TEST_SUITE_P(Hybrid, HybridPeer,
 
 // PEER_DETACH and PEER_ATTACH between windows (strata engine's control lines): detached, the peer's slots are given
 // back and its experts are read over PCIe or computed by the pool; attached again, they are refilled from the
-// arena and the peer computes again. The logits never change. Detaching twice, or an engine without a peer, is
-// refused by name.
+// arena and the peer computes again. POOL_HOLD runs the pool on fewer workers. The logits never change. Detaching
+// twice, or an engine without a peer or a pool, is refused by name.
 TEST(HybridPeerSetup, DetachAndAttachBetweenWindowsKeepTheBytes) {
   if (!has_cpu_avx2()) GTEST_SKIP() << "cpu_avx2 is not usable on this machine";
   strata::config::ExpertsConfig ec = experts(25, 0.5, 0);
@@ -384,7 +384,15 @@ TEST(HybridPeerSetup, DetachAndAttachBetweenWindowsKeepTheBytes) {
   ASSERT_EQ(all.size(), 13 * n_vocab);
   expect_same_bytes(all, plain_cpu());
   EXPECT_GT(peer_experts(), before) << "attached again, the peer computed";
+  // POOL_HOLD: the pool on fewer workers from the next window on, and all of them again; the bytes stay.
+  EXPECT_NE(e->hold_pool(1).find("uses 1 workers"), std::string::npos);
+  e->cut(0, 0);
+  const std::vector<float> held = run(*e);
+  EXPECT_NE(e->hold_pool(0).find("workers again"), std::string::npos);
+  expect_same_bytes(held, plain_cpu());
   auto no_peer = hybrid_engine(ec, true);
+  auto cpu = strata::test::open_engine(tiny_moe(), "cpu_avx2");
+  EXPECT_THROW((void)cpu->hold_pool(2), strata::Error) << "no hybrid path, no pool to hold";
   try {
     (void)no_peer->detach_peer();
     ADD_FAILURE() << "an engine without a peer card detached one";

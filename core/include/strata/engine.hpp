@@ -108,6 +108,10 @@ class Engine {
   // it did; strata::Error says why not (no peer tier, or already so).
   std::string detach_peer();
   std::string attach_peer();
+  // POOL_HOLD: the hybrid path's CPU expert pool uses at most n workers from the next window on (0: all again), so
+  // another engine process gets the other cores; the ids do not change. Returns what it did; strata::Error says why
+  // not (no pool, or a pool plugin older than expert_pool 1.1).
+  std::string hold_pool(uint32_t n);
 
  private:
   // One card's part of the model: its layers, weights, KV cache, activations and hybrid path.

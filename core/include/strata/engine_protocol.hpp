@@ -3,7 +3,7 @@
 // In: one line each, either a request (one JSON object) or a control line:
 //   PEER_DETACH     stop using the peer card (its slots are given back) between two windows
 //   PEER_ATTACH     take the peer card back (its slots refilled from the host arena)
-//   POOL_HOLD n     the CPU expert pool uses at most n workers (0: all of them again)
+//   POOL_HOLD n     the hybrid path's CPU expert pool uses at most n workers (0: all of them again)
 //   LINK_SERVE 0|1  stop or start serving the other engine's rows over the peer link
 // A request: {"id": ..., "prompt": TEXT or "prompt_ids": [...], and optionally "max_tokens", "temperature",
 // "top_k", "top_p", "min_p", "seed", "stop": [...], "stream"}.

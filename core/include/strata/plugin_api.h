@@ -34,6 +34,8 @@
  *                    raised, as the wait ends, and as the sums start waiting on the ready flag: a program's hand-offs
  *                    timed on the device with no launch of their own.
  *   expert_pool 1.0  worker_count; compute(moe): one weighted row per (token, expert), never a summed row.
+ *   expert_pool 1.1  set_worker_limit(n): later calls use at most n workers (0: all again), so that another
+ *                    process gets the other cores (POOL_HOLD); the rows' bytes do not change.
  *   balancer 1.0     observe(samples) after a window; choose(layer, misses) -> how many go over PCIe.
  *   link 1.0         peer residency lookup and liveness of the other engine.
  *
@@ -355,7 +357,7 @@ typedef struct strata_backend_v1 {
 
 #define STRATA_EXPERT_POOL_FAMILY "expert_pool"
 #define STRATA_EXPERT_POOL_VERSION 1u
-#define STRATA_EXPERT_POOL_MINOR 0u
+#define STRATA_EXPERT_POOL_MINOR 1u
 
 typedef struct strata_expert_pool_v1 {
   strata_interface_header header;
@@ -365,6 +367,8 @@ typedef struct strata_expert_pool_v1 {
    * (token, expert) pair, never summed), then stores done_value to *done_flag (when not NULL) with release
    * ordering. Returns when all rows are written. */
   strata_status* (*compute)(void* ctx, const strata_moe_op* moe, volatile uint32_t* done_flag, uint32_t done_value);
+  /* 1.1: between calls; worker_count then reports the limit. */
+  strata_status* (*set_worker_limit)(void* ctx, uint32_t n);
 } strata_expert_pool_v1;
 
 /* ---- family: balancer ------------------------------------------------------------------------------------- */

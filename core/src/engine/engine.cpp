@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -361,6 +362,24 @@ PeerTier& peer_tier_of(HybridMoe* hybrid, int peer_device) {
 
 std::string Engine::detach_peer() { return peer_tier_of(hybrid_.get(), peer_backend_ ? 0 : -1).release(); }
 std::string Engine::attach_peer() { return peer_tier_of(hybrid_.get(), peer_backend_ ? 0 : -1).restore(); }
+
+std::string Engine::hold_pool(uint32_t n) {
+  if (pool_plugin_ == nullptr || (!hybrid_ && !(second_ && second_->hybrid))) {
+    throw Error("this engine has no CPU expert pool (it takes no hybrid path: a GPU backend with experts.cache set)");
+  }
+  const auto* t = pool_plugin_->get<strata_expert_pool_v1>(STRATA_EXPERT_POOL_FAMILY, STRATA_EXPERT_POOL_VERSION);
+  const std::string& name = pool_plugin_->name();
+  const bool has_limit = t->header.minor >= 1 &&
+                         t->header.struct_size >= offsetof(strata_expert_pool_v1, set_worker_limit) + sizeof(void*) &&
+                         t->set_worker_limit != nullptr;
+  if (!has_limit) throw Error(name + " is older than expert_pool 1.1 and has no worker limit");
+  void* ctx = pool_plugin_->ctx();
+  const uint32_t before = t->worker_count(ctx);
+  throw_if_error(t->set_worker_limit(ctx, n), name, "expert_pool.set_worker_limit");
+  const uint32_t after = t->worker_count(ctx);
+  return n == 0 ? "the CPU pool (" + name + ") uses all its " + std::to_string(after) + " workers again"
+                : "the CPU pool (" + name + ") uses " + std::to_string(after) + " workers (was " + std::to_string(before) + ")";
+}
 
 std::string Engine::expert_summary(double decode_tokens_per_s) const {
   std::string out;
