@@ -63,6 +63,23 @@ declare -a table
 
 want() { [[ "$steps" == *",$1,"* ]]; }
 row() { table+=("$1"); }
+
+# gate_run NAME SAVED|save ARGS...: one `$g` run (the step sets g: strata gate and its common options), its verdict
+# line in the table and its log appended to gate.log.
+gate_run() {
+  local name="$1" ref="$2"; shift 2
+  local mode=(--check "$OUT/gate-$ref.json")
+  [ "$ref" = save ] && mode=(--save "$OUT/gate-$name.json")
+  local t0=$SECONDS
+  printf '\n---- %s: %s %s\n' "$name" "$*" "${mode[*]}" >> "$OUT/gate.log"
+  $g "$@" "${mode[@]}" > "$OUT/gate-$name.log" 2>&1
+  local rc=$?
+  cat "$OUT/gate-$name.log" >> "$OUT/gate.log"
+  local verdict
+  verdict="$(grep -E '^strata gate: (PASS|FAIL)' "$OUT/gate-$name.log" | tail -1)"
+  [ "$ref" = save ] && verdict="saved"
+  row "$(printf 'gate %-34s exit %d %3ds  %s' "$name" "$rc" $((SECONDS - t0)) "${verdict:-(no verdict: see gate.log)}")"
+}
 log() { printf '\n==== %s ====\n' "$*" | tee -a "$OUT/check.log"; }
 
 if [ ! -x "$bin/strata" ]; then
@@ -372,21 +389,6 @@ if want gate; then
   log "strata gate: the placement matrix against the all-GPU run (configs/gate-cuda.yaml, n 32)"
   g="strata gate --config $root/configs/gate-cuda.yaml --model $model -o sampling.n_predict=32"
   : > "$OUT/gate.log"
-  # gate_run NAME SAVED|save ARGS...: one run, its verdict line in the table and its log appended to gate.log.
-  gate_run() {
-    local name="$1" ref="$2"; shift 2
-    local mode=(--check "$OUT/gate-$ref.json")
-    [ "$ref" = save ] && mode=(--save "$OUT/gate-$name.json")
-    local t0=$SECONDS
-    printf '\n---- %s: %s %s\n' "$name" "$*" "${mode[*]}" >> "$OUT/gate.log"
-    $g "$@" "${mode[@]}" > "$OUT/gate-$name.log" 2>&1
-    local rc=$?
-    cat "$OUT/gate-$name.log" >> "$OUT/gate.log"
-    local verdict
-    verdict="$(grep -E '^strata gate: (PASS|FAIL)' "$OUT/gate-$name.log" | tail -1)"
-    [ "$ref" = save ] && verdict="saved"
-    row "$(printf 'gate %-34s exit %d %3ds  %s' "$name" "$rc" $((SECONDS - t0)) "${verdict:-(no verdict: see gate.log)}")"
-  }
   set_="${STRATA_GATE_SET:-all}"  # gpu, cpu or all: the GPU lines, the CPU lines, or both (two calls fit better)
   if [ "$set_" != cpu ]; then
     gate_run all-gpu save -o experts.cache=auto
@@ -420,20 +422,6 @@ if want twocard; then
   # rest of the call still runs.
   g="timeout 150 strata gate --config $root/configs/gate-cuda.yaml --model $model -o sampling.n_predict=32"
   [ -f "$OUT/gate.log" ] || : > "$OUT/gate.log"
-  type gate_run > /dev/null 2>&1 || gate_run() {
-    local name="$1" ref="$2"; shift 2
-    local mode=(--check "$OUT/gate-$ref.json")
-    [ "$ref" = save ] && mode=(--save "$OUT/gate-$name.json")
-    local t0=$SECONDS
-    printf '\n---- %s: %s %s\n' "$name" "$*" "${mode[*]}" >> "$OUT/gate.log"
-    $g "$@" "${mode[@]}" > "$OUT/gate-$name.log" 2>&1
-    local rc=$?
-    cat "$OUT/gate-$name.log" >> "$OUT/gate.log"
-    local verdict
-    verdict="$(grep -E '^strata gate: (PASS|FAIL)' "$OUT/gate-$name.log" | tail -1)"
-    [ "$ref" = save ] && verdict="saved"
-    row "$(printf 'gate %-34s exit %d %3ds  %s' "$name" "$rc" $((SECONDS - t0)) "${verdict:-(no verdict: see gate.log)}")"
-  }
   [ -f "$OUT/gate-all-gpu.json" ] || gate_run all-gpu save -o experts.cache=auto
   p=(-o experts.cache=25% -o runtime.peer_device=0)
   gate_run peer-25-pcie-0 all-gpu "${p[@]}" -o experts.pcie_frac=0

@@ -8,24 +8,15 @@
 #include "strata/error.hpp"
 #include "strata/experts/expert_cache.hpp"
 #include "error_text.hpp"
+#include "slot_budget_support.hpp"
 
 namespace ex = strata::experts;
 namespace cfg = strata::config;
 
 namespace {
 
-ex::ExpertGeometry geometry(std::vector<uint64_t> bytes, uint32_t n_expert) {
-  ex::ExpertGeometry g;
-  for (uint64_t b : bytes) g.layers.push_back(b == 0 ? ex::LayerExperts{} : ex::LayerExperts{n_expert, b});
-  return g;
-}
-
-ex::SlotBudget budget_of(const ex::ExpertGeometry& g, uint64_t bytes) {
-  ex::DeviceRoom room;
-  room.free_bytes = uint64_t{1} << 40;
-  room.margin_bytes = 0;
-  return ex::plan_slot_budget({cfg::CacheSize::Kind::Bytes, 0, bytes}, g, room);
-}
+using strata::test::budget_of;
+using strata::test::geometry;
 
 ex::ExpertCache make_cache(const ex::ExpertGeometry& g, uint64_t bytes, cfg::CachePolicy policy) {
   return ex::ExpertCache(g, budget_of(g, bytes), ex::make_eviction_policy(policy, g.key_space()));
