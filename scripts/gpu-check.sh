@@ -445,6 +445,21 @@ if want twocard; then
     # The peer's line of each test's expert summary (pp512 first, then tg128).
     while IFS= read -r l; do row "  $l"; done < <(grep -E '^peer card: [0-9]' "$f.log")
   done
+  # strata engine with the peer tier: PEER_DETACH and POOL_HOLD 4 sent while a request runs (answered between its
+  # windows: the peer's slots freed on the device), PEER_ATTACH and POOL_HOLD 0 after it, then the same request
+  # again; both done lines must carry the ids of a one-card `strata run`.
+  f="$OUT/twocard-engine"
+  req='{"id":ID,"prompt":"Once upon a time","max_tokens":64,"temperature":0,"stream":false}'
+  want="$(strata run --model "$model" --backend cuda -o experts.cache=25% --prompt "Once upon a time" -n 64 \
+    --temperature 0 --json 2> "$f-run.log" | grep -oE '"generated_ids":\[[0-9,]*\]')"
+  { echo "${req/ID/1}"; sleep 1; printf 'PEER_DETACH\nPOOL_HOLD 4\n'; sleep 4; printf 'PEER_ATTACH\nPOOL_HOLD 0\n'
+    echo "${req/ID/2}"; } | timeout 120 strata engine --model "$model" -o backend=cuda -o experts.cache=25% \
+    -o runtime.peer_device=0 > "$f.out" 2> "$f.log"
+  rc=$?
+  same=0
+  for id in 1 2; do grep -F "$want,\"id\":$id," "$f.out" > /dev/null && same=$((same + 1)); done
+  row "strata engine with the peer (exit $rc): $same of 2 requests' ids equal one card's; $(grep -c '^CTL .* done' "$f.out") of 4 controls done"
+  while IFS= read -r l; do row "  ${l:0:150}"; done < <(grep '^CTL' "$f.out")
   for n in 1 2; do
     f="$OUT/twocard-split-slots-$n"
     strata bench --model "$model" --backend cuda -o experts.cache=25% "${s[@]}" --slots "$n" -p 0 -n 64 -r "$reps" > "$f.md" 2> "$f.log"
