@@ -178,6 +178,16 @@ void ExpertArena::open_file(const ModelWeights& weights, unsigned threads, const
     filled_ = false;  // this model's experts, complete: map them as they are
     return;
   }
+  // tmpfs hands out its pages as they are written: a file larger than the room left would take SIGBUS in the
+  // middle of the fill. Reserve every page first, so that too small a /dev/shm is an error, not a crash.
+  if (const int err = posix_fallocate(fd, 0, static_cast<off_t>(map_bytes_)); err != 0) {
+    char free_gib[32];
+    std::snprintf(free_gib, sizeof free_gib, "%.1f", static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_bsize) / 1073741824.0);
+    throw Error("experts.arena: cannot reserve " + std::to_string(map_bytes_ >> 20) + " MiB for " + file_ + " (" +
+                std::strerror(err) + "; its file system had " + free_gib +
+                " GiB free): make /dev/shm larger (mount -o remount,size=<N>G /dev/shm) or free it, or leave "
+                "experts.arena unset for private memory");
+  }
   want.complete = 0;
   std::memcpy(map_, &want, sizeof want);
   fill(weights, threads);
