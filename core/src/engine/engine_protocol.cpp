@@ -88,7 +88,10 @@ ParsedRequest parse_engine_request(std::string_view line, const CompletionOption
     return fail("\"id\" is required: a string or an integer that the answer lines carry");
   }
   r.id = out.id;
-  for (const auto& [key, value] : body.items()) {
+  for (auto item = body.begin(); item != body.end(); ++item) {
+    // Not a structured binding: clang 14 cannot capture one in the lambda below.
+    const std::string& key = item.key();
+    const json& value = item.value();
     const auto number = [&](double lo, double hi) -> std::optional<double> {
       if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < lo || value.get<double>() > hi) {
         return std::nullopt;
