@@ -108,6 +108,10 @@ TEST(ChatTemplateSemantics, ItemsDictsortIndent) {
 
   c|  a
   b)J");
+  // The default width (4) and a string width: the default once outlived its scope (found by the fuzz target; ASan
+  // sees it here too).
+  EXPECT_EQ(render(R"J({{ 'a\nb'|indent }}|{{ 'a\nb'|indent(first=true) }}|{{ 'a\nb'|indent('> ') }})J"),
+            "a\n    b|    a\n    b|a\n> b");
 }
 
 TEST(ChatTemplateSemantics, PercentAndFormat) {

@@ -251,7 +251,8 @@ Value f_int(Interpreter&, const Value& v, CallArgs& a) {
 
 Value f_indent(Interpreter&, const Value& v, CallArgs& a) {
   BoundArgs b(filter_name("indent"), a, {"width", "first", "blank"});
-  const Value& width = b.get(0, Value::from(4));
+  // A copy: get() returns the fallback itself when the argument is absent, and that temporary dies here.
+  const Value width = b.get(0, Value::from(4));
   const std::string indention = width.is_string() ? width.text : std::string(checked_size(width.integer), ' ');
   const std::string s = to_str(v) + "\n";  // as jinja2 does, so that splitlines keeps a trailing empty line
   std::vector<std::string> lines = py_splitlines(s, false);
