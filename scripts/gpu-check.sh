@@ -35,9 +35,9 @@
 #                device-pack.sh), in pairs: the hybrid engine at 25% and the CPU engine (what the float rules cost)
 #     slots      runtime.slots on cuda: EngineSlots.* (sequences together equal each alone, every backend), then tg64
 #                with one sequence and with two at once (strata bench --slots 2), hybrid at 25% and all-GPU
-#     twocard    the second card on one GPU (a second logical device on device 0): runtime.peer_device's gates
-#                against the all-GPU run (saved here unless the gate step ran) with pcie_frac 0 / 0.5 / 1, peer_hot 1,
-#                simple mode, swaps; runtime.layer_split's (STRATA_SPLIT, default 24) with every weight on the cards,
+#     twocard    the second card (STRATA_PEER_DEVICE, default 0: a second logical device on GPU 0):
+#                runtime.peer_device's gates against the all-GPU run (saved here unless the gate step ran) with
+#                pcie_frac 0 / 0.5 / 1, peer_hot 1, simple mode, swaps; runtime.layer_split's (STRATA_SPLIT, default 24) with every weight on the cards,
 #                on the hybrid path at 25% (programs and simple mode); then tg128/pp512 at 25% on one card, with the
 #                peer (its summary line) and split; tg64 with two sequences at once (--slots 2) on the split
 #     serve      strata serve on the hybrid path (25%, pcie_balance on): chat completions, a request's own pcie_frac,
@@ -417,13 +417,15 @@ fi
 if want twocard; then
   # Issue 10's second card on the one-GPU machine: the peer tier on a second logical device of GPU 0, so that every
   # path (dealing, the peer's rows out, src3 in decode and prompt windows, programs and simple mode) runs on CUDA.
-  log "two cards on one GPU: runtime.peer_device=0 gates and bench"
+  # The second card: STRATA_PEER_DEVICE (default 0, a second logical device on GPU 0; 1 on a two-GPU machine).
+  peer_dev="${STRATA_PEER_DEVICE:-0}"
+  log "two cards: runtime.peer_device=$peer_dev gates and bench"
   # Each line under a deadline: two logical devices on one GPU must never wait on each other, and if they did, the
   # rest of the call still runs.
   g="timeout 150 strata gate --config $root/configs/gate-cuda.yaml --model $model -o sampling.n_predict=32"
   [ -f "$OUT/gate.log" ] || : > "$OUT/gate.log"
   [ -f "$OUT/gate-all-gpu.json" ] || gate_run all-gpu save -o experts.cache=auto
-  p=(-o experts.cache=25% -o runtime.peer_device=0)
+  p=(-o experts.cache=25% -o runtime.peer_device=$peer_dev)
   gate_run peer-25-pcie-0 all-gpu "${p[@]}" -o experts.pcie_frac=0
   gate_run peer-25-pcie-0.5 all-gpu "${p[@]}" -o experts.pcie_frac=0.5
   gate_run peer-25-pcie-1 all-gpu "${p[@]}" -o experts.pcie_frac=1
@@ -431,11 +433,11 @@ if want twocard; then
   gate_run peer-25-simple all-gpu "${p[@]}" -o experts.pcie_frac=0.5 -o runtime.graphs=false
   gate_run peer-25-swaps-4 all-gpu "${p[@]}" -o experts.pcie_frac=0.5 -o experts.adapt_swaps=4
   k="${STRATA_SPLIT:-24}"
-  s=(-o runtime.peer_device=0 -o runtime.layer_split="$k")
+  s=(-o runtime.peer_device=$peer_dev -o runtime.layer_split="$k")
   gate_run "split-$k-all-weights" all-gpu "${s[@]}" -o experts.cache=auto
   gate_run "split-$k-25-pcie-0.5" all-gpu "${s[@]}" -o experts.cache=25% -o experts.pcie_frac=0.5
   gate_run "split-$k-25-simple" all-gpu "${s[@]}" -o experts.cache=25% -o experts.pcie_frac=0.5 -o runtime.graphs=false
-  for where in "one-card:-o runtime.peer_device=-1" "peer:-o runtime.peer_device=0" "split-$k:${s[*]}"; do
+  for where in "one-card:-o runtime.peer_device=-1" "peer:-o runtime.peer_device=$peer_dev" "split-$k:${s[*]}"; do
     name="${where%%:*}"
     f="$OUT/twocard-bench-$name"
     strata bench --model "$model" --backend cuda -o experts.cache=25% ${where#*:} -p 512 -n 128 -r "$reps" > "$f.md" 2> "$f.log"
@@ -454,7 +456,7 @@ if want twocard; then
     --temperature 0 --json 2> "$f-run.log" | grep -oE '"generated_ids":\[[0-9,]*\]')"
   { echo "${req/ID/1}"; sleep 1; printf 'PEER_DETACH\nPOOL_HOLD 4\n'; sleep 4; printf 'PEER_ATTACH\nPOOL_HOLD 0\n'
     echo "${req/ID/2}"; } | timeout 120 strata engine --model "$model" -o backend=cuda -o experts.cache=25% \
-    -o runtime.peer_device=0 > "$f.out" 2> "$f.log"
+    -o runtime.peer_device=$peer_dev > "$f.out" 2> "$f.log"
   rc=$?
   same=0
   for id in 1 2; do grep -F "$want,\"id\":$id," "$f.out" > /dev/null && same=$((same + 1)); done
