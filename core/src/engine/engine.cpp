@@ -348,20 +348,20 @@ std::string hybrid_summary(const HybridMoe& hybrid, double decode_tokens_per_s) 
 
 namespace {
 
-PeerTier& peer_tier_of(HybridMoe* hybrid, int peer_device) {
+PeerTier& peer_tier_of(HybridMoe* hybrid, bool has_second_card) {
   if (hybrid == nullptr || hybrid->peer() == nullptr) {
     throw Error("this engine has no peer card: " +
-                std::string(peer_device < 0 ? "runtime.peer_device is -1"
-                                            : "runtime.peer_device is a layer split's second card, or the engine takes no "
-                                              "hybrid path (experts.cache)"));
+                std::string(!has_second_card ? "runtime.peer_device is -1"
+                                             : "runtime.peer_device is a layer split's second card, or the engine takes "
+                                               "no hybrid path (experts.cache)"));
   }
   return *hybrid->peer();
 }
 
 }  // namespace
 
-std::string Engine::detach_peer() { return peer_tier_of(hybrid_.get(), peer_backend_ ? 0 : -1).release(); }
-std::string Engine::attach_peer() { return peer_tier_of(hybrid_.get(), peer_backend_ ? 0 : -1).restore(); }
+std::string Engine::detach_peer() { return peer_tier_of(hybrid_.get(), peer_backend_ != nullptr).release(); }
+std::string Engine::attach_peer() { return peer_tier_of(hybrid_.get(), peer_backend_ != nullptr).restore(); }
 
 std::string Engine::hold_pool(uint32_t n) {
   if (pool_plugin_ == nullptr || (!hybrid_ && !(second_ && second_->hybrid))) {

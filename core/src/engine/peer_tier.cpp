@@ -72,16 +72,20 @@ experts::DeviceRoom PeerTier::room() const {
 
 void PeerTier::set_cache(std::unique_ptr<experts::ExpertCache> cache) {
   cache_ = std::move(cache);
-  slots_ = SlotBuffers(cache_->budget(), arena_, mem_);
+  const double s = fill_slots();
+  description_ = "peer card " + mem_.device_name() + " (" + backend_.describe() + "): " + cache_->budget().describe() +
+                 ", filled in " + std::to_string(s).substr(0, 4) +
+                 " s; activations in and rows out through mapped host memory (no NVLink peer copies)";
+}
+
+double PeerTier::fill_slots() {
   const auto t0 = std::chrono::steady_clock::now();
+  slots_ = SlotBuffers(cache_->budget(), arena_, mem_);
   slots_.queue_fill(*cache_, arena_, queues_, fill_stream_->get());
   DeviceEvent filled(queues_);
   queues_.record(filled.get(), fill_stream_->get());
   queues_.synchronize(filled.get());
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  description_ = "peer card " + mem_.device_name() + " (" + backend_.describe() + "): " + cache_->budget().describe() +
-                 ", filled in " + std::to_string(s).substr(0, 4) +
-                 " s; activations in and rows out through mapped host memory (no NVLink peer copies)";
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 std::string PeerTier::release() {
@@ -95,14 +99,8 @@ std::string PeerTier::release() {
 
 std::string PeerTier::restore() {
   if (attached_) throw Error("the peer card is attached already");
-  const auto t0 = std::chrono::steady_clock::now();
-  slots_ = SlotBuffers(cache_->budget(), arena_, mem_);
-  slots_.queue_fill(*cache_, arena_, queues_, fill_stream_->get());
-  DeviceEvent filled(queues_);
-  queues_.record(filled.get(), fill_stream_->get());
-  queues_.synchronize(filled.get());
+  const double s = fill_slots();
   attached_ = true;
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return "the peer card's " + std::to_string(cache_->n_slots()) + " slots refilled from the host arena in " +
          std::to_string(s).substr(0, 5) + " s";
 }

@@ -75,6 +75,8 @@ class PeerTier {
 
  private:
   strata_op rows_out_op(uint32_t il, uint32_t n_tok) const;
+  // Allocates the slots of the cache's budget and copies its residents in from the arena; waits. Returns seconds.
+  double fill_slots();
 
   Backend& backend_;
   DeviceMemory& mem_;

@@ -221,10 +221,7 @@ std::vector<Stage> Model::build_window(const Window& w, Activations& act, const 
   const GraphContext ctx{hp_, act, kv, runs, n, device, placement};
   StageList stages;
   if (layers.begin == 0) {
-    strata_op embed{};
-    embed.struct_size = sizeof(strata_op);
-    embed.kind = STRATA_OP_GET_ROWS;
-    for (strata_tensor& s : embed.src) s = no_tensor();
+    strata_op embed = new_op(STRATA_OP_GET_ROWS);
     embed.dst = tensor_f32(act.x.data(), {hp_.n_embd, n});
     embed.src[0] = ctx.weight(weights_.token_embd);
     embed.src[1] = tensor_i32(act.tokens.data(), {n});
@@ -238,18 +235,12 @@ std::vector<Stage> Model::build_window(const Window& w, Activations& act, const 
   // The head reads the last column only, unless every token's logits are wanted.
   const int64_t cols = all_logits ? n : 1;
   const int64_t first = n - cols;
-  strata_op norm{};
-  norm.struct_size = sizeof(strata_op);
-  norm.kind = STRATA_OP_RMS_NORM;
-  for (strata_tensor& s : norm.src) s = no_tensor();
+  strata_op norm = new_op(STRATA_OP_RMS_NORM);
   norm.dst = tensor_f32(act.xn.data(), {hp_.n_embd, cols});
   norm.src[0] = tensor_f32(act.x.data() + first * hp_.n_embd, {hp_.n_embd, cols});
   norm.src[1] = ctx.weight(weights_.output_norm);
   norm.f[0] = hp_.rms_eps;
-  strata_op head{};
-  head.struct_size = sizeof(strata_op);
-  head.kind = STRATA_OP_MUL_MAT;
-  for (strata_tensor& s : head.src) s = no_tensor();
+  strata_op head = new_op(STRATA_OP_MUL_MAT);
   head.dst = tensor_f32(act.logits.data(), {hp_.n_vocab, cols});
   head.src[0] = ctx.weight(weights_.output);
   head.src[1] = tensor_f32(act.xn.data(), {hp_.n_embd, cols});
