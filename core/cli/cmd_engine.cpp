@@ -108,8 +108,7 @@ std::string answer_control(Engine& engine, const std::string& line) {
       case protocol::ControlKind::PeerDetach: return "CTL " + name + " done: " + engine.detach_peer();
       case protocol::ControlKind::PeerAttach: return "CTL " + name + " done: " + engine.attach_peer();
       case protocol::ControlKind::PoolHold: return "CTL " + name + " done: " + engine.hold_pool(c.value);
-      case protocol::ControlKind::LinkServe:
-        return "CTL " + name + " refused: this engine has no peer link (plugins/peerlink is not built yet); nothing changed";
+      case protocol::ControlKind::LinkServe: return "CTL " + name + " done: " + engine.serve_link(c.value != 0);
     }
   } catch (const Error& e) {
     return "CTL " + name + " refused: " + e.what() + "; nothing changed";
@@ -167,9 +166,34 @@ int cmd_engine(const Args& args) {
   launch_options.declare(p);
   std::string model;
   p.option("-m|--model", "FILE", "the GGUF model (overrides the launch's model)", &model);
+  std::string link_file, link_role;
+  p.option("--peer-link", "FILE", "the peer link's file (on /dev/shm), shared with the other engine of the pair "
+           "(plugins.peerlink: enabled, file)", &link_file);
+  p.option("--peer-link-role", "0|1", "this engine's role on the peer link (plugins.peerlink.role; default 0)", &link_role);
   if (!p.parse(args)) return 0;
+  if (p.given("--peer-link-role") && !p.given("--peer-link")) {
+    throw UsageError("--peer-link-role needs --peer-link FILE (the link file both engines of the pair share)");
+  }
+  if (p.given("--peer-link-role") && link_role != "0" && link_role != "1") {
+    throw UsageError("--peer-link-role " + link_role + ": give 0 or 1 (one engine of the pair each)");
+  }
   LaunchContext ctx = launch_options.resolve(false);
   if (p.given("--model")) ctx.launch.model = std::filesystem::absolute(model).string();
+  if (p.given("--peer-link")) {
+    // As plugins: peerlink: {enabled: true, file: FILE, role: N} would (the flags win over the launch's section).
+    config::PluginEntry* entry = nullptr;
+    for (config::PluginEntry& e : ctx.launch.plugins) {
+      if (e.name == "peerlink") entry = &e;
+    }
+    if (entry == nullptr) entry = &ctx.launch.plugins.emplace_back(config::PluginEntry{"peerlink", true, {}});
+    entry->enabled = true;
+    std::erase_if(entry->options, [&](const auto& kv) {
+      return kv.first == "file" || (p.given("--peer-link-role") && kv.first == "role");
+    });
+    entry->options.emplace_back("file", std::filesystem::absolute(link_file).string());
+    const bool has_role = std::any_of(entry->options.begin(), entry->options.end(), [](const auto& kv) { return kv.first == "role"; });
+    if (p.given("--peer-link-role") || !has_role) entry->options.emplace_back("role", link_role.empty() ? "0" : link_role);
+  }
   std::unique_ptr<Engine> engine = Engine::from_launch(ctx.launch);
   CompletionOptions defaults;
   defaults.max_tokens = ctx.launch.sampling.n_predict;

@@ -21,7 +21,18 @@
 namespace strata {
 
 class HybridMoe;
+class LinkTier;
 class PluginInstance;
+
+// The peer link to another engine process (plugins: peerlink), for the engine's hybrid path: the link plugin's
+// instance (its options name the file and the role) and a second instance of the engine's backend on the same card,
+// on which this engine serves the other's requests (null: it asks but never serves).
+struct EngineLink {
+  std::unique_ptr<PluginInstance> plugin;
+  uint32_t role = 0;
+  std::unique_ptr<Backend> service;
+  explicit operator bool() const { return plugin != nullptr; }
+};
 
 struct EngineSettings {
   uint32_t context = 4096;  // positions per slot
@@ -59,7 +70,7 @@ class Engine {
   // so, when the engine takes no hybrid path.
   Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, const EngineSettings& settings,
          std::unique_ptr<PluginInstance> pool = nullptr, std::unique_ptr<PluginInstance> balancer = nullptr,
-         std::unique_ptr<Backend> peer = nullptr);
+         std::unique_ptr<Backend> peer = nullptr, EngineLink link = {});
   // Loads launch.model and the launch's backend (select_backend; plugins found on the launch's search path).
   static std::unique_ptr<Engine> from_launch(const config::Launch& launch);
   ~Engine();
@@ -112,6 +123,9 @@ class Engine {
   // another engine process gets the other cores; the ids do not change. Returns what it did; strata::Error says why
   // not (no pool, or a pool plugin older than expert_pool 1.1).
   std::string hold_pool(uint32_t n);
+  // LINK_SERVE: whether this engine's service answers the other engine's requests for the experts its card holds.
+  // Returns what it did; strata::Error says why not (no peer link, or no device to serve on).
+  std::string serve_link(bool on);
 
  private:
   // One card's part of the model: its layers, weights, KV cache, activations and hybrid path.
@@ -138,6 +152,8 @@ class Engine {
   std::unique_ptr<Model> model_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Backend> peer_backend_;  // runtime.peer_device's device, or null
+  EngineLink link_;                        // the peer link's plugin and the service's device, or empty
+  std::unique_ptr<LinkTier> link_tier_;    // the link, open (destroyed after hybrid_, whose service uses it)
   EngineSettings settings_;
   LayerRange first_layers_;  // the backend's card's layers: all, or [0, layer_split)
   // Below: memory of the backend's device when it has one; destroyed before the backend.

@@ -402,18 +402,74 @@ typedef struct strata_balancer_v1 {
 } strata_balancer_v1;
 
 /* ---- family: link ----------------------------------------------------------------------------------------- */
+/* Two engine processes, one card each, joined by a small shared-memory file (peerlink). Each publishes which
+ * experts its card holds; each may ask the other for the weighted rows of experts the other's card holds, and a
+ * service thread of the other computes them on its card. The plugin owns the file and its protocol (roles,
+ * generation, heartbeats, residency under a seqlock, one request box per direction); the host computes. */
 
 #define STRATA_LINK_FAMILY "link"
 #define STRATA_LINK_VERSION 1u
 #define STRATA_LINK_MINOR 0u
 
+/* What both engines of a link must agree on; the file's layout follows from it. */
+typedef struct strata_link_geometry {
+  uint32_t n_layer;     /* residency: n_layer x n_expert bits, layer-major, bit (e % 8) of byte (l x n_expert + e) / 8 */
+  uint32_t n_expert;
+  uint32_t n_embd;      /* floats in a row */
+  uint32_t k_max;       /* the most experts one token routes to */
+  uint32_t max_tokens;  /* the most tokens one request carries */
+  uint32_t reserved;     /* 0; not compared */
+  char fingerprint[64]; /* the model's (NUL-terminated): engines of different models refuse to link */
+} strata_link_geometry;
+
+/* One request, as pointers into the mapped file (valid while the link is open). The requester fills the arrays x,
+ * ids, weights and experts and hands layer, n_tok, k and n_experts to send() (the server sees them here); the server
+ * writes rows and served. The server treats the box as untrusted: a request whose sizes, experts or ids do not fit
+ * its model is answered with nothing served. */
+typedef struct strata_link_request {
+  uint32_t layer, n_tok, k, n_experts;
+  uint32_t* experts;  /* [n_experts], ascending: the experts asked for */
+  float* x;           /* [n_embd, n_tok]: the layer's normed rows */
+  int32_t* ids;       /* [k, n_tok]: the router's choices */
+  float* weights;     /* [k, n_tok] */
+  float* rows;        /* [n_embd, k x n_tok]: column t x k + j holds token t's pair j when its expert was served */
+  uint8_t* served;    /* [n_experts]: 1 when the server computed that expert's rows, 0 when its card no longer holds it */
+} strata_link_request;
+
 typedef struct strata_link_v1 {
   strata_interface_header header;
   /* 1.0 */
-  /* 1 while the other engine is attached, alive and serving rows; 0 otherwise. */
-  uint32_t (*peer_alive)(void* ctx);
-  /* 1 when the other engine's card holds (layer, expert) and has published it; 0 otherwise. */
-  uint32_t (*peer_holds)(void* ctx, uint32_t layer, uint32_t expert);
+  /* Maps the link file of the plugin's options (creating or laying it out again when no live engine holds it),
+   * takes this engine's role, and starts its heartbeat. STRATA_ERR_INVALID_ARGUMENT, naming the problem and the fix:
+   * the role is held by a live process, or the other role's live engine has another geometry, fingerprint or
+   * version. */
+  strata_status* (*open)(void* ctx, const strata_link_geometry* geometry);
+  /* Whether this engine's service answers the other's requests (LINK_SERVE); off after open. */
+  strata_status* (*set_serving)(void* ctx, uint32_t on);
+  /* Publishes this card's residency (the geometry's bitmap); call it only once the copies have landed. An engine
+   * that rewrites slots publishes their experts as absent first. */
+  strata_status* (*publish)(void* ctx, const uint8_t* bits);
+  /* 1 when the other engine is attached, alive (its process exists and its heartbeat is fresh), serving, and has
+   * answered every earlier request of this engine; 0 otherwise. */
+  uint32_t (*peer_ready)(void* ctx);
+  /* Copies the other engine's residency (consistent: read under its seqlock). Returns 0, leaving bits alone, when
+   * it published none or is not alive. */
+  uint32_t (*peer_residency)(void* ctx, uint8_t* bits);
+  /* The requester: this engine's request box, to fill; then send it; then await the answer. await returns 1 when
+   * answered, 0 when the deadline (option deadline_ms) passed or the other engine died or detached first; after a 0,
+   * peer_ready stays 0 until the other has caught up with the request (or a new engine took its role). One request
+   * is outstanding per direction: send refuses (STRATA_ERR_UNAVAILABLE) while the last is unanswered, so fill the
+   * outbox only when peer_ready is 1. */
+  strata_status* (*outbox)(void* ctx, strata_link_request* out);
+  strata_status* (*send)(void* ctx, uint32_t layer, uint32_t n_tok, uint32_t k, uint32_t n_experts);
+  uint32_t (*await_answer)(void* ctx);
+  /* The service: waits up to wait_us for the other's request; 1 with *out filled when one is pending, 0 otherwise
+   * (when not serving it still waits, so a service loop does not spin). answer() marks it answered (rows and served
+   * written). */
+  uint32_t (*next_request)(void* ctx, uint32_t wait_us, strata_link_request* out);
+  void (*answer)(void* ctx);
+  /* One line: the file, the role, the generation, the deadline, the other engine's state. */
+  const char* (*describe)(void* ctx);
 } strata_link_v1;
 
 /* ---- the two exports -------------------------------------------------------------------------------------- */

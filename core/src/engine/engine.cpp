@@ -15,6 +15,7 @@
 #include "strata/experts/expert_report.hpp"
 
 #include "strata/error.hpp"
+#include "strata/gate.hpp"
 #include "strata/log.hpp"
 #include "strata/op_tensor.hpp"
 #include "strata/plugin_host.hpp"
@@ -144,12 +145,13 @@ struct Engine::SecondCard {
 
 Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, const EngineSettings& settings,
                std::unique_ptr<PluginInstance> pool, std::unique_ptr<PluginInstance> balancer,
-               std::unique_ptr<Backend> peer)
+               std::unique_ptr<Backend> peer, EngineLink link)
     : pool_plugin_(std::move(pool)),
       balancer_plugin_(std::move(balancer)),
       model_(std::move(model)),
       backend_(std::move(backend)),
       peer_backend_(std::move(peer)),
+      link_(std::move(link)),
       settings_(settings),
       first_layers_(first_card_layers(settings_, *model_, *backend_, peer_backend_.get())),
       device_weights_([&]() -> std::unique_ptr<DeviceWeights> {
@@ -168,6 +170,10 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
     log::warn("runtime.peer_device: unused, because every weight is on " + backend_->describe() +
               " (the peer card is an expert tier of the hybrid path); set experts.cache to a share to use it");
     peer_backend_.reset();
+  }
+  if (link_ && (!hybrid || split)) {
+    throw Error("the peer link (plugins: peerlink) joins two engines' hybrid paths: it needs a GPU backend with "
+                "experts.cache set to a share, and no runtime.layer_split; switch the link off or set experts.cache");
   }
   const config::ExpertsConfig experts = card_experts(settings_, *model_);
   const auto make_hybrid = [&](Backend& b, Activations& act, BalancerRef card_balancer, HybridCards cards) {
@@ -189,7 +195,15 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
       balancer_ref.ctx = balancer_plugin_->ctx();
       balancer_ref.name = balancer_plugin_->name();
     }
-    hybrid_ = make_hybrid(*backend_, act_, balancer_ref, HybridCards{split ? nullptr : peer_backend_.get(), first_layers_, nullptr});
+    HybridCards cards{split ? nullptr : peer_backend_.get(), first_layers_, nullptr};
+    if (link_) {
+      link_tier_ = std::make_unique<LinkTier>(*link_.plugin, *model_, HybridMoe::kPoolMaxTokens,
+                                              gate::identify(*model_).header_hash);
+      cards.link = link_tier_.get();
+      cards.link_role = link_.role;
+      cards.link_device = link_.service.get();
+    }
+    hybrid_ = make_hybrid(*backend_, act_, balancer_ref, cards);
   }
   if (!split) return;
   // The second card: the same placement (all weights, or the hybrid path) for layers K and up.
@@ -322,6 +336,27 @@ std::string hybrid_summary(const HybridMoe& hybrid, double decode_tokens_per_s) 
                   per(p.round_trip_s, p.layers));
     out += line;
   }
+  if (const LinkTier* link = hybrid.link()) {
+    const LinkCounts& c = link->counts();
+    std::snprintf(line, sizeof line,
+                  "peer link: asked the other engine in %llu layers: %llu experts (%llu rows) computed there, %.3f ms a "
+                  "layer from hand-off to rows back; %llu experts late (computed here from RAM), %llu requests not "
+                  "answered in time\n",
+                  static_cast<unsigned long long>(c.requests), static_cast<unsigned long long>(c.experts),
+                  static_cast<unsigned long long>(c.pairs), per(c.wait_s, c.requests),
+                  static_cast<unsigned long long>(c.late), static_cast<unsigned long long>(c.timeouts));
+    out += line;
+  }
+  if (const LinkService* service = hybrid.service()) {
+    const ServiceCounts c = service->counts();
+    std::snprintf(line, sizeof line,
+                  "peer link service (%s): %llu requests of the other engine answered, %llu experts computed for it, "
+                  "%llu no longer held; busy %.3f ms a request\n",
+                  service->serving() ? "serving" : "not serving", static_cast<unsigned long long>(c.requests),
+                  static_cast<unsigned long long>(c.experts), static_cast<unsigned long long>(c.not_held),
+                  per(c.busy_s, c.requests));
+    out += line;
+  }
   // The roofline: weights from VRAM at the device's rate; misses at the host's read rate plus the link's.
   const HybridMoe::Rates& r = hybrid.rates();
   using experts::ExpertSource;
@@ -362,6 +397,19 @@ PeerTier& peer_tier_of(HybridMoe* hybrid, bool has_second_card) {
 
 std::string Engine::detach_peer() { return peer_tier_of(hybrid_.get(), peer_backend_ != nullptr).release(); }
 std::string Engine::attach_peer() { return peer_tier_of(hybrid_.get(), peer_backend_ != nullptr).restore(); }
+
+std::string Engine::serve_link(bool on) {
+  if (!hybrid_ || hybrid_->link() == nullptr) {
+    throw Error("no peer link: give --peer-link FILE --peer-link-role 0|1 (or plugins: peerlink: {enabled: true, file: "
+                "..., role: ...}) on a GPU backend with experts.cache set");
+  }
+  LinkService* service = hybrid_->service();
+  if (service == nullptr) throw Error("this engine has no device to serve the link on");
+  if (service->serving() == on) throw Error(on ? "this engine serves the link already" : "this engine does not serve the link");
+  service->set_serving(on);
+  return on ? "this engine answers the other engine's requests for the experts its card holds (" + link_tier_->describe() + ")"
+            : "this engine no longer answers the other engine's requests";
+}
 
 std::string Engine::hold_pool(uint32_t n) {
   if (pool_plugin_ == nullptr || (!hybrid_ && !(second_ && second_->hybrid))) {
@@ -442,8 +490,25 @@ std::unique_ptr<Engine> Engine::from_launch(const config::Launch& launch) {
     peer = make_plugin_backend(registry->instantiate(backend->name(), options));
     log::info("peer card: " + peer->describe());
   }
+  // The peer link (peerlink): off unless the launch switches it on. The service computes on a second instance of the
+  // engine's backend on the same card (the same options, so the same device), with its own streams.
+  EngineLink link;
+  if (const PluginCandidate* c = first_enabled(*registry, launch, "link", false)) {
+    if (pool == nullptr) {
+      throw Error(c->name + " (the peer link) joins two engines' hybrid paths, and this launch has none or no CPU pool: "
+                  "use a GPU backend (cuda, hip) with experts.cache set to a share, or switch " + c->name + " off");
+    }
+    const std::vector<std::string> options = launch.plugin(c->name)->flattened();
+    for (const std::string& o : options) {
+      if (o == "role=1") link.role = 1;
+    }
+    link.plugin = registry->instantiate(c->name, options);
+    const config::PluginEntry* entry = launch.plugin(backend->name());
+    link.service = make_plugin_backend(
+        registry->instantiate(backend->name(), entry != nullptr ? entry->flattened() : std::vector<std::string>{}));
+  }
   auto engine = std::make_unique<Engine>(std::move(model), std::move(backend), settings, std::move(pool), std::move(balancer),
-                                         std::move(peer));
+                                         std::move(peer), std::move(link));
   engine->registry_ = std::move(registry);
   log::info("backend: " + engine->backend_->describe());
   return engine;

@@ -193,6 +193,13 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
       throw Error("runtime.peer_device: " + peer->describe() + " does not run MOE_ROUTED with rows out (backend 1.4) for "
                   "this model's experts; set runtime.peer_device to -1");
     }
+  } else if (cards.link != nullptr) {
+    // Two engines on two like cards: the ranked experts are dealt between them as between a card and its peer, and
+    // each role takes its share, so that the cards hold different experts.
+    experts::SlotBudget other_budget = own_budget;
+    experts::DealtCaches dealt =
+        experts::make_dealt_caches(experts_cfg, geometry, std::move(own_budget), std::move(other_budget), identity);
+    cache_ = cards.link_role == 0 ? std::move(dealt.own) : std::move(dealt.peer);
   } else {
     cache_ = experts::make_expert_cache(experts_cfg, geometry, std::move(own_budget), identity);
   }
@@ -235,6 +242,21 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
   if (peer_) {
     tiers.push_back(&peer_->cache());
     description_ += "; " + peer_->describe();
+  }
+  if (cards.link != nullptr) {
+    link_ = cards.link;
+    link_device_ = static_cast<uint32_t>(tiers.size());
+    tiers.push_back(link_);
+    if (cards.link_device != nullptr) {
+      service_ = std::make_unique<LinkService>(*link_, *cards.link_device, model, *arena_, max_tokens_, card_lock_,
+                                               [this](uint32_t il, uint32_t e) -> const void* {
+                                                 const auto slot = cache_->usable_slot({il, e});
+                                                 return slot ? slot_address(*slot) : nullptr;
+                                               });
+    }
+    publish_residency();
+    description_ += "; peer link, role " + std::to_string(cards.link_role) + " (" + link_->describe() + ")" +
+                    (pool_ ? "" : ": this engine serves but does not ask (it has no CPU pool for late experts)");
   }
   planner_ = std::make_unique<experts::Planner>(geometry, tiers, frac);
   launch_frac_ = frac;
@@ -362,6 +384,8 @@ void HybridMoe::reset_counts() {
   times_ = HybridTimes{};
   stamp_times_ = StampTimes{};
   if (peer_) peer_->reset_counts();
+  if (service_) service_->reset_counts();
+  if (link_) link_->reset_counts();
 }
 
 void HybridMoe::begin_window(uint32_t n_tok, bool program_allowed) {
@@ -374,6 +398,8 @@ void HybridMoe::begin_window(uint32_t n_tok, bool program_allowed) {
   // simple mode, the peer's own rows buffer as src3 (the chunked prompt path has src3 for its chunks).
   peer_window_ = peer_ != nullptr && peer_->attached() &&
                  (n_tok <= pool_max_tokens_ || (!one_program(n_tok) && !chunk_window_ && n_tok <= max_tokens_));
+  // The link serves decode windows (its rows come in with the pool's, and the pool computes what comes late).
+  link_window_ = link_ != nullptr && link_->begin_window(pool_ && n_tok <= pool_max_tokens_);
   window_start_ = clock_type::now();
 }
 
@@ -608,14 +634,17 @@ void HybridMoe::place_program(uint32_t n_tok) {
       hand_to_watcher(il, 2);  // the watcher raises placed once they landed
     }
     if (!plan.peer.empty()) peer_->start(il, n_tok, pool_x_.data(), ids_.data(), weights_.data(), plan.peer);
-    if (!plan.cpu.empty()) {
-      x_.assign(pool_x_.data(), pool_x_.data() + size_t{n_embd_} * n_tok);
-      (void)run_pool(il, n_tok, plan.cpu);  // its time is in times_.pool_s
+    if (!link_experts_.empty()) {
+      link_->start(il, n_tok, model_.weights().layers[il].routing.k, pool_x_.data(), ids_.data(), weights_.data(),
+                   link_experts_);
     }
+    if (!plan.cpu.empty() || !link_experts_.empty()) x_.assign(pool_x_.data(), pool_x_.data() + size_t{n_embd_} * n_tok);
+    if (!plan.cpu.empty()) (void)run_pool(il, n_tok, plan.cpu);  // its time is in times_.pool_s
     if (!plan.peer.empty()) {
       peer_->finish();
       take_peer_rows(plan.peer);
     }
+    if (!link_experts_.empty()) finish_link(il, n_tok);
     rows_at_[il] = clock_type::now();
     if (balancing_window_) {
       layer_cpu_[il] = static_cast<uint32_t>(plan.cpu.size());
@@ -629,8 +658,14 @@ void HybridMoe::place_program(uint32_t n_tok) {
 void HybridMoe::end_window() {
   times_.window_s += seconds_since(window_start_);
   if (adapt_swaps_ <= 0) return;
+  // The service reads the cache and the slots under the card lock. Once the moves are planned, their slots' experts
+  // are not usable (the service answers them as not held, and the link hears so at once); the new residency is
+  // published after the copies landed.
+  std::unique_lock<std::mutex> card(card_lock_, std::defer_lock);
+  if (link_ != nullptr) card.lock();
   const std::vector<experts::SwapMove> moves = cache_->plan_swaps(static_cast<uint32_t>(adapt_swaps_));
   if (moves.empty()) return;
+  if (link_ != nullptr) publish_residency();
   for (const experts::SwapMove& m : moves) {
     queues_.copy_async(const_cast<void*>(slot_address(m.slot)), arena_->expert(m.incoming.layer, m.incoming.expert),
                        arena_->layout(m.incoming.layer).bytes, STRATA_COPY_HOST_TO_DEVICE, copy_stream_->get());
@@ -644,6 +679,7 @@ void HybridMoe::end_window() {
   }
   for (const experts::SwapMove& m : moves) cache_->commit(m);
   times_.swaps += moves.size();
+  if (link_ != nullptr) publish_residency();
 }
 
 experts::LayerPlan HybridMoe::plan_layer(uint32_t il, uint32_t n_tok, bool stage_copies) {
@@ -665,6 +701,14 @@ experts::LayerPlan HybridMoe::plan_layer(uint32_t il, uint32_t n_tok, bool stage
   }
   cache_->record(il, uses_);
   experts::LayerPlan plan = planner_->plan(il, uses_);
+  // The other engine's experts (the link's view is dark outside link windows, so there are none then).
+  link_experts_.clear();
+  if (link_ != nullptr) {
+    const auto other = std::stable_partition(plan.peer.begin(), plan.peer.end(),
+                                             [this](const experts::PlannedExpert& p) { return p.device != link_device_; });
+    link_experts_.assign(other, plan.peer.end());
+    plan.peer.erase(other, plan.peer.end());
+  }
   // A window longer than decode's reads its misses over PCIe and computes them on the GPU; a window whose rows have
   // no way back from the peer reads the peer's experts over PCIe too.
   const bool cpu_to_pcie = !plan.cpu.empty() && n_tok > pool_max_tokens_;
@@ -679,7 +723,11 @@ experts::LayerPlan HybridMoe::plan_layer(uint32_t il, uint32_t n_tok, bool stage
     if (cpu_to_pcie) plan.cpu.clear();
     if (peer_to_pcie) plan.peer.clear();
   }
+  // PEER counts both other cards: the peer tier's and the link's.
+  const size_t n_peer = plan.peer.size();
+  plan.peer.insert(plan.peer.end(), link_experts_.begin(), link_experts_.end());
   counters_.add(plan, cache_->geometry());
+  plan.peer.resize(n_peer);
 
   const experts::ExpertLayout& layout = arena_->layout(il);
   strata_expert_weights* entries = host_entries_[il].data();
@@ -696,6 +744,7 @@ experts::LayerPlan HybridMoe::plan_layer(uint32_t il, uint32_t n_tok, bool stage
   const strata_expert_weights elsewhere{nullptr, nullptr, nullptr, layout.gate_type, layout.up_type, layout.down_type, 0};
   for (const experts::PlannedExpert& c : plan.cpu) entries[c.expert] = elsewhere;
   for (const experts::PlannedExpert& p : plan.peer) entries[p.expert] = elsewhere;
+  for (const experts::PlannedExpert& p : link_experts_) entries[p.expert] = elsewhere;
   times_.plan_s += seconds_since(t0);
   ++times_.layers;
   return plan;
@@ -710,7 +759,7 @@ void HybridMoe::place(uint32_t il, uint32_t n_tok) {
   // copies.
   const bool x_ready = pool_x_ready_;
   pool_x_ready_ = false;
-  if (!plan.cpu.empty() || !plan.peer.empty()) {
+  if (!plan.cpu.empty() || !plan.peer.empty() || !link_experts_.empty()) {
     if (x_ready) {
       x_.assign(pool_x_.data(), pool_x_.data() + size_t{n_embd_} * n_tok);
     } else {
@@ -719,6 +768,9 @@ void HybridMoe::place(uint32_t il, uint32_t n_tok) {
   }
   // The peer computes its experts while the copies fly and the pool runs.
   if (!plan.peer.empty()) peer_->start(il, n_tok, x_.data(), ids_.data(), weights_.data(), plan.peer);
+  if (!link_experts_.empty()) {
+    link_->start(il, n_tok, model_.weights().layers[il].routing.k, x_.data(), ids_.data(), weights_.data(), link_experts_);
+  }
   const uint32_t n_expert = tables_[il].n_expert;
   queues_.copy_async(device_entries_[il].data(), host_entries_[il].data(), size_t{n_expert} * sizeof(strata_expert_weights),
                      STRATA_COPY_HOST_TO_DEVICE, nullptr);
@@ -731,6 +783,7 @@ void HybridMoe::place(uint32_t il, uint32_t n_tok) {
     peer_->finish();
     if (n_tok <= pool_max_tokens_) take_peer_rows(plan.peer);  // else src3 is the peer's rows themselves
   }
+  if (!link_experts_.empty()) finish_link(il, n_tok);
   times_.place_s += seconds_since(t0);
 }
 
@@ -743,9 +796,28 @@ std::pair<uint32_t, uint32_t> HybridMoe::pairs_of(uint32_t expert) const {
   return {routes_.token_offsets[i], routes_.token_offsets[i + 1]};
 }
 
-void HybridMoe::take_peer_rows(const std::vector<experts::PlannedExpert>& peer) {
-  const float* rows = peer_->rows();
-  for (const experts::PlannedExpert& p : peer) {
+void HybridMoe::finish_link(uint32_t il, uint32_t n_tok) {
+  const std::vector<experts::PlannedExpert>& late = link_->finish();
+  if (late.empty()) {
+    take_rows(link_experts_, link_->rows());
+    return;
+  }
+  std::vector<experts::PlannedExpert> served;
+  for (const experts::PlannedExpert& p : link_experts_) {
+    if (std::find_if(late.begin(), late.end(), [&](const experts::PlannedExpert& q) { return q.expert == p.expert; }) == late.end()) {
+      served.push_back(p);
+    }
+  }
+  take_rows(served, link_->rows());
+  (void)run_pool(il, n_tok, late);  // from this engine's RAM copy, into their columns
+}
+
+void HybridMoe::publish_residency() {
+  link_->publish([this](uint32_t il, uint32_t e) { return il < tables_.size() && e < tables_[il].n_expert && cache_->usable_slot({il, e}).has_value(); });
+}
+
+void HybridMoe::take_rows(const std::vector<experts::PlannedExpert>& experts, const float* rows) {
+  for (const experts::PlannedExpert& p : experts) {
     const auto [p0, p1] = pairs_of(p.expert);
     for (uint32_t q = p0; q < p1; ++q) {
       const size_t column = routes_.route_index[q];

@@ -25,6 +25,10 @@
 // With a peer card (runtime.peer_device, peer_tier.hpp) the cached experts are dealt between the two cards, and a
 // layer's PEER experts are computed there while the copies fly and the pool runs; their rows come back through
 // mapped host memory into src3 (with the pool's in decode windows; the peer's own rows buffer in prompt windows).
+// With a peer link (link_tier.hpp, another engine process on another card), the cache holds this role's share of
+// the dealt experts, its residency is published after every fill and swap, a decode window's experts the other
+// card holds are asked of the other engine (their rows come into src3 like the pool's; late ones are computed by
+// the pool), and a service thread (link_service.hpp) answers the other's requests with this card's slots.
 #pragma once
 
 #include <atomic>
@@ -51,6 +55,8 @@
 #include "strata/format/expert_routes.hpp"
 #include "strata/model.hpp"
 #include "strata/window_worker.hpp"
+#include "link_service.hpp"
+#include "link_tier.hpp"
 #include "peer_tier.hpp"
 #include "slot_buffers.hpp"
 
@@ -103,6 +109,12 @@ struct HybridCards {
   Backend* peer = nullptr;  // runtime.peer_device: the peer tier's device (peer_tier.hpp)
   LayerRange layers;        // runtime.layer_split: this card's layers (its cache holds only their experts)
   std::shared_ptr<experts::ExpertArena> arena;  // the first card's host arena, mapped and registered already
+  // The peer link to another engine process (link_tier.hpp), open; its role picks this card's share of the dealt
+  // experts (role 0 the first, role 1 the second). `link_device`: a second instance of this card's backend on the
+  // same device, on which the service computes the other's rows (null: this engine asks but does not serve).
+  LinkTier* link = nullptr;
+  uint32_t link_role = 0;
+  Backend* link_device = nullptr;
 };
 
 class HybridMoe final : public ExpertPlacement {
@@ -145,6 +157,10 @@ class HybridMoe final : public ExpertPlacement {
   // The peer card's tier, or null without runtime.peer_device.
   const PeerTier* peer() const { return peer_.get(); }
   PeerTier* peer() { return peer_.get(); }
+  // The peer link's two sides, or null without one.
+  const LinkTier* link() const { return link_; }
+  LinkService* service() { return service_.get(); }
+  const LinkService* service() const { return service_.get(); }
   const experts::PlanCounters& plans() const { return counters_; }
   const experts::ExpertArena& arena() const { return *arena_; }
   // For a second card's hybrid path (runtime.layer_split): one host copy of the experts for both.
@@ -177,7 +193,14 @@ class HybridMoe final : public ExpertPlacement {
  private:
   const void* slot_address(uint32_t slot) const { return own_slots_.address(slot); }
   // The peer's rows of a decode window's PEER pairs into their columns of the pool's rows (src3).
-  void take_peer_rows(const std::vector<experts::PlannedExpert>& peer);
+  void take_peer_rows(const std::vector<experts::PlannedExpert>& peer) { take_rows(peer, peer_->rows()); }
+  // `experts`' rows from `rows` (columns t x k + j) into their columns of the pool's rows (src3).
+  void take_rows(const std::vector<experts::PlannedExpert>& experts, const float* rows);
+  // The link's part of a layer (its experts were started): waits for the answer, takes the served experts' rows
+  // and computes the others with the pool from x_.
+  void finish_link(uint32_t il, uint32_t n_tok);
+  // This card's residency, to the link (after the slots' copies landed).
+  void publish_residency();
   // The [p0, p1) of the grouped routes' pairs of `expert` (one the plan names).
   std::pair<uint32_t, uint32_t> pairs_of(uint32_t expert) const;
   // What simple and fast mode share: the layer's routes read, the plan made and counted, the table's entries written
@@ -261,6 +284,12 @@ class HybridMoe final : public ExpertPlacement {
 
   SlotBuffers own_slots_;                           // this card's slots, per slot class
   std::unique_ptr<PeerTier> peer_;
+  LinkTier* link_ = nullptr;                        // the peer link's requester side (the engine owns it)
+  uint32_t link_device_ = 0;                        // the planner's device index of the link's view
+  bool link_window_ = false;                        // the current window asks the other engine
+  std::vector<experts::PlannedExpert> link_experts_;  // the layer's experts asked of the other engine
+  std::mutex card_lock_;                            // held while the service reads this card's slots or they change
+  std::unique_ptr<LinkService> service_;            // stopped before the slots go
   bool peer_window_ = false;                        // the current window's PEER experts go to the peer card
   std::chrono::steady_clock::time_point window_start_;
   Buffer<unsigned char> staging_;                   // staging_slots_ x staging_bytes_
