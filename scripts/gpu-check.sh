@@ -40,6 +40,9 @@
 #                pcie_frac 0 / 0.5 / 1, peer_hot 1, simple mode, swaps; runtime.layer_split's (STRATA_SPLIT, default 24) with every weight on the cards,
 #                on the hybrid path at 25% (programs and simple mode); then tg128/pp512 at 25% on one card, with the
 #                peer (its summary line) and split; tg64 with two sequences at once (--slots 2) on the split
+#     peerlink   two `strata engine` processes on GPU 0 joined by the peer link (25% each, both serving): a request
+#                on each at once, then a 400-token one on role 0 during which role 1 is killed; every request's ids
+#                against a one-card `strata run`, and each side's `peer link` summary lines
 #     serve      strata serve on the hybrid path (25%, pcie_balance on): chat completions, a request's own pcie_frac,
 #                /live and /metrics
 #     balance    plugins/pcie_balance off and on in pairs (tg128, 25%), with a slow pool and all workers
@@ -468,6 +471,53 @@ if want twocard; then
     rc=$?
     row "bench 25% split-$k --slots $n (exit $rc): $(grep -E '\| tg64' "$f.md" | awk -F'|' '{print $7, "aggregate;", $9, "per slot"}' | xargs)"
   done
+fi
+if want peerlink; then
+  # Two `strata engine` processes joined by the peer link (plugins/peerlink), both on GPU 0 (two logical cards), each
+  # with a 25% cache holding its role's share of the dealt experts, both serving (LINK_SERVE 1). Role 0 runs a
+  # request; role 1 runs one at the same time; then role 0 runs a long one during which role 1 is killed (SIGKILL).
+  # Every request's ids must equal a one-card `strata run`'s.
+  log "peer link: two engine processes on GPU 0"
+  link_file=/dev/shm/strata-check.link
+  rm -f "$link_file"
+  f="$OUT/link"
+  e=(strata engine --model "$model" -o backend=cuda -o experts.cache=25% --peer-link "$link_file")
+  want64="$(strata run --model "$model" --backend cuda -o experts.cache=25% --prompt "Once upon a time" -n 64 \
+    --temperature 0 --json 2> "$f-run64.log" | grep -oE '"generated_ids":\[[0-9,]*\]')"
+  want400="$(strata run --model "$model" --backend cuda -o experts.cache=25% --prompt "The history of the river" -n 400 \
+    --temperature 0 --json 2> "$f-run400.log" | grep -oE '"generated_ids":\[[0-9,]*\]')"
+  rm -f "$f-0.fifo" "$f-1.fifo" && mkfifo "$f-0.fifo" "$f-1.fifo"
+  "${e[@]}" --peer-link-role 1 < "$f-1.fifo" > "$f-1.out" 2> "$f-1.log" &
+  pid1=$!
+  exec 7> "$f-1.fifo"
+  timeout 300 "${e[@]}" --peer-link-role 0 < "$f-0.fifo" > "$f-0.out" 2> "$f-0.log" &
+  pid0=$!
+  exec 8> "$f-0.fifo"
+  req='{"id":ID,"prompt":"PROMPT","max_tokens":N,"temperature":0,"stream":false}'
+  r64="${req/PROMPT/Once upon a time}"; r64="${r64/N/64}"
+  r400="${req/PROMPT/The history of the river}"; r400="${r400/N/400}"
+  for i in $(seq 1 240); do grep -q '"event"' "$f-1.out" 2> /dev/null && grep -q '"event"' "$f-0.out" 2> /dev/null && break; sleep 0.5; done
+  echo "LINK_SERVE 1" >&7
+  echo "LINK_SERVE 1" >&8
+  sleep 0.5
+  echo "${r64/ID/1}" >&8
+  echo "${r64/ID/11}" >&7  # role 1's own request, at the same time
+  for i in $(seq 1 300); do grep -q '"id":1,' "$f-0.out" 2> /dev/null && grep -q '"id":11,' "$f-1.out" 2> /dev/null && break; sleep 0.1; done
+  # Role 1 dies while role 0 runs its 400-token request.
+  echo "${r400/ID/2}" >&8
+  sleep 1.5
+  kill -9 "$pid1" 2> /dev/null
+  exec 7>&-
+  for i in $(seq 1 900); do grep -q '"id":2,' "$f-0.out" 2> /dev/null && break; sleep 0.1; done
+  exec 8>&-  # role 0 ends at the end of its input, printing its summary
+  wait "$pid0" 2> /dev/null; wait "$pid1" 2> /dev/null
+  ok() { grep -F "$1,\"id\":$2," "$3" > /dev/null && echo same || echo DIFFERENT; }
+  row "peer link: role 0 request 1 (64 tokens, both serving): ids $(ok "$want64" 1 "$f-0.out") as one card"
+  row "peer link: role 1 request 11 (64 tokens, at the same time): ids $(ok "$want64" 11 "$f-1.out") as one card"
+  row "peer link: role 0 request 2 (400 tokens, role 1 killed during it): ids $(ok "$want400" 2 "$f-0.out") as one card"
+  while IFS= read -r l; do row "  role 0: ${l:0:160}"; done < <(grep -E '^peer link|^CTL|warning: peer link' "$f-0.log" "$f-0.out" | cut -d: -f2-)
+  while IFS= read -r l; do row "  role 1: ${l:0:160}"; done < <(grep -E '^peer link|^CTL' "$f-1.log" "$f-1.out" | cut -d: -f2-)
+  rm -f "$link_file" "$f-0.fifo" "$f-1.fifo"
 fi
 if want peer-hybrid; then
   peer="${STRATA_PEER_CUDA:-$root/.device/peer-cuda/llama-bench}"

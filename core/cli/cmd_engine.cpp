@@ -223,6 +223,8 @@ int cmd_engine(const Args& args) {
       emit(dump(json{{"id", json::parse(parsed.request->id)}, {"error", e.what()}}));
     }
   }
+  // What the hybrid path did over the process's life (the cache, the sources, the peer card and the link), on stderr.
+  if (engine->hybrid()) std::fprintf(stderr, "%s", engine->expert_summary().c_str());
   return 0;
 }
 
