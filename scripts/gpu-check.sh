@@ -481,7 +481,9 @@ if want peerlink; then
   link_file=/dev/shm/strata-check.link
   rm -f "$link_file"
   f="$OUT/link"
-  e=(strata engine --model "$model" -o backend=cuda -o experts.cache=25% --peer-link "$link_file")
+  # One host copy of the experts for both: role 1 fills the tmpfs file, role 0 maps it.
+  e=(strata engine --model "$model" -o backend=cuda -o experts.cache=25% -o experts.arena=/dev/shm/strata-check.arena
+     --peer-link "$link_file")
   want64="$(strata run --model "$model" --backend cuda -o experts.cache=25% --prompt "Once upon a time" -n 64 \
     --temperature 0 --json 2> "$f-run64.log" | grep -oE '"generated_ids":\[[0-9,]*\]')"
   want400="$(strata run --model "$model" --backend cuda -o experts.cache=25% --prompt "The history of the river" -n 400 \
@@ -515,9 +517,10 @@ if want peerlink; then
   row "peer link: role 0 request 1 (64 tokens, both serving): ids $(ok "$want64" 1 "$f-0.out") as one card"
   row "peer link: role 1 request 11 (64 tokens, at the same time): ids $(ok "$want64" 11 "$f-1.out") as one card"
   row "peer link: role 0 request 2 (400 tokens, role 1 killed during it): ids $(ok "$want400" 2 "$f-0.out") as one card"
+  for r in 0 1; do row "  role $r arena: $(grep -oE 'experts in RAM: [^;]*' "$f-$r.log" | head -1)"; done
   while IFS= read -r l; do row "  role 0: ${l:0:160}"; done < <(grep -E '^peer link|^CTL|warning: peer link' "$f-0.log" "$f-0.out" | cut -d: -f2-)
   while IFS= read -r l; do row "  role 1: ${l:0:160}"; done < <(grep -E '^peer link|^CTL' "$f-1.log" "$f-1.out" | cut -d: -f2-)
-  rm -f "$link_file" "$f-0.fifo" "$f-1.fifo"
+  rm -f "$link_file" "$f-0.fifo" "$f-1.fifo" /dev/shm/strata-check.arena
 fi
 if want peer-hybrid; then
   peer="${STRATA_PEER_CUDA:-$root/.device/peer-cuda/llama-bench}"

@@ -37,6 +37,13 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kServeEnv = "STRATA_TEST_LINK_SERVE";  // the link file, for the spawned role 1
 constexpr const char* kSwapsEnv = "STRATA_TEST_LINK_SWAPS";
+constexpr const char* kArenaEnv = "STRATA_TEST_LINK_ARENA";  // the shared arena's file, for the spawned role 1
+
+// The pair's host arena: one tmpfs file both processes map (the first fills it, the second finds it complete).
+std::string arena_file(const std::string& link_file) {
+  return "/dev/shm/strata_test_" + std::to_string(::getpid()) + "_" + std::filesystem::path(link_file).stem().string() +
+         ".arena";
+}
 
 bool usable() {
   bool cpu = false, link = false;
@@ -50,12 +57,13 @@ bool usable() {
 
 // An engine of the pair: experts.cache 50% on each card, so that the two roles' shares cover every expert.
 std::unique_ptr<strata::Engine> linked_engine(const std::string& file, uint32_t role, int swaps, bool fast,
-                                              const std::string& deadline_ms = "200") {
+                                              const std::string& deadline_ms = "200", const std::string& arena = {}) {
   strata::EngineSettings s = strata::test::test_settings();
   s.experts.cache.kind = strata::config::CacheSize::Kind::Percent;
   s.experts.cache.percent = 50;
   s.experts.pcie_frac = 0.0;
   s.experts.adapt_swaps = swaps;
+  if (!arena.empty()) s.experts.arena = arena;
   s.threads = 2;
   s.graphs = fast;
   strata::EngineLink link;
@@ -115,7 +123,8 @@ uint64_t count_after(const std::string& summary, const std::string& label) {
 // Role 1 in a process of its own: this binary again, with the link file in the environment.
 class ServerProcess {
  public:
-  ServerProcess(const std::string& file, int swaps) : file_(file) {
+  ServerProcess(const std::string& file, int swaps) : file_(file), arena_(arena_file(file)) {
+    std::filesystem::remove(arena_);
     std::filesystem::remove(file + ".ready");
     std::filesystem::remove(file + ".stop");
     const std::string filter = "--gtest_filter=EngineLinkServer.Role1";
@@ -124,6 +133,7 @@ class ServerProcess {
     for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
     env_strings.push_back(std::string(kServeEnv) + "=" + file);
     env_strings.push_back(std::string(kSwapsEnv) + "=" + std::to_string(swaps));
+    env_strings.push_back(std::string(kArenaEnv) + "=" + arena_);
     std::vector<char*> env;
     for (std::string& s : env_strings) env.push_back(s.data());
     env.push_back(nullptr);
@@ -141,7 +151,10 @@ class ServerProcess {
         reap(std::chrono::seconds(5));
       }
     }
+    std::error_code ec;
+    std::filesystem::remove(arena_, ec);
   }
+  const std::string& arena() const { return arena_; }
   // Waits until role 1 serves (its ready file), or it ended.
   bool wait_ready() {
     const auto until = Clock::now() + std::chrono::seconds(120);
@@ -172,7 +185,7 @@ class ServerProcess {
       else std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
   }
-  std::string file_;
+  std::string file_, arena_;
   pid_t pid_ = -1;
 };
 
@@ -192,7 +205,7 @@ TEST_P(EngineLink, TheOtherEnginesRowsGiveThePlainEnginesBytes) {
   const std::string file = strata::testing_support::test_temp_path("engine_link", std::string(c.name) + ".link");
   ServerProcess server(file, c.swaps);
   ASSERT_TRUE(server.wait_ready()) << "role 1 did not come up";
-  auto e = linked_engine(file, 0, c.swaps, c.fast);
+  auto e = linked_engine(file, 0, c.swaps, c.fast, "200", server.arena());
   const std::vector<float> got = run(*e, kSteps, [](int) {});
   const std::vector<float> want = plain_cpu(kSteps);
   EXPECT_EQ(first_difference(got, want), want.size());
@@ -200,6 +213,8 @@ TEST_P(EngineLink, TheOtherEnginesRowsGiveThePlainEnginesBytes) {
   EXPECT_GT(count_after(summary, "experts ("), 0u) << summary;  // "... N experts (R rows) computed there"
   EXPECT_NE(summary.find("peer link: asked the other engine"), std::string::npos) << summary;
   EXPECT_EQ(count_after(summary, "requests not answered in time"), 0u) << summary;
+  // One host copy of the experts for both processes: role 1 filled the tmpfs file, role 0 mapped it as it was.
+  EXPECT_NE(summary.find("in " + server.arena() + ", found complete and mapped"), std::string::npos) << summary;
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, EngineLink,
@@ -263,7 +278,8 @@ TEST(EngineLinkServer, Role1) {
   if (file == nullptr) GTEST_SKIP() << "role 1 of the EngineLink tests: runs only when they spawn it";
   const char* swaps = std::getenv(kSwapsEnv);
   const pid_t parent = ::getppid();
-  auto e = linked_engine(file, 1, swaps != nullptr ? std::atoi(swaps) : 0, true);
+  const char* arena = std::getenv(kArenaEnv);
+  auto e = linked_engine(file, 1, swaps != nullptr ? std::atoi(swaps) : 0, true, "200", arena != nullptr ? arena : "");
   (void)e->serve_link(true);
   std::ofstream(std::string(file) + ".ready") << "ready\n";
   const auto until = Clock::now() + std::chrono::seconds(300);
