@@ -28,37 +28,14 @@ LinkService::LinkService(LinkTier& link, Backend& device, const Model& model, co
       queues_(*device.device_queues()),
       model_(model),
       arena_(arena),
-      max_tokens_(std::max<uint32_t>(max_tokens, 1)),
+      n_embd_(model.hparams().n_embd),
       card_lock_(card_lock),
-      slot_address_(std::move(slot_address)) {
-  const ModelWeights& w = model.weights();
-  n_embd_ = model.hparams().n_embd;
-  for (const LayerWeights& lw : w.layers) {
-    if (lw.has_experts()) k_max_ = std::max(k_max_, lw.routing.k);
-  }
-  x_ = Buffer<float>::mapped(size_t{n_embd_} * max_tokens_, mem_);
-  ids_ = Buffer<int32_t>::mapped(size_t{k_max_} * max_tokens_, mem_);
-  weights_ = Buffer<float>::mapped(size_t{k_max_} * max_tokens_, mem_);
-  rows_ = Buffer<float>::mapped(size_t{n_embd_} * k_max_ * max_tokens_, mem_);
-  host_entries_.resize(w.layers.size());
-  device_entries_.resize(w.layers.size());
-  tables_.resize(w.layers.size());
-  for (uint32_t il = 0; il < w.layers.size(); ++il) {
-    const LayerWeights& lw = w.layers[il];
-    if (!lw.has_experts()) continue;
-    const experts::ExpertLayout& layout = arena.layout(il);
-    const uint32_t n = lw.routing.n_expert;
-    host_entries_[il] = Buffer<strata_expert_weights>::mapped(n, mem_);
-    device_entries_[il] = Buffer<strata_expert_weights>(n, &mem_);
-    tables_[il] = strata_expert_table{n_embd_, lw.experts.n_ff, n, layout.gate_type, layout.up_type, layout.down_type,
-                                      device_entries_[il].data()};
-  }
+      slot_address_(std::move(slot_address)),
+      work_(model, arena, mem_, max_tokens) {
   done_ = std::make_unique<DeviceEvent>(queues_);
-  for (uint32_t il = 0; il < tables_.size(); ++il) {
-    if (tables_[il].experts != nullptr && !device_.supports(rows_out_op(il, max_tokens_, model.weights().layers[il].routing.k))) {
-      throw Error("peer link: " + device.describe() + " does not run MOE_ROUTED with rows out (backend 1.4) for this "
-                  "model's experts, so it cannot serve the other engine; switch the link off (plugins.peerlink.enabled: false)");
-    }
+  if (!work_.supported([this](const strata_op& op) { return device_.supports(op); })) {
+    throw Error("peer link: " + device.describe() + " does not run MOE_ROUTED with rows out (backend 1.4) for this "
+                "model's experts, so it cannot serve the other engine; switch the link off (plugins.peerlink.enabled: false)");
   }
 }
 
@@ -114,24 +91,13 @@ void LinkService::run() {
   }
 }
 
-strata_op LinkService::rows_out_op(uint32_t il, uint32_t n_tok, uint32_t k) const {
-  strata_op op = new_op(STRATA_OP_MOE_ROUTED);
-  op.src[0] = tensor_f32(x_.data(), {n_embd_, n_tok});
-  op.src[1] = tensor_i32(ids_.data(), {k, n_tok});
-  op.src[2] = tensor_f32(weights_.data(), {k, n_tok});
-  op.dst = tensor_f32(rows_.data(), {n_embd_, int64_t{k} * n_tok});
-  op.extra = &tables_[il];
-  op.i[2] = 1;  // rows out: each computed pair's row in its column, nothing summed
-  return op;
-}
-
 void LinkService::serve(const strata_link_request& r) {
   std::fill(r.served, r.served + r.n_experts, uint8_t{0});
   // A request this engine's model would not have made (another geometry got past the file's checks, or a torn
   // write): answered with nothing served, so the requester computes it all itself.
-  const bool layer_ok = r.layer < tables_.size() && tables_[r.layer].experts != nullptr;
+  const bool layer_ok = work_.has_experts(r.layer);
   const LayerWeights* lw = layer_ok ? &model_.weights().layers[r.layer] : nullptr;
-  bool ok = layer_ok && r.n_tok >= 1 && r.n_tok <= max_tokens_ && r.k == lw->routing.k && r.n_experts <= lw->routing.n_expert;
+  bool ok = layer_ok && r.n_tok >= 1 && r.n_tok <= work_.max_tokens() && r.k == lw->routing.k && r.n_experts <= lw->routing.n_expert;
   const uint32_t n_expert = ok ? lw->routing.n_expert : 0;
   for (size_t i = 0; ok && i < size_t{r.k} * r.n_tok; ++i) ok = r.ids[i] >= 0 && static_cast<uint32_t>(r.ids[i]) < n_expert;
   for (uint32_t i = 0; ok && i < r.n_experts; ++i) ok = r.experts[i] < n_expert && (i == 0 || r.experts[i] > r.experts[i - 1]);
@@ -141,9 +107,7 @@ void LinkService::serve(const strata_link_request& r) {
     return;
   }
   const experts::ExpertLayout& layout = arena_.layout(r.layer);
-  strata_expert_weights* entries = host_entries_[r.layer].data();
-  std::fill(entries, entries + n_expert,
-            strata_expert_weights{nullptr, nullptr, nullptr, layout.gate_type, layout.up_type, layout.down_type, 0});
+  strata_expert_weights* entries = work_.clear_entries(r.layer);
   std::lock_guard<std::mutex> card(card_lock_);
   uint32_t held = 0;
   for (uint32_t i = 0; i < r.n_experts; ++i) {
@@ -159,16 +123,13 @@ void LinkService::serve(const strata_link_request& r) {
     counts_.not_held += r.n_experts - held;
   }
   if (held == 0) return;
-  std::memcpy(x_.data(), r.x, size_t{n_embd_} * r.n_tok * sizeof(float));
-  std::memcpy(ids_.data(), r.ids, size_t{r.k} * r.n_tok * sizeof(int32_t));
-  std::memcpy(weights_.data(), r.weights, size_t{r.k} * r.n_tok * sizeof(float));
-  queues_.copy_async(device_entries_[r.layer].data(), entries, size_t{n_expert} * sizeof(strata_expert_weights),
-                     STRATA_COPY_HOST_TO_DEVICE, nullptr);
-  const strata_op op = rows_out_op(r.layer, r.n_tok, r.k);
+  work_.load(r.layer, r.n_tok, r.x, r.ids, r.weights);
+  work_.enqueue_entries(queues_, r.layer);
+  const strata_op op = work_.op(r.layer, r.n_tok);
   queues_.compute_async(std::span<const strata_op>(&op, 1));
   queues_.record(done_->get(), nullptr);
   queues_.synchronize(done_->get());
-  std::memcpy(r.rows, rows_.data(), size_t{n_embd_} * r.k * r.n_tok * sizeof(float));
+  std::memcpy(r.rows, work_.rows(), size_t{n_embd_} * r.k * r.n_tok * sizeof(float));
 }
 
 }  // namespace strata

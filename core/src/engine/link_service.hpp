@@ -21,6 +21,7 @@
 #include "strata/experts/expert_arena.hpp"
 #include "strata/model.hpp"
 #include "link_tier.hpp"
+#include "rows_out_buffers.hpp"
 
 namespace strata {
 
@@ -51,7 +52,6 @@ class LinkService {
  private:
   void run();
   void serve(const strata_link_request& r);
-  strata_op rows_out_op(uint32_t il, uint32_t n_tok, uint32_t k) const;
 
   LinkTier& link_;
   Backend& device_;
@@ -59,13 +59,10 @@ class LinkService {
   DeviceQueues& queues_;
   const Model& model_;
   const experts::ExpertArena& arena_;
-  uint32_t max_tokens_ = 0, n_embd_ = 0, k_max_ = 0;
+  uint32_t n_embd_ = 0;
   std::mutex& card_lock_;
   SlotAddress slot_address_;
-  Buffer<float> x_, weights_, rows_;  // mapped
-  Buffer<int32_t> ids_;               // mapped
-  std::vector<Buffer<strata_expert_weights>> host_entries_, device_entries_;  // per layer
-  std::vector<strata_expert_table> tables_;
+  RowsOutBuffers work_;  // the request's inputs, its rows and the tables of the experts asked for
   std::unique_ptr<DeviceEvent> done_;
   std::thread thread_;
   std::atomic<bool> stop_{false};

@@ -26,33 +26,11 @@ PeerTier::PeerTier(Backend& backend, const Model& model, const experts::ExpertAr
       queues_(*backend.device_queues()),
       model_(model),
       arena_(arena),
-      max_tokens_(std::max<uint32_t>(max_tokens, 1)) {
-  const ModelWeights& w = model.weights();
-  n_embd_ = model.hparams().n_embd;
-  for (const LayerWeights& lw : w.layers) {
-    if (lw.has_experts()) k_max_ = std::max(k_max_, lw.routing.k);
-  }
-  x_ = Buffer<float>::mapped(size_t{n_embd_} * max_tokens_, mem_);
-  ids_ = Buffer<int32_t>::mapped(size_t{k_max_} * max_tokens_, mem_);
-  weights_ = Buffer<float>::mapped(size_t{k_max_} * max_tokens_, mem_);
-  rows_ = Buffer<float>::mapped(size_t{n_embd_} * k_max_ * max_tokens_, mem_);
+      work_(model, arena, mem_, max_tokens) {
   stamps_ = Buffer<int64_t>::mapped(2, mem_);
   strata_op stamp = new_op(STRATA_OP_TIMESTAMP);
   stamp.dst = make_tensor(stamps_.data(), format::GgmlType::I64, {1});
   stamping_ = backend_.supports(stamp);
-  host_entries_.resize(w.layers.size());
-  device_entries_.resize(w.layers.size());
-  tables_.resize(w.layers.size());
-  for (uint32_t il = 0; il < w.layers.size(); ++il) {
-    const LayerWeights& lw = w.layers[il];
-    if (!lw.has_experts()) continue;
-    const experts::ExpertLayout& layout = arena.layout(il);
-    const uint32_t n = lw.routing.n_expert;
-    host_entries_[il] = Buffer<strata_expert_weights>::mapped(n, mem_);
-    device_entries_[il] = Buffer<strata_expert_weights>(n, &mem_);
-    tables_[il] = strata_expert_table{n_embd_, lw.experts.n_ff, n, layout.gate_type, layout.up_type, layout.down_type,
-                                      device_entries_[il].data()};
-  }
   done_ = std::make_unique<DeviceEvent>(queues_);
   fill_stream_ = std::make_unique<DeviceStream>(queues_);
 }
@@ -105,61 +83,37 @@ std::string PeerTier::restore() {
          std::to_string(s).substr(0, 5) + " s";
 }
 
-strata_op PeerTier::rows_out_op(uint32_t il, uint32_t n_tok) const {
-  const uint32_t k = model_.weights().layers[il].routing.k;
-  strata_op op = new_op(STRATA_OP_MOE_ROUTED);
-  op.src[0] = tensor_f32(x_.data(), {n_embd_, n_tok});
-  op.src[1] = tensor_i32(ids_.data(), {k, n_tok});
-  op.src[2] = tensor_f32(weights_.data(), {k, n_tok});
-  op.dst = tensor_f32(rows_.data(), {n_embd_, int64_t{k} * n_tok});
-  op.extra = &tables_[il];
-  op.i[2] = 1;  // rows out: each computed pair's row in its column, nothing summed
-  return op;
-}
-
 bool PeerTier::runs(uint32_t n_tok) const {
-  if (n_tok == 0 || n_tok > max_tokens_) return false;
-  for (uint32_t il = 0; il < tables_.size(); ++il) {
-    if (tables_[il].experts == nullptr) continue;
-    if (!backend_.supports(rows_out_op(il, n_tok))) return false;
+  if (n_tok == 0 || n_tok > work_.max_tokens()) return false;
+  for (uint32_t il = 0; il < model_.weights().layers.size(); ++il) {
+    if (work_.has_experts(il) && !backend_.supports(work_.op(il, n_tok))) return false;
   }
   return true;
-}
-
-strata_tensor PeerTier::rows_tensor(uint32_t n_tok, uint32_t k) const {
-  return tensor_f32(rows_.data(), {n_embd_, int64_t{k} * n_tok});
 }
 
 void PeerTier::start(uint32_t il, uint32_t n_tok, const float* x, const int32_t* ids, const float* weights,
                      std::span<const experts::PlannedExpert> experts) {
   if (started_) finish();  // a layer left unfinished by an error: wait for it before its buffers are rewritten
-  if (n_tok > max_tokens_) throw Error("internal: a window of " + std::to_string(n_tok) + " tokens for the peer card");
+  if (n_tok > work_.max_tokens()) throw Error("internal: a window of " + std::to_string(n_tok) + " tokens for the peer card");
   started_at_ = std::chrono::steady_clock::now();
-  const uint32_t k = model_.weights().layers[il].routing.k;
-  std::memcpy(x_.data(), x, size_t{n_embd_} * n_tok * sizeof(float));
-  std::memcpy(ids_.data(), ids, size_t{k} * n_tok * sizeof(int32_t));
-  std::memcpy(weights_.data(), weights, size_t{k} * n_tok * sizeof(float));
+  work_.load(il, n_tok, x, ids, weights);
   // The table: the peer's experts at their slots, every other entry NULL (computed elsewhere, so skipped here).
   const experts::ExpertLayout& layout = arena_.layout(il);
-  const uint32_t n_expert = tables_[il].n_expert;
-  strata_expert_weights* entries = host_entries_[il].data();
-  std::fill(entries, entries + n_expert,
-            strata_expert_weights{nullptr, nullptr, nullptr, layout.gate_type, layout.up_type, layout.down_type, 0});
+  strata_expert_weights* entries = work_.clear_entries(il);
   uint64_t pairs = 0;
   for (const experts::PlannedExpert& p : experts) {
     if (p.device != 1) throw Error("internal: a PEER expert planned on device " + std::to_string(p.device));
     entries[p.expert] = layout.at(slots_.address(p.slot));
     pairs += p.tokens;
   }
-  queues_.copy_async(device_entries_[il].data(), entries, size_t{n_expert} * sizeof(strata_expert_weights),
-                     STRATA_COPY_HOST_TO_DEVICE, nullptr);
+  work_.enqueue_entries(queues_, il);
   std::vector<strata_op> ops;
   strata_op stamp = new_op(STRATA_OP_TIMESTAMP);
   if (stamping_) {
     stamp.dst = make_tensor(stamps_.data(), format::GgmlType::I64, {1});
     ops.push_back(stamp);
   }
-  ops.push_back(rows_out_op(il, n_tok));
+  ops.push_back(work_.op(il, n_tok));
   if (stamping_) {
     stamp.dst = make_tensor(stamps_.data() + 1, format::GgmlType::I64, {1});
     ops.push_back(stamp);

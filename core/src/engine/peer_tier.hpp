@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "rows_out_buffers.hpp"
 #include "slot_buffers.hpp"
 #include "strata/backend.hpp"
 #include "strata/experts/expert_arena.hpp"
@@ -64,9 +65,9 @@ class PeerTier {
   // Waits for the started layer: rows() then holds its pairs' rows.
   void finish();
   // [n_embd, k x max_tokens], mapped: column t x k + j holds the row of token t's pair j when the peer computed it.
-  const float* rows() const { return rows_.data(); }
+  const float* rows() const { return work_.rows(); }
   // The rows as MOE_ROUTED's src3 for a window of n_tok tokens (memory every device of the backend addresses).
-  strata_tensor rows_tensor(uint32_t n_tok, uint32_t k) const;
+  strata_tensor rows_tensor(uint32_t n_tok, uint32_t k) const { return work_.rows_tensor(n_tok, k); }
 
   const PeerTimes& times() const { return times_; }
   void reset_counts() { times_ = PeerTimes{}; }
@@ -74,7 +75,6 @@ class PeerTier {
   const std::string& describe() const { return description_; }
 
  private:
-  strata_op rows_out_op(uint32_t il, uint32_t n_tok) const;
   // Allocates the slots of the cache's budget and copies its residents in from the arena; waits. Returns seconds.
   double fill_slots();
 
@@ -83,15 +83,11 @@ class PeerTier {
   DeviceQueues& queues_;
   const Model& model_;
   const experts::ExpertArena& arena_;
-  uint32_t n_embd_ = 0, k_max_ = 0, max_tokens_ = 0;
   std::unique_ptr<experts::ExpertCache> cache_;
   SlotBuffers slots_;
-  Buffer<float> x_, weights_, rows_;  // mapped
-  Buffer<int32_t> ids_;               // mapped
-  Buffer<int64_t> stamps_;            // mapped: the peer's clock before and after its op
+  RowsOutBuffers work_;     // the window's inputs, the rows and the tables of the peer's experts
+  Buffer<int64_t> stamps_;  // mapped: the peer's clock before and after its op
   bool stamping_ = false;
-  std::vector<Buffer<strata_expert_weights>> host_entries_, device_entries_;  // per layer
-  std::vector<strata_expert_table> tables_;
   std::unique_ptr<DeviceEvent> done_;
   std::unique_ptr<DeviceStream> fill_stream_;
   bool started_ = false;
