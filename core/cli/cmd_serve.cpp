@@ -1,6 +1,7 @@
 // `strata serve`: the OpenAI-compatible HTTP server on the launch's engine (core/serve/). It prints one line to
 // stderr when it listens, and SIGINT or SIGTERM stop it cleanly (the running request is cancelled, waiting ones
-// get 503) with exit 0.
+// get 503) with exit 0. With serve.elastic.lanes 2 the engines are two `strata engine` processes behind the elastic
+// desk, and this process loads the model's file only for its tokenizer and chat template.
 #include <pthread.h>
 
 #include <csignal>
@@ -12,6 +13,9 @@
 #include "commands.hpp"
 #include "launch_options.hpp"
 #include "strata/engine.hpp"
+#include "strata/model.hpp"
+#include "strata/serve/desk_lanes.hpp"
+#include "strata/serve/elastic_desk.hpp"
 #include "strata/serve/server.hpp"
 
 namespace strata::cli {
@@ -25,6 +29,8 @@ int cmd_serve(const Args& args) {
               "last conversations, whose longest common prefix with a new prompt is not fed again.\n"
               "Launch keys: serve.host, serve.port, serve.api_key, serve.queue, serve.request_timeout_s,\n"
               "serve.idle_timeout_s, serve.max_body; sampling.* are the defaults a request overrides.\n"
+              "serve.elastic.lanes 2 serves two requests at once with two `strata engine` processes: the helper\n"
+              "starts for a second request and ends after serve.elastic.hold_s idle (docs/ARCHITECTURE.md).\n"
               "When it listens, one line goes to stderr: 'strata serve: listening on http://HOST:PORT'.");
   LaunchOptions launch_options;
   launch_options.declare(p);
@@ -54,8 +60,41 @@ int cmd_serve(const Args& args) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is a failed write, not the end of the process
 
-  std::unique_ptr<Engine> engine = Engine::from_launch(launch);
-  serve::Server server(*engine, options);
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<Model> tokenizer_model;  // lanes 2: the model's file for its tokenizer and chat template
+  std::unique_ptr<serve::Server> server_holder;
+  if (launch.serve.elastic.lanes == 2) {
+    // The lanes load the launch the way this command did: the same file, the same -o, then the flags given here.
+    std::vector<std::string> launch_arguments;
+    if (!launch_options.config_file().empty()) {
+      launch_arguments.insert(launch_arguments.end(),
+                              {"--config", std::filesystem::absolute(launch_options.config_file()).string()});
+    }
+    for (const std::string& o : launch_options.overrides()) launch_arguments.insert(launch_arguments.end(), {"-o", o});
+    launch_arguments.insert(launch_arguments.end(), {"--model", *launch.model});
+    if (p.given("--backend")) launch_arguments.insert(launch_arguments.end(), {"-o", "backend=" + backend});
+    const serve::DeskLanes lanes = serve::desk_lanes(launch, serve::desk_engine_executable(), launch_arguments,
+                                                     serve::desk_link_file());
+    serve::DeskOptions desk;
+    desk.lead = lanes.lead;
+    desk.helper = lanes.helper;
+    desk.linked = !lanes.link_file.empty();
+    desk.link_file = lanes.link_file;
+    desk.hold_s = launch.serve.elastic.hold_s;
+    desk.queue = options.queue;
+    desk.pool_hold = serve::default_pool_hold();
+    desk.sampling = options.sampling;
+    tokenizer_model = Model::load(*launch.model);
+    const Tokenizer& tokenizer = tokenizer_model->tokenizer();
+    server_holder = std::make_unique<serve::Server>(
+        *tokenizer_model, static_cast<uint32_t>(launch.runtime.context),
+        [&](serve::ServerMetrics& metrics) { return std::make_unique<serve::ElasticDesk>(tokenizer, desk, metrics); },
+        options);
+  } else {
+    engine = Engine::from_launch(launch);
+    server_holder = std::make_unique<serve::Server>(*engine, options);
+  }
+  serve::Server& server = *server_holder;
   const int bound = server.bind();
   std::thread signal_waiter([&] {
     int sig = 0;

@@ -110,7 +110,7 @@ void Server::Impl::completion(Endpoint endpoint, const httplib::Request& req, ht
   if (const ApiError* e = std::get_if<ApiError>(&parsed)) return send_error(res, *e);
   const CompletionRequest& r = std::get<CompletionRequest>(parsed);
   const bool is_chat = endpoint == Endpoint::ChatCompletions;
-  const Tokenizer& tok = engine.model().tokenizer();
+  const Tokenizer& tok = model.tokenizer();
 
   auto job = std::make_shared<Job>();
   job->arrival = arrival;
@@ -135,7 +135,6 @@ void Server::Impl::completion(Endpoint endpoint, const httplib::Request& req, ht
   if (job->prompt.empty()) {
     return send_error(res, invalid_request("the prompt encodes to no tokens", prompt_param, "empty_prompt"));
   }
-  const uint32_t context = engine.settings().context;
   if (job->prompt.size() >= context) {
     return send_error(res, invalid_request("the prompt has " + std::to_string(job->prompt.size()) +
                                                " tokens; the context holds " + std::to_string(context) +
@@ -156,7 +155,8 @@ void Server::Impl::completion(Endpoint endpoint, const httplib::Request& req, ht
   job->pcie_frac = r.pcie_frac;
   job->peer = PeerWatch::find(req.remote_addr, req.remote_port, req.local_port);
 
-  if (!worker.submit(job)) {
+  if (const std::optional<ApiError> refused = runner->refuse(*job)) return send_error(res, *refused);
+  if (!runner->submit(job)) {
     return send_error(res, {503, "the server is busy: " + std::to_string(options.queue) +
                                      " requests are waiting (serve.queue); retry later",
                             "server_error", {}, "queue_full"});

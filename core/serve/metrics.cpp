@@ -78,6 +78,21 @@ void ServerMetrics::record_step(size_t sequences) {
   step_sequences_ += sequences;
 }
 
+void ServerMetrics::desk_started() {
+  std::lock_guard lock(mutex_);
+  desk_ = true;
+}
+
+void ServerMetrics::record_desk(DeskEvent event) {
+  std::lock_guard lock(mutex_);
+  switch (event) {
+    case DeskEvent::Wake: ++wakes_; break;
+    case DeskEvent::FailedWake: ++failed_wakes_; break;
+    case DeskEvent::Sleep: ++sleeps_; break;
+    case DeskEvent::LaneDied: ++lane_deaths_; break;
+  }
+}
+
 void ServerMetrics::record(const CompletionStats& s) {
   std::lock_guard lock(mutex_);
   ++completions_;
@@ -136,6 +151,16 @@ std::string ServerMetrics::prometheus(const ServeGauges& g) const {
   family(out, "strata_decode_step_sequences_total", "counter",
          "Requests the decode steps held, summed (over strata_decode_steps_total: the mean batch).");
   sample(out, "strata_decode_step_sequences_total", static_cast<double>(step_sequences_));
+  if (desk_) {
+    family(out, "strata_desk_wakes_total", "counter", "Times the elastic desk's helper engine was woken for a request.");
+    sample(out, "strata_desk_wakes_total", static_cast<double>(wakes_));
+    family(out, "strata_desk_failed_wakes_total", "counter", "Wakes whose helper engine did not start.");
+    sample(out, "strata_desk_failed_wakes_total", static_cast<double>(failed_wakes_));
+    family(out, "strata_desk_sleeps_total", "counter", "Times the helper engine was put to sleep after serve.elastic.hold_s.");
+    sample(out, "strata_desk_sleeps_total", static_cast<double>(sleeps_));
+    family(out, "strata_desk_lane_deaths_total", "counter", "Engine lanes (processes) that ended unasked.");
+    sample(out, "strata_desk_lane_deaths_total", static_cast<double>(lane_deaths_));
+  }
   if (sees_routes(g.experts)) {
     const ExpertUsage& u = *g.experts;
     const uint64_t routed = std::accumulate(u.routed.begin(), u.routed.end(), uint64_t{0});

@@ -76,12 +76,13 @@ ServerOptions server_options_from(const config::Launch& launch) {
   return o;
 }
 
-Server::Impl::Impl(Engine& e, ServerOptions o)
-    : engine(e),
+Server::Impl::Impl(const Model& m, uint32_t n_ctx, const RunnerFactory& make_runner, ServerOptions o)
+    : model(m),
+      context(n_ctx),
       options(std::move(o)),
-      chat(e.model()),
+      chat(m),
       tool_format(chat::detect_tool_call_format(chat.template_source())),
-      worker(e, options.queue, metrics),
+      runner(make_runner(metrics)),
       created(static_cast<int64_t>(std::time(nullptr))) {
   // A thread per connection waiting in the queue, and some for the quick endpoints.
   const size_t threads = std::min<size_t>(options.queue + 8, 512);
@@ -96,7 +97,7 @@ Server::Impl::Impl(Engine& e, ServerOptions o)
 }
 
 ServeGauges Server::Impl::gauges(const ExpertUsage& usage) const {
-  return {worker.queued(), worker.active(), &usage};
+  return {runner->queued(), runner->active(), &usage};
 }
 
 void Server::Impl::add_routes() {
@@ -144,19 +145,19 @@ void Server::Impl::add_routes() {
 
   http.Get("/health", [](const httplib::Request&, httplib::Response& res) { send_json(res, 200, {{"status", "ok"}}); });
   http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    const json model = {{"id", options.model_name},
+    const json entry = {{"id", options.model_name},
                         {"object", "model"},
                         {"created", created},
                         {"owned_by", "strata"},
-                        {"context_length", engine.settings().context}};
-    send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
+                        {"context_length", context}};
+    send_json(res, 200, {{"object", "list"}, {"data", json::array({entry})}});
   });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    const ExpertUsage usage = worker.expert_usage();
+    const ExpertUsage usage = runner->expert_usage();
     res.set_content(metrics.prometheus(gauges(usage)), "text/plain; version=0.0.4; charset=utf-8");
   });
   http.Get("/live", [this](const httplib::Request&, httplib::Response& res) {
-    const ExpertUsage usage = worker.expert_usage();
+    const ExpertUsage usage = runner->expert_usage();
     res.set_content(metrics.live(gauges(usage), options.model_name).dump(-1, ' ', false,
                                                                          nlohmann::json::error_handler_t::replace),
                     kJson);
@@ -186,7 +187,7 @@ void Server::Impl::add_routes() {
     Parsed<TokenizeRequest> parsed = parse_tokenize_request(req.body);
     if (!take(parsed, res)) return;
     const TokenizeRequest& r = std::get<TokenizeRequest>(parsed);
-    const Tokenizer& tok = engine.model().tokenizer();
+    const Tokenizer& tok = model.tokenizer();
     const std::vector<TokenId> ids =
         tok.encode(r.content, {.add_bos = r.add_special, .add_eos = r.add_special, .parse_special = r.parse_special});
     json tokens = json::array();
@@ -202,7 +203,7 @@ void Server::Impl::add_routes() {
   http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
     Parsed<DetokenizeRequest> parsed = parse_detokenize_request(req.body);
     if (!take(parsed, res)) return;
-    const Tokenizer& tok = engine.model().tokenizer();
+    const Tokenizer& tok = model.tokenizer();
     std::vector<TokenId> ids;
     for (const int64_t id : std::get<DetokenizeRequest>(parsed).tokens) {
       if (id < 0 || static_cast<uint64_t>(id) >= tok.size()) {
@@ -217,7 +218,16 @@ void Server::Impl::add_routes() {
   });
 }
 
-Server::Server(Engine& engine, ServerOptions options) : impl_(std::make_unique<Impl>(engine, std::move(options))) {}
+Server::Server(Engine& engine, ServerOptions options) {
+  const size_t queue = options.queue;
+  impl_ = std::make_unique<Impl>(
+      engine.model(), engine.settings().context,
+      [&engine, queue](ServerMetrics& metrics) { return std::make_unique<EngineWorker>(engine, queue, metrics); },
+      std::move(options));
+}
+
+Server::Server(const Model& model, uint32_t context, const RunnerFactory& make_runner, ServerOptions options)
+    : impl_(std::make_unique<Impl>(model, context, make_runner, std::move(options))) {}
 
 Server::~Server() { stop(); }
 
@@ -235,7 +245,7 @@ int Server::bind() {
 void Server::listen() { impl_->http.listen_after_bind(); }
 
 void Server::stop() {
-  impl_->worker.stop();
+  impl_->runner->stop();
   impl_->http.stop();
   // httplib waits out an idle keep-alive connection (serve.idle_timeout_s) before its threads end; ending their read
   // side lets them go at once, while a response still being written finishes.

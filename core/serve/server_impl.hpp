@@ -18,18 +18,19 @@
 namespace strata::serve {
 
 struct Server::Impl {
-  Impl(Engine& engine, ServerOptions options);
+  Impl(const Model& model, uint32_t context, const RunnerFactory& make_runner, ServerOptions options);
 
   void add_routes();
   void completion(Endpoint endpoint, const httplib::Request& req, httplib::Response& res);
   ServeGauges gauges(const ExpertUsage& usage) const;
 
-  Engine& engine;
+  const Model& model;
+  uint32_t context;  // positions a prompt and its reply must fit in (runtime.context)
   ServerOptions options;
   ServerMetrics metrics;
   ChatPrompt chat;
   chat::ToolCallFormat tool_format;
-  EngineWorker worker;
+  std::unique_ptr<JobRunner> runner;  // after metrics, which it records into
   httplib::Server http;
   int64_t created = 0;  // Unix time of the start: /v1/models' created, and part of every reply id
   int port = 0;         // where it listens, once bound

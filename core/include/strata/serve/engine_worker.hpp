@@ -16,27 +16,28 @@
 #include "strata/prefix_cache.hpp"
 #include "strata/serve/bounded_queue.hpp"
 #include "strata/serve/job.hpp"
+#include "strata/serve/job_runner.hpp"
 #include "strata/serve/metrics.hpp"
 
 namespace strata::serve {
 
-class EngineWorker {
+class EngineWorker : public JobRunner {
  public:
   // `queue_capacity`: jobs that may wait beyond the running ones (serve.queue).
   EngineWorker(Engine& engine, size_t queue_capacity, ServerMetrics& metrics);
-  ~EngineWorker();  // stop()
+  ~EngineWorker() override;  // stop()
   EngineWorker(const EngineWorker&) = delete;
   EngineWorker& operator=(const EngineWorker&) = delete;
 
   // False when the queue is full (or the worker stopped): answer 503.
-  bool submit(std::shared_ptr<Job> job);
+  bool submit(std::shared_ptr<Job> job) override;
   // Cancels the running jobs, ends the waiting ones with 503 and joins the thread. Idempotent.
-  void stop();
+  void stop() override;
 
-  size_t queued() const { return queue_.size(); }
-  size_t active() const;
+  size_t queued() const override { return queue_.size(); }
+  size_t active() const override;
   // The engine's expert routes as of the last job's end (the engine is only read between feeds, on its thread).
-  ExpertUsage expert_usage() const;
+  ExpertUsage expert_usage() const override;
 
  private:
   // A job with a slot: its reply's state, and the token to feed in the next step.

@@ -45,6 +45,11 @@ class ServerMetrics {
   // One decode step of the engine and how many sequences it held (runtime.slots: requests decoded together).
   void record_step(size_t sequences);
 
+  // The elastic desk (serve.elastic.lanes 2): its counters are exported from desk_started() on.
+  enum class DeskEvent { Wake, FailedWake, Sleep, LaneDied };
+  void desk_started();
+  void record_desk(DeskEvent event);
+
   std::string prometheus(const ServeGauges& gauges) const;
   // requests_total counts completions (not every HTTP request: the page polls /live itself).
   // {"model", "uptime_s", "requests_total", "active", "queue", "prompt_tokens_per_s", "decode_tokens_per_s",
@@ -62,6 +67,8 @@ class ServerMetrics {
   uint64_t ttft_count_ = 0;
   double ttft_sum_ = 0.0;
   uint64_t decode_steps_ = 0, step_sequences_ = 0;
+  bool desk_ = false;
+  uint64_t wakes_ = 0, failed_wakes_ = 0, sleeps_ = 0, lane_deaths_ = 0;
 };
 
 }  // namespace strata::serve

@@ -1,17 +1,21 @@
-// `strata serve`: an OpenAI-compatible HTTP server over one engine (cpp-httplib). HTTP threads parse and check
-// requests, render and encode prompts, and queue them; one engine thread runs them in order (EngineWorker) and
-// streams the tokens back. Endpoints: POST /v1/chat/completions, /v1/completions, /tokenize, /detokenize,
+// `strata serve`: an OpenAI-compatible HTTP server (cpp-httplib). HTTP threads parse and check requests, render and
+// encode prompts, and queue them with a JobRunner: one engine thread in this process (EngineWorker), or the elastic
+// pair's desk of engine processes (ElasticDesk, serve.elastic.lanes 2), which streams the tokens back the same way. Endpoints: POST /v1/chat/completions, /v1/completions, /tokenize, /detokenize,
 // /apply-template; GET /v1/models, /health, /metrics, /live and / (the page).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "strata/config.hpp"
 #include "strata/engine.hpp"
+#include "strata/model.hpp"
 #include "strata/sampling.hpp"
+#include "strata/serve/job_runner.hpp"
+#include "strata/serve/metrics.hpp"
 
 namespace strata::serve {
 
@@ -33,7 +37,13 @@ ServerOptions server_options_from(const config::Launch& launch);
 
 class Server {
  public:
+  // Jobs run on `engine`, in this process (EngineWorker).
   Server(Engine& engine, ServerOptions options);
+  // Jobs run by the runner `make_runner` builds with the server's metrics (the elastic desk); `model` gives the
+  // tokenizer and the chat template, `context` the positions a prompt and its reply must fit in. `model` must
+  // outlive the server. Throws what make_runner throws.
+  using RunnerFactory = std::function<std::unique_ptr<JobRunner>(ServerMetrics&)>;
+  Server(const Model& model, uint32_t context, const RunnerFactory& make_runner, ServerOptions options);
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
