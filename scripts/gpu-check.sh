@@ -43,6 +43,8 @@
 #     peerlink   two `strata engine` processes on GPU 0 joined by the peer link (25% each, both serving): a request
 #                on each at once, then a 400-token one on role 0 during which role 1 is killed; every request's ids
 #                against a one-card `strata run`, and each side's `peer link` summary lines
+#     desk       strata serve with serve.elastic.lanes 2 on GPU 0 (lead with its peer tier and the link, helper woken
+#                for a second request, put to sleep after hold_s, killed during a request): scripts/desk_client.py
 #     serve      strata serve on the hybrid path (25%, pcie_balance on): chat completions, a request's own pcie_frac,
 #                /live and /metrics
 #     balance    plugins/pcie_balance off and on in pairs (tg128, 25%), with a slow pool and all workers
@@ -521,6 +523,34 @@ if want peerlink; then
   while IFS= read -r l; do row "  role 0: ${l:0:160}"; done < <(grep -E '^peer link|^CTL|warning: peer link' "$f-0.log" "$f-0.out" | cut -d: -f2-)
   while IFS= read -r l; do row "  role 1: ${l:0:160}"; done < <(grep -E '^peer link|^CTL' "$f-1.log" "$f-1.out" | cut -d: -f2-)
   rm -f "$link_file" "$f-0.fifo" "$f-1.fifo" /dev/shm/strata-check.arena
+fi
+if want desk; then
+  # strata serve with serve.elastic.lanes 2 on GPU 0: the lead (25%, its peer tier a second logical device, the
+  # peer link) and the helper woken for a second request; scripts/desk_client.py drives it (see its header).
+  log "the elastic desk: strata serve, two engine lanes on GPU 0"
+  rm -f /dev/shm/strata-desk.arena
+  strata serve --model "$model" --backend cuda -o experts.cache=25% -o experts.arena=/dev/shm/strata-desk.arena \
+    -o runtime.peer_device=0 -o serve.elastic.lanes=2 -o serve.elastic.hold_s=4 --port 0 \
+    > "$OUT/desk.out" 2> "$OUT/desk.log" &
+  desk_pid=$!
+  port=""
+  for _ in $(seq 1 240); do
+    port="$(grep -oE 'listening on http://[^:]+:[0-9]+' "$OUT/desk.log" | grep -oE '[0-9]+$' || true)"
+    [ -n "$port" ] && break
+    kill -0 "$desk_pid" 2>/dev/null || break
+    sleep 0.5
+  done
+  if [ -n "$port" ]; then
+    timeout 300 python3 "$root/scripts/desk_client.py" "http://127.0.0.1:$port" 4 > "$OUT/desk-client.txt" 2>&1
+    while IFS= read -r l; do row "${l:0:220}"; done < "$OUT/desk-client.txt"
+  else
+    row "desk: strata serve did not start (see desk.log)"
+  fi
+  kill -TERM "$desk_pid" 2>/dev/null
+  wait "$desk_pid"
+  row "desk: exit $? after SIGTERM"
+  while IFS= read -r l; do row "  ${l:0:200}"; done < <(grep -E 'woke in|sleeps after|died|lane is ready' "$OUT/desk.log")
+  rm -f /dev/shm/strata-desk.arena
 fi
 if want peer-hybrid; then
   peer="${STRATA_PEER_CUDA:-$root/.device/peer-cuda/llama-bench}"

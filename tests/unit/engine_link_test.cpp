@@ -57,7 +57,8 @@ bool usable() {
 
 // An engine of the pair: experts.cache 50% on each card, so that the two roles' shares cover every expert.
 std::unique_ptr<strata::Engine> linked_engine(const std::string& file, uint32_t role, int swaps, bool fast,
-                                              const std::string& deadline_ms = "200", const std::string& arena = {}) {
+                                              const std::string& deadline_ms = "200", const std::string& arena = {},
+                                              bool peer = false) {
   strata::EngineSettings s = strata::test::test_settings();
   s.experts.cache.kind = strata::config::CacheSize::Kind::Percent;
   s.experts.cache.percent = 50;
@@ -74,7 +75,8 @@ std::unique_ptr<strata::Engine> linked_engine(const std::string& file, uint32_t 
   return std::make_unique<strata::Engine>(
       strata::Model::load(strata::test::tiny_moe_model()),
       std::make_unique<strata::test::StandInGpu>(strata::test::open_backend("cpu_avx2")), s,
-      strata::test::built_plugins().instantiate("cpu_avx2"), nullptr, nullptr, std::move(link));
+      strata::test::built_plugins().instantiate("cpu_avx2"), nullptr,
+      peer ? std::make_unique<strata::test::StandInGpu>(strata::test::open_backend("cpu_avx2")) : nullptr, std::move(link));
 }
 
 // A prompt of 20 tokens, then `steps` greedy tokens one by one; `between(i)` runs before step i. Every logit.
@@ -195,6 +197,7 @@ struct LinkCase {
   const char* name;
   bool fast;
   int swaps;
+  bool lead = false;  // role 0 is the desk's lead: a peer card (the other role's share), detached while linked
 };
 
 class EngineLink : public ::testing::TestWithParam<LinkCase> {};
@@ -205,7 +208,8 @@ TEST_P(EngineLink, TheOtherEnginesRowsGiveThePlainEnginesBytes) {
   const std::string file = strata::testing_support::test_temp_path("engine_link", std::string(c.name) + ".link");
   ServerProcess server(file, c.swaps);
   ASSERT_TRUE(server.wait_ready()) << "role 1 did not come up";
-  auto e = linked_engine(file, 0, c.swaps, c.fast, "200", server.arena());
+  auto e = linked_engine(file, 0, c.swaps, c.fast, "200", server.arena(), c.lead);
+  if (c.lead) (void)e->detach_peer();  // its experts are role 1's now: asked over the link, not read over PCIe
   const std::vector<float> got = run(*e, kSteps, [](int) {});
   const std::vector<float> want = plain_cpu(kSteps);
   EXPECT_EQ(first_difference(got, want), want.size());
@@ -219,7 +223,7 @@ TEST_P(EngineLink, TheOtherEnginesRowsGiveThePlainEnginesBytes) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, EngineLink,
                          ::testing::Values(LinkCase{"fast", true, 0}, LinkCase{"simple", false, 0},
-                                           LinkCase{"swaps", true, 2}),
+                                           LinkCase{"swaps", true, 2}, LinkCase{"lead", true, 0, true}),
                          [](const auto& p) { return std::string(p.param.name); });
 
 // Role 1 dies (SIGKILL) or stalls (SIGSTOP) after a few tokens: role 0 finishes with the same bytes, having used

@@ -240,7 +240,7 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
                            : "; simple mode (a host step per MoE layer)";
   std::vector<const experts::ResidencyView*> tiers{cache_.get()};
   if (peer_) {
-    tiers.push_back(&peer_->cache());
+    tiers.push_back(peer_.get());
     description_ += "; " + peer_->describe();
   }
   if (cards.link != nullptr) {

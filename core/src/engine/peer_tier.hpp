@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -38,7 +39,9 @@ struct PeerTimes {
   uint64_t pairs = 0;       // (token, expert) rows it returned
 };
 
-class PeerTier {
+// As a residency view (the planner's PEER tier): the peer cache's usable experts while attached, none while
+// detached (PEER_DETACH), so that the planner then tries the next tier (the peer link) before PCIe and the pool.
+class PeerTier final : public experts::ResidencyView {
  public:
   // `backend` is the peer device: a GPU backend with memory and queues (strata::Error otherwise). Its inputs and
   // rows are sized for windows of up to max_tokens. `own_name` is this engine's device, for the description.
@@ -50,6 +53,9 @@ class PeerTier {
   // Takes the peer's cache (make_dealt_caches), allocates its slots and copies its experts in from the arena; waits.
   void set_cache(std::unique_ptr<experts::ExpertCache> cache);
   const experts::ExpertCache& cache() const { return *cache_; }
+  std::optional<uint32_t> usable_slot(experts::ExpertKey key) const override {
+    return attached_ ? cache_->usable_slot(key) : std::nullopt;
+  }
   // PEER_DETACH: the peer's slots are given back to its device (the cache keeps its residents, unused);
   // PEER_ATTACH: they are allocated and filled from the arena again (waits). Each returns what it did.
   std::string release();
