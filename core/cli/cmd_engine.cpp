@@ -3,6 +3,7 @@
 // lines as they come, so that a control line sent while a request runs is answered between two of its windows
 // (the lead detaches only between windows); requests run one at a time, in order. End of input ends the process
 // after the running request.
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -97,8 +98,24 @@ void emit(const std::string& line) {
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
+// What slot 0 holds: the last request's prompt and reply, so that a request that starts with them feeds only the
+// rest. `running`: the request being generated, whose CANCEL ends it at its next token.
+struct Session {
+  std::vector<TokenId> held;
+  bool running = false;
+  bool cancel = false;
+  std::string running_id;
+  std::deque<std::string> cancelled_ahead;  // ids CANCELled before they started: they will not (the last 256)
+  bool take_cancelled(const std::string& id) {
+    const auto it = std::find(cancelled_ahead.begin(), cancelled_ahead.end(), id);
+    if (it == cancelled_ahead.end()) return false;
+    cancelled_ahead.erase(it);
+    return true;
+  }
+};
+
 // Applies one control line and says what was done or why not.
-std::string answer_control(Engine& engine, const std::string& line) {
+std::string answer_control(Engine& engine, Session& session, const std::string& line) {
   const auto parsed = protocol::parse_control_line(line);
   if (const std::string* why = std::get_if<std::string>(&parsed)) return "CTL ERR " + *why;
   const protocol::ControlLine& c = std::get<protocol::ControlLine>(parsed);
@@ -109,6 +126,16 @@ std::string answer_control(Engine& engine, const std::string& line) {
       case protocol::ControlKind::PeerAttach: return "CTL " + name + " done: " + engine.attach_peer();
       case protocol::ControlKind::PoolHold: return "CTL " + name + " done: " + engine.hold_pool(c.value);
       case protocol::ControlKind::LinkServe: return "CTL " + name + " done: " + engine.serve_link(c.value != 0);
+      case protocol::ControlKind::Cancel:
+        // Idempotent: a request that ended meanwhile is nothing to cancel, and that is no error.
+        if (session.running && (c.id.empty() || c.id == session.running_id)) {
+          session.cancel = true;
+          return "CTL " + name + " done: request " + session.running_id + " stops at its next token";
+        }
+        if (c.id.empty()) return "CTL " + name + " done: no request is running";
+        session.cancelled_ahead.push_back(c.id);
+        if (session.cancelled_ahead.size() > 256) session.cancelled_ahead.pop_front();
+        return "CTL " + name + " done: request " + c.id + " is not running; it will not start";
     }
   } catch (const Error& e) {
     return "CTL " + name + " refused: " + e.what() + "; nothing changed";
@@ -116,7 +143,7 @@ std::string answer_control(Engine& engine, const std::string& line) {
   return "CTL ERR internal: an unknown control";
 }
 
-void run_request(Engine& engine, LineInbox& inbox, const protocol::EngineRequest& r) {
+void run_request(Engine& engine, Session& session, LineInbox& inbox, const protocol::EngineRequest& r) {
   const Tokenizer& tok = engine.model().tokenizer();
   std::vector<TokenId> prompt = r.prompt_ids;
   CompletionOptions options = r.options;
@@ -130,9 +157,21 @@ void run_request(Engine& engine, LineInbox& inbox, const protocol::EngineRequest
     options.strip_leading_space = bos_only && tok.add_space_prefix();
   }
   const json id = json::parse(r.id);
-  const CompletionResult result = complete(engine, 0, prompt, 0, options, [&](const GeneratedToken& t) {
+  // The longest common prefix with what the slot holds is not fed again (complete() caps it at the slot's length).
+  size_t reuse = 0;
+  while (reuse < prompt.size() && reuse < session.held.size() && prompt[reuse] == session.held[reuse]) ++reuse;
+  session.held.clear();  // until this request has ended well, the slot's contents are not known
+  session.running = true;
+  session.cancel = false;
+  session.running_id = r.id;
+  struct Idle {
+    Session& s;
+    ~Idle() { s.running = false; }
+  } idle{session};
+  const CompletionResult result = complete(engine, 0, prompt, reuse, options, [&](const GeneratedToken& t) {
     // Between two windows: the control lines that came meanwhile.
-    inbox.take_controls([&](const std::string& c) { emit(answer_control(engine, c)); });
+    inbox.take_controls([&](const std::string& c) { emit(answer_control(engine, session, c)); });
+    if (session.cancel) return false;
     // The last call carries only the text held back (a partial UTF-8 sequence, a stop string's start): token null.
     if (r.stream && (t.id != kNoToken || !t.text.empty())) {
       emit(dump(json{{"id", id}, {"token", t.id != kNoToken ? json(t.id) : json(nullptr)}, {"text", t.text}}));
@@ -143,10 +182,13 @@ void run_request(Engine& engine, LineInbox& inbox, const protocol::EngineRequest
                  {"done", true},
                  {"finish_reason", std::string(finish_reason(result.stop))},
                  {"prompt_tokens", prompt.size()},
+                 {"reused_tokens", result.reused_tokens},
                  {"generated_ids", result.generated_ids},
                  {"text", result.text},
                  {"prompt_seconds", result.prompt_seconds},
                  {"decode_seconds", result.decode_seconds}}));
+  session.held = prompt;
+  session.held.insert(session.held.end(), result.generated_ids.begin(), result.generated_ids.end());
 }
 
 }  // namespace
@@ -160,7 +202,9 @@ int cmd_engine(const Args& args) {
               "    or one {\"id\", \"error\"} line;\n"
               "  a control line, answered by one \"CTL ...\" line saying what was done or why not:\n"
               "    PEER_DETACH, PEER_ATTACH (the peer card of runtime.peer_device, between two windows),\n"
-              "    POOL_HOLD n, LINK_SERVE 0|1.\n"
+              "    POOL_HOLD n, LINK_SERVE 0|1, CANCEL [id] (the running request, or request id, stops at its next\n"
+              "    token; one that has not started will not start).\n"
+              "The last conversation stays in the KV cache: a request that starts with it feeds only the rest.\n"
               "A first line {\"event\": \"ready\", ...} says the engine is loaded. The process ends at the end of input.");
   LaunchOptions launch_options;
   launch_options.declare(p);
@@ -201,6 +245,7 @@ int cmd_engine(const Args& args) {
   const uint32_t n_vocab = engine->model().hparams().n_vocab;
 
   LineInbox inbox;
+  Session session;
   emit(dump(json{{"event", "ready"},
                  {"model", std::filesystem::path(*ctx.launch.model).filename().string()},
                  {"backend", engine->backend().describe()},
@@ -208,7 +253,7 @@ int cmd_engine(const Args& args) {
   std::string line;
   while (inbox.next(line)) {
     if (!LineInbox::is_request(line)) {
-      emit(answer_control(*engine, line));
+      emit(answer_control(*engine, session, line));
       continue;
     }
     const protocol::ParsedRequest parsed = protocol::parse_engine_request(line, defaults, n_vocab);
@@ -216,8 +261,14 @@ int cmd_engine(const Args& args) {
       emit(dump(json{{"id", json::parse(parsed.id, nullptr, false)}, {"error", parsed.error}}));
       continue;
     }
+    if (session.take_cancelled(parsed.request->id)) {
+      emit(dump(json{{"id", json::parse(parsed.request->id)}, {"done", true}, {"finish_reason", "cancelled"},
+                     {"prompt_tokens", 0}, {"reused_tokens", 0}, {"generated_ids", json::array()}, {"text", ""},
+                     {"prompt_seconds", 0.0}, {"decode_seconds", 0.0}}));
+      continue;
+    }
     try {
-      run_request(*engine, inbox, *parsed.request);
+      run_request(*engine, session, inbox, *parsed.request);
     } catch (const Error& e) {
       // The engine stays: a request that does not fit the context, say, fails alone.
       emit(dump(json{{"id", json::parse(parsed.request->id)}, {"error", e.what()}}));

@@ -277,6 +277,11 @@ void ElasticDesk::sweep(Clock::time_point now) {
   for (Lane& lane : lanes_) {
     // A job whose client left or whose time ran out while no token came (a long prompt, a stuck engine).
     if (lane.reply) lane.reply->check(false);
+    // Answered before the engine's done line: the engine stops it at its next token and the lane frees.
+    if (lane.reply && lane.reply->answered() && !lane.cancel_sent) {
+      control(lane, "CANCEL " + std::to_string(lane.reply->id()), now);
+      lane.cancel_sent = true;
+    }
     while (!lane.controls.empty() && now >= lane.controls.front().deadline) {
       log::warn(std::string("strata serve: the ") + lane.name + " engine lane did not answer '" +
                 lane.controls.front().line + "' within " +
@@ -436,6 +441,7 @@ void ElasticDesk::dispatch(Clock::time_point now) {
       continue;
     }
     lane.reply = std::make_unique<LaneReply>(id, w.job, tokenizer_, metrics_);
+    lane.cancel_sent = false;
     lane.reply_deaths = w.deaths;
   }
 }

@@ -30,6 +30,7 @@ std::string engine_request_line(uint64_t id, const Job& job, uint32_t n_vocab) {
                      {"min_p", o.sampling.min_p},
                      {"seed", o.sampling.seed},
                      {"stop", stop},
+                     {"end_tokens", o.end_tokens},
                      {"stream", true}};
   return line.dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -108,6 +109,9 @@ void LaneReply::done(const json& line) {
   }
   if (line.value("prompt_seconds", json()).is_number()) out_.result.prompt_seconds = line["prompt_seconds"].get<double>();
   if (line.value("decode_seconds", json()).is_number()) out_.result.decode_seconds = line["decode_seconds"].get<double>();
+  if (line.value("reused_tokens", json()).is_number_unsigned()) {
+    out_.result.reused_tokens = line["reused_tokens"].get<size_t>();  // the engine kept that much of its last turn
+  }
   if (answered_) return;
   if (ended_) return finish(*ended_);
   const std::string reason = line.value("finish_reason", json()).is_string() ? line["finish_reason"].get<std::string>() : "";

@@ -16,6 +16,8 @@ LINK_SERVE 1
 hello
 {\"id\": 2, \"bogus\": 1}
 {\"id\": \"s\", \"prompt\": \"Once upon a time\", \"max_tokens\": 8, \"temperature\": 0, \"stream\": false}
+{\"id\": \"c\", \"prompt_ids\": [1, 300], \"max_tokens\": -1, \"temperature\": 0, \"stream\": false}
+CANCEL \"c\"
 ")
 execute_process(COMMAND ${STRATA} engine --model ${STORIES} -o backend=cpu_avx2 INPUT_FILE ${WORK}/engine_in.txt
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
@@ -33,12 +35,19 @@ expect_contains("${out}" "{\"id\":1,\"text\":\",\",\"token\":432}")
 # Both requests' done lines carry run's ids; the unstreamed one has no token lines.
 expect_contains("${out}" "\"finish_reason\":\"length\",${want_ids},\"id\":1,")
 expect_contains("${out}" "\"finish_reason\":\"length\",${want_ids},\"id\":\"s\",")
+# "s" repeats request 1: the engine kept that conversation, so all but the prompt's last token are not fed again.
+if(NOT out MATCHES "\"id\":\"s\",[^\n]*\"reused_tokens\":[1-9]")
+  message(FATAL_ERROR "the repeated request reused nothing of the conversation the engine held:\n${out}")
+endif()
+# CANCEL "c" came before "c" started (the reader takes control lines while request 1 runs): "c" does not start.
+expect_contains("${out}" "CTL CANCEL \"c\" done: request \"c\" is not running; it will not start")
+expect_contains("${out}" "{\"decode_seconds\":0.0,\"done\":true,\"finish_reason\":\"cancelled\",\"generated_ids\":[],\"id\":\"c\"")
 if(out MATCHES "\"id\":\"s\",\"text\"")
   message(FATAL_ERROR "a request with stream false had token lines:\n${out}")
 endif()
 string(REGEX MATCHALL "\n" lines "${out}")
 list(LENGTH lines n_lines)
-# 1 ready, 5 control answers, 1 error, 8 tokens, 2 done = 17 lines.
-if(NOT n_lines EQUAL 17)
-  message(FATAL_ERROR "expected 17 lines, got ${n_lines}:\n${out}")
+# 1 ready, 6 control answers, 1 error, 8 tokens, 3 done = 19 lines.
+if(NOT n_lines EQUAL 19)
+  message(FATAL_ERROR "expected 19 lines, got ${n_lines}:\n${out}")
 endif()

@@ -41,6 +41,10 @@ TEST(EngineProtocol, ControlLines) {
   EXPECT_EQ(pr::control_name(hold), "POOL_HOLD 6");
   EXPECT_EQ(control("LINK_SERVE 1").value, 1u);
   EXPECT_EQ(control("LINK_SERVE 0").kind, pr::ControlKind::LinkServe);
+  EXPECT_EQ(control("CANCEL").kind, pr::ControlKind::Cancel);
+  EXPECT_EQ(pr::control_name(control("CANCEL")), "CANCEL");
+  EXPECT_EQ(control("CANCEL 7").id, "7");
+  EXPECT_EQ(pr::control_name(control("CANCEL  \"a b\"")), "CANCEL \"a b\"");
 }
 
 TEST(EngineProtocol, BadControlLinesSayWhy) {
@@ -49,6 +53,8 @@ TEST(EngineProtocol, BadControlLinesSayWhy) {
   EXPECT_NE(refusal("POOL_HOLD -1").find("'-1' is not a count"), std::string::npos);
   EXPECT_NE(refusal("POOL_HOLD 99999999999").find("is not a count"), std::string::npos);
   EXPECT_NE(refusal("LINK_SERVE 2").find("is not 0 or 1"), std::string::npos);
+  EXPECT_NE(refusal("CANCEL [3]").find("CANCEL takes a request id"), std::string::npos);
+  EXPECT_NE(refusal("CANCEL a").find("CANCEL takes a request id"), std::string::npos);
   EXPECT_NE(refusal("peer_detach").find("unknown line 'peer_detach'"), std::string::npos);
   EXPECT_NE(refusal("").find("empty line"), std::string::npos);
   // A long or binary line is cut and shown safely.
@@ -68,7 +74,7 @@ TEST(EngineProtocol, RequestsTakeTheLaunchDefaults) {
   EXPECT_TRUE(r.request->stream);
   const pr::ParsedRequest s = request(
       R"({"id": 7, "prompt_ids": [1, 2, 3], "max_tokens": -1, "temperature": 0, "top_k": 5, "top_p": 0.9,
-          "min_p": 0.1, "seed": 42, "stop": ["\n"], "stream": false})");
+          "min_p": 0.1, "seed": 42, "stop": ["\n"], "end_tokens": [2, 9], "stream": false})");
   ASSERT_TRUE(s.request) << s.error;
   EXPECT_EQ(s.request->id, "7");
   EXPECT_EQ(s.request->prompt_ids, (std::vector<strata::TokenId>{1, 2, 3}));
@@ -76,6 +82,7 @@ TEST(EngineProtocol, RequestsTakeTheLaunchDefaults) {
   EXPECT_EQ(s.request->options.sampling.top_k, 5);
   EXPECT_EQ(s.request->options.sampling.seed, 42u);
   EXPECT_EQ(s.request->options.stop, (std::vector<std::string>{"\n"}));
+  EXPECT_EQ(s.request->options.end_tokens, (std::vector<strata::TokenId>{2, 9}));
   EXPECT_FALSE(s.request->stream);
 }
 
@@ -93,6 +100,8 @@ TEST(EngineProtocol, BadRequestsNameTheField) {
       {R"({"id": 1, "prompt": "x", "seed": -3})", "\"seed\" must be a non-negative integer"},
       {R"({"id": 1, "prompt": "x", "stop": [""]})", "non-empty strings"},
       {R"({"id": 1, "prompt": "x", "stream": "yes"})", "\"stream\" must be true or false"},
+      {R"({"id": 1, "prompt": "x", "end_tokens": 2})", "\"end_tokens\" must be an array of token ids"},
+      {R"({"id": 1, "prompt": "x", "end_tokens": [600]})", "\"end_tokens\" holds 600, not a token id"},
       {R"({"id": 1, "prompt": "x", "temprature": 0})", "unknown field \"temprature\""},
       {R"({"id": 1, "prompt": )", "not valid JSON"},
       {R"([1, 2])", "one JSON object, not array"},

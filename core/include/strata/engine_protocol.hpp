@@ -5,8 +5,12 @@
 //   PEER_ATTACH     take the peer card back (its slots refilled from the host arena)
 //   POOL_HOLD n     the hybrid path's CPU expert pool uses at most n workers (0: all of them again)
 //   LINK_SERVE 0|1  stop or start serving the other engine's rows over the peer link
+//   CANCEL [id]     the running request (or request `id`, a JSON number or string) stops at its next token, and
+//                   its done line says "cancelled"; a request `id` that has not started yet will not start
 // A request: {"id": ..., "prompt": TEXT or "prompt_ids": [...], and optionally "max_tokens", "temperature",
-// "top_k", "top_p", "min_p", "seed", "stop": [...], "stream"}.
+// "top_k", "top_p", "min_p", "seed", "stop": [...], "end_tokens": [ids that end the reply besides EOS], "stream"}.
+// The engine keeps its last conversation (prompt and reply) in its KV cache: a request that starts with it feeds
+// only the rest (the done line's "reused_tokens").
 // Out: a JSON object per line for requests (tokens as they come, then one "done" line or one "error" line), and
 // one "CTL ..." line per control line, saying what was done or why not ("CTL ERR ..." for a line that is neither).
 #pragma once
@@ -22,11 +26,12 @@
 
 namespace strata::protocol {
 
-enum class ControlKind { PeerDetach, PeerAttach, PoolHold, LinkServe };
+enum class ControlKind { PeerDetach, PeerAttach, PoolHold, LinkServe, Cancel };
 
 struct ControlLine {
   ControlKind kind;
   uint32_t value = 0;  // POOL_HOLD's n, LINK_SERVE's 0 or 1
+  std::string id;      // CANCEL's request id as JSON text ("7", "\"a\""), or empty: the running request
 };
 
 // A line that is not a request: the control line, or the reason it is none (with the list of control lines). The

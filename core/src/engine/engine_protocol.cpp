@@ -7,7 +7,7 @@
 namespace strata::protocol {
 namespace {
 
-constexpr const char* kControlList = "PEER_DETACH, PEER_ATTACH, POOL_HOLD n, LINK_SERVE 0|1";
+constexpr const char* kControlList = "PEER_DETACH, PEER_ATTACH, POOL_HOLD n, LINK_SERVE 0|1, CANCEL [id]";
 
 // The line cut to a length that fits one answer line, with control characters shown as '?'.
 std::string quoted(std::string_view line) {
@@ -36,10 +36,22 @@ std::variant<ControlLine, std::string> parse_control_line(std::string_view line)
   if (w.empty()) return std::string("an empty line is neither a request nor a control line");
   const auto no_argument = [&](ControlKind kind) -> std::variant<ControlLine, std::string> {
     if (w.size() != 1) return std::string(w[0]) + " takes no argument: " + quoted(line);
-    return ControlLine{kind, 0};
+    return ControlLine{kind, 0, {}};
   };
   if (w[0] == "PEER_DETACH") return no_argument(ControlKind::PeerDetach);
   if (w[0] == "PEER_ATTACH") return no_argument(ControlKind::PeerAttach);
+  if (w[0] == "CANCEL") {
+    if (w.size() == 1) return ControlLine{ControlKind::Cancel, 0, {}};
+    // The id as the request gave it: the rest of the line, one JSON number or string.
+    const size_t at = line.find("CANCEL") + 6;
+    const std::string_view rest = line.substr(at);
+    const nlohmann::json id = nlohmann::json::parse(rest, nullptr, false);
+    if (id.is_discarded() || !(id.is_number() || id.is_string())) {
+      return "CANCEL takes a request id, a JSON number or string (CANCEL 7, CANCEL \"a\"), or nothing (the running "
+             "request), not " + quoted(line);
+    }
+    return ControlLine{ControlKind::Cancel, 0, id.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
+  }
   if (w[0] == "POOL_HOLD" || w[0] == "LINK_SERVE") {
     const bool hold = w[0] == "POOL_HOLD";
     const std::string form = hold ? "POOL_HOLD n (n a worker count, 0 = every worker)" : "LINK_SERVE 0|1";
@@ -50,7 +62,7 @@ std::variant<ControlLine, std::string> parse_control_line(std::string_view line)
       return std::string(w[0]) + ": '" + std::string(w[1].substr(0, 20)) + "' is not " + (hold ? "a count" : "0 or 1") +
              "; the form is " + form;
     }
-    return ControlLine{hold ? ControlKind::PoolHold : ControlKind::LinkServe, n};
+    return ControlLine{hold ? ControlKind::PoolHold : ControlKind::LinkServe, n, {}};
   }
   return "unknown line " + quoted(line) + ": a request is one JSON object; control lines are " + kControlList;
 }
@@ -61,6 +73,7 @@ std::string control_name(const ControlLine& c) {
     case ControlKind::PeerAttach: return "PEER_ATTACH";
     case ControlKind::PoolHold: return "POOL_HOLD " + std::to_string(c.value);
     case ControlKind::LinkServe: return "LINK_SERVE " + std::to_string(c.value);
+    case ControlKind::Cancel: return c.id.empty() ? "CANCEL" : "CANCEL " + c.id;
   }
   return "?";
 }
@@ -139,13 +152,22 @@ ParsedRequest parse_engine_request(std::string_view line, const CompletionOption
         if (!s.is_string() || s.get<std::string>().empty()) return fail("\"stop\" must hold non-empty strings");
         r.options.stop.push_back(s.get<std::string>());
       }
+    } else if (key == "end_tokens") {
+      if (!value.is_array()) return fail("\"end_tokens\" must be an array of token ids");
+      for (const json& id : value) {
+        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= n_vocab) {
+          return fail("\"end_tokens\" holds " + id.dump() + ", not a token id of this vocabulary (0 to " +
+                      std::to_string(n_vocab - 1) + ")");
+        }
+        r.options.end_tokens.push_back(static_cast<TokenId>(id.get<int64_t>()));
+      }
     } else if (key == "stream") {
       if (!value.is_boolean()) return fail("\"stream\" must be true or false");
       r.stream = value.get<bool>();
     } else {
       return fail("unknown field \"" + key.substr(0, 40) +
                   "\"; a request has id, prompt or prompt_ids, max_tokens, temperature, top_k, top_p, min_p, seed, "
-                  "stop, stream");
+                  "stop, end_tokens, stream");
     }
   }
   if (r.prompt.has_value() == !r.prompt_ids.empty()) return fail("a request has exactly one of \"prompt\" and \"prompt_ids\"");

@@ -107,6 +107,7 @@ class ElasticDesk : public JobRunner {
     std::string exit_reason;
     Clock::time_point spawned_at{}, ready_at{}, kill_at{};
     std::unique_ptr<LaneReply> reply;     // the job on it; kept after an early answer until its done line
+    bool cancel_sent = false;             // CANCEL went out for it (answered early: the client left, its time ran out)
     int reply_deaths = 0;
     std::vector<TokenId> conversation;    // what its last job left in the engine
     Clock::time_point idle_since{};

@@ -2,14 +2,13 @@
 // into the job's reply (its ReplyChannel), as EngineWorker answers a job.
 //
 // The engine's lines carry token ids, but the reply's text is decoded here again from those ids with the job's own
-// end tokens, stop strings and leading-space rule: a request line cannot carry the chat's end-of-turn tokens, so
-// the engine goes on past <|im_end|> where the server must stop. Decoded here, the reply is the one Completion
-// gives for the same ids (the engine stops at the same stop strings, so its ids are those).
+// end tokens, stop strings and leading-space rule, so the reply is the one Completion gives for the same ids (the
+// request line carries the job's end tokens and stop strings, so the engine stops where Completion would).
 //
 // A reply the engine ends too (max_tokens, a stop string) is answered at its done line, with the engine's timings,
 // so that a client holding its answer finds the lane free (as EngineWorker frees a slot before it answers). One the
-// engine does not end (an end token, a cancel, a timeout) is answered at once, and the engine, which has no cancel
-// line, keeps its lane busy until its done line.
+// engine does not end (a client gone, a timeout, shutdown) is answered at once; the desk then sends CANCEL, and
+// the lane stays busy until the engine's done line (at its next token).
 #pragma once
 
 #include <chrono>
