@@ -478,6 +478,14 @@ TEST_F(ServeDesk, CancelledJobIsAnsweredAtOnceAndItsLaneWaitsForTheDoneLine) {
   EXPECT_LT(Clock::now() - t0, 300ms) << "answered within a token or a tick, not at the engine's end";
   EXPECT_LT(ra.outcome->result.generated_ids.size(), static_cast<size_t>(kLong));
   EXPECT_TRUE(desk.lane_state(0).busy) << "the engine is still on that request";
+  // The desk tells the engine to stop it (at the next tick): CANCEL with the request line's id.
+  const auto until = Clock::now() + 2s;
+  int cancel = -1;
+  while (cancel < 0 && Clock::now() < until) {
+    cancel = find(events(), [](const Event& e) { return e.kind == "recv" && e.text.starts_with("CANCEL "); });
+    if (cancel < 0) std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_GE(cancel, 0) << "the lane got no CANCEL";
   auto b = make_job({1, 20}, 2);
   ASSERT_TRUE(desk.submit(b));
   ASSERT_TRUE(collect(*b).outcome);
