@@ -100,6 +100,22 @@ say(f"after hold_s: helper process {'still there' if helper_pid() else 'gone'}")
 b2 = Stream(P_LONG, 1500).wait()
 say(f"B again, alone: text equals B's: {b2.text == b.text}; error {b2.error}")
 
+# A chat of two turns: the reply ends at the chat's end token (the lane stops there), and the second turn reuses
+# what the lane's engine holds (usage.prompt_tokens_details.cached_tokens).
+def chat(messages):
+    body = json.dumps({"messages": messages, "max_tokens": 200, "temperature": 0}).encode()
+    req = urllib.request.Request(BASE + "/v1/chat/completions", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=600) as r:
+        return json.loads(r.read().decode())
+
+
+turn1 = [{"role": "user", "content": "Write a short story about a fox."}]
+r1 = chat(turn1)
+reply = r1["choices"][0]["message"]["content"]
+r2 = chat(turn1 + [{"role": "assistant", "content": reply}, {"role": "user", "content": "Now make it rhyme."}])
+say(f"chat: turn 1 finish {r1['choices'][0]['finish_reason']}, {r1['usage']['completion_tokens']} tokens; turn 2 "
+    f"prompt {r2['usage']['prompt_tokens']} tokens, cached {r2['usage'].get('prompt_tokens_details', {}).get('cached_tokens')}")
+
 d = Stream(P_LONG, 1500)
 time.sleep(2.0)
 e = Stream(P_SHORT, 600)
