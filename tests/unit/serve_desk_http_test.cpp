@@ -21,85 +21,15 @@
 #include <thread>
 #include <vector>
 
+#include "serve_process.hpp"
+
 namespace {
 
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-std::string stories() { return std::string(STRATA_SOURCE_DIR) + "/models/stories260K.gguf"; }
-
-// `strata serve` as a child: its stderr read until it listens or ends.
-class Serve {
- public:
-  explicit Serve(const std::vector<std::string>& extra) {
-    std::vector<std::string> args = {STRATA_EXE, "serve", "--model", stories(), "--port", "0"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    int err[2];
-    if (pipe(err) != 0) throw std::runtime_error("pipe");
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(err[1], STDERR_FILENO);
-      close(err[0]);
-      close(err[1]);
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    close(err[1]);
-    fd_ = err[0];
-    const std::string listening = "strata serve: listening on http://127.0.0.1:";
-    std::string line;
-    const auto give_up = Clock::now() + std::chrono::seconds(30);
-    while (Clock::now() < give_up) {
-      pollfd p{fd_, POLLIN, 0};
-      if (poll(&p, 1, 200) <= 0) continue;
-      char c;
-      if (read(fd_, &c, 1) != 1) return;  // it ended: exit_status() says how
-      if (c != '\n') {
-        line += c;
-        continue;
-      }
-      stderr_ += line + "\n";
-      if (const size_t at = line.find(listening); at != std::string::npos) {
-        port_ = std::stoi(line.substr(at + listening.size()));
-        return;
-      }
-      line.clear();
-    }
-  }
-  ~Serve() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    close(fd_);
-  }
-  // Signals it (unless it has ended) and waits: its exit status.
-  int stop(int sig = SIGTERM) {
-    if (sig != 0) kill(pid_, sig);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    char buf[4096];
-    for (ssize_t n; (n = read(fd_, buf, sizeof buf)) > 0;) stderr_.append(buf, static_cast<size_t>(n));
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-  int port() const { return port_; }
-  const std::string& stderr_text() const { return stderr_; }
-  httplib::Client client() const {
-    httplib::Client c("127.0.0.1", port_);
-    c.set_read_timeout(30, 0);
-    return c;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int fd_ = -1;
-  int port_ = 0;
-  std::string stderr_;
-};
+using strata::test::ServeProcess;
+std::string stories() { return strata::test::stories_model(); }
 
 class ServeDeskHttp : public ::testing::Test {
  protected:
@@ -127,7 +57,7 @@ class ServeDeskHttp : public ::testing::Test {
 };
 
 TEST_F(ServeDeskHttp, TwoLanesBehindTheServer) {
-  Serve serve({"-o", "serve.elastic.lanes=2", "-o", "serve.elastic.hold_s=0.3", "-o", "runtime.context=512"});
+  ServeProcess serve({"-o", "serve.elastic.lanes=2", "-o", "serve.elastic.hold_s=0.3", "-o", "runtime.context=512"});
   ASSERT_GT(serve.port(), 0) << serve.stderr_text();
   httplib::Client c = serve.client();
 
@@ -200,11 +130,11 @@ TEST_F(ServeDeskHttp, TwoLanesBehindTheServer) {
 // one-engine server gives, chat end tokens, a BOS-only prompt's leading space and stop strings included.
 TEST_F(ServeDeskHttp, RealEngineLanesAnswerAsOneEngine) {
   unsetenv("STRATA_DESK_ENGINE");
-  Serve desk({"-o", "serve.elastic.lanes=2", "-o", "serve.elastic.hold_s=0.5", "-o", "runtime.context=512"});
-  Serve one({"-o", "runtime.context=512"});
+  ServeProcess desk({"-o", "serve.elastic.lanes=2", "-o", "serve.elastic.hold_s=0.5", "-o", "runtime.context=512"});
+  ServeProcess one({"-o", "runtime.context=512"});
   ASSERT_GT(desk.port(), 0) << desk.stderr_text();
   ASSERT_GT(one.port(), 0) << one.stderr_text();
-  const auto ask = [](const Serve& s, const std::string& path, const json& body) {
+  const auto ask = [](const ServeProcess& s, const std::string& path, const json& body) {
     httplib::Client c = s.client();
     auto r = c.Post(path, body.dump(), "application/json");
     if (!r || r->status != 200) return json{{"failed", r ? r->body : "no answer"}};
@@ -239,7 +169,7 @@ TEST_F(ServeDeskHttp, RealEngineLanesAnswerAsOneEngine) {
 
 TEST_F(ServeDeskHttp, LeadThatDoesNotStartEndsServeWithItsReason) {
   setenv("FAKE_ENGINE_FAIL_START", "1", 1);
-  Serve serve({"-o", "serve.elastic.lanes=2"});
+  ServeProcess serve({"-o", "serve.elastic.lanes=2"}, false);
   EXPECT_EQ(serve.port(), 0) << "it listened without an engine";
   EXPECT_EQ(serve.stop(0), 2);
   EXPECT_NE(serve.stderr_text().find("strata: error: the lead engine lane did not start: it exited with status 1"),

@@ -22,83 +22,14 @@
 #include <thread>
 #include <vector>
 
+#include "serve_process.hpp"
+
 namespace {
 
 using json = nlohmann::json;
+using strata::test::ServeProcess;
 
-std::string stories() { return std::string(STRATA_SOURCE_DIR) + "/models/stories260K.gguf"; }
-
-// A `strata serve` child process; SIGTERM on destruction.
-class ServeProcess {
- public:
-  explicit ServeProcess(std::vector<std::string> extra) {
-    std::vector<std::string> args = {STRATA_EXE, "serve", "--model", stories(), "--port", "0"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    int err[2];
-    if (pipe(err) != 0) throw std::runtime_error("pipe");
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(err[1], STDERR_FILENO);
-      close(err[0]);
-      close(err[1]);
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    close(err[1]);
-    stderr_fd_ = err[0];
-    // The one line that says it listens.
-    const std::string listening = "strata serve: listening on http://127.0.0.1:";
-    std::string line;
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (std::chrono::steady_clock::now() < give_up) {
-      pollfd p{stderr_fd_, POLLIN, 0};
-      if (poll(&p, 1, 1000) <= 0) continue;
-      char c;
-      if (read(stderr_fd_, &c, 1) != 1) break;
-      if (c != '\n') {
-        line += c;
-        continue;
-      }
-      if (const size_t at = line.find(listening); at != std::string::npos) {
-        port_ = std::stoi(line.substr(at + listening.size()));
-        return;
-      }
-      output_ += line + "\n";
-      line.clear();
-    }
-    throw std::runtime_error("strata serve did not start; its stderr:\n" + output_ + line);
-  }
-  ~ServeProcess() {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      waitpid(pid_, nullptr, 0);
-    }
-    close(stderr_fd_);
-  }
-  // SIGTERM, and the exit status.
-  int stop() {
-    kill(pid_, SIGTERM);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-  int port() const { return port_; }
-  httplib::Client client() const {
-    httplib::Client c("127.0.0.1", port_);
-    c.set_read_timeout(60, 0);
-    return c;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int stderr_fd_ = -1;
-  int port_ = 0;
-  std::string output_;
-};
+std::string stories() { return strata::test::stories_model(); }
 
 json chat_body(const json& messages, int max_tokens) {
   return {{"messages", messages}, {"max_tokens", max_tokens}, {"temperature", 0}};
