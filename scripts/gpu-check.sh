@@ -346,6 +346,17 @@ if want balance; then
   done
 fi
 
+# The port a `strata serve` (PID, its stderr in LOG) listens on, once it says so (empty if it ends or 2 min pass).
+listening_port() {  # LOG PID
+  local port=""
+  for _ in $(seq 1 240); do
+    port="$(grep -oE 'listening on http://[^:]+:[0-9]+' "$1" | grep -oE '[0-9]+$' || true)"
+    [ -n "$port" ] && break
+    kill -0 "$2" 2>/dev/null || break
+    sleep 0.5
+  done
+  echo "$port"
+}
 if want serve; then
   # strata serve on the hybrid path (25%): a chat completion, then a request with its own pcie_frac, then /live and
   # /metrics (the page's heatmap of routes and cache hits). curl, or python3 where the machine has no curl.
@@ -360,13 +371,7 @@ if want serve; then
   strata serve --model "$model" --backend cuda -o experts.cache=25% -o plugins.pcie_balance.enabled=true \
     --port 0 > "$OUT/serve.out" 2> "$OUT/serve.log" &
   serve_pid=$!
-  port=""
-  for _ in $(seq 1 240); do
-    port="$(grep -oE 'listening on http://[^:]+:[0-9]+' "$OUT/serve.log" | grep -oE '[0-9]+$' || true)"
-    [ -n "$port" ] && break
-    kill -0 "$serve_pid" 2>/dev/null || break
-    sleep 0.5
-  done
+  port="$(listening_port "$OUT/serve.log" "$serve_pid")"
   if [ -n "$port" ]; then
     base="http://127.0.0.1:$port"
     chat='{"messages":[{"role":"user","content":"Write a short story about a fox."}],"max_tokens":64,"temperature":0}'
@@ -533,13 +538,7 @@ if want desk; then
     -o runtime.peer_device=0 -o serve.elastic.lanes=2 -o serve.elastic.hold_s=4 --port 0 \
     > "$OUT/desk.out" 2> "$OUT/desk.log" &
   desk_pid=$!
-  port=""
-  for _ in $(seq 1 240); do
-    port="$(grep -oE 'listening on http://[^:]+:[0-9]+' "$OUT/desk.log" | grep -oE '[0-9]+$' || true)"
-    [ -n "$port" ] && break
-    kill -0 "$desk_pid" 2>/dev/null || break
-    sleep 0.5
-  done
+  port="$(listening_port "$OUT/desk.log" "$desk_pid")"
   if [ -n "$port" ]; then
     timeout 300 python3 "$root/scripts/desk_client.py" "http://127.0.0.1:$port" 4 > "$OUT/desk-client.txt" 2>&1
     while IFS= read -r l; do row "${l:0:220}"; done < "$OUT/desk-client.txt"
