@@ -22,6 +22,7 @@ struct Options {
   bool graphs = true;        // capture repeated op lists (decode steps) into GPU graphs and replay them
   bool fuse = true;          // run op patterns as fused kernels (fusions.cu); off: every op alone, same bytes
   bool overlap = true;       // let a kernel start while the one before it ends (dependent_launch.cuh; sm_90+)
+  bool high_priority = false;  // the compute stream at the device's greatest priority (a peer link's service)
 };
 
 // What scratch memory is for; each has one buffer, reused by every op that needs it.

@@ -169,6 +169,12 @@ strata_status* init(const strata_host_api* host, const char* const* options, siz
         return host->status_new(STRATA_ERR_INVALID_ARGUMENT,
                                 (std::string(kName) + ": device must be a GPU index (0, 1, ...), not '" + value + "'").c_str());
       }
+    } else if (key == "priority") {
+      if (value != "high" && value != "normal") {
+        return host->status_new(STRATA_ERR_INVALID_ARGUMENT,
+                                (std::string(kName) + ": priority must be high or normal, not '" + value + "'").c_str());
+      }
+      o.high_priority = value == "high";
     } else if (key == "graphs" || key == "fuse" || key == "overlap") {
       if (!parse_bool_option(value, key == "graphs" ? &o.graphs : key == "fuse" ? &o.fuse : &o.overlap)) {
         return host->status_new(STRATA_ERR_INVALID_ARGUMENT,
@@ -176,7 +182,7 @@ strata_status* init(const strata_host_api* host, const char* const* options, siz
       }
     } else {
       return host->status_new(STRATA_ERR_INVALID_ARGUMENT,
-                              (std::string(kName) + ": unknown option '" + key + "' (known: device, graphs, fuse, overlap)").c_str());
+                              (std::string(kName) + ": unknown option '" + key + "' (known: device, graphs, fuse, overlap, priority)").c_str());
     }
   }
   const Probe& p = probe();

@@ -504,8 +504,17 @@ std::unique_ptr<Engine> Engine::from_launch(const config::Launch& launch) {
     }
     link.plugin = registry->instantiate(c->name, options);
     const config::PluginEntry* entry = launch.plugin(backend->name());
-    link.service = make_plugin_backend(
-        registry->instantiate(backend->name(), entry != nullptr ? entry->flattened() : std::vector<std::string>{}));
+    std::vector<std::string> service_options = entry != nullptr ? entry->flattened() : std::vector<std::string>{};
+    std::erase_if(service_options, [](const std::string& o) { return o.rfind("priority=", 0) == 0; });
+    service_options.push_back("priority=high");  // the other engine waits on each of its ops
+    try {
+      link.service = make_plugin_backend(registry->instantiate(backend->name(), service_options));
+    } catch (const Error& e) {
+      // A backend without stream priorities serves on a stream like any other.
+      log::info(std::string("peer link: the service's stream has the default priority (") + e.what() + ")");
+      service_options.pop_back();
+      link.service = make_plugin_backend(registry->instantiate(backend->name(), service_options));
+    }
   }
   auto engine = std::make_unique<Engine>(std::move(model), std::move(backend), settings, std::move(pool), std::move(balancer),
                                          std::move(peer), std::move(link));
