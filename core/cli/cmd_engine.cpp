@@ -17,78 +17,17 @@
 #include "args.hpp"
 #include "commands.hpp"
 #include "launch_options.hpp"
+#include "line_inbox.hpp"
 #include "strata/engine.hpp"
 #include "strata/engine_protocol.hpp"
 #include "strata/error.hpp"
+#include "strata/prefix_cache.hpp"
 #include "strata/sampling.hpp"
 
 namespace strata::cli {
 namespace {
 
 using json = nlohmann::json;
-
-// stdin's lines, read on a thread of their own.
-class LineInbox {
- public:
-  LineInbox() : reader_([this] { read(); }) {}
-  ~LineInbox() { reader_.detach(); }  // a reader blocked in getline cannot be woken; the process is ending
-  LineInbox(const LineInbox&) = delete;
-  LineInbox& operator=(const LineInbox&) = delete;
-
-  // The next line; false at the end of input.
-  bool next(std::string& line) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    ready_.wait(lock, [&] { return !lines_.empty() || ended_; });
-    if (lines_.empty()) return false;
-    line = std::move(lines_.front());
-    lines_.pop_front();
-    return true;
-  }
-  // Takes the control lines waiting now (requests stay, in order).
-  template <class Fn>
-  void take_controls(Fn&& handle) {
-    std::deque<std::string> controls;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      for (auto it = lines_.begin(); it != lines_.end();) {
-        if (is_request(*it)) {
-          ++it;
-        } else {
-          controls.push_back(std::move(*it));
-          it = lines_.erase(it);
-        }
-      }
-    }
-    for (const std::string& c : controls) handle(c);
-  }
-  static bool is_request(const std::string& line) {
-    const size_t at = line.find_first_not_of(" \t\r");
-    return at != std::string::npos && line[at] == '{';
-  }
-
- private:
-  void read() {
-    std::string line;
-    while (std::getline(std::cin, line)) {
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        lines_.push_back(std::move(line));
-      }
-      ready_.notify_one();
-    }
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      ended_ = true;
-    }
-    ready_.notify_one();
-  }
-
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<std::string> lines_;
-  bool ended_ = false;
-  std::thread reader_;
-};
 
 void emit(const std::string& line) {
   std::fwrite(line.data(), 1, line.size(), stdout);
@@ -158,8 +97,7 @@ void run_request(Engine& engine, Session& session, LineInbox& inbox, const proto
   }
   const json id = json::parse(r.id);
   // The longest common prefix with what the slot holds is not fed again (complete() caps it at the slot's length).
-  size_t reuse = 0;
-  while (reuse < prompt.size() && reuse < session.held.size() && prompt[reuse] == session.held[reuse]) ++reuse;
+  const size_t reuse = common_prefix(prompt, session.held);
   session.held.clear();  // until this request has ended well, the slot's contents are not known
   session.running = true;
   session.cancel = false;

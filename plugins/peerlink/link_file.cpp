@@ -176,12 +176,7 @@ struct Dimensions {
   uint32_t n_layer, n_expert, n_embd, k_max, max_tokens;
 };
 
-struct Layout {
-  uint64_t residency_bytes = 0, residency_words = 0;
-  uint64_t residency[2] = {0, 0}, box[2] = {0, 0};
-  uint64_t experts = 0, x = 0, ids = 0, weights = 0, rows = 0, served = 0;  // within a box
-  uint64_t total = 0;
-};
+using file_layout::Layout;
 
 // The layout of dimensions d; false when a dimension is 0 or beyond its limit, or the file would be too large (`why`
 // says which). The limits keep every product below 2^63.
@@ -414,18 +409,7 @@ void LinkFile::open_and_attach(const LinkGeometry& geometry, const std::function
   n_embd_ = want.n_embd;
   k_max_ = want.k_max;
   max_tokens_ = want.max_tokens;
-  residency_offset_[0] = layout.residency[0];
-  residency_offset_[1] = layout.residency[1];
-  residency_words_ = layout.residency_words;
-  residency_bytes_ = layout.residency_bytes;
-  box_offset_[0] = layout.box[0];
-  box_offset_[1] = layout.box[1];
-  experts_at_ = layout.experts;
-  x_at_ = layout.x;
-  ids_at_ = layout.ids;
-  weights_at_ = layout.weights;
-  rows_at_ = layout.rows;
-  served_at_ = layout.served;
+  layout_ = layout;
 
   if (lay_out) {
     FileHeader& h = header();  // zeroed by the truncation
@@ -510,22 +494,22 @@ T* LinkFile::at(uint64_t offset) const {
 }
 file_layout::FileHeader& LinkFile::header() const { return *at<FileHeader>(0); }
 file_layout::RoleBlock& LinkFile::role_block(uint32_t role) const { return header().roles[role]; }
-file_layout::BoxHeader& LinkFile::box(uint32_t role) const { return *at<BoxHeader>(box_offset_[role]); }
+file_layout::BoxHeader& LinkFile::box(uint32_t role) const { return *at<BoxHeader>(layout_.box[role]); }
 
 RequestView LinkFile::view_of(uint32_t role) const {
   BoxHeader& b = box(role);
-  const uint64_t o = box_offset_[role];
+  const uint64_t o = layout_.box[role];
   RequestView v;
   v.layer = load_relaxed(b.layer);
   v.n_tok = load_relaxed(b.n_tok);
   v.k = load_relaxed(b.k);
   v.n_experts = load_relaxed(b.n_experts);
-  v.experts = at<uint32_t>(o + experts_at_);
-  v.x = at<float>(o + x_at_);
-  v.ids = at<int32_t>(o + ids_at_);
-  v.weights = at<float>(o + weights_at_);
-  v.rows = at<float>(o + rows_at_);
-  v.served = at<uint8_t>(o + served_at_);
+  v.experts = at<uint32_t>(o + layout_.experts);
+  v.x = at<float>(o + layout_.x);
+  v.ids = at<int32_t>(o + layout_.ids);
+  v.weights = at<float>(o + layout_.weights);
+  v.rows = at<float>(o + layout_.rows);
+  v.served = at<uint8_t>(o + layout_.served);
   return v;
 }
 
@@ -539,13 +523,13 @@ void LinkFile::publish(const uint8_t* bits) {
   if (bits == nullptr) throw LinkError(LinkError::Kind::InvalidArgument, "peerlink: publish: bits is NULL");
   std::lock_guard<std::mutex> lock(publish_mutex_);
   RoleBlock& me = role_block(mine_);
-  uint64_t* words = at<uint64_t>(residency_offset_[mine_]);
+  uint64_t* words = at<uint64_t>(layout_.residency[mine_]);
   const uint64_t seq = load_relaxed(me.residency_seq);
   store_relaxed(me.residency_seq, seq + 1);
   std::atomic_thread_fence(std::memory_order_release);
-  for (uint64_t i = 0; i < residency_words_; ++i) {
+  for (uint64_t i = 0; i < layout_.residency_words; ++i) {
     uint64_t w = 0;
-    std::memcpy(&w, bits + i * 8, std::min<uint64_t>(8, residency_bytes_ - i * 8));
+    std::memcpy(&w, bits + i * 8, std::min<uint64_t>(8, layout_.residency_bytes - i * 8));
     store_relaxed(words[i], w);
   }
   store_release(me.residency_seq, seq + 2);
@@ -556,12 +540,12 @@ void LinkFile::publish(const uint8_t* bits) {
 // kResidencyTries tries at most.
 bool LinkFile::read_residency(uint32_t role, std::vector<uint64_t>* words) const {
   RoleBlock& r = role_block(role);
-  uint64_t* src = at<uint64_t>(residency_offset_[role]);
-  words->resize(residency_words_);
+  uint64_t* src = at<uint64_t>(layout_.residency[role]);
+  words->resize(layout_.residency_words);
   for (int attempt = 0; attempt < kResidencyTries; ++attempt) {
     const uint64_t before = load_acquire(r.residency_seq);
     if ((before & 1) == 0) {
-      for (uint64_t i = 0; i < residency_words_; ++i) (*words)[i] = load_relaxed(src[i]);
+      for (uint64_t i = 0; i < layout_.residency_words; ++i) (*words)[i] = load_relaxed(src[i]);
       std::atomic_thread_fence(std::memory_order_acquire);
       if (load_relaxed(r.residency_seq) == before) return true;
     }
@@ -583,7 +567,7 @@ bool LinkFile::peer_residency(uint8_t* bits) const {
   if (!peer_alive(pid, load_acquire(o.generation), load_acquire(o.start_ticks))) return false;
   std::vector<uint64_t> words;
   if (!read_residency(other_, &words)) return false;
-  std::memcpy(bits, words.data(), residency_bytes_);
+  std::memcpy(bits, words.data(), layout_.residency_bytes);
   return true;
 }
 

@@ -22,6 +22,14 @@ namespace file_layout {
 struct FileHeader;
 struct RoleBlock;
 struct BoxHeader;
+// Where everything lies in a file of given dimensions (offsets in bytes from the file's start; a box's arrays from
+// the box's start).
+struct Layout {
+  uint64_t residency_bytes = 0, residency_words = 0;
+  uint64_t residency[2] = {0, 0}, box[2] = {0, 0};
+  uint64_t experts = 0, x = 0, ids = 0, weights = 0, rows = 0, served = 0;  // within a box
+  uint64_t total = 0;
+};
 }  // namespace file_layout
 
 // What both engines must agree on; the file's layout follows from it.
@@ -140,9 +148,7 @@ class LinkFile {
   bool attached_ = false;  // this instance took its role (and leaves it on destruction)
   // Offsets, from the geometry (layout_of in link_file.cpp).
   uint32_t n_layer_ = 0, n_expert_ = 0, n_embd_ = 0, k_max_ = 0, max_tokens_ = 0;
-  uint64_t residency_offset_[2] = {0, 0}, residency_words_ = 0, residency_bytes_ = 0;
-  uint64_t box_offset_[2] = {0, 0};
-  uint64_t experts_at_ = 0, x_at_ = 0, ids_at_ = 0, weights_at_ = 0, rows_at_ = 0, served_at_ = 0;
+  file_layout::Layout layout_;  // of the mapped file
 
   // The requester (one thread at a time): the last request's sequence number and whom it was sent to.
   uint64_t next_seq_ = 0, awaited_seq_ = 0;

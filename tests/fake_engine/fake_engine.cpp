@@ -26,6 +26,8 @@
 #include <string>
 #include <thread>
 
+#include "line_inbox.hpp"
+
 namespace {
 
 using json = nlohmann::json;
@@ -59,60 +61,8 @@ bool chosen() {
   return r.empty() || r == role;
 }
 
-class Inbox {
- public:
-  Inbox() : reader_([this] { read(); }) {}
-  ~Inbox() { reader_.detach(); }
-  bool next(std::string& line) {
-    std::unique_lock lock(mutex_);
-    ready_.wait(lock, [&] { return !lines_.empty() || ended_; });
-    if (lines_.empty()) return false;
-    line = std::move(lines_.front());
-    lines_.pop_front();
-    return true;
-  }
-  // The control lines waiting now, answered in order; requests stay.
-  template <class Fn>
-  void take_controls(Fn&& answer) {
-    std::deque<std::string> controls;
-    {
-      std::lock_guard lock(mutex_);
-      for (auto it = lines_.begin(); it != lines_.end();) {
-        if (!it->starts_with("{")) {
-          controls.push_back(std::move(*it));
-          it = lines_.erase(it);
-        } else {
-          ++it;
-        }
-      }
-    }
-    for (const std::string& c : controls) answer(c);
-  }
-
- private:
-  void read() {
-    std::string line;
-    while (std::getline(std::cin, line)) {
-      log_event("recv " + line);
-      {
-        std::lock_guard lock(mutex_);
-        lines_.push_back(line);
-      }
-      ready_.notify_one();
-    }
-    std::lock_guard lock(mutex_);
-    ended_ = true;
-    ready_.notify_one();
-  }
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<std::string> lines_;
-  bool ended_ = false;
-  std::thread reader_;
-};
-
 std::string answer_control(const std::string& line) {
-  for (const char* name : {"PEER_DETACH", "PEER_ATTACH", "POOL_HOLD ", "LINK_SERVE "}) {
+  for (const char* name : {"PEER_DETACH", "PEER_ATTACH", "POOL_HOLD ", "LINK_SERVE ", "CANCEL"}) {
     if (line.starts_with(name)) {
       if (env("FAKE_ENGINE_REFUSE") == "1") return "CTL " + line + " refused: the fake has no card; nothing changed";
       return "CTL " + line + " done: fake";
@@ -152,12 +102,12 @@ int main(int argc, char** argv) {
   }
   const int token_ms = std::stoi(env("FAKE_ENGINE_TOKEN_MS", "20"));
   const int vocab = std::stoi(env("FAKE_ENGINE_VOCAB", "512"));
-  Inbox inbox;
+  strata::cli::LineInbox inbox([](const std::string& line) { log_event("recv " + line); });
   log_event("ready");
   emit(R"({"event":"ready","model":"fake","backend":"fake","hybrid":false})");
   std::string line;
   while (inbox.next(line)) {
-    if (!line.starts_with("{")) {
+    if (!strata::cli::LineInbox::is_request(line)) {
       emit(answer_control(line));
       continue;
     }
