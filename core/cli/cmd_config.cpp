@@ -75,8 +75,13 @@ int config_reference(const Args& args) {
 
 }  // namespace
 
+const std::vector<std::string>& config_subcommands() {
+  static const std::vector<std::string> subs = {"check", "show", "reference"};
+  return subs;
+}
+
 int cmd_config(const Args& args) {
-  const std::vector<std::string> subs = {"check", "show", "reference"};
+  const std::vector<std::string>& subs = config_subcommands();
   if (args.empty() || args[0] == "-h" || args[0] == "--help") {
     std::printf("usage: strata config check FILE | show [FILE] | reference\n\n"
                 "  check      report every error of a launch (FILE:LINE:COLUMN: message)\n"

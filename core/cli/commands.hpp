@@ -21,4 +21,8 @@ int cmd_template(const Args& args);
 int cmd_serve(const Args& args);
 int cmd_engine(const Args& args);
 
+// The subcommands of `strata config` ("check", "show", "reference"), in the order its help lists them: its
+// dispatch and `strata --list-commands` both read them.
+const std::vector<std::string>& config_subcommands();
+
 }  // namespace strata::cli

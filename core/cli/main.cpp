@@ -1,7 +1,9 @@
 // `strata`: dispatches to the subcommands. Errors a user can act on are printed as one line and exit 2.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -43,14 +45,37 @@ const Command kCommands[] = {
      strata::cli::cmd_engine},
 };
 
+// The commands that take a subcommand word, and where their subcommands are listed.
+struct Subcommands {
+  const char* command;
+  const std::vector<std::string>& (*names)();
+};
+
+const Subcommands kSubcommands[] = {{"config", strata::cli::config_subcommands}};
+
 void print_usage(FILE* out) {
   std::fprintf(out,
                "usage: strata [--log-level LEVEL] <command> [options]\n\n"
                "Strata runs Mixture-of-Experts language models (GGUF) on GPUs and the CPU.\n\ncommands:\n");
   for (const Command& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
   std::fprintf(out,
-               "\n'strata <command> --help' describes a command.\n"
+               "\n'strata <command> --help' describes a command; 'strata --list-commands' prints every command\n"
+               "(and config's subcommands) one a line.\n"
                "--log-level: debug, info, warn (default; also STRATA_LOG), error, off\n");
+}
+
+// One command a line, a command with subcommands as "config check", ...: what scripts and the README's test
+// (tests/cli/readme_commands.cmake) read, so the README's table cannot miss a command.
+void print_command_list() {
+  for (const Command& c : kCommands) {
+    const auto group = std::find_if(std::begin(kSubcommands), std::end(kSubcommands),
+                                    [&](const Subcommands& g) { return std::strcmp(g.command, c.name) == 0; });
+    if (group == std::end(kSubcommands)) {
+      std::printf("%s\n", c.name);
+      continue;
+    }
+    for (const std::string& sub : group->names()) std::printf("%s %s\n", c.name, sub.c_str());
+  }
 }
 
 }  // namespace
@@ -83,6 +108,10 @@ int main(int argc, char** argv) {
         print_usage(stdout);
         return args.empty() ? 2 : 0;
       }
+    }
+    if (args[0] == "--list-commands") {
+      print_command_list();
+      return 0;
     }
     if (args[0] == "--version" || args[0] == "version") {
       std::printf("strata %s\n", STRATA_VERSION);

@@ -1,0 +1,77 @@
+# The README's command table against the executable: every command `strata --list-commands` prints has a row, every
+# row names a command it prints, and every flag a row mentions is one its command's --help lists. A command added
+# without its row, or a flag renamed, fails here naming it.
+cmake_policy(VERSION 3.25)  # a script runs with no policies set: IN_LIST, while(TRUE), empty list elements
+include(${CMAKE_CURRENT_LIST_DIR}/common.inc)
+
+strata_run(0 OUT listed ARGS --list-commands)
+string(REPLACE "\n" ";" exe_commands "${listed}")
+list(FILTER exe_commands EXCLUDE REGEX "^$")
+list(LENGTH exe_commands n)
+if(n LESS 5)
+  message(FATAL_ERROR "strata --list-commands printed ${n} commands, expected one a line:\n${listed}")
+endif()
+
+# The "## Commands" section: from its heading to the next one.
+file(READ ${SRC}/README.md readme)
+string(FIND "${readme}" "\n## Commands\n" begin)
+if(begin EQUAL -1)
+  message(FATAL_ERROR "README.md has no '## Commands' section")
+endif()
+string(SUBSTRING "${readme}" ${begin} -1 section)
+string(SUBSTRING "${section}" 1 -1 after_heading)
+string(FIND "${after_heading}" "\n## " end)
+string(SUBSTRING "${after_heading}" 0 ${end} section)
+
+# A row's command is its first cell's lowercase words after `strata` ("config check"); FILE, [--x] and flags end it.
+# Rows are walked as text, not as a CMake list: they hold ';' and brackets, which lists would split or join at.
+set(readme_commands "")
+set(problems "")
+set(rest "${section}")
+while(TRUE)
+  string(FIND "${rest}" "\n| `strata " at)
+  if(at EQUAL -1)
+    break()
+  endif()
+  math(EXPR at "${at} + 1")
+  string(SUBSTRING "${rest}" ${at} -1 rest)
+  string(FIND "${rest}" "\n" eol)
+  string(SUBSTRING "${rest}" 0 ${eol} row)
+  string(SUBSTRING "${rest}" ${eol} -1 rest)
+  string(REGEX MATCH "^\\| `strata ([a-z][-a-z0-9_]*( [a-z][-a-z0-9_]*)*)" _ "${row}")
+  set(command "${CMAKE_MATCH_1}")
+  if(command STREQUAL "")
+    string(APPEND problems "\n  a row names no command after `strata`: ${row}")
+    continue()
+  endif()
+  list(APPEND readme_commands "${command}")
+  if(NOT command IN_LIST exe_commands)
+    continue()  # reported below
+  endif()
+  string(REPLACE " " ";" words "${command}")
+  strata_run(0 OUT help ARGS ${words} --help)
+  # Every -x and --flag of the row (after a space, bracket, parenthesis, backtick or bar) must be in the help.
+  string(REGEX REPLACE "[][()`|;]" " " plain " ${row}")
+  string(REGEX MATCHALL " --?[a-zA-Z][-a-zA-Z0-9]*" flags "${plain}")
+  foreach(flag ${flags})
+    string(STRIP "${flag}" flag)
+    if(NOT help MATCHES "[ \n]${flag}[ ,=\n]")
+      string(APPEND problems "\n  the row of 'strata ${command}' names ${flag}, which 'strata ${command} --help' does not list")
+    endif()
+  endforeach()
+endwhile()
+
+foreach(command ${exe_commands})
+  if(NOT command IN_LIST readme_commands)
+    string(APPEND problems "\n  'strata ${command}' (strata --list-commands) has no row in README.md's command table")
+  endif()
+endforeach()
+foreach(command ${readme_commands})
+  if(NOT command IN_LIST exe_commands)
+    string(APPEND problems "\n  README.md's command table has a row for 'strata ${command}', which strata --list-commands does not print")
+  endif()
+endforeach()
+if(problems)
+  message(FATAL_ERROR "README.md's command table and the executable differ:${problems}\n"
+                      "Fix the table under '## Commands' (a row per command: | `strata COMMAND ...` | what it does |).")
+endif()
