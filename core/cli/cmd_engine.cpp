@@ -136,8 +136,10 @@ int cmd_engine(const Args& args) {
               "[--config FILE] [--model FILE] [-o KEY=VALUE ...] [--peer-link FILE [--peer-link-role 0|1]]",
               "An engine process driven over stdin and stdout, one line each way at a time:\n"
               "  a request, one JSON object: {\"id\": 1, \"prompt\": \"Once upon a time\", \"max_tokens\": 32}\n"
-              "    (or \"prompt_ids\": [...]; optional temperature, top_k, top_p, min_p, seed, stop, stream, and\n"
-              "    end_tokens: ids that end the reply besides the vocabulary's EOS),\n"
+              "    (or \"prompt_ids\": [...]; optional temperature, top_k, top_p, min_p, frequency_penalty and\n"
+              "    presence_penalty (-2 to 2, OpenAI's, over the reply's tokens), logit_bias ({\"token id\": bias},\n"
+              "    -100 to 100), seed, stop, stream, and end_tokens: ids that end the reply besides the vocabulary's\n"
+              "    EOS),\n"
               "    answered by a line per token {\"id\", \"token\", \"text\"} and a last {\"id\", \"done\": true, ...},\n"
               "    or one {\"id\", \"error\"} line;\n"
               "  a control line, answered by one \"CTL ...\" line saying what was done or why not:\n"

@@ -30,17 +30,28 @@ Usage usage_of(const JobOutcome& out) {
   return {out.prompt_tokens, out.result.generated_ids.size(), out.result.reused_tokens};
 }
 
+// How a reply is read for tool calls: not at all (no tools offered), or with the model's format, keeping only
+// the first call when the request set parallel_tool_calls false.
+struct ToolParsing {
+  bool enabled = false;
+  chat::ToolCallFormat format = chat::ToolCallFormat::none;
+  bool first_call_only = false;
+};
+
 // The reply split by the model's tool-call format when the request offered tools; else its text as it is.
-ReplyMessage message_of(const std::string& text, bool parse_tools, chat::ToolCallFormat format) {
+ReplyMessage message_of(const std::string& text, const ToolParsing& tools) {
   ReplyMessage m;
-  if (!parse_tools) {
+  if (!tools.enabled) {
     m.content = text;
     return m;
   }
-  const chat::ParsedReply parsed = chat::parse_reply(format, text);
+  const chat::ParsedReply parsed = chat::parse_reply(tools.format, text);
   m.content = parsed.content;
   m.reasoning_content = parsed.reasoning_content;
-  if (parsed.tool_calls.is_array() && !parsed.tool_calls.empty()) m.tool_calls = parsed.tool_calls;
+  if (parsed.tool_calls.is_array() && !parsed.tool_calls.empty()) {
+    m.tool_calls = parsed.tool_calls;
+    if (tools.first_call_only && m.tool_calls.size() > 1) m.tool_calls.erase(m.tool_calls.begin() + 1, m.tool_calls.end());
+  }
   return m;
 }
 
@@ -49,8 +60,8 @@ struct Stream {
   std::shared_ptr<Job> job;
   ReplyFormat format;
   Endpoint endpoint;
-  bool logprobs = false, include_usage = false, parse_tools = false;
-  chat::ToolCallFormat tool_format;
+  bool logprobs = false, include_usage = false;
+  ToolParsing tools;
   bool started = false;
   std::string held;  // with tools: the whole text, parsed at the end
 
@@ -69,7 +80,7 @@ struct Stream {
     ReplyChannel::Batch batch = job->channel.take(kPoll);
     if (!batch.tokens.empty()) {
       const std::string text = concat_text(batch.tokens);
-      if (parse_tools) {
+      if (tools.enabled) {
         held += text;
       } else if ((!text.empty() || logprobs) && !write(sink, format.text_chunk(text, batch.tokens, logprobs))) {
         return false;
@@ -88,8 +99,8 @@ struct Stream {
       if (!sink.write(event.data(), event.size())) return false;
     } else {
       std::string finish = finish_of(out);
-      if (parse_tools) {
-        const ReplyMessage m = message_of(held, true, tool_format);
+      if (tools.enabled) {
+        const ReplyMessage m = message_of(held, tools);
         if (!m.tool_calls.is_null() && finish == "stop") finish = "tool_calls";
         if (!write(sink, format.message_chunk(m))) return false;
       }
@@ -116,9 +127,11 @@ void Server::Impl::completion(Endpoint endpoint, const httplib::Request& req, ht
   job->arrival = arrival;
   job->deadline = arrival + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.request_timeout_s));
   CompletionOptions& o = job->options;
+  // tool_choice "none": the model is not offered the tools, and its reply is not read for calls.
+  const bool offer_tools = is_chat && r.tools.is_array() && r.tool_choice != ToolChoice::None;
   if (is_chat) {
     try {
-      job->prompt = chat.encode(chat.render(r.messages, r.tools, true));
+      job->prompt = chat.encode(chat.render(r.messages, offer_tools ? r.tools : nlohmann::ordered_json(), true));
     } catch (const chat::TemplateError& e) {
       return send_error(res, invalid_request(std::string("the chat template rejected the messages: ") + e.what(),
                                              "messages", "template_error"));
@@ -149,6 +162,18 @@ void Server::Impl::completion(Endpoint endpoint, const httplib::Request& req, ht
   if (r.min_p) o.sampling.min_p = static_cast<float>(*r.min_p);
   if (r.repeat_penalty) o.sampling.repeat_penalty = static_cast<float>(*r.repeat_penalty);
   if (r.seed) o.sampling.seed = *r.seed;
+  if (r.frequency_penalty) o.sampling.frequency_penalty = static_cast<float>(*r.frequency_penalty);
+  if (r.presence_penalty) o.sampling.presence_penalty = static_cast<float>(*r.presence_penalty);
+  for (const auto& [id, bias] : r.logit_bias) {
+    if (static_cast<uint64_t>(id) >= tok.size()) {
+      return send_error(res, invalid_request("'logit_bias' names token " + std::to_string(id) +
+                                                 ", outside this model's vocabulary (ids 0 to " +
+                                                 std::to_string(tok.size() - 1) + ")",
+                                             "logit_bias"));
+    }
+    o.sampling.logit_bias.emplace_back(static_cast<TokenId>(id), static_cast<float>(bias));
+  }
+  o.sampling.forced = forced_reply;
   o.stop.insert(o.stop.end(), r.stop.begin(), r.stop.end());
   o.logprobs = r.logprobs;
   o.top_logprobs = r.top_logprobs;
@@ -164,11 +189,11 @@ void Server::Impl::completion(Endpoint endpoint, const httplib::Request& req, ht
   const std::string id = (is_chat ? "chatcmpl-" : "cmpl-") + std::to_string(created) + "-" +
                          std::to_string(next_reply.fetch_add(1));
   ReplyFormat format(endpoint, id, options.model_name, static_cast<int64_t>(std::time(nullptr)), tok);
-  const bool parse_tools = is_chat && r.tools.is_array();
+  const ToolParsing tools{offer_tools, tool_format, !r.parallel_tool_calls};
 
   if (r.stream) {
     auto stream = std::make_shared<Stream>(Stream{job, std::move(format), endpoint, r.logprobs, r.include_usage,
-                                                  parse_tools, tool_format, false, {}});
+                                                  tools, false, {}});
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream", [stream](size_t, httplib::DataSink& sink) { return stream->pump(sink); },
@@ -188,7 +213,7 @@ void Server::Impl::completion(Endpoint endpoint, const httplib::Request& req, ht
   }
   if (outcome->error) return send_error(res, *outcome->error);
   std::string finish = finish_of(*outcome);
-  const ReplyMessage message = message_of(outcome->result.text, parse_tools, tool_format);
+  const ReplyMessage message = message_of(outcome->result.text, tools);
   send_json(res, 200, format.reply(message, tokens, r.logprobs, finish, usage_of(*outcome)));
 }
 

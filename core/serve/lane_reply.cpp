@@ -21,7 +21,7 @@ std::string engine_request_line(uint64_t id, const Job& job, uint32_t n_vocab) {
   for (const std::string& s : o.stop) {
     if (!s.empty()) stop.push_back(s);  // the engine refuses an empty one; Completion ignores it
   }
-  const json line = {{"id", id},
+  json line = {{"id", id},
                      {"prompt_ids", job.prompt},
                      {"max_tokens", std::min<int64_t>(o.max_tokens, kMostTokens)},
                      {"temperature", o.sampling.temperature},
@@ -32,6 +32,14 @@ std::string engine_request_line(uint64_t id, const Job& job, uint32_t n_vocab) {
                      {"stop", stop},
                      {"end_tokens", o.end_tokens},
                      {"stream", true}};
+  // Only when set: the launch has no such defaults, and a line without them is what engines before them read.
+  if (o.sampling.frequency_penalty != 0.0f) line["frequency_penalty"] = o.sampling.frequency_penalty;
+  if (o.sampling.presence_penalty != 0.0f) line["presence_penalty"] = o.sampling.presence_penalty;
+  if (!o.sampling.logit_bias.empty()) {
+    json bias = json::object();
+    for (const auto& [token, b] : o.sampling.logit_bias) bias[std::to_string(token)] = b;
+    line["logit_bias"] = bias;
+  }
   return line.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

@@ -2,8 +2,11 @@
 // Rejected, caught at each parse function's edge, so the functions themselves never throw.
 #include "strata/serve/request.hpp"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
+#include <span>
 
 namespace strata::serve {
 namespace {
@@ -227,6 +230,150 @@ json parse_tools(const json& root) {
   return tools.empty() ? json() : tools;
 }
 
+// tool_choice: "none" and "auto" are what they say; "required" and a named function would need the reply held to a
+// call, which only constrained decoding could do, so they are refused rather than answered with plain text.
+ToolChoice parse_tool_choice(const json& root) {
+  const json& v = field(root, "tool_choice");
+  if (v.is_null()) return ToolChoice::Auto;
+  const char* forms = "\"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}";
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    if (s == "none") return ToolChoice::None;
+    if (s == "auto") return ToolChoice::Auto;
+    if (s == "required") {
+      reject("'tool_choice' \"required\" is not supported: without constrained decoding this server cannot make the "
+             "model call a tool; send \"auto\" (the model may call one) or \"none\"",
+             "tool_choice", "unsupported_value");
+    }
+    reject(std::string("'tool_choice' must be ") + forms + ", not " + v.dump(), "tool_choice");
+  }
+  if (!v.is_object()) wrong_type("tool_choice", "a string or an object", v);
+  const json& type = field(v, "type");
+  const json& fn = field(v, "function");
+  if (!type.is_string() || type.get<std::string>() != "function" || !fn.is_object() || !field(fn, "name").is_string()) {
+    reject(std::string("'tool_choice' must be ") + forms, "tool_choice");
+  }
+  reject("'tool_choice' naming a function ('" + field(fn, "name").get<std::string>() +
+             "') is not supported: without constrained decoding this server cannot make the model call it; send "
+             "\"auto\" with the tools you offer, or \"none\"",
+         "tool_choice", "unsupported_value");
+}
+
+// response_format: "text" is what every reply is; JSON replies would need constrained decoding.
+void check_response_format(const json& root) {
+  const json& v = field(root, "response_format");
+  if (v.is_null()) return;
+  if (!v.is_object()) wrong_type("response_format", "an object", v);
+  const json& type = field(v, "type");
+  if (!type.is_string()) wrong_type("response_format.type", "a string", type);
+  const std::string t = type.get<std::string>();
+  if (t == "text") return;
+  if (t == "json_object" || t == "json_schema") {
+    reject("'response_format' of type '" + t + "' is not supported: this server has no constrained decoding, so it "
+               "cannot hold the reply to JSON; leave the field out or send {\"type\": \"text\"}",
+           "response_format", "unsupported_value");
+  }
+  reject("'response_format.type' must be text, json_object or json_schema, not '" + t + "'", "response_format");
+}
+
+// logit_bias: {"token id": bias}, the bias in [-100, 100]; sorted by id, one entry per id.
+std::vector<std::pair<int64_t, double>> parse_logit_bias(const json& root) {
+  const json& bias = field(root, "logit_bias");
+  if (bias.is_null()) return {};
+  if (!bias.is_object()) wrong_type("logit_bias", "an object mapping token ids to biases", bias);
+  std::vector<std::pair<int64_t, double>> out;
+  for (auto it = bias.begin(); it != bias.end(); ++it) {
+    const std::string& key = it.key();
+    int64_t id = -1;
+    const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+    if (key.empty() || ec != std::errc() || end != key.data() + key.size() || id < 0) {
+      reject("'logit_bias' keys must be token ids written as decimal strings (\"42\"), not \"" + key.substr(0, 40) +
+                 "\"",
+             "logit_bias");
+    }
+    const json& v = it.value();
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < -100.0 || v.get<double>() > 100.0) {
+      reject("'logit_bias' of token " + std::to_string(id) + " must be a number from -100 to 100, not " + v.dump(),
+             "logit_bias");
+    }
+    out.emplace_back(id, v.get<double>());
+  }
+  std::sort(out.begin(), out.end());
+  for (size_t i = 1; i < out.size(); ++i) {
+    if (out[i].first == out[i - 1].first) {
+      reject("'logit_bias' names token " + std::to_string(out[i].first) + " twice", "logit_bias");
+    }
+  }
+  return out;
+}
+
+// Fields OpenAI documents that change what a reply is and that this server cannot honour: refused by name.
+void refuse_unsupported(const json& root, Endpoint endpoint) {
+  const auto present = [&](const char* name) { return !field(root, name).is_null(); };
+  if (endpoint == Endpoint::ChatCompletions) {
+    for (const char* name : {"functions", "function_call"}) {
+      if (present(name)) {
+        reject(std::string("'") + name + "' (the deprecated function calling) is not supported; send 'tools' and "
+                   "'tool_choice' instead",
+               name, "unsupported_parameter");
+      }
+    }
+    if (present("audio")) reject("'audio' is not supported: replies are text only", "audio", "unsupported_parameter");
+    const json& modalities = field(root, "modalities");
+    if (!modalities.is_null() && modalities != json::array({"text"})) {
+      reject("'modalities' must be [\"text\"] (replies are text only), not " + modalities.dump(), "modalities",
+             "unsupported_value");
+    }
+    for (const char* name : {"reasoning_effort", "verbosity", "web_search_options"}) {
+      if (present(name)) {
+        reject(std::string("'") + name + "' is not supported by this server; leave it out", name,
+               "unsupported_parameter");
+      }
+    }
+    return;
+  }
+  if (const auto best_of = get_integer(root, "best_of", 1, 20); best_of && *best_of != 1) {
+    reject("'best_of' must be 1: one candidate per request", "best_of", "unsupported_value");
+  }
+  if (get_bool(root, "echo").value_or(false)) {
+    reject("'echo' is not supported: the reply holds the completion only", "echo", "unsupported_value");
+  }
+  const json& suffix = field(root, "suffix");
+  if (!suffix.is_null() && !(suffix.is_string() && suffix.get<std::string>().empty())) {
+    reject("'suffix' is not supported: this server does not insert text", "suffix", "unsupported_parameter");
+  }
+}
+
+// Every field a request may carry: the ones read, the ones refused above unless harmless, and the ones ignored
+// because they do not change the reply (README, Serving). Anything else is refused, as OpenAI does.
+void refuse_unknown(const json& root, Endpoint endpoint) {
+  static constexpr std::string_view kCommon[] = {
+      "model", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "min_p", "repeat_penalty",
+      "frequency_penalty", "presence_penalty", "logit_bias", "seed", "stop", "n", "stream", "stream_options",
+      "logprobs", "pcie_frac", "user"};
+  static constexpr std::string_view kChat[] = {
+      "messages", "tools", "tool_choice", "parallel_tool_calls", "top_logprobs", "response_format", "functions",
+      "function_call", "audio", "modalities", "reasoning_effort", "verbosity", "web_search_options",
+      // ignored: bookkeeping and hints that leave the reply as it is
+      "metadata", "store", "service_tier", "safety_identifier", "prompt_cache_key", "prediction"};
+  static constexpr std::string_view kCompletions[] = {"prompt", "best_of", "echo", "suffix"};
+  const auto in = [](std::span<const std::string_view> names, const std::string& key) {
+    return std::find(names.begin(), names.end(), key) != names.end();
+  };
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const std::string& key = it.key();
+    if (it.value().is_null() || in(kCommon, key)) continue;
+    if (in(endpoint == Endpoint::ChatCompletions ? std::span<const std::string_view>(kChat)
+                                                 : std::span<const std::string_view>(kCompletions),
+           key)) {
+      continue;
+    }
+    reject("unrecognized request argument supplied: '" + key.substr(0, 60) + "' (the fields this server takes are "
+               "listed in its README, Serving)",
+           key.substr(0, 60), "unknown_parameter");
+  }
+}
+
 std::vector<std::string> parse_stop(const json& root) {
   const json& stop = field(root, "stop");
   if (stop.is_null()) return {};
@@ -267,11 +414,19 @@ CompletionRequest parse_completion(Endpoint endpoint, std::string_view body, std
   CompletionRequest r;
   r.endpoint = endpoint;
   check_model(root, served_model);
+  // The required field first: a prompt sent to the chat route (or messages to completions) is missing its own.
   if (endpoint == Endpoint::ChatCompletions) {
     r.messages = parse_messages(root);
-    r.tools = parse_tools(root);
   } else {
     r.prompt = parse_prompt(root);
+  }
+  refuse_unknown(root, endpoint);
+  refuse_unsupported(root, endpoint);
+  if (endpoint == Endpoint::ChatCompletions) {
+    r.tools = parse_tools(root);
+    r.tool_choice = parse_tool_choice(root);
+    r.parallel_tool_calls = get_bool(root, "parallel_tool_calls").value_or(true);
+    check_response_format(root);
   }
   constexpr int64_t kMaxTokens = std::numeric_limits<int>::max();
   const std::optional<int64_t> max_tokens = get_integer(root, "max_tokens", 1, kMaxTokens);
@@ -285,13 +440,17 @@ CompletionRequest parse_completion(Endpoint endpoint, std::string_view body, std
   r.top_p = get_number(root, "top_p", 0.0, 1.0);
   r.min_p = get_number(root, "min_p", 0.0, 1.0);
   r.repeat_penalty = get_number(root, "repeat_penalty", 0.01, 100.0);
+  r.frequency_penalty = get_number(root, "frequency_penalty", -2.0, 2.0);
+  r.presence_penalty = get_number(root, "presence_penalty", -2.0, 2.0);
+  r.logit_bias = parse_logit_bias(root);
   if (const auto k = get_integer(root, "top_k", 0, std::numeric_limits<int>::max())) r.top_k = static_cast<int>(*k);
   if (const auto seed = get_integer(root, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max())) {
     r.seed = static_cast<uint64_t>(*seed);
   }
   r.stop = parse_stop(root);
   if (const auto n = get_integer(root, "n", 1, std::numeric_limits<int>::max()); n && *n != 1) {
-    reject("'n' must be 1: one choice per request", "n", "unsupported_value");
+    reject("'n' must be 1: this server answers one choice per request (send n requests for n choices)", "n",
+           "unsupported_value");
   }
   r.stream = get_bool(root, "stream").value_or(false);
   const json& stream_options = field(root, "stream_options");

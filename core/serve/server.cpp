@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 
@@ -46,6 +47,17 @@ bool take(Parsed<T>& parsed, httplib::Response& res) {
   return true;
 }
 
+// The test hook's forced reply: the text's tokens (special tokens matched, no BOS) and end of text.
+std::vector<TokenId> forced_reply_from_env(const Tokenizer& tok) {
+  const char* text = std::getenv("STRATA_TEST_FORCED_REPLY");
+  if (text == nullptr || *text == '\0') return {};
+  std::vector<TokenId> ids = tok.encode(text, {.add_bos = false, .add_eos = false, .parse_special = true});
+  if (tok.eos() != kNoToken) ids.push_back(tok.eos());
+  log::warn("strata serve: STRATA_TEST_FORCED_REPLY is set (a test hook): every reply is its " +
+            std::to_string(ids.size()) + " tokens, whatever the model says");
+  return ids;
+}
+
 }  // namespace
 
 std::string json_text(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
@@ -82,6 +94,7 @@ Server::Impl::Impl(const Model& m, uint32_t n_ctx, const RunnerFactory& make_run
       options(std::move(o)),
       chat(m),
       tool_format(chat::detect_tool_call_format(chat.template_source())),
+      forced_reply(forced_reply_from_env(m.tokenizer())),
       runner(make_runner(metrics)),
       created(static_cast<int64_t>(std::time(nullptr))) {
   // A thread per connection waiting in the queue, and some for the quick endpoints.

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "strata/serve/chat_prompt.hpp"
 #include "strata/serve/engine_worker.hpp"
@@ -30,6 +31,9 @@ struct Server::Impl {
   ServerMetrics metrics;
   ChatPrompt chat;
   chat::ToolCallFormat tool_format;
+  // Test hook STRATA_TEST_FORCED_REPLY=TEXT: every reply is TEXT's tokens then end of text, whatever the model
+  // says (each job's SamplingParams::forced); empty without it.
+  std::vector<TokenId> forced_reply;
   std::unique_ptr<JobRunner> runner;  // after metrics, which it records into
   httplib::Server http;
   int64_t created = 0;  // Unix time of the start: /v1/models' created, and part of every reply id

@@ -86,6 +86,31 @@ TEST(EngineProtocol, RequestsTakeTheLaunchDefaults) {
   EXPECT_FALSE(s.request->stream);
 }
 
+TEST(EngineProtocol, PenaltiesAndLogitBias) {
+  const pr::ParsedRequest r = request(
+      R"({"id": 1, "prompt": "x", "frequency_penalty": 0.5, "presence_penalty": -1.25,
+          "logit_bias": {"300": 2.5, "7": -100}})");
+  ASSERT_TRUE(r.request) << r.error;
+  EXPECT_EQ(r.request->options.sampling.frequency_penalty, 0.5f);
+  EXPECT_EQ(r.request->options.sampling.presence_penalty, -1.25f);
+  using Bias = std::vector<std::pair<strata::TokenId, float>>;
+  EXPECT_EQ(r.request->options.sampling.logit_bias, (Bias{{7, -100.0f}, {300, 2.5f}}));
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {R"({"id": 1, "prompt": "x", "frequency_penalty": 3})", "\"frequency_penalty\" must be a number from -2 to 2"},
+      {R"({"id": 1, "prompt": "x", "presence_penalty": "a"})", "\"presence_penalty\" must be a number"},
+      {R"({"id": 1, "prompt": "x", "logit_bias": [1]})", "\"logit_bias\" must be an object"},
+      {R"({"id": 1, "prompt": "x", "logit_bias": {"512": 1}})", "the key \"512\", not a token id"},
+      {R"({"id": 1, "prompt": "x", "logit_bias": {"a": 1}})", "the key \"a\", not a token id"},
+      {R"({"id": 1, "prompt": "x", "logit_bias": {"5": 101}})", "of token 5 must be a number from -100 to 100"},
+      {R"({"id": 1, "prompt": "x", "logit_bias": {"5": 1, "05": 2}})", "names token 5 twice"},
+  };
+  for (const auto& [line, want] : bad) {
+    const pr::ParsedRequest b = request(line);
+    EXPECT_FALSE(b.request) << line;
+    EXPECT_NE(b.error.find(want), std::string::npos) << line << " -> " << b.error;
+  }
+}
+
 TEST(EngineProtocol, BadRequestsNameTheField) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {R"({"prompt": "x"})", "\"id\" is required"},

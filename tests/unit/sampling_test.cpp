@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "engine_backends.hpp"
@@ -128,6 +129,61 @@ TEST(Sampling, SameSeedSameTokensGreedyIgnoresTheSeed) {
   SamplingParams greedy;
   greedy.seed = 99;
   EXPECT_EQ(Sampler(greedy).sample(four_way(), {}), 1);
+}
+
+TEST(Sampling, LogitBiasAddsToTheLogit) {
+  std::vector<float> l = {1.0f, 2.0f, 3.0f};
+  const std::vector<std::pair<TokenId, float>> bias = {{0, 0.5f}, {2, -100.0f}, {7, 1.0f}};  // 7: outside, skipped
+  smp::apply_logit_bias(l, bias);
+  EXPECT_EQ(l, (std::vector<float>{1.5f, 2.0f, -97.0f}));
+}
+
+TEST(Sampling, FrequencyAndPresencePenaltiesAsOpenAIWritesThem) {
+  // logit -= count * frequency + (count > 0) * presence
+  std::vector<float> l = {1.0f, 1.0f, 1.0f, 1.0f};
+  smp::apply_frequency_presence(l, {{1, 1}, {2, 3}}, 0.5f, 0.25f);
+  EXPECT_EQ(l, (std::vector<float>{1.0f, 1.0f - (0.5f + 0.25f), 1.0f - (3.0f * 0.5f + 0.25f), 1.0f}));
+  std::vector<float> negative = {0.0f, 0.0f};
+  smp::apply_frequency_presence(negative, {{0, 2}}, -1.0f, -2.0f);  // negative values favour repeats
+  EXPECT_EQ(negative, (std::vector<float>{4.0f, 0.0f}));
+}
+
+TEST(Sampling, BiasAppliesToGreedyToo) {
+  SamplingParams p;  // temperature 0
+  p.logit_bias = {{1, -100.0f}};
+  EXPECT_EQ(Sampler(p).sample(four_way(), {}), 3) << "the likeliest is banned: the second";
+  p.logit_bias = {{2, 100.0f}};
+  EXPECT_EQ(Sampler(p).sample(four_way(), {}), 2) << "+100 forces the least likely";
+}
+
+TEST(Sampling, PenaltiesCountTheTokensTheSamplerDrew) {
+  // Greedy on fixed logits: without a penalty the same token forever; with a frequency penalty of 2 the
+  // likeliest (log 0.5) falls below the second (log 0.3) after one draw, and so on.
+  SamplingParams p;
+  Sampler plain(p);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(plain.sample(four_way(), {}), 1);
+  p.frequency_penalty = 2.0f;
+  Sampler freq(p);
+  std::vector<TokenId> got;
+  for (int i = 0; i < 4; ++i) got.push_back(freq.sample(four_way(), {}));
+  EXPECT_EQ(got, (std::vector<TokenId>{1, 3, 0, 1}));
+  // The prompt (history) does not count: only what this sampler returned.
+  SamplingParams q;
+  q.presence_penalty = 2.0f;
+  Sampler presence(q);
+  const std::vector<TokenId> prompt = {1, 1, 1};
+  EXPECT_EQ(presence.sample(four_way(), prompt), 1);
+  EXPECT_EQ(presence.sample(four_way(), prompt), 3);
+  EXPECT_EQ(presence.sample(four_way(), prompt), 0);
+}
+
+TEST(Sampling, ForcedIdsComeFirstThenSampling) {
+  SamplingParams p;
+  p.forced = {2, 0};
+  Sampler s(p);
+  EXPECT_EQ(s.sample(four_way(), {}), 2);
+  EXPECT_EQ(s.sample(four_way(), {}), 0);
+  EXPECT_EQ(s.sample(four_way(), {}), 1);
 }
 
 TEST(StopStrings, HoldsBackOnlyPossibleStarts) {

@@ -152,6 +152,11 @@ TEST_F(ServeDeskHttp, RealEngineLanesAnswerAsOneEngine) {
       {"/v1/completions", {{"prompt", "The cat"}, {"max_tokens", 40}, {"temperature", 0.8}, {"seed", 7}, {"stop", {"."}}}},
       {"/v1/chat/completions", chat}};
   for (const auto& c : cases) EXPECT_EQ(ask(desk, c.first, c.second), ask(one, c.first, c.second)) << c.second.dump();
+  // The penalties and the logit bias go down the lanes' lines (and change the reply, or this would prove nothing).
+  json penalised = {{"prompt", "Once upon a time"}, {"max_tokens", 40}, {"temperature", 0}, {"frequency_penalty", 1.5},
+                    {"presence_penalty", 0.5}, {"logit_bias", {{"300", 3}, {"13", -100}}}};
+  EXPECT_EQ(ask(desk, "/v1/completions", penalised), ask(one, "/v1/completions", penalised));
+  EXPECT_NE(ask(one, "/v1/completions", penalised), ask(one, "/v1/completions", cases[0].second));
 
   // Two at once (the helper wakes when the first still runs): each reply is still the one it gets alone.
   const json long_body = {{"prompt", "Once upon a time"}, {"max_tokens", 200}, {"temperature", 0}};

@@ -219,6 +219,74 @@ TEST_F(ServeHttp, LogprobsAndStopStrings) {
   EXPECT_EQ(stopped["choices"][0]["text"], story.substr(0, story.find(stop)));
 }
 
+// logit_bias on the real model, greedy: +100 makes a token win every step, -100 on all but two leaves only those.
+TEST_F(ServeHttp, LogitBiasForcesAndBansTokens) {
+  httplib::Client c = server_->client();
+  const auto pieces = [&](const json& ids) {
+    return post_json(c, "/detokenize", {{"tokens", ids}}, 200)["content"].get<std::string>();
+  };
+  json force = {{"prompt", "Once upon a time"}, {"max_tokens", 5}, {"temperature", 0}, {"logit_bias", {{"300", 100}}}};
+  const json forced = post_json(c, "/v1/completions", force, 200);
+  EXPECT_EQ(forced["usage"]["completion_tokens"], 5);
+  // /detokenize drops a first piece's leading space (SentencePiece's decoding); the reply keeps it.
+  const std::string five = pieces({300, 300, 300, 300, 300});
+  const std::string text = forced["choices"][0]["text"];
+  EXPECT_TRUE(text == five || text == " " + five) << "'" << text << "' vs '" << five << "'";
+  const json plain = post_json(c, "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 5}, {"temperature", 0}}, 200);
+  EXPECT_NE(plain["choices"][0]["text"], text) << "the bias changed nothing: the test proves nothing";
+
+  json ban = {{"prompt", "Once upon a time"}, {"max_tokens", 6}, {"temperature", 0}, {"logit_bias", json::object()}};
+  for (int id = 0; id < 512; ++id) {
+    if (id != 300 && id != 301) ban["logit_bias"][std::to_string(id)] = -100;
+  }
+  const json banned = post_json(c, "/v1/completions", ban, 200);
+  EXPECT_EQ(banned["usage"]["completion_tokens"], 6);
+  const std::string a = pieces({0, 300}), b = pieces({0, 301});  // after <unk>: with their leading space, if any
+  std::string rest = banned["choices"][0]["text"];
+  const std::string unk = pieces({0});
+  const std::string pa = a.substr(unk.size()), pb = b.substr(unk.size());
+  int n = 0;
+  while (!rest.empty() && n < 6) {
+    if (rest.starts_with(pa)) {
+      rest.erase(0, pa.size());
+    } else if (rest.starts_with(pb)) {
+      rest.erase(0, pb.size());
+    } else {
+      break;
+    }
+    ++n;
+  }
+  EXPECT_TRUE(rest.empty()) << "the reply holds text other than tokens 300 ('" << pa << "') and 301 ('" << pb
+                            << "'): " << banned["choices"][0]["text"];
+}
+
+// Fields that would change the reply and cannot be honoured are 400s naming them, on the real server.
+TEST_F(ServeHttp, UnsupportedFieldsAre400WithTheirParam) {
+  httplib::Client c = server_->client();
+  const json msg = {{{"role", "user"}, {"content", "x"}}};
+  const std::pair<json, std::string> cases[] = {
+      {{{"messages", msg}, {"response_format", {{"type", "json_object"}}}}, "response_format"},
+      {{{"messages", msg}, {"n", 2}}, "n"},
+      {{{"messages", msg}, {"logit_bias", {{"512", 1}}}}, "logit_bias"},  // outside the 512-token vocabulary
+      {{{"messages", msg}, {"logit_bias", {{"5", -101}}}}, "logit_bias"},
+      {{{"messages", msg}, {"frequency_penalty", 2.5}}, "frequency_penalty"},
+      {{{"messages", msg}, {"presence_penalty", -2.5}}, "presence_penalty"},
+      {{{"messages", msg}, {"tool_choice", "required"}}, "tool_choice"},
+      {{{"messages", msg}, {"mirostat", 2}}, "mirostat"},
+  };
+  for (const auto& [body, param] : cases) {
+    const json e = post_json(c, "/v1/chat/completions", body, 400);
+    EXPECT_EQ(e["error"]["param"], param) << body.dump() << " -> " << e.dump();
+    EXPECT_EQ(e["error"]["type"], "invalid_request_error");
+  }
+  // Accepted: the text format, and the penalties in range (greedy, so the plain reply is the same without them
+  // only if no token repeats).
+  post_json(c, "/v1/chat/completions",
+            {{"messages", msg}, {"max_tokens", 4}, {"response_format", {{"type", "text"}}}, {"presence_penalty", 1},
+             {"frequency_penalty", 0.5}},
+            200);
+}
+
 TEST_F(ServeHttp, SideEndpoints) {
   httplib::Client c = server_->client();
   auto health = c.Get("/health");

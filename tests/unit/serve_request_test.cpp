@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <variant>
+#include <vector>
 
 #include "strata/serve/request.hpp"
 
@@ -150,6 +152,89 @@ TEST(ServeRequest, WrongTypesName400WithTheParam) {
     EXPECT_EQ(e.param, c.param) << c.body << ": " << e.message;
     EXPECT_FALSE(e.message.empty());
   }
+}
+
+TEST(ServeRequest, PenaltiesLogitBiasAndToolChoice) {
+  const CompletionRequest r = chat_ok(R"({"messages": [{"role": "user", "content": "x"}],
+      "frequency_penalty": -2, "presence_penalty": 1.5, "logit_bias": {"300": 5, "7": -100, "0": 0.5},
+      "tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "none",
+      "parallel_tool_calls": false, "response_format": {"type": "text"}, "n": 1,
+      "user": "u", "metadata": {"a": "b"}, "store": false, "service_tier": "auto", "safety_identifier": "s",
+      "prompt_cache_key": "k", "prediction": {"type": "content", "content": "x"}, "modalities": ["text"]})");
+  EXPECT_DOUBLE_EQ(*r.frequency_penalty, -2.0);
+  EXPECT_DOUBLE_EQ(*r.presence_penalty, 1.5);
+  EXPECT_EQ(r.logit_bias, (std::vector<std::pair<int64_t, double>>{{0, 0.5}, {7, -100.0}, {300, 5.0}}));
+  EXPECT_EQ(r.tool_choice, strata::serve::ToolChoice::None);
+  EXPECT_FALSE(r.parallel_tool_calls);
+  const CompletionRequest d = chat_ok(R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "auto"})");
+  EXPECT_EQ(d.tool_choice, strata::serve::ToolChoice::Auto);
+  EXPECT_TRUE(d.parallel_tool_calls);
+  EXPECT_FALSE(d.frequency_penalty);
+  EXPECT_TRUE(d.logit_bias.empty());
+}
+
+// What would change a reply's meaning and cannot be honoured is refused by name, never ignored.
+TEST(ServeRequest, FieldsThatCannotBeHonouredAre400NamingThem) {
+  struct Case {
+    Endpoint endpoint;
+    const char* extra;  // added to a valid body
+    const char* param;
+    const char* code;
+  };
+  const Endpoint chat = Endpoint::ChatCompletions, text = Endpoint::Completions;
+  const Case cases[] = {
+      {chat, R"("response_format": {"type": "json_object"})", "response_format", "unsupported_value"},
+      {chat, R"("response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {}}})",
+       "response_format", "unsupported_value"},
+      {chat, R"("response_format": {"type": "yaml"})", "response_format", "invalid_value"},
+      {chat, R"("response_format": "json")", "response_format", "invalid_type"},
+      {chat, R"("n": 2)", "n", "unsupported_value"},
+      {text, R"("n": 3)", "n", "unsupported_value"},
+      {chat, R"("tool_choice": "required")", "tool_choice", "unsupported_value"},
+      {chat, R"("tool_choice": {"type": "function", "function": {"name": "f"}})", "tool_choice", "unsupported_value"},
+      {chat, R"("tool_choice": "sometimes")", "tool_choice", "invalid_value"},
+      {chat, R"("tool_choice": {"type": "function"})", "tool_choice", "invalid_value"},
+      {chat, R"("tool_choice": 1)", "tool_choice", "invalid_type"},
+      {chat, R"("parallel_tool_calls": "no")", "parallel_tool_calls", "invalid_type"},
+      {chat, R"("frequency_penalty": 2.5)", "frequency_penalty", "invalid_value"},
+      {chat, R"("presence_penalty": -3)", "presence_penalty", "invalid_value"},
+      {text, R"("presence_penalty": "high")", "presence_penalty", "invalid_type"},
+      {chat, R"("logit_bias": {"5": 101})", "logit_bias", "invalid_value"},
+      {chat, R"("logit_bias": {"5": "a"})", "logit_bias", "invalid_value"},
+      {chat, R"("logit_bias": {"-1": 1})", "logit_bias", "invalid_value"},
+      {chat, R"("logit_bias": {"abc": 1})", "logit_bias", "invalid_value"},
+      {chat, R"("logit_bias": {"7": 1, "007": 2})", "logit_bias", "invalid_value"},
+      {text, R"("logit_bias": [1, 2])", "logit_bias", "invalid_type"},
+      {chat, R"("functions": [{"name": "f"}])", "functions", "unsupported_parameter"},
+      {chat, R"("function_call": "auto")", "function_call", "unsupported_parameter"},
+      {chat, R"("audio": {"voice": "alloy", "format": "wav"})", "audio", "unsupported_parameter"},
+      {chat, R"("modalities": ["text", "audio"])", "modalities", "unsupported_value"},
+      {chat, R"("reasoning_effort": "low")", "reasoning_effort", "unsupported_parameter"},
+      {chat, R"("verbosity": "low")", "verbosity", "unsupported_parameter"},
+      {chat, R"("web_search_options": {})", "web_search_options", "unsupported_parameter"},
+      {text, R"("best_of": 2)", "best_of", "unsupported_value"},
+      {text, R"("echo": true)", "echo", "unsupported_value"},
+      {text, R"("suffix": "end")", "suffix", "unsupported_parameter"},
+      {chat, R"("grammar": "root ::= x")", "grammar", "unknown_parameter"},
+      {chat, R"("prompt": "x")", "prompt", "unknown_parameter"},
+      {text, R"("top_logprobs": 2)", "top_logprobs", "unknown_parameter"},
+      {text, R"("tools": [])", "tools", "unknown_parameter"},
+  };
+  for (const Case& c : cases) {
+    const std::string body = std::string(c.endpoint == chat ? R"({"messages": [{"role": "user", "content": "x"}], )"
+                                                            : R"({"prompt": "x", )") +
+                             c.extra + "}";
+    const ApiError e = rejected(c.endpoint, body);
+    EXPECT_EQ(e.status, 400) << body;
+    EXPECT_EQ(e.param, c.param) << body << ": " << e.message;
+    EXPECT_EQ(e.code, c.code) << body << ": " << e.message;
+    EXPECT_NE(e.message.find(c.param), std::string::npos) << "the message names the field: " << e.message;
+  }
+  // Their harmless values are accepted.
+  auto ok = strata::serve::parse_completion_request(
+      text, R"({"prompt": "x", "best_of": 1, "echo": false, "suffix": "", "user": "u", "unknown_but_null": null})",
+      kModel);
+  EXPECT_TRUE(std::holds_alternative<CompletionRequest>(ok)) << std::get<ApiError>(ok).message;
 }
 
 TEST(ServeRequest, EmptyOrMissingMessagesAre400) {

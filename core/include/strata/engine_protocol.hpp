@@ -8,7 +8,9 @@
 //   CANCEL [id]     the running request (or request `id`, a JSON number or string) stops at its next token, and
 //                   its done line says "cancelled"; a request `id` that has not started yet will not start
 // A request: {"id": ..., "prompt": TEXT or "prompt_ids": [...], and optionally "max_tokens", "temperature",
-// "top_k", "top_p", "min_p", "seed", "stop": [...], "end_tokens": [ids that end the reply besides EOS], "stream"}.
+// "top_k", "top_p", "min_p", "frequency_penalty", "presence_penalty" (-2 to 2, OpenAI's, over the reply's tokens),
+// "logit_bias": {"token id": bias from -100 to 100}, "seed", "stop": [...], "end_tokens": [ids that end the
+// reply besides EOS], "stream"}.
 // The engine keeps its last conversation (prompt and reply) in its KV cache: a request that starts with it feeds
 // only the rest (the done line's "reused_tokens").
 // Out: a JSON object per line for requests (tokens as they come, then one "done" line or one "error" line), and

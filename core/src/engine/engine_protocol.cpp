@@ -1,5 +1,6 @@
 #include "strata/engine_protocol.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -142,6 +143,33 @@ ParsedRequest parse_engine_request(std::string_view line, const CompletionOption
       const auto v = number(0, 1);
       if (!v) return fail("\"" + key + "\" must be a number from 0 to 1");
       (key == "top_p" ? r.options.sampling.top_p : r.options.sampling.min_p) = static_cast<float>(*v);
+    } else if (key == "frequency_penalty" || key == "presence_penalty") {
+      const auto v = number(-2, 2);
+      if (!v) return fail("\"" + key + "\" must be a number from -2 to 2");
+      (key == "frequency_penalty" ? r.options.sampling.frequency_penalty : r.options.sampling.presence_penalty) =
+          static_cast<float>(*v);
+    } else if (key == "logit_bias") {
+      if (!value.is_object()) return fail("\"logit_bias\" must be an object mapping token ids (\"42\") to biases");
+      r.options.sampling.logit_bias.clear();
+      for (auto b = value.begin(); b != value.end(); ++b) {
+        const std::string& k = b.key();
+        uint32_t id = 0;
+        const auto [end, ec] = std::from_chars(k.data(), k.data() + k.size(), id);
+        if (k.empty() || ec != std::errc() || end != k.data() + k.size() || id >= n_vocab) {
+          return fail("\"logit_bias\" holds the key \"" + k.substr(0, 20) +
+                      "\", not a token id of this vocabulary (0 to " + std::to_string(n_vocab - 1) + ")");
+        }
+        const json& bias = b.value();
+        if (!bias.is_number() || !std::isfinite(bias.get<double>()) || std::fabs(bias.get<double>()) > 100) {
+          return fail("\"logit_bias\" of token " + k + " must be a number from -100 to 100");
+        }
+        r.options.sampling.logit_bias.emplace_back(static_cast<TokenId>(id), static_cast<float>(bias.get<double>()));
+      }
+      std::sort(r.options.sampling.logit_bias.begin(), r.options.sampling.logit_bias.end());
+      const auto& lb = r.options.sampling.logit_bias;
+      for (size_t i = 1; i < lb.size(); ++i) {
+        if (lb[i].first == lb[i - 1].first) return fail("\"logit_bias\" names token " + std::to_string(lb[i].first) + " twice");
+      }
     } else if (key == "seed") {
       if (!value.is_number_unsigned()) return fail("\"seed\" must be a non-negative integer");
       r.options.sampling.seed = value.get<uint64_t>();
@@ -166,8 +194,8 @@ ParsedRequest parse_engine_request(std::string_view line, const CompletionOption
       r.stream = value.get<bool>();
     } else {
       return fail("unknown field \"" + key.substr(0, 40) +
-                  "\"; a request has id, prompt or prompt_ids, max_tokens, temperature, top_k, top_p, min_p, seed, "
-                  "stop, end_tokens, stream");
+                  "\"; a request has id, prompt or prompt_ids, max_tokens, temperature, top_k, top_p, min_p, "
+                  "frequency_penalty, presence_penalty, logit_bias, seed, stop, end_tokens, stream");
     }
   }
   if (r.prompt.has_value() == !r.prompt_ids.empty()) return fail("a request has exactly one of \"prompt\" and \"prompt_ids\"");

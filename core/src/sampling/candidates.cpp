@@ -17,6 +17,21 @@ void renormalize(std::vector<Candidate>& c) {
 
 }  // namespace
 
+void apply_logit_bias(std::vector<float>& logits, std::span<const std::pair<TokenId, float>> bias) {
+  for (const auto& [id, b] : bias) {
+    if (id >= 0 && static_cast<size_t>(id) < logits.size()) logits[static_cast<size_t>(id)] += b;
+  }
+}
+
+void apply_frequency_presence(std::vector<float>& logits, const std::map<TokenId, int>& counts, float frequency,
+                              float presence) {
+  if (frequency == 0.0f && presence == 0.0f) return;
+  for (const auto& [id, n] : counts) {
+    if (id < 0 || static_cast<size_t>(id) >= logits.size() || n <= 0) continue;
+    logits[static_cast<size_t>(id)] -= static_cast<float>(n) * frequency + presence;
+  }
+}
+
 void apply_repeat_penalty(std::vector<float>& logits, std::span<const TokenId> history, float penalty, int last_n) {
   if (penalty == 1.0f || last_n <= 0) return;
   const size_t n = std::min(history.size(), static_cast<size_t>(last_n));

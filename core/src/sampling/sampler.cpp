@@ -19,8 +19,18 @@ SamplingParams sampling_from(const config::SamplingConfig& s) {
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {}
 
 TokenId Sampler::sample(std::span<const float> logits, std::span<const TokenId> history) {
+  const TokenId id = choose(logits, history);
+  ++drawn_[id];
+  ++n_drawn_;
+  return id;
+}
+
+TokenId Sampler::choose(std::span<const float> logits, std::span<const TokenId> history) {
+  if (n_drawn_ < params_.forced.size()) return params_.forced[n_drawn_];
   std::vector<float> l(logits.begin(), logits.end());
+  sampling::apply_logit_bias(l, params_.logit_bias);
   sampling::apply_repeat_penalty(l, history, params_.repeat_penalty, params_.repeat_last_n);
+  sampling::apply_frequency_presence(l, drawn_, params_.frequency_penalty, params_.presence_penalty);
   if (params_.temperature <= 0.0f) return sampling::argmax(l);
   std::vector<sampling::Candidate> c = sampling::sorted_candidates(l);
   sampling::top_k(c, params_.top_k);

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -20,16 +21,25 @@ enum class Endpoint {
   Completions,      // POST /v1/completions
 };
 
+// tool_choice: "auto" (the default: the model may call an offered tool) or "none" (the tools are not offered
+// and nothing is parsed as a call). "required" and a named function are refused until constrained decoding
+// exists: nothing could make the model call a tool.
+enum class ToolChoice { Auto, None };
+
 struct CompletionRequest {
   Endpoint endpoint = Endpoint::ChatCompletions;
   // Chat: the messages, each with its role and its content as one string (text parts joined) or null, tool
   // calls' string arguments parsed into objects (chat templates index them); other fields as sent.
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   nlohmann::ordered_json tools;  // the tools array, or null
+  ToolChoice tool_choice = ToolChoice::Auto;
+  bool parallel_tool_calls = true;  // false: the reply's first tool call only
   std::string prompt;    // completions
   // Unset: the launch's value.
   std::optional<int> max_tokens;  // max_tokens, or max_completion_tokens when given
-  std::optional<double> temperature, top_p, min_p, repeat_penalty;
+  std::optional<double> temperature, top_p, min_p, repeat_penalty, frequency_penalty, presence_penalty;
+  // logit_bias: (token id, bias) sorted by id; the ids are checked against the vocabulary by the server.
+  std::vector<std::pair<int64_t, double>> logit_bias;
   std::optional<int> top_k;
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;
