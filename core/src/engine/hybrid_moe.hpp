@@ -29,6 +29,13 @@
 // the dealt experts, its residency is published after every fill and swap, a decode window's experts the other
 // card holds are asked of the other engine (their rows come into src3 like the pool's; late ones are computed by
 // the pool), and a service thread (link_service.hpp) answers the other's requests with this card's slots.
+//
+// The class's work, a file per responsibility: hybrid_setup.cpp (the constructor: arena, tables, staging, slots, the
+// share over PCIe, the planner, the cut-over), hybrid_windows.cpp (a window's frame and the swaps after it),
+// hybrid_layer_plan.cpp (a layer's plan and table, both modes), hybrid_host_step.cpp (simple mode's step),
+// hybrid_prompt_chunks.cpp (the prompt path's chunks), hybrid_pool_rows.cpp (src3: the pool's call, the peer's and
+// the link's rows), hybrid_device_program.cpp (fast mode: the program, the placer and the watcher),
+// hybrid_observation.cpp (the program's time by layer, the balancer's samples), hybrid_summary.cpp (the summary).
 #pragma once
 
 #include <atomic>
@@ -189,6 +196,9 @@ class HybridMoe final : public ExpertPlacement {
   const std::string& describe() const { return description_; }
   // The balancer's line (its fitted costs and mean choice), or empty without one.
   std::string balancer_summary() const;
+  // This card's block of the decode summary (set-up, hits and sources, times, peers, the roofline); a decode rate
+  // (tokens/s, > 0) adds the share of the roofline it reached.
+  std::string summary(double decode_tokens_per_s = 0) const;
 
  private:
   const void* slot_address(uint32_t slot) const { return own_slots_.address(slot); }

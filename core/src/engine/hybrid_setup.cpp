@@ -1,0 +1,315 @@
+// The hybrid path's set-up (HybridMoe's constructor): the host arena (the first card's on a layer split's second, or
+// filled and page-locked), the layers' expert tables, the staging slots and the prompt path's chunk buffers, the
+// mapped buffers and flags the steps share, the cache's slots (this card's, or its dealt share beside the peer card
+// or the link's other role) filled once, the share of misses read over PCIe (set, or from the link probe), the
+// planner's tiers and the balancer's hook, and the prompt path's cut-over measured on the pool and the link.
+#include "hybrid_moe.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "../experts/human_bytes.hpp"
+#include "hybrid_step_support.hpp"
+#include "strata/error.hpp"
+#include "strata/experts/cache_setup.hpp"
+#include "strata/experts/expert_geometry.hpp"
+#include "strata/experts/link_probe.hpp"
+#include "strata/experts/link_share.hpp"
+#include "strata/gate.hpp"
+#include "strata/log.hpp"
+#include "strata/plugin_host.hpp"
+#include "strata/tensor_role.hpp"
+
+namespace strata {
+
+HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, DeviceQueues& queues,
+                     const config::ExpertsConfig& experts_cfg, ExpertPoolRef pool, BalancerRef balancer,
+                     uint32_t max_tokens, unsigned threads, bool program, std::function<bool(const strata_op&)> supports,
+                     HybridCards cards)
+    : model_(model),
+      act_(act),
+      mem_(mem),
+      queues_(queues),
+      pool_(std::move(pool)),
+      balancer_(std::move(balancer)),
+      program_(program),
+      supports_(std::move(supports)) {
+  const HParams& hp = model.hparams();
+  const ModelWeights& w = model.weights();
+  n_embd_ = hp.n_embd;
+  max_tokens_ = std::max<uint32_t>(max_tokens, 1);
+  adapt_swaps_ = experts_cfg.adapt_swaps;
+  // The experts of this card's layers (all of them, without a layer split).
+  experts::ExpertGeometry geometry = experts::expert_geometry(w);
+  for (uint32_t il = 0; il < geometry.layers.size(); ++il) {
+    if (!cards.layers.holds(il)) geometry.layers[il] = experts::LayerExperts{};
+  }
+  Backend* const peer = cards.peer;
+  uint32_t max_expert = 0;
+  for (uint32_t il = 0; il < w.layers.size(); ++il) {
+    const LayerWeights& lw = w.layers[il];
+    if (!lw.has_experts() || !cards.layers.holds(il)) continue;
+    k_max_ = std::max(k_max_, lw.routing.k);
+    max_expert = std::max(max_expert, lw.routing.n_expert);
+  }
+  for (const gguf::TensorView& t : model.file().tensors()) {
+    if (classify_tensor(t.name).part == TensorPart::RoutedExperts) continue;
+    if (&t == w.token_embd && w.output != w.token_embd) continue;  // a token reads one row of it
+    dense_token_bytes_ += t.n_bytes;
+  }
+  copy_stream_ = std::make_unique<DeviceStream>(queues);
+  copies_done_ = std::make_unique<DeviceEvent>(queues);
+
+  // The host arena, page-locked so that copies from it run at the link's speed.
+  const gate::ModelIdentity who = gate::identify(model);
+  // A second card (layer split) takes the first card's: registered as portable, it is page-locked for every device.
+  if (cards.arena) {
+    arena_ = std::move(cards.arena);
+    description_ = "experts in RAM: the first card's host copy (" + experts::human_bytes(arena_->size()) + ")";
+  } else {
+    arena_ = std::make_shared<experts::ExpertArena>(w, threads, experts_cfg.arena.value_or(""), who.header_hash);
+    arena_lock_ = std::make_unique<HostRegistration>(queues, arena_->data(), arena_->size(), true);
+    description_ = "experts in RAM: " + experts::human_bytes(arena_->size()) +
+                   (arena_->file().empty() ? " of private memory" : " in " + arena_->file()) +
+                   (arena_->filled() ? ", filled in " : ", found complete and mapped in ") +
+                   std::to_string(arena_->fill_seconds()).substr(0, 4) + " s, " +
+                   (arena_lock_->locked() ? "page-locked" : "pageable");
+  }
+  if (arena_lock_ && !arena_lock_->locked()) {
+    log::warn("the experts' host copy could not be page-locked (" + arena_lock_->why() +
+              "): PCIe reads of missed experts will run at pageable speed; raise the locked-memory limit "
+              "(ulimit -l) or read fewer misses over PCIe (experts.pcie_frac)");
+  }
+
+  // The layers' tables.
+  tables_.resize(w.layers.size());
+  device_entries_.resize(w.layers.size());
+  host_entries_.resize(w.layers.size());
+  for (uint32_t il = 0; il < w.layers.size(); ++il) {
+    const LayerWeights& lw = w.layers[il];
+    if (!lw.has_experts() || !cards.layers.holds(il)) continue;
+    const experts::ExpertLayout& layout = arena_->layout(il);
+    const uint32_t n = lw.routing.n_expert;
+    host_entries_[il] = Buffer<strata_expert_weights>::mapped(n, mem);
+    device_entries_[il] = Buffer<strata_expert_weights>(n, &mem);
+    tables_[il] = strata_expert_table{n_embd_, lw.experts.n_ff, n, layout.gate_type, layout.up_type, layout.down_type,
+                                      device_entries_[il].data()};
+    moe_layers_.push_back(il);
+  }
+
+  // The prompt path's chunks, where the backend computes them (MOE_ROUTED rows out): their rows, tables and events.
+  chunks_ = static_cast<uint32_t>(std::max(0, experts_cfg.prompt_chunks));
+  if (chunks_ > 0 && max_tokens_ > kPoolMaxTokens && !moe_layers_.empty()) {
+    chunk_rows_ = Buffer<float>(size_t{n_embd_} * k_max_ * max_tokens_, &mem);
+    chunkable_ = chunks_supported(max_tokens_);
+    if (!chunkable_) chunk_rows_ = Buffer<float>();
+  }
+
+  // Staging slots for a layer's PCIe experts: with chunks, the misses of a window the pool may serve (the chunks
+  // take two halves); without, every expert a window may name.
+  uint64_t widest = 0;
+  for (uint32_t il = 0; il < w.layers.size(); ++il) widest = std::max(widest, arena_->layout(il).bytes);
+  staging_slots_ = std::min<uint32_t>(max_expert, k_max_ * (chunkable_ ? std::min(max_tokens_, kPoolMaxTokens) : max_tokens_));
+  if (chunkable_) staging_slots_ = std::max<uint32_t>(staging_slots_, 2);
+  staging_bytes_ = (widest + 255) / 256 * 256;  // slot starts stay 256-byte aligned
+  staging_ = Buffer<unsigned char>(uint64_t{staging_slots_} * staging_bytes_, &mem);
+  for (uint32_t il : moe_layers_) {
+    const uint32_t n = tables_[il].n_expert;
+    // Until the first placement: the right types and addresses that exist.
+    for (uint32_t e = 0; e < n; ++e) host_entries_[il][e] = arena_->layout(il).at(staging_.data());
+    mem.upload(device_entries_[il].data(), host_entries_[il].data(), n * sizeof(strata_expert_weights));
+  }
+  if (chunkable_) {
+    // A layer's ops: the hits, then every chunk but the last (which the layer's MOE_ROUTED computes).
+    const uint32_t half = staging_slots_ / 2;
+    const uint32_t ops = 1 + std::max(chunks_, (max_expert + half - 1) / half);
+    for (uint32_t i = 0; i < ops; ++i) {
+      chunk_host_.push_back(Buffer<strata_expert_weights>::mapped(max_expert, mem));
+      chunk_device_.emplace_back(max_expert, &mem);
+    }
+    chunk_tables_.resize(ops);
+    for (auto& e : chunk_copied_) e = std::make_unique<DeviceEvent>(queues);
+    for (auto& e : chunk_computed_) e = std::make_unique<DeviceEvent>(queues);
+  }
+  pool_rows_ = Buffer<float>::mapped(size_t{n_embd_} * k_max_ * kPoolMaxTokens + 16, mem);  // and the ready flag
+  pool_x_ = Buffer<float>::mapped(size_t{n_embd_} * kPoolMaxTokens, mem);
+  stage_done_ = std::make_unique<DeviceEvent>(queues);
+  flags_ = Buffer<int32_t>::mapped(2 * w.layers.size(), mem);
+  watch_ = std::make_unique<std::atomic<uint8_t>[]>(w.layers.size());
+  if (program_) {
+    layer_copies_.resize(w.layers.size());
+    seen_at_.resize(w.layers.size());
+    placed_at_.resize(w.layers.size());
+    rows_at_.resize(w.layers.size());
+    for (uint32_t il : moe_layers_) layer_copies_[il] = std::make_unique<DeviceEvent>(queues);
+  }
+
+  // The slots: what experts.cache allows of what the device has left now (dense weights, KV cache, activations
+  // and staging are already placed). With a peer card, its slots get the same share of what it has left once this
+  // card's are placed (the same GPU, as a second logical device, counts this card's slots then), and the ranked
+  // experts are dealt between the two.
+  experts::DeviceRoom room;
+  room.free_bytes = mem.free_bytes();
+  const experts::ModelIdentity identity{who.header_hash, geometry.n_layer(), geometry.max_experts()};
+  experts::SlotBudget own_budget = experts::plan_slot_budget(experts_cfg.cache, geometry, room);
+  own_slots_ = SlotBuffers(own_budget, *arena_, mem);
+  if (peer != nullptr) {
+    peer_ = std::make_unique<PeerTier>(*peer, model, *arena_, max_tokens_);
+    experts::SlotBudget peer_budget = experts::plan_slot_budget(experts_cfg.cache, geometry, peer_->room());
+    experts::DealtCaches dealt =
+        experts::make_dealt_caches(experts_cfg, geometry, std::move(own_budget), std::move(peer_budget), identity);
+    cache_ = std::move(dealt.own);
+    peer_->set_cache(std::move(dealt.peer));
+    if (!peer_->runs(1) || !peer_->runs(max_tokens_)) {
+      throw Error("runtime.peer_device: " + peer->describe() + " does not run MOE_ROUTED with rows out (backend 1.4) for "
+                  "this model's experts; set runtime.peer_device to -1");
+    }
+  } else if (cards.link != nullptr) {
+    // Two engines on two like cards: the ranked experts are dealt between them as between a card and its peer, and
+    // each role takes its share, so that the cards hold different experts.
+    experts::SlotBudget other_budget = own_budget;
+    experts::DealtCaches dealt =
+        experts::make_dealt_caches(experts_cfg, geometry, std::move(own_budget), std::move(other_budget), identity);
+    cache_ = cards.link_role == 0 ? std::move(dealt.own) : std::move(dealt.peer);
+  } else {
+    cache_ = experts::make_expert_cache(experts_cfg, geometry, std::move(own_budget), identity);
+  }
+  const experts::SlotBudget& budget = cache_->budget();
+  const auto t_fill = clock_type::now();
+  own_slots_.queue_fill(*cache_, *arena_, queues, copy_stream_->get());
+  queues.record(copies_done_->get(), copy_stream_->get());
+  queues.synchronize(copies_done_->get());
+  description_ += "; VRAM slots: " + budget.describe() + ", filled in " + std::to_string(seconds_since(t_fill)).substr(0, 4) +
+                  " s; staging: " + std::to_string(staging_slots_) + " x " + experts::human_bytes(staging_bytes_) +
+                  (chunkable_ ? " (prompts: a layer's PCIe experts in up to " + std::to_string(chunks_) +
+                                    " chunks through its two halves, computed as they land)"
+                              : "");
+
+  // The share of misses read over PCIe.
+  double frac = 0;
+  if (!pool_) {
+    frac = 1.0;
+    description_ += "; no CPU pool (no plugin provides expert_pool): every miss is read over PCIe";
+  } else if (experts_cfg.pcie_frac) {
+    frac = *experts_cfg.pcie_frac;
+    description_ += "; pcie_frac " + std::to_string(frac).substr(0, 5) + " (set)";
+  } else {
+    uint64_t n_experts = 0;
+    for (const experts::LayerExperts& l : geometry.layers) n_experts += l.n_expert;
+    const experts::LinkMeasure link = experts::probe_link(mem, queues);
+    rates_.h2d = link.h2d_bytes_per_s;
+    rates_.cpu_read = experts::measure_host_read(std::max(1u, threads), uint64_t{1} << 30);
+    rates_.hbm = experts::measure_device_copy(mem, queues);
+    frac = experts::default_pcie_frac(rates_.h2d, rates_.cpu_read, geometry.routed_bytes() / std::max<uint64_t>(n_experts, 1),
+                                      link.copy_overhead_s);
+    description_ += "; pcie_frac " + std::to_string(frac).substr(0, 5) + " from the link probe (" + experts::describe(link) +
+                    "; host read " + std::to_string(rates_.cpu_read / 1e9).substr(0, 6) + " GB/s with " +
+                    std::to_string(threads) + " threads; device copy " + std::to_string(rates_.hbm / 1e9).substr(0, 7) + " GB/s)";
+  }
+  if (pool_) description_ += "; CPU pool: " + pool_.name + " (" + std::to_string(pool_.table->worker_count(pool_.ctx)) + " workers)";
+  description_ += program_ ? "; fast mode (decode windows run as one device program)"
+                           : "; simple mode (a host step per MoE layer)";
+  std::vector<const experts::ResidencyView*> tiers{cache_.get()};
+  if (peer_) {
+    tiers.push_back(peer_.get());
+    description_ += "; " + peer_->describe();
+  }
+  if (cards.link != nullptr) {
+    link_ = cards.link;
+    link_device_ = static_cast<uint32_t>(tiers.size());
+    tiers.push_back(link_);
+    if (cards.link_device != nullptr) {
+      service_ = std::make_unique<LinkService>(*link_, *cards.link_device, model, *arena_, max_tokens_, card_lock_,
+                                               [this](uint32_t il, uint32_t e) -> const void* {
+                                                 const auto slot = cache_->usable_slot({il, e});
+                                                 return slot ? slot_address(*slot) : nullptr;
+                                               });
+    }
+    publish_residency();
+    description_ += "; peer link, role " + std::to_string(cards.link_role) + " (" + link_->describe() + ")" +
+                    (pool_ ? "" : ": this engine serves but does not ask (it has no CPU pool for late experts)");
+  }
+  planner_ = std::make_unique<experts::Planner>(geometry, tiers, frac);
+  launch_frac_ = frac;
+  if (balancer_ && pool_ && program_) {
+    // Decode windows in fast mode: the balancer's choice (the probe's share until its fits are warm).
+    planner_->set_pcie_count_hook([this](uint32_t layer, std::span<const experts::ExpertUse> misses) {
+      const auto n = static_cast<uint32_t>(misses.size());
+      if (!balancing_window_) return planner_->default_pcie_count(n);
+      const uint32_t m = balancer_.table->choose(balancer_.ctx, layer, n);
+      return m == UINT32_MAX ? planner_->default_pcie_count(n) : std::min(m, n);
+    });
+    layer_cpu_.assign(w.layers.size(), 0);
+    layer_pcie_.assign(w.layers.size(), 0);
+    stamping_ = true;
+    stamps_ = Buffer<int64_t>::mapped(2 * w.layers.size(), mem);
+    ready_stamps_.assign(w.layers.size(), 0);
+    description_ += "; each decode layer's PCIe share from " + balancer_.name + " (fitted costs; the probe's share until they are warm)";
+  } else if (balancer_) {
+    description_ += "; " + balancer_.name + " unused: it needs fast mode and a CPU pool";
+  }
+  if (pool_ && !moe_layers_.empty()) description_ += "; " + choose_cutover(moe_layers_.front());
+}
+
+std::string HybridMoe::choose_cutover(uint32_t il) {
+  const LayerWeights& lw = model_.weights().layers[il];
+  const experts::ExpertLayout& layout = arena_->layout(il);
+  const uint32_t n_max = kPoolMaxTokens;
+  // The pool on expert 0 with every token of a window routed to it, best of three (the first warms it up).
+  std::vector<float> x(size_t{n_embd_} * n_max), rows(size_t{n_embd_} * n_max), weight(n_max, 1.0f);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919) % 2001) / 1000.0f - 1.0f;
+  std::vector<uint32_t> index(n_max);
+  for (uint32_t t = 0; t < n_max; ++t) index[t] = t;
+  const uint32_t expert_id = 0;
+  const strata_expert_weights w = layout.at(arena_->expert(il, 0));
+  const auto pool_time = [&](uint32_t n) {
+    const uint32_t offsets[2] = {0, n};
+    const strata_moe_op m{n_embd_, lw.experts.n_ff, n, 1, &expert_id, &w, offsets, index.data(), weight.data(),
+                          x.data(), rows.data()};
+    double best = 1e9;
+    for (int rep = 0; rep < 3; ++rep) {
+      const auto t0 = clock_type::now();
+      throw_if_error(pool_.table->compute(pool_.ctx, &m, nullptr, 0), pool_.name, "expert_pool.compute");
+      best = std::min(best, seconds_since(t0));
+    }
+    return best;
+  };
+  const double pool_1 = pool_time(1), pool_n = pool_time(n_max);
+  // One expert over the link into a staging slot, best of three.
+  double link = 1e9;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto t0 = clock_type::now();
+    queues_.copy_async(staging_.data(), arena_->expert(il, 0), layout.bytes, STRATA_COPY_HOST_TO_DEVICE, copy_stream_->get());
+    queues_.record(copies_done_->get(), copy_stream_->get());
+    queues_.synchronize(copies_done_->get());
+    link = std::min(link, seconds_since(t0));
+  }
+  // The pool's time grows with the tokens an expert serves; a read over the link does not. Decode windows (one
+  // token) always split their misses by pcie_frac.
+  pool_max_tokens_ = 1;
+  for (uint32_t n = 2; n <= n_max; ++n) {
+    const double pool_at_n = pool_1 + (pool_n - pool_1) * (n - 1) / (n_max - 1);
+    if (pool_at_n <= link) pool_max_tokens_ = n;
+  }
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "prompt path: windows of more than %u tokens read every miss over PCIe (one expert: the pool %.0f us at "
+                "1 token, %.0f us at %u; a PCIe read %.0f us)",
+                pool_max_tokens_, 1e6 * pool_1, 1e6 * pool_n, n_max, 1e6 * link);
+  return line;
+}
+
+HybridMoe::~HybridMoe() {
+  placer_.reset();
+  watcher_.reset();
+  // Copies may still read the arena or write slots.
+  try {
+    queues_.record(copies_done_->get(), copy_stream_->get());
+    queues_.synchronize(copies_done_->get());
+  } catch (const Error&) {
+  }
+}
+
+}  // namespace strata
