@@ -7,7 +7,7 @@ Context::Context(const strata_host_api* host, const Options& options)
       options_(options),
       path_(choose_path(detect_isa(), options.force_avx2)),
       kernels_(&kernel_table(path_)),
-      pool_(options.workers, options.host_worker, options.spin_us),
+      pool_(options.workers, options.host_worker, options.spin_us, options.pin),
       device_name_(cpu_model_name()) {
 #ifdef STRATA_NONCANONICAL
   device_name_ += " [non-canonical build]";

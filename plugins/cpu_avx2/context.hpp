@@ -21,6 +21,7 @@ struct Scratch {
   AlignedBuffer h, u;     // an MoE window's gate (then SwiGLU) and up outputs, one row per pair
   AlignedBuffer rows;     // an MoE window's weighted rows when the caller wants only the sums
   AlignedBuffer index;    // per-op index tables (pair lists, row views)
+  AlignedBuffer pieces;   // an MoE pass's pieces per expert
   AlignedBuffer work;     // per-op float work space (attention scores, ...)
 };
 

@@ -1,8 +1,10 @@
 #include "moe.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
+#include "pieces.hpp"
 #include "simd.hpp"
 #include "strata/format/types.hpp"
 #include "vec_math.hpp"
@@ -28,30 +30,51 @@ std::optional<std::string> check_type(const KernelTable& k, uint32_t type, uint3
   return std::nullopt;
 }
 
-// A part's share of the rows of all experts, walked expert by expert: fn(expert, first row, end row). Rows go
-// in chunks of kRowAlign; a chunk weighs its decoding plus one dot product per token of its expert, so parts get
-// similar work when experts have different token counts (experts without tokens weigh nothing).
-template <class Fn>
-void for_expert_rows(const strata_moe_op& m, int64_t rows_per_expert, unsigned part, unsigned parts, Fn fn) {
-  constexpr int64_t kDecodeCost = 2;
-  const int64_t chunks = (rows_per_expert + kRowAlign - 1) / kRowAlign;
-  const auto cost = [&](uint32_t e) {
-    const int64_t np = m.token_offsets[e + 1] - m.token_offsets[e];
-    return np == 0 ? 0 : kDecodeCost + np;
-  };
-  int64_t total = 0;
-  for (uint32_t e = 0; e < m.n_experts; ++e) total += chunks * cost(e);
-  const int64_t lo = total * part / parts, hi = total * (part + 1) / parts;
-  int64_t base = 0;
-  for (uint32_t e = 0; e < m.n_experts && base < hi; ++e) {
-    const int64_t c = cost(e);
-    if (c == 0) continue;
-    // Chunk k of this expert starts at base + k * c; this part takes the chunks starting in [lo, hi).
-    const int64_t k0 = std::clamp<int64_t>((lo - base + c - 1) / c, 0, chunks);
-    const int64_t k1 = std::clamp<int64_t>((hi - base + c - 1) / c, 0, chunks);
-    if (k1 > k0) fn(e, k0 * kRowAlign, std::min(rows_per_expert, k1 * kRowAlign));
-    base += chunks * c;
+// The pieces of one matrix pass over the experts of a window: each expert with tokens gets runs of per[e] rows (a
+// multiple of kRowAlign), sized by what a row costs there: its weight bytes, decoded once and read once per token.
+// Experts without tokens get none.
+struct ExpertPieces {
+  const uint32_t* first = nullptr;  // n_experts + 1 entries: expert e's pieces are [first[e], first[e + 1])
+  const int64_t* per = nullptr;     // rows a piece, per expert
+  uint32_t n_experts = 0;
+  int64_t rows = 0;                 // rows of each expert's matrix
+  uint32_t count() const { return first[n_experts]; }
+
+  // fn(expert, first row, end row) for one piece.
+  template <class Fn>
+  void visit(uint32_t piece, Fn fn) const {
+    const uint32_t e = static_cast<uint32_t>(std::upper_bound(first, first + n_experts + 1, piece) - first) - 1;
+    const int64_t r0 = static_cast<int64_t>(piece - first[e]) * per[e];
+    fn(e, r0, std::min(rows, r0 + per[e]));
   }
+};
+
+// row_bytes(e): the weight bytes of one output row of expert e in this pass.
+template <class RowBytes>
+ExpertPieces cut_experts(const strata_moe_op& m, int64_t rows, unsigned parts, AlignedBuffer& buf, RowBytes row_bytes) {
+  constexpr uint64_t kDecodeCost = 2;  // decoding a row weighs about two dot products with it
+  auto* per = static_cast<int64_t*>(buf.reserve(m.n_experts * sizeof(int64_t) + (m.n_experts + 1) * sizeof(uint32_t)));
+  auto* first = reinterpret_cast<uint32_t*>(per + m.n_experts);
+  const auto cost = [&](uint32_t e) {
+    const uint64_t np = m.token_offsets[e + 1] - m.token_offsets[e];
+    return np == 0 ? 0 : row_bytes(e) * (kDecodeCost + np) / kDecodeCost;
+  };
+  uint64_t total = 0;
+  for (uint32_t e = 0; e < m.n_experts; ++e) total += cost(e) * static_cast<uint64_t>(rows);
+  const uint64_t target = std::min<uint64_t>(kPieceCost, total / (static_cast<uint64_t>(parts) * kPiecesPerPart));
+  const int64_t whole = (rows + kRowAlign - 1) / kRowAlign * kRowAlign;
+  first[0] = 0;
+  for (uint32_t e = 0; e < m.n_experts; ++e) {
+    const uint64_t c = cost(e);
+    int64_t n = 0;
+    per[e] = kRowAlign;
+    if (c != 0) {
+      per[e] = std::clamp<int64_t>(static_cast<int64_t>(target / c) / kRowAlign * kRowAlign, kRowAlign, whole);
+      n = (rows + per[e] - 1) / per[e];
+    }
+    first[e + 1] = first[e] + static_cast<uint32_t>(n);
+  }
+  return {first, per, m.n_experts, rows};
 }
 
 // One matrix's rows [row0, row1) for the pairs of one expert: quantized or float kernel as the type says.
@@ -129,13 +152,13 @@ void compute_expert_rows(Context& ctx, const strata_moe_op& m, float* rows) {
   const uint32_t n_pairs = m.token_offsets[m.n_experts];
   const int64_t n_embd = m.n_embd, n_ff = m.n_ff;
 
+  const auto rb = [](uint32_t type, uint64_t n) { return format::row_bytes(static_cast<format::GgmlType>(type), n); };
   bool any_quant_in = false, any_quant_down = false;
   uint64_t bytes = 0;  // weight bytes read, times tokens
   for (uint32_t e = 0; e < m.n_experts; ++e) {
     const strata_expert_weights& w = m.weights[e];
     any_quant_in = any_quant_in || quantized(k, w.gate_type) || quantized(k, w.up_type);
     any_quant_down = any_quant_down || quantized(k, w.down_type);
-    const auto rb = [](uint32_t type, uint64_t n) { return format::row_bytes(static_cast<format::GgmlType>(type), n); };
     bytes += (rb(w.gate_type, m.n_embd) * m.n_ff + rb(w.up_type, m.n_embd) * m.n_ff + rb(w.down_type, m.n_ff) * m.n_embd) *
              (m.token_offsets[e + 1] - m.token_offsets[e]);
   }
@@ -160,14 +183,18 @@ void compute_expert_rows(Context& ctx, const strata_moe_op& m, float* rows) {
 
   // 1. Q8_1 of the window's input rows.
   if (any_quant_in) {
-    pool.run([&](unsigned part, unsigned parts) {
-      const Range r = split_range(m.n_tok, part, parts);
+    const Pieces toks = cut(m.n_tok, static_cast<uint64_t>(n_embd) * sizeof(float), pool.parts());
+    pool.run(toks.count(), [&](uint32_t piece, unsigned) {
+      const Range r = toks.range(piece);
       for (int64_t t = r.begin; t < r.end; ++t) s.act.quantize(t, m.x + t * n_embd);
     }, small || m.n_tok < pool.parts());
   }
   // 2. gate and up rows of every expert for its tokens, then SwiGLU on the same rows.
-  pool.run([&](unsigned part, unsigned parts) {
-    for_expert_rows(m, n_ff, part, parts, [&](uint32_t e, int64_t r0, int64_t r1) {
+  const ExpertPieces in_pieces = cut_experts(m, n_ff, pool.parts(), s.pieces, [&](uint32_t e) {
+    return rb(m.weights[e].gate_type, m.n_embd) + rb(m.weights[e].up_type, m.n_embd);
+  });
+  pool.run(in_pieces.count(), [&](uint32_t piece, unsigned) {
+    in_pieces.visit(piece, [&](uint32_t e, int64_t r0, int64_t r1) {
       const strata_expert_weights& w = m.weights[e];
       const uint32_t p0 = m.token_offsets[e];
       const int np = static_cast<int>(m.token_offsets[e + 1] - p0);
@@ -182,14 +209,17 @@ void compute_expert_rows(Context& ctx, const strata_moe_op& m, float* rows) {
   }, small);
   // 3. Q8_1 of the hidden rows.
   if (any_quant_down) {
-    pool.run([&](unsigned part, unsigned parts) {
-      const Range r = split_range(n_pairs, part, parts);
+    const Pieces pairs = cut(n_pairs, static_cast<uint64_t>(n_ff) * sizeof(float), pool.parts());
+    pool.run(pairs.count(), [&](uint32_t piece, unsigned) {
+      const Range r = pairs.range(piece);
       for (int64_t p = r.begin; p < r.end; ++p) s.hidden.quantize(p, h + p * n_ff);
     }, small || n_pairs < pool.parts());  // a row each at most: waking the workers would cost more
   }
   // 4. down rows of every expert for its tokens, each output row times its route weight.
-  pool.run([&](unsigned part, unsigned parts) {
-    for_expert_rows(m, n_embd, part, parts, [&](uint32_t e, int64_t r0, int64_t r1) {
+  const ExpertPieces down_pieces =
+      cut_experts(m, n_embd, pool.parts(), s.pieces, [&](uint32_t e) { return rb(m.weights[e].down_type, m.n_ff); });
+  pool.run(down_pieces.count(), [&](uint32_t piece, unsigned) {
+    down_pieces.visit(piece, [&](uint32_t e, int64_t r0, int64_t r1) {
       const strata_expert_weights& w = m.weights[e];
       const uint32_t p0 = m.token_offsets[e];
       const int np = static_cast<int>(m.token_offsets[e + 1] - p0);
@@ -219,10 +249,11 @@ void sum_expert_rows(Context& ctx, const strata_moe_op& m, const float* rows, fl
   }
   // Adding rows is cheap next to waking the workers until the window holds many pairs.
   const bool small = static_cast<uint64_t>(n_pairs) * m.n_embd * sizeof(float) < 4 * kSmallWorkBytes;
-  ctx.pool().run([&](unsigned part, unsigned parts) {
-    const Range cols = split_range(m.n_embd, part, parts, kRowAlign);
+  // A column costs a float of every pair's row, read, and of every token's sum, written.
+  const Pieces pieces = cut(m.n_embd, (static_cast<uint64_t>(n_pairs) + m.n_tok) * sizeof(float), ctx.pool().parts(), kRowAlign);
+  ctx.pool().run(pieces.count(), [&](uint32_t piece, unsigned) {
+    const Range cols = pieces.range(piece);
     const int64_t n = cols.end - cols.begin;
-    if (n <= 0) return;
     for (uint32_t t = 0; t < m.n_tok; ++t) {
       float* out = dst + t * dst_stride + cols.begin;
       if (start[t] == start[t + 1]) {

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "ops.hpp"
+#include "pieces.hpp"
 #include "row_math.hpp"
 #include "strata/format/blocks.hpp"
 #include "strata/format/fp16.hpp"
@@ -82,11 +83,11 @@ void run_attention(Context& ctx, const strata_op& op) {
     }
   }
   const unsigned parts = ctx.pool().parts();
-  // Per worker: the scores and the outputs in double, one decoded cache row in float.
+  // Per participant: the scores and the outputs in double, one decoded cache row in float.
   const int64_t per_part = n_ctx + head_dim + (head_dim + 1) / 2 + 8;
   double* work = ctx.scratch().work.as<double>(static_cast<size_t>(per_part) * parts);
-  const auto body = [&](unsigned part, int64_t begin, int64_t end) {
-    double* scores = work + per_part * part;
+  const auto body = [&](unsigned slot, int64_t begin, int64_t end) {
+    double* scores = work + per_part * slot;
     double* acc = scores + n_ctx;
     auto* row = reinterpret_cast<float*>(acc + head_dim);
     for (int64_t item = begin; item < end; ++item) {
@@ -116,9 +117,13 @@ void run_attention(Context& ctx, const strata_op& op) {
     body(0, 0, items);
     return;
   }
-  ctx.pool().run([&](unsigned part, unsigned n_parts) {
-    const Range r = split_range(items, part, n_parts);
-    body(part, r.begin, r.end);
+  // An item reads a cache prefix: its cost, roughly, the k and v bytes of the longest one.
+  const int64_t longest = *std::max_element(p, p + n_tok) + int64_t{1};
+  const uint64_t item_cost = static_cast<uint64_t>(longest) * static_cast<uint64_t>(head_dim) * 2 * sizeof(float);
+  const Pieces pieces = cut(items, item_cost, parts);
+  ctx.pool().run(pieces.count(), [&](uint32_t piece, unsigned slot) {
+    const Range r = pieces.range(piece);
+    body(slot, r.begin, r.end);
   });
 }
 

@@ -1,8 +1,9 @@
 // MUL_MAT: dst [n_out, n_tok] = weight [n_in, n_out] x src1 [n_in, n_tok]. Quantized weights read the activation
-// rows quantized once to Q8_1; float weights read them as floats. Workers split the output rows.
+// rows quantized once to Q8_1; float weights read them as floats. The pool's pieces are runs of output rows.
 #include <vector>
 
 #include "ops.hpp"
+#include "pieces.hpp"
 #include "tensor_view.hpp"
 
 namespace strata::cpu {
@@ -38,35 +39,32 @@ void run_mul_mat(Context& ctx, const strata_op& op) {
   ThreadPool& pool = ctx.pool();
   Scratch& s = ctx.scratch();
   const bool small = w.nb[1] * static_cast<uint64_t>(rows) * static_cast<uint64_t>(n_tok) < kSmallWorkBytes;
+  const Pieces out_rows = cut(rows, w.nb[1] * static_cast<uint64_t>(n_tok), pool.parts(), kRowAlign);
 
   if (const QuantMatVec kernel = ctx.kernels().quant[w.type]) {
     s.act.resize(n_tok, n);
     auto* views = s.index.as<QuantRow>(static_cast<size_t>(n_tok));
-    const auto quantize = [&](unsigned part, unsigned parts) {
-      const Range r = split_range(n_tok, part, parts);
-      for (int64_t t = r.begin; t < r.end; ++t) s.act.quantize(t, row_ptr<const float>(x, t));
-    };
+    const Pieces toks = cut(n_tok, static_cast<uint64_t>(n) * sizeof(float), pool.parts());
     // A dispatch costs more than quantizing a row or two: few rows are quantized on the calling thread.
-    pool.run(quantize, small || static_cast<unsigned>(n_tok) < pool.parts());
+    pool.run(toks.count(), [&](uint32_t piece, unsigned) {
+      const Range r = toks.range(piece);
+      for (int64_t t = r.begin; t < r.end; ++t) s.act.quantize(t, row_ptr<const float>(x, t));
+    }, small || static_cast<unsigned>(n_tok) < pool.parts());
     for (int t = 0; t < n_tok; ++t) views[t] = s.act.row(t);
-    pool.run([&](unsigned part, unsigned parts) {
-      const Range r = split_range(rows, part, parts, kRowAlign);
-      if (r.end > r.begin) {
-        kernel(wdata + static_cast<uint64_t>(r.begin) * w.nb[1], w.nb[1], r.end - r.begin, n, views, n_tok,
-               out + r.begin, out_stride);
-      }
+    pool.run(out_rows.count(), [&](uint32_t piece, unsigned) {
+      const Range r = out_rows.range(piece);
+      kernel(wdata + static_cast<uint64_t>(r.begin) * w.nb[1], w.nb[1], r.end - r.begin, n, views, n_tok,
+             out + r.begin, out_stride);
     }, small);
     return;
   }
   const FloatMatVec kernel = ctx.kernels().floating[w.type];
   auto* xs = s.index.as<const float*>(static_cast<size_t>(n_tok));
   for (int t = 0; t < n_tok; ++t) xs[t] = row_ptr<const float>(x, t);
-  pool.run([&](unsigned part, unsigned parts) {
-    const Range r = split_range(rows, part, parts, kRowAlign);
-    if (r.end > r.begin) {
-      kernel(wdata + static_cast<uint64_t>(r.begin) * w.nb[1], w.nb[1], r.end - r.begin, n, xs, n_tok,
-             out + r.begin, out_stride);
-    }
+  pool.run(out_rows.count(), [&](uint32_t piece, unsigned) {
+    const Range r = out_rows.range(piece);
+    kernel(wdata + static_cast<uint64_t>(r.begin) * w.nb[1], w.nb[1], r.end - r.begin, n, xs, n_tok,
+           out + r.begin, out_stride);
   }, small);
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "context.hpp"
+#include "pieces.hpp"
 
 namespace strata::cpu {
 
@@ -19,7 +20,8 @@ struct OpFailure : std::runtime_error {
 };
 
 // Runs fn(begin, end) over items [0, n): on the calling thread when n * cost (roughly, floats touched) is too
-// small to pay for a dispatch, otherwise split among the pool's parts. Each item is computed by one thread.
+// small to pay for a dispatch, otherwise in pieces claimed by the pool's participants. Each item is computed by
+// one thread.
 template <class Fn>
 void for_items(Context& ctx, int64_t n, int64_t cost, Fn fn) {
   constexpr int64_t kInline = 1 << 15;
@@ -28,9 +30,10 @@ void for_items(Context& ctx, int64_t n, int64_t cost, Fn fn) {
     fn(int64_t{0}, n);
     return;
   }
-  ctx.pool().run([&](unsigned part, unsigned parts) {
-    const Range r = split_range(n, part, parts);
-    if (r.end > r.begin) fn(r.begin, r.end);
+  const Pieces pieces = cut(n, static_cast<uint64_t>(cost) * sizeof(float), ctx.pool().parts());
+  ctx.pool().run(pieces.count(), [&](uint32_t piece, unsigned) {
+    const Range r = pieces.range(piece);
+    fn(r.begin, r.end);
   });
 }
 

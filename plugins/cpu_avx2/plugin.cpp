@@ -3,11 +3,9 @@
 #include <memory>
 #include <new>
 #include <string>
-#include <thread>
-
-#include <sched.h>
 
 #include "context.hpp"
+#include "cpu_topology.hpp"
 #include "moe.hpp"
 #include "ops.hpp"
 #include "strata/plugin_descriptor.hpp"
@@ -16,14 +14,6 @@ namespace strata::cpu {
 namespace {
 
 constexpr const char* kName = "cpu_avx2";
-
-unsigned usable_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return static_cast<unsigned>(CPU_COUNT(&set));
-  const unsigned n = std::thread::hardware_concurrency();
-  return n > 0 ? n : 1;
-}
 
 strata_plugin_descriptor make_descriptor() {
   const IsaFeatures f = detect_isa();
@@ -146,12 +136,13 @@ strata_status* init(const strata_host_api* host, const char* const* options, siz
   }
   Options opts;
   std::string error;
-  if (!parse_options(options, n, usable_cores(), &opts, &error)) {
+  if (!parse_options(options, n, read_topology(affinity_cpus()), &opts, &error)) {
     return host->status_new(STRATA_ERR_INVALID_ARGUMENT, ("cpu_avx2: " + error).c_str());
   }
   auto ctx = std::make_unique<Context>(host, opts);
-  ctx->log(STRATA_LOG_INFO, std::string(path_arch(ctx->path())) + ", " + std::to_string(ctx->pool().workers()) +
-                                " workers" + (opts.host_worker ? " + the calling thread" : ""));
+  // The set-up line: how many threads compute, and why that many.
+  ctx->log(STRATA_LOG_INFO, std::string(path_arch(ctx->path())) + ", " + opts.why +
+                                (opts.host_worker ? " + the calling thread" : "") + (opts.pin ? ", pinned" : ""));
   out->struct_size = sizeof *out;
   out->reserved0 = 0;
   out->ctx = ctx.release();

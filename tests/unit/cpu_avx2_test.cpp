@@ -168,6 +168,25 @@ TEST(CpuAvx2, RejectsUnknownOptionsAndBadValuesByName) {
   EXPECT_EQ(init_error({"spin_us=2000"}), "(no error)");
 }
 
+// workers=auto (the default): the physical cores less the calling thread less `reserve` (the cores the host keeps
+// for its own threads); never below the calling thread alone.
+TEST(CpuAvx2, AutoWorkersLeaveTheReserve) {
+  const auto units = [](const std::vector<std::string>& options) {
+    return registry().instantiate("cpu_avx2", options)->devices().at(0).compute_units;
+  };
+  const uint32_t all = units({});
+  EXPECT_GE(all, 1u);
+  EXPECT_EQ(units({"workers=auto"}), all);
+  EXPECT_EQ(units({"workers=auto", "reserve=1"}), all > 1 ? all - 1 : 1u);
+  EXPECT_EQ(units({"reserve=1024"}), 1u);  // the calling thread alone
+  EXPECT_EQ(units({"reserve=1024", "host_worker=false"}), 1u);  // one worker: something must compute
+  EXPECT_EQ(units({"workers=3", "reserve=2"}), 4u);  // a number given: the reserve does not apply
+  EXPECT_NE(init_error({"reserve=some"}).find("reserve=some"), std::string::npos);
+  EXPECT_NE(init_error({"workers=lots"}).find("auto"), std::string::npos) << init_error({"workers=lots"});
+  EXPECT_NE(init_error({"pin=maybe"}).find("pin=maybe"), std::string::npos);
+  EXPECT_EQ(init_error({"pin=true", "workers=2"}), "(no error)");
+}
+
 TEST(CpuAvx2, ExpertPoolWritesReferenceRowsAndSetsTheFlag) {
   auto inst = registry().instantiate("cpu_avx2");
   const auto* pool = inst->get<strata_expert_pool_v1>(STRATA_EXPERT_POOL_FAMILY, STRATA_EXPERT_POOL_VERSION);
@@ -197,19 +216,24 @@ TEST(CpuAvx2, ExpertPoolWritesReferenceRowsAndSetsTheFlag) {
   EXPECT_NE(message.find("rows"), std::string::npos) << message;
 }
 
+// The pool cuts each op into pieces that any participant may claim: the bytes are the one-thread run's for any
+// number of workers, pinned or not, and run after run.
 TEST(CpuAvx2, ResultsDoNotDependOnWorkersOrRuns) {
   const std::mt19937 rng(5);
   auto one = registry().instantiate("cpu_avx2", {"workers=0"});
-  auto three = registry().instantiate("cpu_avx2", {"workers=3", "host_worker=false"});
-  auto seven = registry().instantiate("cpu_avx2", {"workers=7"});
   const std::vector<float> a = run_ops(*one, rng);
-  const std::vector<float> b = run_ops(*three, rng);
-  const std::vector<float> c = run_ops(*seven, rng);
-  const std::vector<float> d = run_ops(*seven, rng);
-  ASSERT_EQ(a.size(), b.size());
-  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
-  EXPECT_EQ(std::memcmp(a.data(), c.data(), a.size() * sizeof(float)), 0);
-  EXPECT_EQ(std::memcmp(c.data(), d.data(), c.size() * sizeof(float)), 0);
+  for (const auto& options : std::vector<std::vector<std::string>>{{"workers=3", "host_worker=false"},
+                                                                   {"workers=1"},
+                                                                   {"workers=2", "pin=true"},
+                                                                   {"workers=7"},
+                                                                   {"workers=16", "spin_us=0"}}) {
+    auto inst = registry().instantiate("cpu_avx2", options);
+    for (int rep = 0; rep < 3; ++rep) {
+      const std::vector<float> b = run_ops(*inst, rng);
+      ASSERT_EQ(a.size(), b.size());
+      EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << options[0] << ", run " << rep;
+    }
+  }
 }
 
 // expert_pool 1.1's worker limit (POOL_HOLD): the next computations use that many parts (workers left out sleep),
