@@ -4,6 +4,13 @@
 # ---- CUDA ---------------------------------------------------------------------------------------------------
 set(STRATA_HAVE_CUDA OFF)
 if(NOT STRATA_CUDA STREQUAL "OFF")
+  # NVIDIA's packages install nvcc in /usr/local/cuda/bin without putting it on PATH: look there too.
+  if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX})
+    find_program(STRATA_NVCC nvcc PATHS /usr/local/cuda/bin)
+    if(STRATA_NVCC)
+      set(CMAKE_CUDA_COMPILER ${STRATA_NVCC} CACHE FILEPATH "the CUDA compiler")
+    endif()
+  endif()
   include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)

@@ -71,8 +71,18 @@ constexpr int terms_per_leaf(int head_dim) { return head_dim <= 2 * kLanes ? 2 :
 // (replicas) = kThreads / head_dim thread sets cover the head_dim indices; the value read once serves them all.
 __host__ __device__ inline int value_replicas(int head_dim) { return kThreads / head_dim; }
 
+// The split kernel's launch bounds. ptxas's own register choice spills on sm_120 (80 registers, 52 bytes for kT 8),
+// and asking it for kBlocksPerSm blocks at once (a 128-register cap) gives spill-free code on sm_86, 89 and 120; on
+// sm_90 that cap spills instead, and its own choice (about 100) does not. Either way the code is the same
+// arithmetic: only the register allocation moves.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
+#define STRATA_SPLIT_BOUNDS __launch_bounds__(kThreads, kBlocksPerSm)
+#else
+#define STRATA_SPLIT_BOUNDS __launch_bounds__(kThreads)
+#endif
+
 template <Cache kCache, int kT>
-__global__ void __launch_bounds__(kThreads) attention_split(DecodeArgs a) {
+__global__ void STRATA_SPLIT_BOUNDS attention_split(DecodeArgs a) {
   extern __shared__ double smem[];
   constexpr int kS = row_stride(kT), kN = tile_positions(kT);
   static_assert(kLanes * kT <= kThreads, "a thread owns one value index");

@@ -48,6 +48,14 @@ constexpr int kGateUpGroups = kGateUpThreads / kQ8Group;
 constexpr int kXRounds = 4;                       // x blocks per group loaded at once (n_embd 2048: all of them)
 constexpr int kDownMaxRows = 8;                   // output rows per block (fewer where shared memory is short)
 constexpr int kDownThreads = 512;
+// Blocks a multiprocessor holds at once, as the launch bounds promise ptxas: two, a 64-register cap at 512 threads.
+// sm_120's ptxas spills 8 bytes under that cap for the Q4_K and IQ4_XS kernels (sm_86/89/90 do not), so there the
+// bound is one block and the registers are ptxas's choice. The arithmetic is the same; only the allocation moves.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 1200
+constexpr int kMoeMinBlocks = 1;
+#else
+constexpr int kMoeMinBlocks = 2;
+#endif
 constexpr int kDownUnroll = 3;                    // 8 rows x 8 experts x 24 spans: one batch of loads
 constexpr int kMaxSharedBytes = 48 * 1024;
 static_assert(kMaxK <= kWarp, "one lane per pair in write_token_routes");
@@ -170,7 +178,7 @@ __device__ inline void store_q8_1(float v, int i, unsigned char* blk) {
 }
 
 template <class Dec>
-__global__ void __launch_bounds__(kGateUpThreads, 2) gate_up_kernel(Routes routes, const float* x, int64_t x_stride,
+__global__ void __launch_bounds__(kGateUpThreads, kMoeMinBlocks) gate_up_kernel(Routes routes, const float* x, int64_t x_stride,
                                                                  int n_spans, uint64_t w_stride, int n_ff,
                                                                  int n_pairs, unsigned char* hq,
                                                                  TokenRoutes* tables) {
@@ -244,7 +252,7 @@ int gate_up_shared_bytes(int n_spans) {
 // Dots: d = c * rows + row, the c-th computed pair of the token's table against output row row. `pre`: src3 (NULL
 // when absent), pre_stride floats between its columns. `rows_out`: dst holds a column per pair, nothing is summed.
 template <class Dec>
-__global__ void __launch_bounds__(kDownThreads, 2) down_kernel(const TokenRoutes* tables, const unsigned char* hq,
+__global__ void __launch_bounds__(kDownThreads, kMoeMinBlocks) down_kernel(const TokenRoutes* tables, const unsigned char* hq,
                                                               int k, int n_spans, int rows_log2, uint64_t w_stride,
                                                               const float* pre, int64_t pre_stride, float* late_y,
                                                               int64_t n_embd, float* dst, int64_t dst_stride,

@@ -56,8 +56,16 @@ __device__ inline void matrix_rows(const uint8_t* w, uint64_t stride, int row0, 
       [&](int) { return act; }, part, pitch);
 }
 
+// sm_120's ptxas, left to itself, holds this kernel to 60 registers and spills for TQ1_0; a bound of three blocks a
+// multiprocessor (85 registers at most; it takes 80) gives it room. The other archs keep their own choice (no spills).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 1200
+#define STRATA_GROUP_BOUNDS __launch_bounds__(kThreads, 3)
+#else
+#define STRATA_GROUP_BOUNDS __launch_bounds__(kThreads)
+#endif
+
 template <class DecA, class DecB>
-__global__ void __launch_bounds__(kThreads) group_rows_kernel(GroupArgs g, int n_spans, int rows_per_block,
+__global__ void STRATA_GROUP_BOUNDS group_rows_kernel(GroupArgs g, int n_spans, int rows_per_block,
                                                               const unsigned char* act) {
   extern __shared__ uint4 shared_words[];
   auto* shared = reinterpret_cast<unsigned char*>(shared_words);

@@ -92,9 +92,15 @@ template <class Dec>
 __device__ __forceinline__ void tiled_body(TiledJob p);
 
 // Two blocks per SM (128 registers): ptxas left alone takes up to 150 for some types (one block per SM). Q2_K's
-// decode does not fit 128 without spills: it keeps one.
+// decode does not fit 128 without spills: it keeps one, and so does Q5_1's on sm_86 and sm_89 (8 bytes spilled).
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 890)
+#define STRATA_TILED_Q5_1_WIDE 1
+#else
+#define STRATA_TILED_Q5_1_WIDE 0
+#endif
 template <class Dec>
-constexpr int kTiledMinBlocks = Dec::kType == GgmlType::Q2_K ? 1 : 2;
+constexpr int kTiledMinBlocks =
+    Dec::kType == GgmlType::Q2_K || (STRATA_TILED_Q5_1_WIDE && Dec::kType == GgmlType::Q5_1) ? 1 : 2;
 
 template <class Dec>
 __global__ void __launch_bounds__(kTileThreads, kTiledMinBlocks<Dec>) tiled_kernel(TiledJob p) {
