@@ -6,16 +6,14 @@
 #   2. a sanitizer pass (build-asan/): the unit and CLI tests under ASan+UBSan, GPU plugins left out
 #   3. a bounded fuzz pass (build-fuzz/): each libFuzzer target for STRATA_FUZZ_SECONDS (default 20) seconds
 #
-# Warnings are errors when CI is set (as on the CI machine) or STRATA_WERROR=ON. CI builds the CUDA plugin for sm_90
-# only (STRATA_CUDA_ARCHS overrides; a plain build targets the local GPU, or sm_90 plus the consumer archs).
+# Step 1 is scripts/build.sh as the README's first command runs it (the same build/, the same configuration: after
+# scripts/quickstart.sh nothing is rebuilt): warnings are errors when CI is set (as on the CI machine) or
+# STRATA_WERROR=ON, and the CUDA plugin is built for every default arch (STRATA_CUDA_ARCHS overrides).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 jobs="${STRATA_JOBS:-$(nproc)}"
 werror="${STRATA_WERROR:-$([ -n "${CI:-}" ] && echo ON || echo OFF)}"
 fuzz_seconds="${STRATA_FUZZ_SECONDS:-20}"
-cuda_archs="${STRATA_CUDA_ARCHS:-$([ -n "${CI:-}" ] && echo 90 || true)}"
-arch_args=()
-[ -n "$cuda_archs" ] && arch_args=("-DCMAKE_CUDA_ARCHITECTURES=$cuda_archs")
 
 "$root/scripts/install-deps.sh" --tests
 
@@ -41,7 +39,7 @@ unit_shards() {
 }
 
 step "build (Release, -Werror=$werror)"
-STRATA_BUILD_DIR="$root/build" "$root/scripts/build.sh" -DSTRATA_WERROR="$werror" "${arch_args[@]}"
+STRATA_BUILD_DIR="$root/build" "$root/scripts/build.sh"
 step "tests"
 ctest --test-dir "$root/build" --output-on-failure -j "$jobs" -LE 'gpu|fuzz|unit'
 unit_shards "$root/build" Release
