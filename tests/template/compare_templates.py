@@ -1,13 +1,15 @@
 #!/usr/bin/python3
 """Renders every chat template of a folder with every sample conversation, with and without the generation
 prompt, through `strata template` and through render_reference.py (Python's jinja2 as transformers sets it up),
-and checks that the bytes are the same, or that both fail. Prints a diff of the first difference of each
-mismatch; exits 1 when any case differs.
+and checks that the bytes are the same, or that both raise the same error: the same kind (error_kind below) and,
+but for syntax errors, the same message. Prints a diff of the first difference of each mismatch and every case
+where both raise, with what each says; exits 1 when any case differs.
 
 usage: compare_templates.py STRATA TEMPLATE_DIR SAMPLE_DIR
 """
 import difflib
 import os
+import re
 import subprocess
 import sys
 import time
@@ -31,6 +33,51 @@ def samples(sample_dir):
 def run(cmd):
     p = subprocess.run(cmd, capture_output=True, env=dict(os.environ, TZ="UTC"))
     return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace").strip()
+
+
+# jinja2's side: "render_reference: CLASS: MESSAGE". strata's: "strata: error: chat template line N, column C: " then
+# "CLASS: MESSAGE" (the renderer names the Python exception it stands for), "raise_exception: MESSAGE", or, from
+# the parser, a message of its own with no class.
+JINJA2_ERROR = re.compile(r"render_reference: (\w+): (.*)", re.S)
+STRATA_ERROR = re.compile(r"strata: error: chat template line \d+, column \d+: "
+                          r"(?:(raise_exception|\w+Error): )?(.*)", re.S)
+# jinja2's classes for a template that does not compile; strata finds the same problems while parsing.
+JINJA2_SYNTAX = {"TemplateSyntaxError", "TemplateAssertionError"}
+# The kinds whose message is not compared, each with the reason. A kind missing here compares messages too.
+MESSAGE_NOT_COMPARED = {
+    "syntax": "strata's parser words its own messages (what was expected, the opening tag of an unclosed block) "
+              "and jinja2's compiler its own; the kind and the line are what a template author needs from both",
+}
+
+
+def error_kind(renderer, text):
+    """(kind, message) of a failed render: the Python exception's class ("TypeError", "UndefinedError", ...),
+    "raise_exception" for the template's own error (jinja2 raises a plain TemplateError for it), "syntax" for a
+    template that does not parse, "unrecognised" for anything else (a crash, a bad file: never a pass)."""
+    if renderer == "jinja2":
+        m = JINJA2_ERROR.fullmatch(text)
+        if m is None:
+            return "unrecognised", text
+        cls, message = m.groups()
+        if cls == "TemplateError":
+            return "raise_exception", message
+        return ("syntax" if cls in JINJA2_SYNTAX else cls), message
+    m = STRATA_ERROR.fullmatch(text)
+    if m is None:
+        return "unrecognised", text
+    cls, message = m.groups()
+    return (cls if cls is not None else "syntax"), message
+
+
+def same_error(ref_err, err):
+    """Whether both renderers raised the same error; the kind both raised (or both kinds, when they differ)."""
+    ref_kind, ref_message = error_kind("jinja2", ref_err)
+    kind, message = error_kind("strata", err)
+    if ref_kind != kind or kind == "unrecognised":
+        return False, f"jinja2 {ref_kind}, strata {kind}"
+    if kind not in MESSAGE_NOT_COMPARED and ref_message != message:
+        return False, f"{kind}, with different messages"
+    return True, kind
 
 
 def show_diff(expected, got):
@@ -63,8 +110,14 @@ def main():
                 ref_rc, ref_out, ref_err = render_reference.render_case(args)  # in this process: no startup
                 rc, out, err = run([strata, "template"] + args)
                 if ref_rc != 0 and rc != 0:
-                    both_error += 1
-                    print(f"both error  {case}\n      jinja2: {ref_err}\n      strata: {err}")
+                    agree, kind = same_error(ref_err, err)
+                    if agree:
+                        both_error += 1
+                        print(f"both raise  {case}  [{kind}]\n      jinja2: {ref_err}\n      strata: {err}")
+                    else:
+                        failures.append(case)
+                        print(f"MISMATCH    {case}  (both raise, not the same error: {kind})\n"
+                              f"      jinja2: {ref_err}\n      strata: {err}")
                 elif ref_rc == 0 and rc == 0 and out == ref_out:
                     same += 1
                 else:
@@ -76,7 +129,8 @@ def main():
                         print(f"      strata failed: {err}")
                     else:
                         show_diff(ref_out, out)
-    print(f"\n{cases} cases: {same} byte-identical, {both_error} failing in both, {len(failures)} differing")
+    print(f"\n{cases} cases: {same} byte-identical, {both_error} raising the same error in both, "
+          f"{len(failures)} differing")
     return 1 if failures or cases == 0 else 0
 
 

@@ -45,7 +45,10 @@ TEST(ChatTemplateErrors, UnknownFilterAndTest) {
   EXPECT_TRUE(contains(parse_error("{% for m in x %}{{ m is weird }}{% endfor %}"), "unknown test 'weird'"));
   // Inside an if jinja2 reports it only when reached: the branch not taken renders.
   EXPECT_EQ(ChatTemplate("{% if false %}{{ x|frobnicate }}{% endif %}ok").render(nlohmann::json::object()), "ok");
-  EXPECT_TRUE(contains(render_error("{% if true %}{{ x|frobnicate }}{% endif %}"), "no filter named 'frobnicate'"));
+  EXPECT_TRUE(contains(render_error("{% if true %}{{ x|frobnicate }}{% endif %}"),
+                       "TemplateRuntimeError: No filter named 'frobnicate' found."));
+  EXPECT_TRUE(contains(render_error("{% if true %}{{ x is weird }}{% endif %}"),
+                       "TemplateRuntimeError: No test named 'weird' found."));
 }
 
 TEST(ChatTemplateErrors, UnknownTagAndStrayEnd) {

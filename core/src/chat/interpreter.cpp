@@ -323,13 +323,13 @@ Value Interpreter::call_at(const Value& fn, CallArgs& args, const Expr& at) {
 
 Value Interpreter::apply_filter(const std::string& name, const Value& input, CallArgs& args) {
   FilterFn f = find_filter(name);
-  if (f == nullptr) fail("TemplateRuntimeError: no filter named '" + name + "'");
+  if (f == nullptr) fail("TemplateRuntimeError: No filter named '" + name + "' found.");  // jinja2's words
   return f(*this, input, args);
 }
 
 bool Interpreter::apply_test(const std::string& name, const Value& input, CallArgs& args) {
   TestFn t = find_test(name);
-  if (t == nullptr) fail("TemplateRuntimeError: no test named '" + name + "'");
+  if (t == nullptr) fail("TemplateRuntimeError: No test named '" + name + "' found.");  // jinja2's words
   return t(*this, input, args);
 }
 
