@@ -1,7 +1,7 @@
 // libFuzzer target for the server's request parser: any body gives a request or an error, never an exception or
 // a crash. An error has a 4xx status and a message, and its body is valid JSON; an accepted request keeps the
 // parser's promises (a chat request has messages, each with a role and string or null content; sampling values
-// in range; n = 1 implied).
+// in range, logit_bias sorted with one entry per id; n = 1 implied).
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string_view>
@@ -41,6 +41,12 @@ void check_completion(const serve::Parsed<serve::CompletionRequest>& parsed, ser
   require(!r.pcie_frac || (*r.pcie_frac >= 0 && *r.pcie_frac <= 1));
   require(r.top_logprobs >= 0 && r.top_logprobs <= 20);
   require(!r.include_usage || r.stream);
+  require(!r.frequency_penalty || (*r.frequency_penalty >= -2 && *r.frequency_penalty <= 2));
+  require(!r.presence_penalty || (*r.presence_penalty >= -2 && *r.presence_penalty <= 2));
+  for (size_t i = 0; i < r.logit_bias.size(); ++i) {
+    require(r.logit_bias[i].first >= 0 && r.logit_bias[i].second >= -100 && r.logit_bias[i].second <= 100);
+    require(i == 0 || r.logit_bias[i - 1].first < r.logit_bias[i].first);  // sorted, one entry per id
+  }
 }
 
 template <typename T>
