@@ -1,7 +1,9 @@
 // `strata plugins`: every plugin file examined, in search order, with its version, kind, score, devices and
 // verdict or reason. Usable plugins are initialised (with the launch's options, if a launch is given) so that
-// their devices can be listed; a failing init is shown as that plugin's verdict. Always exits 0 once the search
-// ran: an unusable plugin is information, not an error.
+// their devices can be listed; a failing init is shown as that plugin's verdict. A plugin whose descriptor names
+// options a launch must give (peerlink: file, role) is not initialised when the launch gives it none: it is usable,
+// and the listing says what a launch gives it (an init with nothing would only fail for want of them). Always exits
+// 0 once the search ran: an unusable plugin is information, not an error.
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -28,7 +30,15 @@ struct Row {
   const PluginCandidate* c;
   std::vector<DeviceSummary> devices;
   std::string verdict, reason;
+  bool initialised = false;
+  bool waits_for_launch = false;  // usable, needs options and the launch gives it none
 };
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
+  return out;
+}
 
 }  // namespace
 
@@ -52,11 +62,17 @@ int cmd_plugins(const Args& args) {
 
   std::vector<Row> rows;
   for (const auto& c : registry.candidates()) {
-    Row r{&c, {}, verdict_name(c.verdict), c.reason};
-    if (c.verdict == PluginCandidate::Verdict::Usable) {
+    Row r{&c, {}, verdict_name(c.verdict), c.reason, false, false};
+    const bool usable = c.verdict == PluginCandidate::Verdict::Usable;
+    const std::vector<std::string> options = usable ? launch.plugin_options(c.name) : std::vector<std::string>{};
+    // Given nothing by the launch, a plugin that needs options would fail its init for want of them alone: it is
+    // listed with what a launch gives it instead.
+    r.waits_for_launch = usable && options.empty() && !c.required_options.empty();
+    if (usable && !r.waits_for_launch) {
       try {
-        auto inst = registry.instantiate(c.name, launch.plugin_options(c.name));
+        auto inst = registry.instantiate(c.name, options);
         r.devices = inst->devices();
+        r.initialised = true;
       } catch (const Error& e) {
         r.verdict = "init failed";
         r.reason = e.what();
@@ -78,7 +94,8 @@ int cmd_plugins(const Args& args) {
       nlohmann::json j = {{"file", r.c->file.string()}, {"name", r.c->name},      {"version", r.c->version},
                           {"kind", kind_name(r.c->kind)}, {"families", r.c->families}, {"score", r.c->score},
                           {"abi", std::to_string(r.c->abi_major) + "." + std::to_string(r.c->abi_minor)},
-                          {"verdict", r.verdict},       {"reason", r.reason}};
+                          {"verdict", r.verdict},       {"reason", r.reason},
+                          {"required_options", r.c->required_options}, {"initialised", r.initialised}};
       j["devices"] = nlohmann::json::array();
       for (const auto& d : r.devices) {
         j["devices"].push_back({{"name", d.name}, {"arch", d.arch}, {"kind", d.kind == STRATA_DEVICE_GPU ? "gpu" : "cpu"},
@@ -108,6 +125,10 @@ int cmd_plugins(const Args& args) {
                 r.c->version.empty() ? "-" : r.c->version.c_str(), r.c->name.empty() ? "-" : kind_name(r.c->kind),
                 r.c->score, r.verdict.c_str(), r.c->file.c_str());
     if (!r.reason.empty()) std::printf("    %s\n", r.reason.c_str());
+    if (r.waits_for_launch) {
+      std::printf("    a launch gives it %s (plugins.%s); not initialised without them\n",
+                  joined(r.c->required_options).c_str(), r.c->name.c_str());
+    }
     for (size_t i = 0; i < r.devices.size(); ++i) {
       const auto& d = r.devices[i];
       std::printf("    device %zu: %s [%s] %s, %u compute units, %s total, %s free\n", i,

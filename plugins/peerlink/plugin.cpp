@@ -216,7 +216,7 @@ void destroy(void* ctx) {
 
 const strata_plugin_descriptor* query() {
   static const strata_plugin_descriptor d =
-      plugin_descriptor(STRATA_KIND_FEATURE, kName, "0.1.0", "link", 1, "POSIX shared memory");
+      plugin_descriptor(STRATA_KIND_FEATURE, kName, "0.1.0", "link", 1, "POSIX shared memory", "file=PATH,role=0|1");
   return &d;
 }
 

@@ -8,7 +8,7 @@ expect_contains("${err}" "libstrata-fake_init_fails.so): init failed (device err
 file(WRITE ${WORK}/abi.yaml "model: ${SRC}/models/stories260K.gguf\nplugin_path: [${FAKE}/bad_abi]\nbackend: bad_abi\n")
 strata_run(2 ERR err ARGS run --config ${WORK}/abi.yaml -p hi -n 2)
 expect_contains("${err}" "no plugin named 'bad_abi' was found")
-expect_contains("${err}" "built for plugin ABI 2.0, this host speaks 1.0")
+expect_contains("${err}" "built for plugin ABI 2.1, this host speaks 1.1")
 
 file(WRITE ${WORK}/zero.yaml "model: ${SRC}/models/stories260K.gguf\nplugin_path: [${FAKE}/score0]\nbackend: score0\n")
 strata_run(2 ERR err ARGS run --config ${WORK}/zero.yaml -p hi -n 2)

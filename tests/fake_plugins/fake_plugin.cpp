@@ -1,5 +1,6 @@
 // Fake plugins for the loader tests: one source, built in several variants (see CMakeLists.txt), each exercising
 // one outcome of discovery and init. They implement the backend family for real (devices from an option).
+#include <cstddef>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -27,11 +28,15 @@
 #define FAKE_NEWER_MINOR 4       // a descriptor with members this host does not know
 #define FAKE_NO_INIT 5           // exports only the query symbol
 #define FAKE_INTERFACE_THROWS 6  // get_interface throws across the boundary
+#define FAKE_NEEDS_OPTION 7      // its descriptor names token=TEXT as an option a launch must give; init fails without
+#define FAKE_OLD_MINOR 8         // an ABI 1.0 descriptor: no required_options member (it names token=TEXT past its end)
 #ifndef FAKE_MODE
 #define FAKE_MODE FAKE_NORMAL
 #endif
 
 namespace {
+
+constexpr bool kNeedsToken = FAKE_MODE == FAKE_NEEDS_OPTION || FAKE_MODE == FAKE_OLD_MINOR;
 
 struct FakeContext {
   uint32_t devices = 2;
@@ -77,7 +82,7 @@ struct FakeContext {
 [[maybe_unused]] void destroy(void* ctx) { delete static_cast<FakeContext*>(ctx); }
 
 #if FAKE_MODE == FAKE_NEWER_MINOR
-// What a plugin built against a later minor would carry: the 1.0 members, then members added later.
+// What a plugin built against a later minor would carry: the members this host knows, then members added later.
 struct NewerDescriptor {
   strata_plugin_descriptor base;
   const char* added_in_1_7;
@@ -85,18 +90,31 @@ struct NewerDescriptor {
 };
 const NewerDescriptor kNewer = {
     {sizeof(NewerDescriptor), FAKE_ABI_MAJOR, 7, STRATA_KIND_BACKEND, FAKE_NAME, "1.7.0", "backend", FAKE_SCORE, 0,
-     "newer minor"},
+     "newer minor", nullptr},
     "a member the host does not know",
     42};
 #endif
 
 [[maybe_unused]] const strata_plugin_descriptor kDescriptor = {
     sizeof(strata_plugin_descriptor), FAKE_ABI_MAJOR, FAKE_ABI_MINOR, STRATA_KIND_BACKEND, FAKE_NAME, "0.0.1",
-    "backend", FAKE_SCORE, 0, FAKE_SCORE > 0 ? "fake: always usable" : "no fake accelerator on this machine"};
+    "backend", FAKE_SCORE, 0, FAKE_SCORE > 0 ? "fake: always usable" : "no fake accelerator on this machine",
+    kNeedsToken ? "token=TEXT" : nullptr};
+
+#if FAKE_MODE == FAKE_OLD_MINOR
+// A plugin built against ABI 1.0 says minor 0 and a struct that ends at score_reason: the host must not read on.
+const strata_plugin_descriptor kOld = [] {
+  strata_plugin_descriptor d = kDescriptor;
+  d.abi_minor = 0;
+  d.struct_size = offsetof(strata_plugin_descriptor, required_options);
+  return d;
+}();
+#endif
 
 [[maybe_unused]] const strata_plugin_descriptor* query() {
 #if FAKE_MODE == FAKE_NEWER_MINOR
   return &kNewer.base;
+#elif FAKE_MODE == FAKE_OLD_MINOR
+  return &kOld;
 #else
   return &kDescriptor;
 #endif
@@ -117,14 +135,21 @@ const NewerDescriptor kNewer = {
 #else
   auto* ctx = new FakeContext;
   ctx->host = host;
+  bool have_token = false;
   for (size_t i = 0; i < n; ++i) {
     const std::string opt = options[i];
     if (opt.rfind("devices=", 0) == 0) {
       ctx->devices = static_cast<uint32_t>(std::stoul(opt.substr(8)));
+    } else if (kNeedsToken && opt.rfind("token=", 0) == 0) {
+      have_token = true;
     } else {
       delete ctx;
       return host->status_new(STRATA_ERR_INVALID_ARGUMENT, ("unknown option '" + opt + "' (known: devices)").c_str());
     }
+  }
+  if (kNeedsToken && !have_token) {
+    delete ctx;
+    return host->status_new(STRATA_ERR_INVALID_ARGUMENT, "option token is required");
   }
   host->log(STRATA_LOG_DEBUG, FAKE_NAME, "initialised");
   out->struct_size = sizeof(strata_plugin_instance);

@@ -215,6 +215,14 @@ void round_trip(const Link& link, uint32_t n_embd, int salt) {
 
 // ---- options ------------------------------------------------------------------------------------------------
 
+TEST(peerlink_plugin, ItsDescriptorNamesWhatALaunchMustGive) {
+  // So that `strata plugins` lists it usable with these instead of failing an init given nothing.
+  const strata::PluginCandidate* c = registry().find("peerlink");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->verdict, strata::PluginCandidate::Verdict::Usable) << c->reason;
+  EXPECT_EQ(c->required_options, (std::vector<std::string>{"file=PATH", "role=0|1"}));
+}
+
 TEST(peerlink_plugin, RefusesBadOptionsByName) {
   const std::string file = link_path();
   for (const auto& [options, named] : std::vector<std::pair<std::vector<std::string>, std::string>>{

@@ -67,7 +67,7 @@ TEST(PluginLoader, WrongAbiMajorIsRejectedWithBothVersions) {
   PluginRegistry r(path_of({"bad_abi"}));
   const auto& c = only(r);
   EXPECT_EQ(c.verdict, PluginCandidate::Verdict::Rejected);
-  EXPECT_NE(c.reason.find("built for plugin ABI 2.0, this host speaks 1.0"), std::string::npos) << c.reason;
+  EXPECT_NE(c.reason.find("built for plugin ABI 2.1, this host speaks 1.1"), std::string::npos) << c.reason;
   const std::string m = message_of([&] { r.instantiate("bad_abi"); });
   EXPECT_NE(m.find("no plugin named 'bad_abi'"), std::string::npos) << m;  // its name is not trusted
 }
@@ -134,6 +134,27 @@ TEST(PluginLoader, NewerMinorIsAcceptedAndItsNewMembersIgnored) {
   EXPECT_EQ(c.version, "1.7.0");
   auto inst = r.instantiate("newer_minor");
   EXPECT_EQ(inst->devices().size(), 2u);
+}
+
+TEST(PluginLoader, RequiredOptionsComeFromTheDescriptor) {
+  PluginRegistry r(path_of({"needs_option", "good"}));
+  ASSERT_EQ(r.candidates().size(), 2u);
+  const PluginCandidate& c = r.candidates()[0];
+  EXPECT_EQ(c.verdict, PluginCandidate::Verdict::Usable);  // it is usable: a launch just has to give it a token
+  EXPECT_EQ(c.required_options, std::vector<std::string>{"token=TEXT"});
+  EXPECT_TRUE(r.candidates()[1].required_options.empty());
+  EXPECT_EQ(r.instantiate("needs_option", {"token=abc", "devices=1"})->devices().size(), 1u);
+  const std::string m = message_of([&] { r.instantiate("needs_option"); });
+  EXPECT_NE(m.find("init failed (invalid argument): option token is required"), std::string::npos) << m;
+}
+
+TEST(PluginLoader, AnAbi10DescriptorIsNotReadPastItsEnd) {
+  // Its memory holds "token=TEXT" where 1.1's required_options sits, but its minor and size end before it.
+  PluginRegistry r(path_of({"old_minor"}));
+  const auto& c = only(r);
+  EXPECT_EQ(c.verdict, PluginCandidate::Verdict::Usable);
+  EXPECT_EQ(c.abi_minor, 0u);
+  EXPECT_TRUE(c.required_options.empty());
 }
 
 TEST(PluginRegistry, FirstFolderWinsForAName) {

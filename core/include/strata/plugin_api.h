@@ -10,6 +10,8 @@
  *   ABI 1.0  (2026-11-30)  strata_plugin_descriptor, strata_host_api, strata_plugin_instance with
  *                          get_interface(family, version); STRATA_PLUGIN_DEFINE; families backend 1,
  *                          expert_pool 1, balancer 1, link 1.
+ *   ABI 1.1  (2026-12-04)  strata_plugin_descriptor.required_options: the options a launch must give, so that a
+ *                          listing (`strata plugins`) shows them instead of calling init with none.
  *
  * Family changelogs (family major.minor):
  *   backend 1.0      devices (count, properties); ops described by strata_op (supports_op, compute); the op list
@@ -54,7 +56,7 @@ extern "C" {
 #endif
 
 #define STRATA_ABI_MAJOR 1u
-#define STRATA_ABI_MINOR 0u
+#define STRATA_ABI_MINOR 1u
 
 #if defined(__GNUC__)
 #define STRATA_EXPORT __attribute__((visibility("default")))
@@ -117,6 +119,10 @@ typedef struct strata_plugin_descriptor {
   uint32_t score;       /* 0: not usable on this machine (a normal outcome); higher wins for `auto` */
   uint32_t reserved0;
   const char* score_reason; /* why the score is what it is: "AVX2+FMA+F16C", "no AMD GPU" */
+  /* 1.1 */
+  const char* required_options; /* the options init fails without, comma-separated KEY=WHAT ("file=PATH,role=0|1");
+                                 * NULL or "": none. A host that lists plugins does not call init with no options
+                                 * for such a plugin: it shows it usable with what a launch must give it. */
 } strata_plugin_descriptor;
 
 /* ---- a plugin instance ------------------------------------------------------------------------------------ */

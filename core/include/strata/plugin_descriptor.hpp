@@ -1,5 +1,5 @@
 // A plugin's descriptor (plugin_api.h) with this build's ABI and struct size filled in, so each plugin states only
-// what is its own: kind, name, version, families, score and why.
+// what is its own: kind, name, version, families, score and why, and the options a launch must give it (if any).
 #pragma once
 
 #include "strata/plugin_api.h"
@@ -7,7 +7,8 @@
 namespace strata {
 
 inline strata_plugin_descriptor plugin_descriptor(strata_plugin_kind kind, const char* name, const char* version,
-                                                  const char* families, uint32_t score, const char* score_reason) {
+                                                  const char* families, uint32_t score, const char* score_reason,
+                                                  const char* required_options = nullptr) {
   strata_plugin_descriptor d{};
   d.struct_size = sizeof d;
   d.abi_major = STRATA_ABI_MAJOR;
@@ -18,6 +19,7 @@ inline strata_plugin_descriptor plugin_descriptor(strata_plugin_kind kind, const
   d.families = families;
   d.score = score;
   d.score_reason = score_reason;
+  d.required_options = required_options;
   return d;
 }
 

@@ -57,6 +57,8 @@ struct PluginCandidate {
   std::string name, version, families;
   strata_plugin_kind kind = STRATA_KIND_FEATURE;
   uint32_t abi_major = 0, abi_minor = 0, score = 0;
+  // The options a launch must give it, "KEY=WHAT" each (descriptor 1.1); empty when init needs none.
+  std::vector<std::string> required_options;
 };
 
 const char* verdict_name(PluginCandidate::Verdict v);

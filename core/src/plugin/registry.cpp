@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <exception>
+#include <sstream>
+#include <string>
 #include <system_error>
+#include <vector>
 
 #include "library.hpp"
 #include "strata/error.hpp"
@@ -16,9 +19,24 @@ namespace {
 
 // The descriptor's size in ABI 1.0: everything up to and including score_reason.
 constexpr size_t kDescriptorV1_0 = offsetof(strata_plugin_descriptor, score_reason) + sizeof(const char*);
+// And in ABI 1.1, which added required_options.
+constexpr size_t kDescriptorV1_1 = offsetof(strata_plugin_descriptor, required_options) + sizeof(const char*);
 constexpr size_t kInstanceV1_0 = offsetof(strata_plugin_instance, destroy) + sizeof(void*);
 
 std::string str_or(const char* s, const char* fallback) { return s != nullptr ? std::string(s) : std::string(fallback); }
+
+// "file=PATH, role=0|1" -> {"file=PATH", "role=0|1"}: comma-separated, blanks around each item dropped.
+std::vector<std::string> split_required(const char* list) {
+  std::vector<std::string> out;
+  std::istringstream in(list != nullptr ? list : "");
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const size_t first = item.find_first_not_of(" \t");
+    if (first == std::string::npos) continue;
+    out.push_back(item.substr(first, item.find_last_not_of(" \t") - first + 1));
+  }
+  return out;
+}
 
 std::string exception_text(std::exception_ptr e) {
   try {
@@ -137,6 +155,7 @@ void PluginRegistry::examine(const std::filesystem::path& file, const std::strin
   c.families = str_or(d->families, "");
   c.kind = d->kind == STRATA_KIND_BACKEND ? STRATA_KIND_BACKEND : STRATA_KIND_FEATURE;
   c.score = d->score;
+  if (d->abi_minor >= 1 && d->struct_size >= kDescriptorV1_1) c.required_options = split_required(d->required_options);
   if (d->abi_minor > STRATA_ABI_MINOR) {
     log::debug("plugin " + file.string() + ": ABI minor " + std::to_string(d->abi_minor) +
                " is newer than the host's " + std::to_string(STRATA_ABI_MINOR) + "; newer members are ignored");
