@@ -35,6 +35,13 @@ if [ -x "$root/.peer/build-cpu/bin/llama-bench" ]; then
   # Its OpenMP runtime travels with it (gpu-check puts the folder on LD_LIBRARY_PATH).
   cp "$(ldd "$root/.peer/build-cpu/bin/llama-bench" | awk '/libgomp/ {print $3}')" "$pack/peer-cpu/"
 fi
+if [ -x "$root/.peer/build-cuda/bin/llama-bench" ]; then
+  # Its CUDA build (sm_90, ggml linked in): libcudart and libcublas are the GPU machine's own (/usr/local/cuda/lib64).
+  mkdir -p "$pack/peer-cuda"
+  cp "$root/.peer/build-cuda/bin/llama-bench" "$pack/peer-cuda/"
+  cp "$(ldd "$root/.peer/build-cuda/bin/llama-bench" | awk '/libgomp/ {print $3}')" "$pack/peer-cuda/" 2>/dev/null || true
+  strip --strip-unneeded "$pack/peer-cuda/llama-bench" 2>/dev/null || true
+fi
 
 # Anything beyond the base libraries may not be on the GPU machine (the server's cpp-httplib and what it links:
 # OpenSSL, zlib, brotli): those travel in lib/, which gpu-check.sh puts on LD_LIBRARY_PATH.
@@ -42,7 +49,7 @@ mkdir -p "$pack/lib"
 for f in "$pack"/bin/* "$pack"/peer-*/* ; do
   [ -f "$f" ] || continue
   ldd "$f" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' |
-    grep -vE '^(linux-vdso|ld-linux|libcuda\.so|libnvidia|libc\.so|libm\.so|libstdc\+\+\.so|libgcc_s\.so|libgomp\.so|libdl\.so|libpthread\.so|librt\.so)' |
+    grep -vE '^(linux-vdso|ld-linux|libcuda\.so|libcudart\.so|libcublas|libnvidia|libc\.so|libm\.so|libstdc\+\+\.so|libgcc_s\.so|libgomp\.so|libdl\.so|libpthread\.so|librt\.so)' |
     while read -r name path; do
       [ -e "$pack/lib/$name" ] || cp -L "$path" "$pack/lib/$name"
     done || true  # grep finds nothing for most files

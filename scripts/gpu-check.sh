@@ -50,6 +50,10 @@
 #     balance    plugins/pcie_balance off and on in pairs (tg128, 25%), with a slow pool and all workers
 #     peer-hybrid llama.cpp's llama-bench -ngl 99 -fa on --n-cpu-moe N -t <all cores>, for each N of STRATA_PEER_NCMOE
 #                (default 36: 12 of 48 layers' experts in VRAM, the bytes of a 25% budget)
+#     rounds     interleaved rounds (STRATA_ROUNDS, default 2): strata tg128 at 25% then llama.cpp -ncmoe 36, strata at
+#                0% then -ncmoe 48, same file; each pair's ratio and the pool's roofline line
+#     contention strata at 25% and llama.cpp -ncmoe 36 (at -t all and half the cores, -n 32 -r 1), alone and beside
+#                STRATA_BUSY (default 8) busy nice-19 loops; what each keeps, and strata over llama.cpp under load
 #     peer-cuda  llama.cpp's llama-bench -ngl 99 -fa on, when a binary is given: STRATA_PEER_CUDA, else
 #                .device/peer-cuda/llama-bench. It is built from a fetched copy outside the project; no build of it
 #                is committed here (docs/PERFORMANCE.md says how the figures were taken).
@@ -580,6 +584,83 @@ if want peer-cuda; then
     row "llama.cpp -ngl 99 (exit $rc):"
     while IFS= read -r l; do row "  $l"; done < <(grep -E 'pp|tg' "$OUT/bench-peer-cuda.md")
   fi
+fi
+
+# tg_of FILE TEST: the rate of TEST (e.g. tg128) in a markdown table of strata bench or llama-bench, "M ± S".
+tg_of() { grep -E "\| +$2 +\|" "$1" | head -1 | grep -oE '[0-9.]+ ± [0-9.]+' | head -1; }
+# ratio A B: A / B of two "M ± S" cells (their means), two decimals; "-" when one is missing.
+ratio() { awk -v a="${1%% *}" -v b="${2%% *}" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else printf "-" }'; }
+# strata_hybrid TAG BUDGET N REPS [ARGS...]: strata bench at an expert budget (tg only), into $OUT/TAG.md/.log.
+strata_hybrid() {
+  local tag="$1" budget="$2" n="$3" r="$4"; shift 4
+  strata bench --model "$model" --backend cuda -o "experts.cache=$budget" ${STRATA_HYBRID_OPTS:-} -p 0 -n "$n" \
+    -r "$r" "$@" > "$OUT/$tag.md" 2> "$OUT/$tag.log"
+}
+# peer_hybrid TAG NCMOE THREADS N REPS: llama-bench with NCMOE layers' experts on the CPU (tg only).
+peer_hybrid() {
+  "$peer" -m "$model" -p 0 -n "$4" -r "$5" -ngl 99 -fa on -ncmoe "$2" -t "$3" > "$OUT/$1.md" 2> "$OUT/$1.log"
+}
+peer="${STRATA_PEER_CUDA:-$root/.device/peer-cuda/llama-bench}"
+export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:/usr/local/cuda/lib64"  # the peer's CUDA runtime and cuBLAS (shared)
+
+if want rounds; then
+  # Strata and llama.cpp in interleaved rounds (Strata, llama.cpp, Strata, llama.cpp), STRATA_ROUNDS of them
+  # (default 2): at a 25% expert budget against -ncmoe 36 and at 0% against -ncmoe 48, tg128, the same file.
+  for round in $(seq 1 "${STRATA_ROUNDS:-2}"); do
+    for pair in "25% 36" "0% 48"; do
+      set -- $pair
+      tag="${1%\%}"
+      log "round $round: strata at $1, then llama.cpp -ncmoe $2 -t $threads"
+      strata_hybrid "round$round-strata-$tag" "$1" 128 "$reps"
+      cat "$OUT/round$round-strata-$tag.md"
+      grep -E 'CPU pool|pool read|host read' "$OUT/round$round-strata-$tag.log" | tail -3
+      s_tg="$(tg_of "$OUT/round$round-strata-$tag.md" tg128)"
+      p_tg="-"
+      if [ -x "$peer" ]; then
+        peer_hybrid "round$round-peer-$2" "$2" "$threads" 128 "$reps"
+        cat "$OUT/round$round-peer-$2.md"
+        p_tg="$(tg_of "$OUT/round$round-peer-$2.md" tg128)"
+      fi
+      row "$(printf 'round %s: strata %-4s tg128 %-16s llama.cpp -ncmoe %s %-16s ratio %s' "$round" "$1" "$s_tg" "$2" "$p_tg" "$(ratio "$s_tg" "$p_tg")")"
+      row "  $(grep -oE 'CPU pool: [^;]*(read|GB/s)[^;]*' "$OUT/round$round-strata-$tag.log" | tail -1)"
+    done
+  done
+fi
+
+if want contention; then
+  # The same benches alone and beside STRATA_BUSY (default 8) busy `nice -n 19` loops: Strata at 25% (tg128, -r
+  # $reps), llama.cpp at -ncmoe 36 with -t $threads and -t $((threads / 2)) (-n 32 -r 1: it is slow there).
+  busy="${STRATA_BUSY:-8}"
+  for phase in alone busy; do
+    pids=()
+    if [ "$phase" = busy ]; then
+      for _ in $(seq 1 "$busy"); do nice -n 19 sh -c 'while :; do :; done' & pids+=($!); done
+    fi
+    log "contention ($phase): strata at 25%"
+    strata_hybrid "contention-$phase-strata" 25% 128 "$reps"
+    cat "$OUT/contention-$phase-strata.md"
+    if [ -x "$peer" ]; then
+      for t in "$threads" $((threads / 2)); do
+        log "contention ($phase): llama.cpp -ncmoe 36 -t $t"
+        peer_hybrid "contention-$phase-peer-t$t" 36 "$t" 32 1
+        cat "$OUT/contention-$phase-peer-t$t.md"
+      done
+    fi
+    [ ${#pids[@]} -gt 0 ] && kill "${pids[@]}" 2>/dev/null && wait "${pids[@]}" 2>/dev/null
+  done
+  # llama.cpp at the faster of its two thread counts, in each phase.
+  best_peer() {
+    local best="-" v
+    for t in "$threads" $((threads / 2)); do
+      v="$(tg_of "$OUT/contention-$1-peer-t$t.md" tg32 2>/dev/null)"
+      [ -n "$v" ] && { [ "$best" = "-" ] || awk -v a="${v%% *}" -v b="${best%% *}" 'BEGIN { exit !(a > b) }'; } && best="$v"
+    done
+    echo "$best"
+  }
+  sa="$(tg_of "$OUT/contention-alone-strata.md" tg128)" sb="$(tg_of "$OUT/contention-busy-strata.md" tg128)"
+  pa="$(best_peer alone)" pb="$(best_peer busy)"
+  row "contention, $busy busy nice-19 loops: strata 25% tg128 alone $sa, busy $sb (kept $(ratio "$sb" "$sa"))"
+  row "  llama.cpp -ncmoe 36 (best of -t $threads/-t $((threads / 2)), tg32) alone $pa, busy $pb (kept $(ratio "$pb" "$pa")); strata/llama.cpp busy: $(ratio "$sb" "$pb")"
 fi
 
 # The device call returns only a few files: everything but the summary goes back in one archive.
