@@ -15,6 +15,8 @@
 # example (this repository's tiny MoE on the CPU backend):
 #   bench/contention.sh -b 2 -t 4 -- build/strata bench --model models/stories260K-moe.gguf --backend cpu_avx2 \
 #       -p 0 -n 128 -r 5
+#   and llama.cpp on the same file and thread count:
+#   bench/contention.sh -b 2 -t 4 -- llama-bench -m models/stories260K-moe.gguf -p 0 -n 128 -r 5 -t 2
 set -u
 
 busy=2 trials=4 nice_level=0 warm=0.5 min_ratio="" busy_cmd="yes"
@@ -26,7 +28,7 @@ while getopts "b:t:i:w:m:B:h" opt; do
     w) warm=$OPTARG ;;
     m) min_ratio=$OPTARG ;;
     B) busy_cmd=$OPTARG ;;
-    *) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
