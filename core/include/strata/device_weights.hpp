@@ -2,7 +2,7 @@
 // weight's device address is its part's device base plus its offset in the file, and each MoE layer gets its
 // expert table (plugin_api.h's strata_expert_table, for MOE_ROUTED) with the entries in device memory. Or, for the
 // hybrid path, every tensor but the routed experts (WeightsOnDevice::Dense): runs of consecutive dense tensors are
-// copied as one buffer each, and the experts come from the expert cache's slots (core/src/engine/hybrid_moe.cpp).
+// copied as one buffer each, and the experts come from the expert cache's slots (core/src/engine/hybrid_moe.hpp).
 #pragma once
 
 #include <cstdint>

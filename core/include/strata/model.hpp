@@ -183,7 +183,7 @@ struct Window {
 };
 
 // Where a MoE layer's routed experts come from when the weights are on a device but the experts are not all there
-// (the hybrid path, core/src/engine/hybrid_moe.cpp). The host reads each layer's router choices and puts each
+// (the hybrid path, core/src/engine/hybrid_moe.hpp). The host reads each layer's router choices and puts each
 // chosen expert somewhere the layer's MOE_ROUTED reads it: a cache slot, a staging slot filled over PCIe, or a
 // weighted row computed by the CPU pool. Two ways (one_program says which for a window):
 //  - simple: the layer's stage ends after ROUTER with a host step, place(il, n_tok), and MOE_ROUTED starts the

@@ -59,6 +59,7 @@
 #include "strata/experts/expert_cache.hpp"
 #include "strata/experts/plan_counters.hpp"
 #include "strata/experts/planner.hpp"
+#include "strata/experts/pool_roofline.hpp"
 #include "strata/format/expert_routes.hpp"
 #include "strata/model.hpp"
 #include "strata/window_worker.hpp"
@@ -95,6 +96,9 @@ struct HybridTimes {
   double plan_s = 0;     // of which planning: routes read, plan made, table written, copies enqueued
   double pool_s = 0;     // the pool's compute calls
   uint64_t pool_layers = 0;
+  // The pool's roofline: the weights its calls read, the time inside them, and the tokens of the windows it
+  // serves (pool_s above also counts gathering the pairs and placing the rows).
+  experts::PoolTraffic pool;
   uint64_t layers = 0;   // MoE layers placed (a layer of a window counts once)
   // Fast mode, per program, from the host's clock: a layer's host part runs from its routes seen to its last flag
   // raised (placed, rows); the device alone is the rest of the program (the device computing with nothing of the

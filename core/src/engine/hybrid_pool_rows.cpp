@@ -29,6 +29,7 @@ double HybridMoe::run_pool(uint32_t il, uint32_t n_tok, const std::vector<expert
   route_weight_.clear();
   columns_.clear();
   offsets_.assign(1, 0);
+  const uint64_t expert_bytes = cache_->geometry().layers[il].expert_bytes;
   for (const experts::PlannedExpert& c : cpu) {  // ascending id, a subset of the grouped routes
     const auto [p0, p1] = pairs_of(c.expert);
     cpu_ids_.push_back(c.expert);
@@ -50,7 +51,10 @@ double HybridMoe::run_pool(uint32_t il, uint32_t n_tok, const std::vector<expert
                         route_weight_.data(),
                         x_.data(),
                         rows_.data()};
+  const auto t_call = clock_type::now();
   throw_if_error(pool_.table->compute(pool_.ctx, &m, nullptr, 0), pool_.name, "expert_pool.compute");
+  // Each expert's matrices are read once a call, whatever its tokens.
+  times_.pool.add_call(expert_bytes * cpu.size(), seconds_since(t_call));
   // Each pair's row to its column t * k + j of MOE_ROUTED's src3.
   for (size_t p = 0; p < columns_.size(); ++p) {
     std::memcpy(pool_rows_.data() + size_t{columns_[p]} * n_embd_, rows_.data() + p * n_embd_, n_embd_ * sizeof(float));

@@ -1,6 +1,6 @@
 // The decode summary's hybrid block: the set-up line, hits and experts by source, fast and simple mode's times per
 // window and per MoE layer, the prompt path's chunks, the host placement, the balancer, the peer card and the link,
-// and the roofline.
+// the CPU pool's own roofline, and the decode roofline.
 #include "hybrid_moe.hpp"
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include <string>
 
 #include "strata/experts/expert_report.hpp"
+#include "strata/experts/pool_roofline.hpp"
 
 namespace strata {
 
@@ -88,6 +89,10 @@ std::string HybridMoe::summary(double decode_tokens_per_s) const {
                   static_cast<unsigned long long>(c.experts), static_cast<unsigned long long>(c.not_held),
                   per(c.busy_s, c.requests));
     out += line;
+  }
+  // The pool's own roofline: its reads of the experts' weights against the host's read rate.
+  if (const std::string pool = experts::render_pool_roofline(t.pool, rates_.cpu_read); !pool.empty()) {
+    out += pool + "\n";
   }
   // The roofline: weights from VRAM at the device's rate; misses at the host's read rate plus the link's.
   const Rates& r = rates_;

@@ -23,6 +23,8 @@ void HybridMoe::begin_window(uint32_t n_tok, bool program_allowed) {
                  (n_tok <= pool_max_tokens_ || (!one_program(n_tok) && !chunk_window_ && n_tok <= max_tokens_));
   // The link serves decode windows (its rows come in with the pool's, and the pool computes what comes late).
   link_window_ = link_ != nullptr && link_->begin_window(pool_ && n_tok <= pool_max_tokens_);
+  // The pool's roofline is per token of the windows it serves (decode windows): prompts do not dilute it.
+  if (pool_ && n_tok <= pool_max_tokens_) times_.pool.tokens += n_tok;
   window_start_ = clock_type::now();
 }
 
