@@ -3,9 +3,6 @@
 // thread lives as long as the object; it sleeps between windows.
 #pragma once
 
-#include <pthread.h>
-#include <sched.h>
-
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -19,13 +16,7 @@ namespace strata {
 
 class WindowWorker {
  public:
-  // `first_cpu`: pin the thread to the first CPU this process may run on. The expert pool (cpu_avx2) pins its
-  // workers to the others and leaves that one to its calling thread, so the placer, which calls the pool, takes it
-  // and never lands on a worker's CPU while the workers spin.
-  explicit WindowWorker(std::function<void()> job, bool first_cpu = false)
-      : job_(std::move(job)), thread_([this] { serve(); }) {
-    if (first_cpu) pin_first_cpu();
-  }
+  explicit WindowWorker(std::function<void()> job) : job_(std::move(job)), thread_([this] { serve(); }) {}
   ~WindowWorker() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -82,20 +73,6 @@ class WindowWorker {
       error_ = failed;
       finished_ = window;
       idle_.notify_all();
-    }
-  }
-
-  void pin_first_cpu() {
-    cpu_set_t allowed;
-    CPU_ZERO(&allowed);
-    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < 2) return;
-    for (int c = 0; c < CPU_SETSIZE; ++c) {
-      if (!CPU_ISSET(c, &allowed)) continue;
-      cpu_set_t one;
-      CPU_ZERO(&one);
-      CPU_SET(c, &one);
-      (void)pthread_setaffinity_np(thread_.native_handle(), sizeof one, &one);  // unpinned still works
-      return;
     }
   }
 

@@ -351,7 +351,14 @@ std::unique_ptr<Engine> Engine::from_launch(const config::Launch& launch) {
   if (weights_placement(*model, *backend, settings) == WeightsOnDevice::Dense) {
     if (const PluginCandidate* c = first_enabled(*registry, launch, "expert_pool", true)) {
       const config::PluginEntry* entry = launch.plugin(c->name);
-      pool = registry->instantiate(c->name, entry != nullptr ? entry->flattened() : std::vector<std::string>{});
+      std::vector<std::string> options = entry != nullptr ? entry->flattened() : std::vector<std::string>{};
+      // Fast mode runs a copy watcher beside the pool that polls while copies are in flight: cpu_avx2's
+      // workers: auto leaves it a core (reserve=1), unless the launch says otherwise. The placer is the pool's
+      // calling thread, which the pool already counts.
+      const bool reserve_given = std::any_of(options.begin(), options.end(),
+                                             [](const std::string& o) { return o.rfind("reserve=", 0) == 0; });
+      if (settings.graphs && c->name == "cpu_avx2" && !reserve_given) options.push_back("reserve=1");
+      pool = registry->instantiate(c->name, options);
     }
   }
   // The balancer (pcie_balance): only where it is switched on (off by default), with a pool to balance against, one

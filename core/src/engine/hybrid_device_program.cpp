@@ -78,8 +78,8 @@ void HybridMoe::run_program(std::span<const strata_op> ops, uint32_t n_tok) {
             release_program();  // the tables the device reads still hold valid addresses
             throw;
           }
-        },
-        /*first_cpu=*/true);
+        });  // not pinned: the pool's workers float (cpu_avx2 pins only with pin=true), and a thread pinned to a CPU
+             // that another process keeps busy could not move off it
     watcher_ = std::make_unique<WindowWorker>([this] {
       try {
         watch_program();
