@@ -30,15 +30,15 @@ TEST(PoolRoofline, CallsAddUp) {
 TEST(PoolRoofline, LineAgainstTheHostReadRate) {
   // 42.04 GB/s of 59.1 GB/s: 71%.
   EXPECT_EQ(ex::render_pool_roofline(decode_traffic(), 59.1e9),
-            "CPU pool roofline: 412 MB/token read in 9.80 ms/token = 42.0 GB/s, 71% of the host read rate 59.1 GB/s");
+            "CPU pool: 412 MB/token read in 9.80 ms/token = 42.0 GB/s, 71% of the host read rate 59.1 GB/s");
   // A pool faster than the probe's read (it read from cache, or the probe ran on fewer threads) goes past 100%.
   EXPECT_EQ(ex::render_pool_roofline(decode_traffic(), 30e9),
-            "CPU pool roofline: 412 MB/token read in 9.80 ms/token = 42.0 GB/s, 140% of the host read rate 30.0 GB/s");
+            "CPU pool: 412 MB/token read in 9.80 ms/token = 42.0 GB/s, 140% of the host read rate 30.0 GB/s");
 }
 
 TEST(PoolRoofline, WithoutAHostReadRateTheLineSaysWhy) {
   EXPECT_EQ(ex::render_pool_roofline(decode_traffic(), 0),
-            "CPU pool roofline: 412 MB/token read in 9.80 ms/token = 42.0 GB/s (no host read rate to compare: the "
+            "CPU pool: 412 MB/token read in 9.80 ms/token = 42.0 GB/s (no host read rate to compare: the "
             "link probe measures it with experts.pcie_frac auto)");
 }
 
@@ -48,7 +48,7 @@ TEST(PoolRoofline, SmallExpertsKeepThreeDigits) {
   t.tokens = 12;
   for (int i = 0; i < 24; ++i) t.add_call(225'000, 0.1075e-3);
   EXPECT_EQ(ex::render_pool_roofline(t, 10e9),
-            "CPU pool roofline: 0.450 MB/token read in 0.215 ms/token = 2.09 GB/s, 21% of the host read rate "
+            "CPU pool: 0.450 MB/token read in 0.215 ms/token = 2.09 GB/s, 21% of the host read rate "
             "10.0 GB/s");
 }
 

@@ -19,7 +19,7 @@ std::string three_digits(double v) {
 std::string render_pool_roofline(const PoolTraffic& traffic, double host_read_bytes_per_s) {
   if (traffic.calls == 0 || traffic.tokens == 0 || traffic.seconds <= 0) return {};
   const double rate = traffic.bytes_per_second();
-  std::string line = "CPU pool roofline: " + three_digits(traffic.bytes_per_token() / 1e6) + " MB/token read in " +
+  std::string line = "CPU pool: " + three_digits(traffic.bytes_per_token() / 1e6) + " MB/token read in " +
                      three_digits(1e3 * traffic.seconds_per_token()) + " ms/token = " + three_digits(rate / 1e9) +
                      " GB/s";
   if (host_read_bytes_per_s > 0) {

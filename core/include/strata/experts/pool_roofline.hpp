@@ -24,7 +24,7 @@ struct PoolTraffic {
   double bytes_per_second() const { return seconds > 0 ? static_cast<double>(bytes) / seconds : 0.0; }
 };
 
-// "CPU pool roofline: 412 MB/token read in 9.80 ms/token = 42.0 GB/s, 71% of the host read rate 59.1 GB/s", in
+// "CPU pool: 412 MB/token read in 9.80 ms/token = 42.0 GB/s, 71% of the host read rate 59.1 GB/s", in
 // decimal units (MB over ms is GB/s), about three digits each. Without a host read rate (0: the link probe measures it
 // only with experts.pcie_frac auto) the share is left out and the line says why. Empty when the pool ran no call.
 std::string render_pool_roofline(const PoolTraffic& traffic, double host_read_bytes_per_s);
