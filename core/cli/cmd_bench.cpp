@@ -80,7 +80,8 @@ int cmd_bench(const Args& args) {
   ArgParser p("strata bench", "[--config FILE] [--model FILE] [-p N[,N...]] [-n N[,N...]] [-r N] [--json]",
               "Measures prefill (ppN: N prompt tokens fed as one prompt, in windows of runtime.batch) and decode\n"
               "(tgN: N tokens, one window each) speed in tokens per second, like llama-bench: each test runs -r\n"
-              "times from an empty context after a warm-up; the table gives the median and the standard deviation.\n"
+              "times from an empty context after a warm-up (a decode test's warm-up is its whole length, so the\n"
+              "hybrid path's expert cache has settled); the table gives the median and the standard deviation.\n"
               "A last line (stderr) compares the resident memory the model added with its file plus the KV cache.");
   LaunchOptions launch_options;
   launch_options.declare(p);

@@ -208,7 +208,11 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
                     "; host read " + std::to_string(rates_.cpu_read / 1e9).substr(0, 6) + " GB/s with " +
                     std::to_string(threads) + " threads; device copy " + std::to_string(rates_.hbm / 1e9).substr(0, 7) + " GB/s)";
   }
-  if (pool_) description_ += "; CPU pool: " + pool_.name + " (" + std::to_string(pool_.table->worker_count(pool_.ctx)) + " workers)";
+  // worker_count counts every thread that computes, the calling one (the placer) included.
+  if (pool_) {
+    description_ += "; CPU pool: " + pool_.name + " (" + std::to_string(pool_.table->worker_count(pool_.ctx)) +
+                    " threads, the calling one included)";
+  }
   description_ += program_ ? "; fast mode (decode windows run as one device program)"
                            : "; simple mode (a host step per MoE layer)";
   std::vector<const experts::ResidencyView*> tiers{cache_.get()};
