@@ -77,7 +77,7 @@ void print_link_probe(Engine& engine) {
 }  // namespace
 
 int cmd_bench(const Args& args) {
-  ArgParser p("strata bench", "[--config FILE] [--model FILE] [-p N[,N...]] [-n N[,N...]] [-r N] [--json]",
+  ArgParser p("strata bench", "[--config FILE] [--model FILE] [-p N[,N...]] [-n N[,N...]] [-d N[,N...]] [-r N] [--json]",
               "Measures prefill (ppN: N prompt tokens fed as one prompt, in windows of runtime.batch) and decode\n"
               "(tgN: N tokens, one window each) speed in tokens per second, like llama-bench: each test runs -r\n"
               "times from an empty context after a warm-up (a decode test's warm-up is its whole length, so the\n"
@@ -97,6 +97,17 @@ int cmd_bench(const Args& args) {
            [&](const std::string& v) { n_prompt = parse_counts("--n-prompt", v); });
   p.option("-n|--n-gen", "N", "decode lengths to test, comma-separated (0: none; default 128)",
            [&](const std::string& v) { n_gen = parse_counts("--n-gen", v); });
+  std::vector<uint32_t> depths = {0};
+  p.option("-d|--n-depth", "N", "tokens already in the context before each test, comma-separated (like llama-bench's "
+           "-d: every pp and tg test at each depth; fed once per test, untimed; default 0)",
+           [&](const std::string& v) {
+             depths.clear();  // 0 is a depth (an empty context), not "none"
+             std::stringstream ss(v);
+             for (std::string item; std::getline(ss, item, ',');) {
+               depths.push_back(static_cast<uint32_t>(parse_int("--n-depth", item, 0, 1 << 22)));
+             }
+             if (depths.empty()) throw UsageError("--n-depth: expected a comma-separated list of token counts");
+           });
   p.option("-r|--repetitions", "N", "runs per test (default 5)",
            [&](const std::string& v) { reps = parse_int("--repetitions", v, 1, 1000); });
   p.option("--slots", "N", "decode N sequences at once (runtime.slots N): the tg tests report every sequence's tokens "
@@ -117,13 +128,15 @@ int cmd_bench(const Args& args) {
   if (p.given("--model")) launch.model = std::filesystem::absolute(model).string();
   if (p.given("--backend")) launch.backend = backend;
   std::vector<BenchTest> tests;
-  for (uint32_t n : n_prompt) tests.push_back({BenchTest::Kind::Prompt, n});
-  for (uint32_t n : n_gen) tests.push_back({BenchTest::Kind::Generate, n, static_cast<uint32_t>(slots)});
+  for (uint32_t d : depths) {
+    for (uint32_t n : n_prompt) tests.push_back({BenchTest::Kind::Prompt, n, 1, d});
+    for (uint32_t n : n_gen) tests.push_back({BenchTest::Kind::Generate, n, static_cast<uint32_t>(slots), d});
+  }
   if (slots > 1) launch.runtime.slots = std::max<int>(launch.runtime.slots, static_cast<int>(slots));
   if (tests.empty() && !link) throw UsageError("nothing to measure: -p and -n are both 0 (and no --link)");
-  // The context holds the longest test.
+  // The context holds the longest test at its depth.
   uint32_t longest = 0;
-  for (const BenchTest& t : tests) longest = std::max(longest, t.n_tokens);
+  for (const BenchTest& t : tests) longest = std::max(longest, t.depth + t.n_tokens);
   launch.runtime.context = std::max<int>(launch.runtime.context, static_cast<int>(longest));
 
   const uint64_t rss_before = resident_bytes();
@@ -153,6 +166,7 @@ int cmd_bench(const Args& args) {
                      {"batch", engine->settings().batch},
                      {"test", r.test.name()},
                      {"n_tokens", r.test.n_tokens},
+                     {"n_depth", r.test.depth},
                      {"slots", r.test.slots},
                      {"per_slot_ts", r.per_slot()},
                      {"repetitions", r.tokens_per_second.size()},

@@ -110,6 +110,20 @@ strata_run(0 OUT out ARGS bench --model ${STORIES} -p 8 -n 0 -r 1)
 expect_contains("${out}" "| stories260K.gguf |")
 expect_contains("${out}" "| pp8 |")
 
+# bench -d: every test again at each depth, named like llama-bench's ("tg8 @ d32"), with n_depth in the JSON.
+strata_run(0 OUT out ARGS bench --model ${STORIES} -p 8 -n 8 -d 0,32 -r 1 --json)
+string(JSON n_tests LENGTH "${out}")
+string(JSON test2 GET "${out}" 2 test)
+string(JSON test3 GET "${out}" 3 test)
+string(JSON depth3 GET "${out}" 3 n_depth)
+string(JSON depth0 GET "${out}" 0 n_depth)
+if(NOT n_tests EQUAL 4 OR NOT test2 STREQUAL "pp8 @ d32" OR NOT test3 STREQUAL "tg8 @ d32" OR NOT depth3 EQUAL 32
+   OR NOT depth0 EQUAL 0)
+  message(FATAL_ERROR "bench -d 0,32 should list pp8, tg8, pp8 @ d32 and tg8 @ d32:\n${out}")
+endif()
+strata_run(2 ERR err ARGS bench --model ${STORIES} -d x)
+expect_contains("${err}" "--n-depth")
+
 # bench --slots 2: the decode test runs two sequences at once; the table adds one sequence's rate.
 strata_run(0 OUT out ARGS bench --model ${STORIES} -p 8 -n 8 -r 1 --slots 2)
 expect_contains("${out}" "| tg8 x2 |")

@@ -1,6 +1,7 @@
 // Prefill and decode speed as llama-bench measures them: ppN feeds N prompt tokens as one prompt (in windows of
-// runtime.batch), tgN decodes N tokens one window at a time, each repetition from an empty slot, after one
-// untimed warm-up. Tokens are drawn from a fixed seed (BOS first), so every run feeds the same ids.
+// runtime.batch), tgN decodes N tokens one window at a time, each repetition from an empty slot (or, with a depth,
+// from a slot holding `depth` tokens already, like llama-bench's -d), after one untimed warm-up. Tokens are drawn
+// from a fixed seed (BOS first), so every run feeds the same ids.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +19,9 @@ struct BenchTest {
   // tgN with slots > 1: that many sequences decoded together (Engine::step), N tokens each, each with its own ids;
   // tokens_per_second counts every sequence's tokens (the aggregate), per_slot() one sequence's.
   uint32_t slots = 1;
-  std::string name() const;  // "pp512", "tg128", "tg128 x2"
+  // Tokens each slot holds before every timed run (fed once, untimed; each run is cut back to them).
+  uint32_t depth = 0;
+  std::string name() const;  // "pp512", "tg128", "tg128 x2", "tg64 @ d16384"
 };
 
 struct BenchResult {
@@ -28,8 +31,8 @@ struct BenchResult {
   double per_slot() const { return median / test.slots; }  // one sequence's median rate
 };
 
-// Runs `test` `repetitions` times on slot 0 (slots 0 .. slots-1 for a tg test of several; each is cut back to 0
-// before each run). The engine's context must hold n_tokens, and runtime.slots the test's slots.
+// Runs `test` `repetitions` times on slot 0 (slots 0 .. slots-1 for a tg test of several; each is cut back to its
+// depth before each run). The engine's context must hold depth + n_tokens, and runtime.slots the test's slots.
 BenchResult run_bench(Engine& engine, const BenchTest& test, int repetitions);
 
 }  // namespace strata

@@ -10,13 +10,13 @@
 namespace strata {
 namespace {
 
-// The bench's token ids: BOS (where there is one), then ids drawn by splitmix64 from `seed`. Each repetition draws
-// its own, as llama-bench's do: an expert cache that adapts between windows must not be timed on a sequence it has
-// already seen.
-std::vector<TokenId> bench_tokens(const Model& model, uint32_t n, uint64_t seed) {
+// The bench's token ids: BOS (where there is one and the sequence starts the context), then ids drawn by splitmix64
+// from `seed`. Each repetition draws its own, as llama-bench's do: an expert cache that adapts between windows must
+// not be timed on a sequence it has already seen.
+std::vector<TokenId> bench_tokens(const Model& model, uint32_t n, uint64_t seed, bool starts_context = true) {
   std::vector<TokenId> ids;
   const TokenId bos = model.tokenizer().bos();
-  if (bos != kNoToken) ids.push_back(bos);
+  if (bos != kNoToken && starts_context) ids.push_back(bos);
   uint64_t state = seed * 0x2545f4914f6cdd1dull + 1;
   while (ids.size() < n) {
     uint64_t z = (state += 0x9e3779b97f4a7c15ull);
@@ -28,9 +28,9 @@ std::vector<TokenId> bench_tokens(const Model& model, uint32_t n, uint64_t seed)
   return ids;
 }
 
-// Seconds for one run of the test: ids[s] is slot s's sequence.
+// Seconds for one run of the test: ids[s] is slot s's sequence, fed after the slot's first test.depth positions.
 double run_once(Engine& engine, const BenchTest& test, const std::vector<std::vector<TokenId>>& ids) {
-  for (uint32_t s = 0; s < ids.size(); ++s) engine.cut(s, 0);
+  for (uint32_t s = 0; s < ids.size(); ++s) engine.cut(s, test.depth);
   const auto t0 = std::chrono::steady_clock::now();
   if (test.kind == BenchTest::Kind::Prompt) {
     engine.feed(0, ids[0]);
@@ -49,21 +49,24 @@ double run_once(Engine& engine, const BenchTest& test, const std::vector<std::ve
 // Each slot's ids for a run: slot s draws from its own seed.
 std::vector<std::vector<TokenId>> run_tokens(const Model& model, const BenchTest& test, uint32_t n, uint64_t seed) {
   std::vector<std::vector<TokenId>> ids;
-  for (uint32_t s = 0; s < test.slots; ++s) ids.push_back(bench_tokens(model, n, seed + 1000003ull * s));
+  for (uint32_t s = 0; s < test.slots; ++s) {
+    ids.push_back(bench_tokens(model, n, seed + 1000003ull * s, /*starts_context=*/test.depth == 0));
+  }
   return ids;
 }
 
 }  // namespace
 
 std::string BenchTest::name() const {
-  return (kind == Kind::Prompt ? "pp" : "tg") + std::to_string(n_tokens) + (slots > 1 ? " x" + std::to_string(slots) : "");
+  return (kind == Kind::Prompt ? "pp" : "tg") + std::to_string(n_tokens) + (slots > 1 ? " x" + std::to_string(slots) : "") +
+         (depth > 0 ? " @ d" + std::to_string(depth) : "");
 }
 
 BenchResult run_bench(Engine& engine, const BenchTest& test, int repetitions) {
   if (repetitions < 1) throw Error("bench: repetitions must be at least 1");
   if (test.n_tokens == 0) throw Error("bench: " + test.name() + " has no tokens");
-  if (test.n_tokens > engine.settings().context) {
-    throw Error("bench: " + test.name() + " needs a context of " + std::to_string(test.n_tokens) +
+  if (uint64_t{test.depth} + test.n_tokens > engine.settings().context) {
+    throw Error("bench: " + test.name() + " needs a context of " + std::to_string(uint64_t{test.depth} + test.n_tokens) +
                 " tokens; runtime.context is " + std::to_string(engine.settings().context));
   }
   if (test.slots == 0 || (test.slots > 1 && test.kind == BenchTest::Kind::Prompt)) {
@@ -78,6 +81,13 @@ BenchResult run_bench(Engine& engine, const BenchTest& test, int repetitions) {
   // the repetitions then measure that steady state rather than the cache's first minutes.
   const uint32_t warm_tokens =
       test.kind == BenchTest::Kind::Generate ? test.n_tokens : std::min<uint32_t>(test.n_tokens, 16);
+  // The depth: each slot's context before every run, fed once here as one prompt (untimed), with ids of its own.
+  if (test.depth > 0) {
+    for (uint32_t s = 0; s < test.slots; ++s) {
+      engine.cut(s, 0);
+      engine.feed(s, bench_tokens(engine.model(), test.depth, 7777777ull + s));
+    }
+  }
   const auto warm = run_tokens(engine.model(), test, warm_tokens, 0);
   run_once(engine, test, warm);
   BenchResult r{test, {}, 0, 0, 0, 0, 0};
