@@ -87,6 +87,7 @@ BenchResult run_bench(Engine& engine, const BenchTest& test, int repetitions) {
       engine.cut(s, 0);
       engine.feed(s, bench_tokens(engine.model(), test.depth, 7777777ull + s));
     }
+    engine.reset_expert_counts();  // the hybrid summary then describes the test (and its warm-up), not the depth
   }
   const auto warm = run_tokens(engine.model(), test, warm_tokens, 0);
   run_once(engine, test, warm);
