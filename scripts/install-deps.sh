@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages Strata builds with, only those that are missing. With --tests also what the whole
 # test suite needs: clang for the fuzzers, python3-jinja2, chromium and curl, and the npm packages of the server's
 # client tests (tests/serve/node_modules, pinned by its package-lock.json).
-# Usage: scripts/install-deps.sh [--tests]   (uses sudo when not root)
+# Usage: scripts/install-deps.sh [--tests | --ci]   (uses sudo when not root)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 
@@ -18,6 +18,8 @@ packages=(
 )
 tests=0
 [ "${1:-}" = "--tests" ] && tests=1
+# --ci: only git, which .ci/run needs for its clean clone before any other step runs.
+if [ "${1:-}" = "--ci" ]; then packages=(git ca-certificates); fi
 if [ "$tests" = 1 ]; then
   packages+=(
     # fuzzing (libFuzzer needs clang and its runtime)
