@@ -1,6 +1,14 @@
 # `strata plugins` lists every file examined with its verdict and exits 0, whatever the verdicts.
 include(${CMAKE_CURRENT_LIST_DIR}/common.inc)
 
+# plugins_with_launch(OUT FOLDER PLUGIN OPTIONS): `strata plugins` on a launch that finds plugins in ${FAKE}/FOLDER and
+# gives PLUGIN the YAML flow map OPTIONS; its stdout in OUT (exit 0 expected).
+function(plugins_with_launch out folder plugin options)
+  file(WRITE ${WORK}/${plugin}-launch.yaml "plugin_path: [${FAKE}/${folder}]\nplugins:\n  ${plugin}: ${options}\n")
+  strata_run(0 OUT text ARGS plugins --config ${WORK}/${plugin}-launch.yaml)
+  set(${out} "${text}" PARENT_SCOPE)
+endfunction()
+
 strata_run(0 OUT out ARGS plugins --plugin-path ${FAKE}/good --plugin-path ${FAKE}/bad_abi
            --plugin-path ${FAKE}/score0 --plugin-path ${FAKE}/init_fails --plugin-path ${FAKE}/garbage
            --plugin-path ${FAKE}/shadow)
@@ -19,11 +27,9 @@ expect_contains("${json}" "\"verdict\": \"usable\"")
 expect_contains("${json}" "\"name\": \"fake device 1\"")
 
 # Plugin options from a launch reach the plugin; one it does not know fails its init, named.
-file(WRITE ${WORK}/launch.yaml "plugin_path: [${FAKE}/good]\nplugins:\n  good: {devices: 3}\n")
-strata_run(0 OUT out ARGS plugins --config ${WORK}/launch.yaml)
+plugins_with_launch(out good good "{devices: 3}")
 expect_contains("${out}" "device 2:")
-file(WRITE ${WORK}/bad.yaml "plugin_path: [${FAKE}/good]\nplugins:\n  good: {colour: blue}\n")
-strata_run(0 OUT out ARGS plugins --config ${WORK}/bad.yaml)
+plugins_with_launch(out good good "{colour: blue}")
 expect_contains("${out}" "unknown option 'colour=blue'")
 
 # A plugin whose descriptor names options a launch must give is usable: without a launch giving them it is listed
@@ -43,12 +49,10 @@ string(JSON verdict GET "${json}" plugins 0 verdict)
 if(NOT required STREQUAL "token=TEXT" OR initialised OR NOT verdict STREQUAL "usable")
   message(FATAL_ERROR "needs_option in JSON: required ${required}, initialised ${initialised}, verdict ${verdict}:\n${json}")
 endif()
-file(WRITE ${WORK}/token.yaml "plugin_path: [${FAKE}/needs_option]\nplugins:\n  needs_option: {token: abc, devices: 1}\n")
-strata_run(0 OUT out ARGS plugins --config ${WORK}/token.yaml)
+plugins_with_launch(out needs_option needs_option "{token: abc, devices: 1}")
 expect_contains("${out}" "device 0: cpu [fake] fake device 0")
 # A launch that gives it options, but not the one it needs, is a launch asked for: its init fails, named.
-file(WRITE ${WORK}/no_token.yaml "plugin_path: [${FAKE}/needs_option]\nplugins:\n  needs_option: {devices: 1}\n")
-strata_run(0 OUT out ARGS plugins --config ${WORK}/no_token.yaml)
+plugins_with_launch(out needs_option needs_option "{devices: 1}")
 expect_contains("${out}" "init failed")
 expect_contains("${out}" "option token is required")
 
