@@ -248,14 +248,31 @@ if want link; then
   row "link probe (exit $?): $(grep -E 'link probe|pcie_frac' "$OUT/link.txt" | sed 's/^link probe on [^:]*: //' | tr '\n' ' ')"
 fi
 
+# tg_of FILE TEST: the rate of TEST (e.g. tg128) in a markdown table of strata bench or llama-bench, "M ± S".
+tg_of() { grep -E "\| +$2 +\|" "$1" | head -1 | grep -oE '[0-9.]+ ± [0-9.]+' | head -1; }
+# ratio A B: A / B of two "M ± S" cells (their means), two decimals; "-" when one is missing.
+ratio() { awk -v a="${1%% *}" -v b="${2%% *}" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else printf "-" }'; }
+# strata_hybrid TAG BUDGET BENCH-ARGS...: strata bench on cuda at an expert budget (with STRATA_HYBRID_OPTS), its table
+# in $OUT/TAG.md and its summaries in $OUT/TAG.log; the exit status is the bench's.
+strata_hybrid() {
+  local tag="$1" budget="$2"; shift 2
+  strata bench --model "$model" --backend cuda -o "experts.cache=$budget" ${STRATA_HYBRID_OPTS:-} "$@" \
+    > "$OUT/$tag.md" 2> "$OUT/$tag.log"
+}
+# peer_hybrid TAG NCMOE THREADS BENCH-ARGS...: llama-bench -ngl 99 -fa on with NCMOE layers' experts on the CPU.
+peer_hybrid() {
+  local tag="$1" ncmoe="$2" t="$3"; shift 3
+  "$peer" -m "$model" -ngl 99 -fa on -ncmoe "$ncmoe" -t "$t" "$@" > "$OUT/$tag.md" 2> "$OUT/$tag.log"
+}
+peer="${STRATA_PEER_CUDA:-$root/.device/peer-cuda/llama-bench}"
+export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:/usr/local/cuda/lib64"  # the peer's CUDA runtime and cuBLAS (shared)
+
 if want hybrid; then
-  hybrid_opts="${STRATA_HYBRID_OPTS:-}"  # e.g. "-o plugins.cpu_avx2.spin_us=2000": given to every hybrid bench
   for budget in ${STRATA_HYBRID_BUDGETS:-25%}; do
     [ "$budget" = "-" ] && continue
     tag="${budget%\%}"
     log "strata bench, cuda, hybrid experts.cache=$budget"
-    strata bench --model "$model" --backend cuda -o "experts.cache=$budget" $hybrid_opts -p 512 -n 128 -r "$reps" \
-      > "$OUT/bench-hybrid-$tag.md" 2> "$OUT/bench-hybrid-$tag.log"
+    strata_hybrid "bench-hybrid-$tag" "$budget" -p 512 -n 128 -r "$reps"
     rc=$?
     cat "$OUT/bench-hybrid-$tag.md"
     grep -E 'pcie_frac|hit rate|host placement|fast mode|simple mode|prompt path|experts per token' "$OUT/bench-hybrid-$tag.log" | head -12
@@ -265,8 +282,7 @@ if want hybrid; then
   first="$(echo "${STRATA_HYBRID_BUDGETS:-25%}" | awk '{print $1}')"
   if [ "${STRATA_HYBRID_SIMPLE:-0}" = 1 ]; then
     log "strata bench, cuda, hybrid experts.cache=$first, simple mode (runtime.graphs=false)"
-    strata bench --model "$model" --backend cuda -o "experts.cache=$first" -o runtime.graphs=false $hybrid_opts -p 512 -n 128 -r "$reps" \
-      > "$OUT/bench-hybrid-simple.md" 2> "$OUT/bench-hybrid-simple.log"
+    strata_hybrid bench-hybrid-simple "$first" -o runtime.graphs=false -p 512 -n 128 -r "$reps"
     rc=$?
     cat "$OUT/bench-hybrid-simple.md"
     row "strata hybrid cache $first, simple mode (exit $rc):"
@@ -274,8 +290,7 @@ if want hybrid; then
   fi
   if [ "${STRATA_HYBRID_POOL:-1}" = 1 ]; then
   log "strata bench, cuda, hybrid experts.cache=$first, pool alone (pcie_frac 0)"
-  strata bench --model "$model" --backend cuda -o "experts.cache=$first" -o experts.pcie_frac=0 $hybrid_opts -p 512 -n 128 -r "$reps" \
-    > "$OUT/bench-hybrid-pool.md" 2> "$OUT/bench-hybrid-pool.log"
+  strata_hybrid bench-hybrid-pool "$first" -o experts.pcie_frac=0 -p 512 -n 128 -r "$reps"
   rc=$?
   cat "$OUT/bench-hybrid-pool.md"
   row "strata hybrid cache $first, pool alone (exit $rc):"
@@ -556,12 +571,10 @@ if want desk; then
   rm -f /dev/shm/strata-desk.arena
 fi
 if want peer-hybrid; then
-  peer="${STRATA_PEER_CUDA:-$root/.device/peer-cuda/llama-bench}"
   for ncmoe in ${STRATA_PEER_NCMOE:-36}; do
   if [ -x "$peer" ]; then
     log "llama.cpp llama-bench -ngl 99 -fa on --n-cpu-moe $ncmoe -t $threads"
-    "$peer" -m "$model" -p 512 -n 128 -r "$reps" -ngl 99 -fa on -ncmoe "$ncmoe" -t "$threads" \
-      > "$OUT/bench-peer-hybrid-$ncmoe.md" 2> "$OUT/bench-peer-hybrid-$ncmoe.log"
+    peer_hybrid "bench-peer-hybrid-$ncmoe" "$ncmoe" "$threads" -p 512 -n 128 -r "$reps"
     rc=$?
     cat "$OUT/bench-peer-hybrid-$ncmoe.md"
     row "llama.cpp -ngl 99 -ncmoe $ncmoe ${skew:+($skew) }(exit $rc):"
@@ -572,7 +585,6 @@ if want peer-hybrid; then
   done
 fi
 if want peer-cuda; then
-  peer="${STRATA_PEER_CUDA:-$root/.device/peer-cuda/llama-bench}"
   if [ ! -x "$peer" ]; then
     row "llama.cpp CUDA: no binary at $peer (build one from a fetched copy; set STRATA_PEER_CUDA)"
   fi
@@ -586,23 +598,6 @@ if want peer-cuda; then
   fi
 fi
 
-# tg_of FILE TEST: the rate of TEST (e.g. tg128) in a markdown table of strata bench or llama-bench, "M ± S".
-tg_of() { grep -E "\| +$2 +\|" "$1" | head -1 | grep -oE '[0-9.]+ ± [0-9.]+' | head -1; }
-# ratio A B: A / B of two "M ± S" cells (their means), two decimals; "-" when one is missing.
-ratio() { awk -v a="${1%% *}" -v b="${2%% *}" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else printf "-" }'; }
-# strata_hybrid TAG BUDGET N REPS [ARGS...]: strata bench at an expert budget (tg only), into $OUT/TAG.md/.log.
-strata_hybrid() {
-  local tag="$1" budget="$2" n="$3" r="$4"; shift 4
-  strata bench --model "$model" --backend cuda -o "experts.cache=$budget" ${STRATA_HYBRID_OPTS:-} -p 0 -n "$n" \
-    -r "$r" "$@" > "$OUT/$tag.md" 2> "$OUT/$tag.log"
-}
-# peer_hybrid TAG NCMOE THREADS N REPS: llama-bench with NCMOE layers' experts on the CPU (tg only).
-peer_hybrid() {
-  "$peer" -m "$model" -p 0 -n "$4" -r "$5" -ngl 99 -fa on -ncmoe "$2" -t "$3" > "$OUT/$1.md" 2> "$OUT/$1.log"
-}
-peer="${STRATA_PEER_CUDA:-$root/.device/peer-cuda/llama-bench}"
-export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:/usr/local/cuda/lib64"  # the peer's CUDA runtime and cuBLAS (shared)
-
 if want rounds; then
   # Strata and llama.cpp in interleaved rounds (Strata, llama.cpp, Strata, llama.cpp), STRATA_ROUNDS of them
   # (default 2): at a 25% expert budget against -ncmoe 36 and at 0% against -ncmoe 48, tg128, the same file.
@@ -611,13 +606,13 @@ if want rounds; then
       set -- $pair
       tag="${1%\%}"
       log "round $round: strata at $1, then llama.cpp -ncmoe $2 -t $threads"
-      strata_hybrid "round$round-strata-$tag" "$1" 128 "$reps"
+      strata_hybrid "round$round-strata-$tag" "$1" -p 0 -n 128 -r "$reps"
       cat "$OUT/round$round-strata-$tag.md"
       grep -E 'CPU pool|pool read|host read' "$OUT/round$round-strata-$tag.log" | tail -3
       s_tg="$(tg_of "$OUT/round$round-strata-$tag.md" tg128)"
       p_tg="-"
       if [ -x "$peer" ]; then
-        peer_hybrid "round$round-peer-$2" "$2" "$threads" 128 "$reps"
+        peer_hybrid "round$round-peer-$2" "$2" "$threads" -p 0 -n 128 -r "$reps"
         cat "$OUT/round$round-peer-$2.md"
         p_tg="$(tg_of "$OUT/round$round-peer-$2.md" tg128)"
       fi
@@ -637,12 +632,12 @@ if want contention; then
       for _ in $(seq 1 "$busy"); do nice -n 19 sh -c 'while :; do :; done' & pids+=($!); done
     fi
     log "contention ($phase): strata at 25%"
-    strata_hybrid "contention-$phase-strata" 25% 128 "$reps"
+    strata_hybrid "contention-$phase-strata" 25% -p 0 -n 128 -r "$reps"
     cat "$OUT/contention-$phase-strata.md"
     if [ -x "$peer" ]; then
       for t in "$threads" $((threads / 2)); do
         log "contention ($phase): llama.cpp -ncmoe 36 -t $t"
-        peer_hybrid "contention-$phase-peer-t$t" 36 "$t" 32 1
+        peer_hybrid "contention-$phase-peer-t$t" 36 "$t" -p 0 -n 32 -r 1
         cat "$OUT/contention-$phase-peer-t$t.md"
       done
     fi
