@@ -19,7 +19,7 @@ packages=(
 tests=0
 [ "${1:-}" = "--tests" ] && tests=1
 # --ci: only git, which .ci/run needs for its clean clone before any other step runs.
-if [ "${1:-}" = "--ci" ]; then packages=(git ca-certificates); fi
+if [ "${1:-}" = "--ci" ]; then packages=(git); fi
 if [ "$tests" = 1 ]; then
   packages+=(
     # fuzzing (libFuzzer needs clang and its runtime)
