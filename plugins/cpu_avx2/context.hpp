@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "isa.hpp"
 #include "kernels.hpp"
@@ -31,6 +32,9 @@ class Context {
 
   const strata_host_api* host() const { return host_; }
   const Options& options() const { return options_; }
+  // How many threads compute and why that many, in words (set once at init).
+  const std::string& setup_line() const { return setup_line_; }
+  void set_setup_line(std::string line) { setup_line_ = std::move(line); }
   IsaPath path() const { return path_; }
   const KernelTable& kernels() const { return *kernels_; }
   ThreadPool& pool() { return pool_; }
@@ -48,6 +52,7 @@ class Context {
  private:
   const strata_host_api* host_;
   Options options_;
+  std::string setup_line_;
   IsaPath path_;
   const KernelTable* kernels_;
   ThreadPool pool_;

@@ -112,8 +112,11 @@ const strata_backend_v1 kBackend = {
     // Host memory: no device buffers (backend 1.1), no streams (1.2).
     nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
     nullptr, nullptr, nullptr, nullptr};
+const char* pool_describe(void* c) { return static_cast<Context*>(c)->setup_line().c_str(); }
+
 const strata_expert_pool_v1 kExpertPool = {
-    {sizeof(strata_expert_pool_v1), STRATA_EXPERT_POOL_MINOR}, worker_count, pool_compute, set_worker_limit};
+    {sizeof(strata_expert_pool_v1), STRATA_EXPERT_POOL_MINOR}, worker_count, pool_compute, set_worker_limit,
+    pool_describe};
 
 const void* get_interface(void*, const char* family, uint32_t version) {
   if (family == nullptr) return nullptr;
@@ -140,9 +143,9 @@ strata_status* init(const strata_host_api* host, const char* const* options, siz
     return host->status_new(STRATA_ERR_INVALID_ARGUMENT, ("cpu_avx2: " + error).c_str());
   }
   auto ctx = std::make_unique<Context>(host, opts);
-  // The set-up line: how many threads compute, and why that many.
-  ctx->log(STRATA_LOG_INFO, std::string(path_arch(ctx->path())) + ", " + opts.why +
-                                (opts.host_worker ? " + the calling thread" : "") + (opts.pin ? ", pinned" : ""));
+  // The set-up line: how many threads compute, and why that many (also the expert pool's describe()).
+  ctx->set_setup_line(opts.why + (opts.host_worker ? " + the calling thread" : "") + (opts.pin ? ", pinned" : ""));
+  ctx->log(STRATA_LOG_INFO, std::string(path_arch(ctx->path())) + ", " + ctx->setup_line());
   out->struct_size = sizeof *out;
   out->reserved0 = 0;
   out->ctx = ctx.release();

@@ -185,6 +185,9 @@ TEST(HybridSummary, AutoShareProbesTheLinkAndPrintsTheRoofline) {
   EXPECT_NE(summary.find("a MoE layer (planning "), std::string::npos) << summary;
   EXPECT_EQ(summary.rfind("hybrid set-up: experts in RAM: ", 0), 0u) << summary;
   EXPECT_NE(summary.find("from the link probe"), std::string::npos) << summary;
+  // The set-up line says how many threads the pool computes with and why (expert_pool 1.2's describe).
+  EXPECT_NE(summary.find("CPU pool: cpu_avx2 ("), std::string::npos) << summary;
+  EXPECT_NE(summary.find("+ the calling thread)"), std::string::npos) << summary;
   // The prompt path's cut-over, measured on the pool and the link: a window size from 1 to 8.
   const size_t cut = summary.find("prompt path: windows of more than ");
   ASSERT_NE(cut, std::string::npos) << summary;

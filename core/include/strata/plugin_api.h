@@ -363,7 +363,7 @@ typedef struct strata_backend_v1 {
 
 #define STRATA_EXPERT_POOL_FAMILY "expert_pool"
 #define STRATA_EXPERT_POOL_VERSION 1u
-#define STRATA_EXPERT_POOL_MINOR 1u
+#define STRATA_EXPERT_POOL_MINOR 2u
 
 typedef struct strata_expert_pool_v1 {
   strata_interface_header header;
@@ -375,6 +375,8 @@ typedef struct strata_expert_pool_v1 {
   strata_status* (*compute)(void* ctx, const strata_moe_op* moe, volatile uint32_t* done_flag, uint32_t done_value);
   /* 1.1: between calls; worker_count then reports the limit. */
   strata_status* (*set_worker_limit)(void* ctx, uint32_t n);
+  /* 1.2: one line for the host's set-up line: how many threads compute, and why that many. */
+  const char* (*describe)(void* ctx);
 } strata_expert_pool_v1;
 
 /* ---- family: balancer ------------------------------------------------------------------------------------- */

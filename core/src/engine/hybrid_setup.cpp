@@ -6,6 +6,7 @@
 #include "hybrid_moe.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -208,10 +209,16 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
                     "; host read " + std::to_string(rates_.cpu_read / 1e9).substr(0, 6) + " GB/s with " +
                     std::to_string(threads) + " threads; device copy " + std::to_string(rates_.hbm / 1e9).substr(0, 7) + " GB/s)";
   }
-  // worker_count counts every thread that computes, the calling one (the placer) included.
+  // worker_count counts every thread that computes, the calling one (the placer) included; a 1.2 pool says why.
   if (pool_) {
-    description_ += "; CPU pool: " + pool_.name + " (" + std::to_string(pool_.table->worker_count(pool_.ctx)) +
-                    " threads, the calling one included)";
+    const strata_expert_pool_v1& t = *pool_.table;
+    const bool described = t.header.minor >= 2 &&
+                           t.header.struct_size >= offsetof(strata_expert_pool_v1, describe) + sizeof(void*) &&
+                           t.describe != nullptr;
+    description_ += "; CPU pool: " + pool_.name + " (" +
+                    (described ? std::string(t.describe(pool_.ctx))
+                               : std::to_string(t.worker_count(pool_.ctx)) + " threads, the calling one included") +
+                    ")";
   }
   description_ += program_ ? "; fast mode (decode windows run as one device program)"
                            : "; simple mode (a host step per MoE layer)";
