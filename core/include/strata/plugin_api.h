@@ -38,6 +38,7 @@
  *   expert_pool 1.0  worker_count; compute(moe): one weighted row per (token, expert), never a summed row.
  *   expert_pool 1.1  set_worker_limit(n): later calls use at most n workers (0: all again), so that another
  *                    process gets the other cores (POOL_HOLD); the rows' bytes do not change.
+ *   expert_pool 1.2  describe(): one line, how many threads compute and why (the host's set-up line).
  *   balancer 1.0     observe(samples) after a window; choose(layer, misses) -> how many go over PCIe.
  *   link 1.0         peer residency lookup and liveness of the other engine.
  *
