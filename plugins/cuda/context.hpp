@@ -23,6 +23,8 @@ struct Options {
   bool fuse = true;          // run op patterns as fused kernels (fusions.cu); off: every op alone, same bytes
   bool overlap = true;       // let a kernel start while the one before it ends (dependent_launch.cuh; sm_90+)
   bool high_priority = false;  // the compute stream at the device's greatest priority (a peer link's service)
+  bool canonical_double = false;  // the `_f64ref` kernels: norms, RoPE, attention, softmax and router in double,
+                                  // the CPU engine's bits (runtime.canonical_double); off: float and tensor cores
 };
 
 // What scratch memory is for; each has one buffer, reused by every op that needs it.
