@@ -41,6 +41,15 @@ __host__ __device__ inline float div_c(float a, float b) {
 #endif
 }
 
+// IEEE (correctly rounded) square root, explicit on the device rather than left to -prec-sqrt.
+__host__ __device__ inline float sqrt_c(float a) {
+#ifdef STRATA_DEVICE_PASS
+  return __fsqrt_rn(a);
+#else
+  return std::sqrt(a);
+#endif
+}
+
 __host__ __device__ inline float float_from_bits(uint32_t u) {
 #ifdef STRATA_DEVICE_PASS
   return __uint_as_float(u);

@@ -5,7 +5,7 @@
 // the bytes launch_quantize_q8_1 writes (act_quant.cuh's quantize_block_q8_1) into ScratchSlot::ActQ8, recorded in
 // ctx.quantized(), so the MUL_MAT skips its own quantize launch. The sum is written too (it is the residual), and
 // the arithmetic is the separate ops' (add_x86; rms_row.cuh's 256-lane order, which a 32-lane group's short-row
-// path also follows), so the bytes are theirs.
+// path also follows, in float by default and in double with canonical_double), so the bytes are theirs.
 #include <climits>
 
 #include "act_quant.cuh"
@@ -30,7 +30,7 @@ struct AddNormArgs {
   char* dst;
   uint64_t d_stride;
   int64_t n;
-  double eps;
+  float eps;
   unsigned char* q8;  // nullptr: no Q8_1 copy; else n / 32 blocks per row, rows one after another
 };
 
@@ -42,8 +42,11 @@ __device__ __forceinline__ T* row_of(T* base, uint64_t stride, int64_t r) {
 // kPer > 0: the row fits in registers (n <= 256 * kPer): every load is issued before the first use (no store
 // between them), and the Q8_1 copy comes from registers: thread t holds values t + 256 s, so the 32 lanes of its
 // group hold block (t / 32) + 8 s in order, one value each (group_store_q8_1). kPer == 0: any length, in loops.
-template <bool kAdd, int kPer>
-__global__ void __launch_bounds__(kNormBlock) add_norm_rows(AddNormArgs a) {
+// T is the norm's arithmetic (rms_row.cuh): float in add_norm_rows, double in add_norm_rows_f64ref
+// (canonical_double), as op_rms_norm.cu's kernels in the same mode.
+template <class T, bool kAdd, int kPer>
+__device__ __forceinline__ void add_norm_row(const AddNormArgs& a) {
+  __shared__ T lanes[kNormBlock + 1];
   const int64_t r = blockIdx.x;
   const int t = static_cast<int>(threadIdx.x);
   const float* x = row_of(reinterpret_cast<const float*>(a.x), a.x_stride, r);
@@ -77,7 +80,7 @@ __global__ void __launch_bounds__(kNormBlock) add_norm_rows(AddNormArgs a) {
         v[s] = i < a.n ? x[i] : 0.0f;
       }
     }
-    double acc = 0.0;
+    T acc = 0;
 #pragma unroll
     for (int s = 0; s < kPer; ++s) {
       if (t + kNormBlock * s < a.n) acc = norm_accumulate(acc, v[s]);
@@ -91,13 +94,11 @@ __global__ void __launch_bounds__(kNormBlock) add_norm_rows(AddNormArgs a) {
       }
     }
     // Every thread has read its inputs before the barrier in the sum: y may be x or the sum.
-    const double scale = rms_scale(norm_block_sum(acc), a.n, a.eps);
+    const T scale = rms_scale(norm_block_sum(acc, lanes), a.n, static_cast<T>(a.eps));
 #pragma unroll
     for (int s = 0; s < kPer; ++s) {
       const int64_t i = t + kNormBlock * s;
-      double q = static_cast<double>(v[s]) * scale;  // rms_value, with the weight already in a register
-      if (a.w != nullptr) q = q * static_cast<double>(wv[s]);
-      v[s] = static_cast<float>(q);
+      v[s] = rms_value_w(v[s], scale, a.w != nullptr, wv[s]);  // the weight already in a register
       if (i < a.n) y[i] = v[s];
     }
     if (a.q8 == nullptr) return;
@@ -111,7 +112,7 @@ __global__ void __launch_bounds__(kNormBlock) add_norm_rows(AddNormArgs a) {
   } else {
     wait_for_inputs();
     start_dependents();
-    double acc = 0.0;
+    T acc = 0;
     if constexpr (kAdd) {
       const float* pa = row_of(reinterpret_cast<const float*>(a.a), a.a_stride, r);
       const float* pb = row_of(reinterpret_cast<const float*>(a.b), a.b_stride, r);
@@ -124,7 +125,7 @@ __global__ void __launch_bounds__(kNormBlock) add_norm_rows(AddNormArgs a) {
     } else {
       for (int64_t i = t; i < a.n; i += kNormBlock) acc = norm_accumulate(acc, x[i]);
     }
-    const double scale = rms_scale(norm_block_sum(acc), a.n, a.eps);
+    const T scale = rms_scale(norm_block_sum(acc, lanes), a.n, static_cast<T>(a.eps));
     // x[i] is this thread's own value (the sum it wrote); y may be x (in place): read before written, one thread.
     for (int64_t i = t; i < a.n; i += kNormBlock) y[i] = rms_value(x[i], scale, a.w, i);
     if (a.q8 == nullptr) return;
@@ -144,18 +145,34 @@ __global__ void __launch_bounds__(kNormBlock) add_norm_rows(AddNormArgs a) {
   }
 }
 
+template <bool kAdd, int kPer>
+__global__ void __launch_bounds__(kNormBlock) add_norm_rows(AddNormArgs a) {
+  add_norm_row<float, kAdd, kPer>(a);
+}
+template <bool kAdd, int kPer>
+__global__ void __launch_bounds__(kNormBlock) add_norm_rows_f64ref(AddNormArgs a) {
+  add_norm_row<double, kAdd, kPer>(a);
+}
+
+template <bool kAdd, int kPer>
+void launch_rows(const Context& ctx, const AddNormArgs& a, unsigned rows) {
+  auto* kernel = add_norm_rows<kAdd, kPer>;
+  if (ctx.options().canonical_double) kernel = add_norm_rows_f64ref<kAdd, kPer>;
+  launch_dependent(ctx, kernel, rows, kNormBlock, 0, a);
+}
+
 // The launch for rows of n values: the register variant when the row fits (up to 16 values a thread: n <= 4096).
 template <bool kAdd>
 void launch_add_norm(const Context& ctx, const AddNormArgs& a, unsigned rows) {
   const int64_t per = (a.n + kNormBlock - 1) / kNormBlock;
   if (per <= 4) {
-    launch_dependent(ctx, add_norm_rows<kAdd, 4>, rows, kNormBlock, 0, a);
+    launch_rows<kAdd, 4>(ctx, a, rows);
   } else if (per <= 8) {
-    launch_dependent(ctx, add_norm_rows<kAdd, 8>, rows, kNormBlock, 0, a);
+    launch_rows<kAdd, 8>(ctx, a, rows);
   } else if (per <= 16) {
-    launch_dependent(ctx, add_norm_rows<kAdd, 16>, rows, kNormBlock, 0, a);
+    launch_rows<kAdd, 16>(ctx, a, rows);
   } else {
-    launch_dependent(ctx, add_norm_rows<kAdd, 0>, rows, kNormBlock, 0, a);
+    launch_rows<kAdd, 0>(ctx, a, rows);
   }
 }
 
@@ -200,7 +217,7 @@ size_t fuse_add_norm(Context& ctx, const strata_op* ops, size_t i, size_t n) {
   a.dst = static_cast<char*>(y.data);
   a.d_stride = y.nb[1];
   a.n = nv;
-  a.eps = static_cast<double>(norm.f[0]);
+  a.eps = norm.f[0];
   forget_quantized_writes(ctx, ops + i, used);
   if (quantize) {
     const uint64_t bytes = static_cast<uint64_t>(nv / 32) * kQ8Bytes * static_cast<uint64_t>(rows);

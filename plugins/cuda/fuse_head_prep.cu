@@ -3,9 +3,9 @@
 //   KV_STORE(key cache <- k')  KV_STORE(value cache <- v)
 // (qwen3: all six; llama: the ropes and stores; any run of two or more of them in this shape), run as one launch:
 // one 32-lane group per (head, token) takes its row through norm, rope and store in registers and shared memory,
-// with the very arithmetic of the separate ops (rms_row.cuh, rope_pair.cuh, kv_store_block.cuh) and writing every
-// buffer they write (q_alt, k_alt included), so the bytes are theirs. A store whose source is not a rope's output
-// (v) is a job of its own, cut into rows of the head size.
+// with the very arithmetic of the separate ops (rms_row.cuh, rope_pair.cuh, kv_store_block.cuh; float by default,
+// double with canonical_double) and writing every buffer they write (q_alt, k_alt included), so the bytes are
+// theirs. A store whose source is not a rope's output (v) is a job of its own, cut into rows of the head size.
 #include <algorithm>
 
 #include "dependent_launch.cuh"
@@ -34,11 +34,11 @@ struct HeadJob {
   char* norm_dst;  // nullptr: no norm
   uint64_t norm_unit, norm_tok;
   const float* norm_w;  // nullptr: no weight
-  double eps;
+  float eps;
   char* rope_dst;  // nullptr: no rope
   uint64_t rope_unit, rope_tok;
   const int32_t* rope_pos;
-  double rope_scale;
+  float rope_scale;
   int n_rot;
   bool neox;
   char* cache;  // nullptr: no store; unit u of column pos[t] starts at value u * n
@@ -51,7 +51,7 @@ struct HeadJob {
 
 struct HeadPrepArgs {
   HeadJob job[kMaxJobs];
-  double inv_freq[kRopeMaxPairs];  // the ropes' one table (their parameters are equal)
+  RopeFreqs freq;  // the ropes' one table (their parameters are equal): doubles for the _f64ref kernel
 };
 
 __device__ __forceinline__ const float* row_at(const char* base, uint64_t unit, uint64_t tok, int u, int64_t t) {
@@ -61,8 +61,10 @@ __device__ __forceinline__ float* row_at(char* base, uint64_t unit, uint64_t tok
   return reinterpret_cast<float*>(base + static_cast<uint64_t>(u) * unit + static_cast<uint64_t>(t) * tok);
 }
 
-// blockIdx.z is the job, blockIdx.y the token, blockIdx.x a pair of units.
-__global__ void __launch_bounds__(kThreads) head_prep_kernel(HeadPrepArgs a) {
+// blockIdx.z is the job, blockIdx.y the token, blockIdx.x a pair of units. T is the norm's and rope's arithmetic
+// (rms_row.cuh, rope_pair.cuh): float in head_prep_kernel, double in head_prep_kernel_f64ref (canonical_double).
+template <class T>
+__device__ __forceinline__ void head_prep(const HeadPrepArgs& a) {
   __shared__ float rows[kGroups][kMaxRow];
   wait_for_inputs();  // before any return (dependent_launch.cuh)
   start_dependents();
@@ -83,7 +85,7 @@ __global__ void __launch_bounds__(kThreads) head_prep_kernel(HeadPrepArgs a) {
     v[s] = i < j.n ? x[i] : 0.0f;
   }
   if (j.norm_dst != nullptr) {
-    const double scale = rms_scale(norm_group_sum_squares(v), j.n, j.eps);
+    const T scale = rms_scale(norm_group_sum_squares<T>(v), j.n, static_cast<T>(j.eps));
     float* y = row_at(j.norm_dst, j.norm_unit, j.norm_tok, u, t);
 #pragma unroll
     for (int s = 0; s < kNormSlots; ++s) {
@@ -103,13 +105,19 @@ __global__ void __launch_bounds__(kThreads) head_prep_kernel(HeadPrepArgs a) {
 
   if (j.rope_dst != nullptr) {
     float* y = row_at(j.rope_dst, j.rope_unit, j.rope_tok, u, t);
-    const double p = static_cast<double>(j.rope_pos[t]);
+    const int32_t p = j.rope_pos[t];
     // Each pair is read and rewritten by one lane only.
     for (int k = lane; k < j.n_rot / 2; k += kNormGroup) {
       int ia, ib;
       rope_pair_index(k, j.n_rot, j.neox, ia, ib);
       float ya, yb;
-      rope_rotate(r[ia], r[ib], p, j.rope_scale, a.inv_freq[k], ya, yb);
+      if constexpr (sizeof(T) == sizeof(double)) {
+        rope_rotate(r[ia], r[ib], static_cast<double>(p), static_cast<double>(j.rope_scale), a.freq.d[k], ya, yb);
+      } else {
+        float sn, cs;
+        rope_sincos_f(p, j.rope_scale, a.freq.f.hi[k], a.freq.f.lo[k], sn, cs);
+        rope_rotate_f(r[ia], r[ib], sn, cs, ya, yb);
+      }
       r[ia] = ya;
       r[ib] = yb;
       if (live) {
@@ -138,6 +146,9 @@ __global__ void __launch_bounds__(kThreads) head_prep_kernel(HeadPrepArgs a) {
     }
   }
 }
+
+__global__ void __launch_bounds__(kThreads) head_prep_kernel(HeadPrepArgs a) { head_prep<float>(a); }
+__global__ void __launch_bounds__(kThreads) head_prep_kernel_f64ref(HeadPrepArgs a) { head_prep<double>(a); }
 
 // ---- matching -------------------------------------------------------------------------------------------------
 
@@ -278,7 +289,7 @@ size_t fuse_head_prep(Context& ctx, const strata_op* ops, size_t i, size_t n) {
       job.norm_unit = norm->dst.nb[1];
       job.norm_tok = norm->dst.nb[2];
       job.norm_w = static_cast<const float*>(norm->src[1].data);
-      job.eps = static_cast<double>(norm->f[0]);
+      job.eps = norm->f[0];
       jt[c].writes[0] = &norm->dst;
       jt[c].reads[1] = &norm->src[1];
     }
@@ -286,7 +297,7 @@ size_t fuse_head_prep(Context& ctx, const strata_op* ops, size_t i, size_t n) {
     job.rope_unit = rope.dst.nb[1];
     job.rope_tok = rope.dst.nb[2];
     job.rope_pos = static_cast<const int32_t*>(rope.src[1].data);
-    job.rope_scale = static_cast<double>(rope.f[1]);
+    job.rope_scale = rope.f[1];
     job.n_rot = rope.i[1];
     job.neox = rope.i[0] == kRopeModeNeox;
     jt[c].reads[0] = &src;
@@ -323,15 +334,13 @@ size_t fuse_head_prep(Context& ctx, const strata_op* ops, size_t i, size_t n) {
   }
   const int n_jobs = chains + lones;
   if (!same_tokens || n_tok <= 0 || !jobs_independent(jt, n_jobs)) return 0;
-  if (chains > 0) {
-    const strata_op& rope = *ropes[0];
-    for (int k = 0; k < rope.i[1] / 2; ++k) a.inv_freq[k] = format::rope_inv_freq(static_cast<double>(rope.f[0]), k, rope.i[1]);
-  }
+  const bool f64 = ctx.options().canonical_double;
+  if (chains > 0) rope_fill_freqs(a.freq, ropes[0]->f[0], ropes[0]->i[1], f64);
 
   forget_quantized_writes(ctx, ops + i, used);
   const dim3 grid(static_cast<unsigned>((max_units + kGroups - 1) / kGroups), static_cast<unsigned>(n_tok),
                   static_cast<unsigned>(n_jobs));
-  launch_dependent(ctx, head_prep_kernel, grid, kThreads, 0, a);
+  launch_dependent(ctx, f64 ? head_prep_kernel_f64ref : head_prep_kernel, grid, kThreads, 0, a);
   check_launch("head preparation (fused RMS_NORM, ROPE, KV_STORE)");
   return used;
 }

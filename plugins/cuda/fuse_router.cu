@@ -32,10 +32,10 @@ struct StagedArgs {
   int64_t dst_stride;
 };
 
-template <FloatWeight W, int NT, int P>
-__global__ void __launch_bounds__(kStageThreads) mul_mat_route_kernel(StagedArgs m, RouterArgs r, unsigned* done) {
+template <class T, FloatWeight W, int NT, int P>
+__device__ __forceinline__ void mul_mat_route(const StagedArgs& m, const RouterArgs& r, unsigned* done) {
   extern __shared__ float4 staged_quads[];  // the staged rows, then the router's scores
-  __shared__ double partial_max[kRouterMaxWarps], partial_sum[kRouterMaxWarps];
+  __shared__ T partial_max[kRouterMaxWarps], partial_sum[kRouterMaxWarps];
   __shared__ bool last;
   {  // the block's weight rows are the model's: on their way to L2 before the previous kernel ends
     const int row0 = static_cast<int>(blockIdx.x) * m.rpb;
@@ -54,21 +54,37 @@ __global__ void __launch_bounds__(kStageThreads) mul_mat_route_kernel(StagedArgs
   __syncthreads();
   if (!last) return;
   // Every block's logits are written; the last block reads them through volatile loads (never a stale line).
-  auto* smem = reinterpret_cast<double*>(staged_quads);
+  auto* smem = reinterpret_cast<T*>(staged_quads);
   const int n_threads = router_threads(r.n_expert, P);
   for (int t = 0; t < m.n_tok; ++t) {
     if (t > 0) __syncthreads();  // the previous token's shared memory is read to the end
-    route_token<P, const volatile float>(r, t, n_threads, smem, partial_max, partial_sum);
+    route_token<T, P, const volatile float>(r, t, n_threads, smem, partial_max, partial_sum);
   }
+}
+
+// The router's arithmetic in float (the default) or in double (canonical_double), as op_router.cu's kernels.
+template <FloatWeight W, int NT, int P>
+__global__ void __launch_bounds__(kStageThreads) mul_mat_route_kernel(StagedArgs m, RouterArgs r, unsigned* done) {
+  mul_mat_route<float, W, NT, P>(m, r, done);
+}
+template <FloatWeight W, int NT, int P>
+__global__ void __launch_bounds__(kStageThreads) mul_mat_route_kernel_f64ref(StagedArgs m, RouterArgs r,
+                                                                            unsigned* done) {
+  mul_mat_route<double, W, NT, P>(m, r, done);
 }
 
 template <FloatWeight W, int NT>
 void launch(const StagedArgs& m, const RouterArgs& r, unsigned* done, unsigned blocks, size_t smem,
             const Context& ctx) {
+  const bool f64 = ctx.options().canonical_double;
   if (router_per_thread(r.n_expert) == 1) {
-    launch_dependent(ctx, mul_mat_route_kernel<W, NT, 1>, blocks, kStageThreads, smem, m, r, done);
+    auto* kernel = mul_mat_route_kernel<W, NT, 1>;
+    if (f64) kernel = mul_mat_route_kernel_f64ref<W, NT, 1>;
+    launch_dependent(ctx, kernel, blocks, kStageThreads, smem, m, r, done);
   } else {
-    launch_dependent(ctx, mul_mat_route_kernel<W, NT, kRouterPerThread>, blocks, kStageThreads, smem, m, r, done);
+    auto* kernel = mul_mat_route_kernel<W, NT, kRouterPerThread>;
+    if (f64) kernel = mul_mat_route_kernel_f64ref<W, NT, kRouterPerThread>;
+    launch_dependent(ctx, kernel, blocks, kStageThreads, smem, m, r, done);
   }
 }
 

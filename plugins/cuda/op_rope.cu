@@ -1,6 +1,7 @@
-// ROPE: rotates the pairs of each head of q or k by the angle of the token's position, in double and rounded to
-// float once, the same bits as the reference (docs/CANONICAL_ARITHMETIC.md section 6): inv_freq_p from the host's
-// libm (rope_inv_freq, passed in the kernel's arguments), theta = (pos * freq_scale) * inv_freq_p, sincos_d,
+// ROPE: rotates the pairs of each head of q or k by the angle of the token's position (docs/CANONICAL_ARITHMETIC.md
+// section 6, rope_pair.cuh): inv_freq_p from the host's libm (rope_inv_freq, passed in the kernel's arguments);
+// by default in float with a float-float angle (rope_sincos_f); with canonical_double in double rounded to float
+// once, the same bits as the reference: theta = (pos * freq_scale) * inv_freq_p, sincos_d,
 // (a, b) -> (a cos - b sin, a sin + b cos). Mode 0 pairs (2p, 2p + 1), mode 2 (neox) pairs (p, p + n_rot / 2);
 // values from n_rot on are copied. One block per (head, token); positions are read on the device.
 #include <string>
@@ -26,25 +27,36 @@ struct RopeArgs {
   int64_t head_dim;
   int n_rot;
   bool neox;
-  double scale;
-  double inv_freq[kMaxPairs];
+  float scale;
+  RopeFreqs freq;  // doubles for rope_heads_f64ref, hi/lo floats for rope_heads
 };
 
-__global__ void rope_heads(RopeArgs a) {
+// T is the arithmetic: float (rope_heads) or double (rope_heads_f64ref, canonical_double).
+template <class T>
+__device__ __forceinline__ void rope_block(const RopeArgs& a) {
   const int64_t h = blockIdx.x, t = blockIdx.y;
   const auto* x =
       reinterpret_cast<const float*>(a.x + static_cast<uint64_t>(h) * a.x_head + static_cast<uint64_t>(t) * a.x_tok);
   auto* y = reinterpret_cast<float*>(a.dst + static_cast<uint64_t>(h) * a.d_head + static_cast<uint64_t>(t) * a.d_tok);
-  const double p = static_cast<double>(a.pos[t]);
+  const int32_t pos = a.pos[t];
   const int half = a.n_rot / 2;
   for (int k = static_cast<int>(threadIdx.x); k < half; k += kBlock) {
     int ia, ib;
     rope_pair_index(k, a.n_rot, a.neox, ia, ib);
     // In place (dst == src0) is safe: this thread alone reads and writes ia and ib.
-    rope_rotate(x[ia], x[ib], p, a.scale, a.inv_freq[k], y[ia], y[ib]);
+    if constexpr (sizeof(T) == sizeof(double)) {
+      rope_rotate(x[ia], x[ib], static_cast<double>(pos), static_cast<double>(a.scale), a.freq.d[k], y[ia], y[ib]);
+    } else {
+      float s, c;
+      rope_sincos_f(pos, a.scale, a.freq.f.hi[k], a.freq.f.lo[k], s, c);
+      rope_rotate_f(x[ia], x[ib], s, c, y[ia], y[ib]);
+    }
   }
   for (int64_t i = a.n_rot + threadIdx.x; i < a.head_dim; i += kBlock) y[i] = x[i];
 }
+
+__global__ void rope_heads(RopeArgs a) { rope_block<float>(a); }
+__global__ void rope_heads_f64ref(RopeArgs a) { rope_block<double>(a); }
 
 }  // namespace
 
@@ -82,10 +94,11 @@ void run_rope(Context& ctx, const strata_op& op) {
   a.head_dim = x.ne[0];
   a.n_rot = op.i[1];
   a.neox = op.i[0] == kModeNeox;
-  a.scale = static_cast<double>(op.f[1]);
-  for (int k = 0; k < a.n_rot / 2; ++k) a.inv_freq[k] = format::rope_inv_freq(static_cast<double>(op.f[0]), k, a.n_rot);
+  a.scale = op.f[1];
+  const bool f64 = ctx.options().canonical_double;
+  rope_fill_freqs(a.freq, op.f[0], a.n_rot, f64);
   const dim3 grid(static_cast<unsigned>(x.ne[1]), static_cast<unsigned>(x.ne[2]));
-  rope_heads<<<grid, kBlock, 0, ctx.stream()>>>(a);
+  (f64 ? rope_heads_f64ref : rope_heads)<<<grid, kBlock, 0, ctx.stream()>>>(a);
   check_launch("ROPE");
 }
 

@@ -1,6 +1,6 @@
 // ROUTER: per token, the k experts with the largest gate probability (+ selection bias) and their weights, in
-// double as the reference, one small block a token (router_block.cuh has the arithmetic, shared with the fused
-// MUL_MAT + ROUTER of fuse_router.cu).
+// float by default or in double as the reference with canonical_double (route_tokens_f64ref), one small block a
+// token (router_block.cuh has the arithmetic, shared with the fused MUL_MAT + ROUTER of fuse_router.cu).
 #include <string>
 
 #include "ops.hpp"
@@ -12,11 +12,21 @@ namespace {
 
 using format::GgmlType;
 
+template <class T, int P>
+__device__ __forceinline__ void route_block(const RouterArgs& a) {
+  extern __shared__ __align__(8) unsigned char router_smem[];
+  __shared__ T partial_max[kRouterMaxWarps], partial_sum[kRouterMaxWarps];
+  route_token<T, P, const float>(a, blockIdx.x, static_cast<int>(blockDim.x), reinterpret_cast<T*>(router_smem),
+                                 partial_max, partial_sum);
+}
+
 template <int P>  // experts a thread
 __global__ void __launch_bounds__(kRouterMaxThreads) route_tokens(RouterArgs a) {
-  extern __shared__ double smem[];
-  __shared__ double partial_max[kRouterMaxWarps], partial_sum[kRouterMaxWarps];
-  route_token<P, const float>(a, blockIdx.x, static_cast<int>(blockDim.x), smem, partial_max, partial_sum);
+  route_block<float, P>(a);
+}
+template <int P>
+__global__ void __launch_bounds__(kRouterMaxThreads) route_tokens_f64ref(RouterArgs a) {
+  route_block<double, P>(a);
 }
 
 }  // namespace
@@ -51,11 +61,10 @@ void run_router(Context& ctx, const strata_op& op) {
   const auto tokens = static_cast<unsigned>(op.src[0].ne[1]);
   const int per_thread = router_per_thread(a.n_expert);
   const auto threads = static_cast<unsigned>(router_threads(a.n_expert, per_thread));
-  if (per_thread == 1) {
-    route_tokens<1><<<tokens, threads, smem, ctx.stream()>>>(a);
-  } else {
-    route_tokens<kRouterPerThread><<<tokens, threads, smem, ctx.stream()>>>(a);
-  }
+  const bool f64 = ctx.options().canonical_double;
+  auto* kernel = per_thread == 1 ? route_tokens<1> : route_tokens<kRouterPerThread>;
+  if (f64) kernel = per_thread == 1 ? route_tokens_f64ref<1> : route_tokens_f64ref<kRouterPerThread>;
+  kernel<<<tokens, threads, smem, ctx.stream()>>>(a);
   check_launch("ROUTER");
 }
 

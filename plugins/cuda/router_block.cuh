@@ -1,10 +1,13 @@
 // ROUTER's per-token arithmetic, shared by op_router.cu (one block a token) and the fused MUL_MAT + ROUTER
 // (fuse_router.cu, whose last block routes the logits the launch just wrote), so both give the same bits.
 //
-// Per token, the k experts with the largest gate probability (+ selection bias) and their weights, in double as
-// the reference: p_e = softmax(l)_e or sigmoid(l_e); order by p_e + bias_e descending, ties to the lower expert id
-// (the reference's stable sort); weight = p_e [/ sum of the k chosen p, summed in rank order] * f[0], rounded to
-// float. The token's first n_threads threads (whole warps, router_threads) take one expert each up to kMaxThreads
+// Per token, the k experts with the largest gate probability (+ selection bias) and their weights: p_e =
+// softmax(l)_e or sigmoid(l_e); order by p_e + bias_e descending, ties to the lower expert id (the reference's
+// stable sort); weight = p_e [/ sum of the k chosen p, summed in rank order] * f[0]. T is the arithmetic: float by
+// default (exp_c; softmax: m = max l, p_e = exp_c(l_e - m) / total with total summed in the block's fixed order
+// (each thread its experts in order, the warp's xor butterfly, the warps in order); sigmoid: 1 / (1 + exp_c(-l)),
+// IEEE divisions), double with canonical_double (the `_f64ref` kernels: the library's exp, rounded to float once,
+// as the reference). The token's first n_threads threads (whole warps, router_threads) take one expert each up to kMaxThreads
 // experts (a decode token's 128 experts take 4 warps), else kPerThread experts each; each keeps its experts'
 // probabilities in registers, an expert's rank is the number of experts ahead of it (every thread scans the scores
 // in shared memory), and the block meets at four barriers only (maximum, sum, scores, chosen). Threads of the
@@ -14,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "canonical_math.cuh"
 #include "gpu_runtime.cuh"
 #include "strata/plugin_api.h"
 #include "warp_reduce.cuh"
@@ -35,7 +39,7 @@ struct RouterArgs {
   uint64_t l_stride, id_stride, w_stride;
   int n_expert, k;
   bool sigmoid, normalize;
-  double factor;
+  float factor;
 };
 
 // A ROUTER op's arguments (its check passed).
@@ -52,7 +56,7 @@ inline RouterArgs router_args(const strata_op& op) {
           op.i[0],
           op.i[1] == 1,
           op.i[2] != 0,
-          static_cast<double>(op.f[0])};
+          op.f[0]};
 }
 
 // Experts a thread: one up to kRouterMaxThreads experts, else kRouterPerThread.
@@ -64,77 +68,86 @@ __host__ __device__ inline int router_threads(int n_expert, int per_thread) {
   return kWarp * ((n_expert + per_warp - 1) / per_warp);
 }
 
-// Dynamic shared memory of a token: its scores and the chosen probabilities (doubles).
+// Dynamic shared memory of a token: its scores and the chosen probabilities (doubles, or floats in the same room).
 inline size_t router_shared_bytes(int n_expert, int k) {
   return (static_cast<size_t>(n_expert) + static_cast<size_t>(k)) * sizeof(double);
 }
 
+__device__ __forceinline__ float router_max(float a, float b) { return fmaxf(a, b); }
+__device__ __forceinline__ double router_max(double a, double b) { return fmax(a, b); }
+__device__ __forceinline__ float router_exp(float x) { return exp_c(x); }
+__device__ __forceinline__ double router_exp(double x) { return exp(x); }
+__device__ __forceinline__ float router_div(float a, float b) { return div_c(a, b); }
+__device__ __forceinline__ double router_div(double a, double b) { return a / b; }
+
 // Warp maxima (resp. sums) of the first n_warps warps meet in `partial`, one value a warp, after one barrier (every
 // thread of the block calls it); every thread adds those warps' values in warp order, so all hold the same bits.
-__device__ __forceinline__ double router_warps_max(double v, double* partial, int n_warps) {
+template <class T>
+__device__ __forceinline__ T router_warps_max(T v, T* partial, int n_warps) {
   v = warp_max(v);
   if (threadIdx.x % kWarp == 0 && static_cast<int>(threadIdx.x / kWarp) < n_warps) partial[threadIdx.x / kWarp] = v;
   __syncthreads();
-  double best = partial[0];
-  for (int w = 1; w < n_warps; ++w) best = fmax(best, partial[w]);
+  T best = partial[0];
+  for (int w = 1; w < n_warps; ++w) best = router_max(best, partial[w]);
   return best;
 }
 
-__device__ __forceinline__ double router_warps_sum(double v, double* partial, int n_warps) {
+template <class T>
+__device__ __forceinline__ T router_warps_sum(T v, T* partial, int n_warps) {
   v = warp_sum(v);
   if (threadIdx.x % kWarp == 0 && static_cast<int>(threadIdx.x / kWarp) < n_warps) partial[threadIdx.x / kWarp] = v;
   __syncthreads();
-  double total = partial[0];
+  T total = partial[0];
   for (int w = 1; w < n_warps; ++w) total += partial[w];
   return total;
 }
 
 // Routes token `token` with the block's first n_threads threads (router_threads(n_expert, P), at most
 // kRouterMaxThreads); every thread of the block calls it. `smem` holds router_shared_bytes, `partial_max` and
-// `partial_sum` kRouterMaxWarps doubles each. Logit is `const float` or, where other blocks of the same launch
+// `partial_sum` kRouterMaxWarps values of T each. Logit is `const float` or, where other blocks of the same launch
 // wrote the logits, `const volatile float` (read from the coherent level, not a stale cache line).
-template <int P, class Logit>
-__device__ inline void route_token(const RouterArgs& a, int64_t token, int n_threads, double* smem,
-                                   double* partial_max, double* partial_sum) {
-  double* score = smem;                // [n_expert]
-  double* chosen = smem + a.n_expert;  // [k] probabilities in rank order
+template <class T, int P, class Logit>
+__device__ __forceinline__ void route_token(const RouterArgs& a, int64_t token, int n_threads, T* smem,
+                                            T* partial_max, T* partial_sum) {
+  T* score = smem;                // [n_expert]
+  T* chosen = smem + a.n_expert;  // [k] probabilities in rank order
   const int tid = static_cast<int>(threadIdx.x), n_warps = n_threads / kWarp;
   const bool active = tid < n_threads;
   auto* l = reinterpret_cast<Logit*>(a.logits + static_cast<uint64_t>(token) * a.l_stride);
   // The bias is read with the logits: a load after the first barrier would wait a second memory round trip.
-  double p[P], b[P];
+  T p[P], b[P];
 #pragma unroll
   for (int j = 0; j < P; ++j) {
     const int e = tid + j * n_threads;
     const bool mine = active && e < a.n_expert;
-    p[j] = mine ? static_cast<double>(l[e]) : -INFINITY;
-    b[j] = mine && a.bias != nullptr ? static_cast<double>(a.bias[e]) : 0.0;
+    p[j] = mine ? static_cast<T>(l[e]) : static_cast<T>(-INFINITY);
+    b[j] = mine && a.bias != nullptr ? static_cast<T>(a.bias[e]) : T(0);
   }
   if (a.sigmoid) {
 #pragma unroll
-    for (int j = 0; j < P; ++j) p[j] = 1.0 / (1.0 + exp(-p[j]));
+    for (int j = 0; j < P; ++j) p[j] = router_div(T(1), T(1) + router_exp(-p[j]));
   } else {
-    double m = p[0];
+    T m = p[0];
 #pragma unroll
-    for (int j = 1; j < P; ++j) m = fmax(m, p[j]);
+    for (int j = 1; j < P; ++j) m = router_max(m, p[j]);
     m = router_warps_max(m, partial_max, n_warps);
-    double total = 0.0;
+    T total = 0;
 #pragma unroll
     for (int j = 0; j < P; ++j) {
       if (active && tid + j * n_threads < a.n_expert) {
-        p[j] = exp(p[j] - m);
+        p[j] = router_exp(p[j] - m);
         total += p[j];
       }
     }
     total = router_warps_sum(total, partial_sum, n_warps);
 #pragma unroll
-    for (int j = 0; j < P; ++j) p[j] = p[j] / total;
+    for (int j = 0; j < P; ++j) p[j] = router_div(p[j], total);
   }
-  double s[P];
+  T s[P];
 #pragma unroll
   for (int j = 0; j < P; ++j) {
     const int e = tid + j * n_threads;
-    s[j] = 0.0;
+    s[j] = 0;
     if (active && e < a.n_expert) {
       s[j] = p[j] + b[j];
       score[e] = s[j];
@@ -151,7 +164,7 @@ __device__ inline void route_token(const RouterArgs& a, int64_t token, int n_thr
     for (int j = 0; j < P; ++j) rank[j] = 0;
 #pragma unroll 4
     for (int o = 0; o < a.n_expert; ++o) {
-      const double so = score[o];
+      const T so = score[o];
 #pragma unroll
       for (int j = 0; j < P; ++j) rank[j] += o < tid + j * n_threads ? so >= s[j] : so > s[j];
     }
@@ -167,15 +180,15 @@ __device__ inline void route_token(const RouterArgs& a, int64_t token, int n_thr
   __syncthreads();
   if (!active) return;
   // Every writing thread sums the chosen in rank order itself (the same bits in each): no further barrier.
-  double norm = 1.0;
+  T norm = 1;
   if (a.normalize && tid < a.k) {
-    norm = 0.0;
+    norm = 0;
     for (int j = 0; j < a.k; ++j) norm += chosen[j];
   }
   for (int j = tid; j < a.k; j += n_threads) {
-    double v = chosen[j];
-    if (a.normalize) v /= norm;
-    w[j] = static_cast<float>(v * a.factor);
+    T v = chosen[j];
+    if (a.normalize) v = router_div(v, norm);
+    w[j] = static_cast<float>(v * static_cast<T>(a.factor));
   }
 }
 
