@@ -8,7 +8,7 @@
 namespace strata::cpu {
 namespace {
 
-constexpr const char* kKnown = "workers, reserve, host_worker, force_avx2, spin_us, pin";
+constexpr const char* kKnown = "workers, reserve, host_worker, force_avx2, spin_us, pin, canonical_double";
 constexpr unsigned kMaxSpinUs = 1000000;
 constexpr unsigned kMaxWorkers = 1024;
 
@@ -55,13 +55,15 @@ bool parse_options(const char* const* options, size_t n, const CpuTopology& cpus
       if (!parse_count(key, value, kMaxWorkers, "cores", &o.reserve, error)) return false;
     } else if (key == "spin_us") {
       if (!parse_count(key, value, kMaxSpinUs, "microseconds", &o.spin_us, error)) return false;
-    } else if (key == "host_worker" || key == "force_avx2" || key == "pin") {
+    } else if (key == "host_worker" || key == "force_avx2" || key == "pin" || key == "canonical_double") {
       bool b = false;
       if (!parse_bool_option(value, &b)) {
         *error = "option " + std::string(key) + "=" + std::string(value) + ": expected true or false";
         return false;
       }
-      (key == "host_worker" ? o.host_worker : key == "pin" ? o.pin : o.force_avx2) = b;
+      // canonical_double (runtime.canonical_double, which the host passes to every backend plugin): accepted and
+      // without effect, since this backend always computes norms, RoPE, softmax, router and attention in double.
+      if (key != "canonical_double") (key == "host_worker" ? o.host_worker : key == "pin" ? o.pin : o.force_avx2) = b;
     } else {
       *error = "unknown option '" + std::string(key) + "' (known: " + kKnown + ")";
       return false;

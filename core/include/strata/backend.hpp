@@ -5,6 +5,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "strata/config.hpp"
 #include "strata/device_memory.hpp"
@@ -40,6 +41,11 @@ std::unique_ptr<Backend> make_reference_backend();
 // (supports_op) run on the reference instead, logged once per kind; on a GPU backend (backend 1.1's buffer_alloc)
 // such an op is an error naming it, since its operands live in device memory.
 std::unique_ptr<Backend> make_plugin_backend(std::unique_ptr<PluginInstance> plugin);
+
+// The options a backend plugin instance of the launch gets: its `plugins.<name>` entry, flattened, and
+// canonical_double=true when runtime.canonical_double is set (unless the entry names canonical_double itself).
+// The main backend, the peer card and the peer link's service all take them.
+std::vector<std::string> backend_options(const config::Launch& launch, const std::string& name);
 
 // The launch's backend: "reference"; a plugin by name (loaded with its options from the launch); or "auto": the
 // best-scoring usable backend plugin that the launch does not disable, else the reference (logged).

@@ -115,6 +115,8 @@ std::vector<Key> build_schema() {
               [](Launch& l) -> Field { return &l.runtime.layer_split; }),
       value("runtime.graphs", T::Bool, "true", "the hybrid path's fast mode: each decode step one device program (a CUDA graph) that waits on flags for the host's expert placement; false: a host step per MoE layer (same bytes)",
             [](Launch& l) -> Field { return &l.runtime.graphs; }),
+      value("runtime.canonical_double", T::Bool, "false", "GPU backends compute norms, RoPE, softmax, router and attention in double, rounded once: the CPU engine's bits (1/64 rate on consumer GPUs); false: float (docs/CANONICAL_ARITHMETIC.md section 6)",
+            [](Launch& l) -> Field { return &l.runtime.canonical_double; }),
 
       section("sampling", T::Section, "token sampling (a request may override these)"),
       number("sampling.temperature", T::Float, "0.8", kNonNegative, "0 = greedy",

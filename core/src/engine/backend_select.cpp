@@ -1,4 +1,5 @@
 // Choosing the launch's backend.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -10,17 +11,22 @@
 namespace strata {
 namespace {
 
-std::vector<std::string> options_of(const config::Launch& launch, const std::string& name) {
-  const config::PluginEntry* entry = launch.plugin(name);
-  return entry ? entry->flattened() : std::vector<std::string>{};
-}
-
 bool disabled(const config::Launch& launch, const std::string& name) {
   const config::PluginEntry* entry = launch.plugin(name);
   return entry != nullptr && !entry->enabled;
 }
 
 }  // namespace
+
+std::vector<std::string> backend_options(const config::Launch& launch, const std::string& name) {
+  const config::PluginEntry* entry = launch.plugin(name);
+  std::vector<std::string> options = entry ? entry->flattened() : std::vector<std::string>{};
+  // runtime.canonical_double: the plugin's own canonical_double entry, when the launch has one, is left as it is.
+  const bool own = std::any_of(options.begin(), options.end(),
+                               [](const std::string& o) { return o.rfind("canonical_double=", 0) == 0; });
+  if (launch.runtime.canonical_double && !own) options.push_back("canonical_double=true");
+  return options;
+}
 
 std::unique_ptr<Backend> select_backend(const config::Launch& launch, const PluginRegistry& registry) {
   if (launch.backend == "reference") return make_reference_backend();
@@ -40,7 +46,7 @@ std::unique_ptr<Backend> select_backend(const config::Launch& launch, const Plug
   } else if (disabled(launch, name)) {
     throw Error("backend '" + name + "' is disabled by plugins." + name + ".enabled; enable it or choose another");
   }
-  return make_plugin_backend(registry.instantiate(name, options_of(launch, name)));
+  return make_plugin_backend(registry.instantiate(name, backend_options(launch, name)));
 }
 
 }  // namespace strata

@@ -385,8 +385,7 @@ std::unique_ptr<Engine> Engine::from_launch(const config::Launch& launch) {
       throw Error("runtime.peer_device " + std::to_string(launch.runtime.peer_device) + " needs a GPU backend (cuda, hip); " +
                   "this launch runs on " + backend->name() + ": set backend to cuda or runtime.peer_device to -1");
     }
-    const config::PluginEntry* entry = launch.plugin(backend->name());
-    std::vector<std::string> options = entry != nullptr ? entry->flattened() : std::vector<std::string>{};
+    std::vector<std::string> options = backend_options(launch, backend->name());
     std::erase_if(options, [](const std::string& o) { return o.rfind("device=", 0) == 0; });
     options.push_back("device=" + std::to_string(launch.runtime.peer_device));
     peer = make_plugin_backend(registry->instantiate(backend->name(), options));
@@ -405,8 +404,7 @@ std::unique_ptr<Engine> Engine::from_launch(const config::Launch& launch) {
       if (o == "role=1") link.role = 1;
     }
     link.plugin = registry->instantiate(c->name, options);
-    const config::PluginEntry* entry = launch.plugin(backend->name());
-    std::vector<std::string> service_options = entry != nullptr ? entry->flattened() : std::vector<std::string>{};
+    std::vector<std::string> service_options = backend_options(launch, backend->name());
     std::erase_if(service_options, [](const std::string& o) { return o.rfind("priority=", 0) == 0; });
     service_options.push_back("priority=high");  // the other engine waits on each of its ops
     try {
