@@ -8,6 +8,10 @@
 
 namespace strata {
 
+uint64_t KvCache::bytes_for(uint32_t held, uint32_t kv_dim, uint32_t n_ctx, uint32_t n_slots, format::GgmlType type) {
+  return uint64_t{format::row_bytes(type, kv_dim)} * n_ctx * 2 * held * n_slots;
+}
+
 KvCache::KvCache(uint32_t n_layer, uint32_t kv_dim, uint32_t n_ctx, uint32_t n_slots, format::GgmlType type,
                  DeviceMemory* mem, uint32_t first_layer, uint32_t held)
     : type_(type), n_layer_(n_layer), kv_dim_(kv_dim), n_ctx_(n_ctx), length_(n_slots, 0) {
@@ -29,7 +33,7 @@ KvCache::KvCache(uint32_t n_layer, uint32_t kv_dim, uint32_t n_ctx, uint32_t n_s
   held_ = std::min(held, n_layer - first_layer);
   column_bytes_ = format::row_bytes(type, kv_dim);
   matrix_bytes_ = column_bytes_ * n_ctx;
-  bytes_ = matrix_bytes_ * 2 * held_ * n_slots;
+  bytes_ = bytes_for(held_, kv_dim, n_ctx, n_slots, type);
   // Left uninitialised: a column is read only after KV_STORE wrote it, so untouched pages stay unmapped.
   data_ = Buffer<unsigned char>(bytes_, mem, HostInit::Untouched);
 }

@@ -52,6 +52,7 @@ struct RuntimeConfig {
   int peer_device = 0;   // -1 = none
   int layer_split = 0;   // 0 = off
   bool graphs = true;
+  uint64_t gpu_memory = 0;  // bytes the engine may use on each GPU; 0 = all of it
   bool canonical_double = false;  // GPU backends: norms, RoPE, softmax, router (and attention) in double, the CPU's bits
   bool operator==(const RuntimeConfig&) const = default;
 };

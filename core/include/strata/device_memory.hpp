@@ -5,6 +5,7 @@
 // KV cache and the weights in device memory and moves only tokens, positions and logits across.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -21,13 +22,40 @@ class DeviceMemory {
   // `bytes` of page-locked host memory that kernels address with the same pointer (backend 1.1's
   // STRATA_BUFFER_HOST_MAPPED): what the host writes there the device reads without a copy. Freed by release().
   virtual void* allocate_mapped(uint64_t bytes) = 0;
-  // The device's free memory now (what an expert cache may plan with).
+  // The device's free memory now.
   virtual uint64_t free_bytes() const = 0;
+  // runtime.gpu_memory: from now on the engine plans with at most `bytes` of this device, counted from here (what
+  // the device's free memory drops by after this call counts against the cap; the runtime's own context, made
+  // before, does not). 0: no cap, and the mark is still taken (placed_bytes counts from here). Not thread-safe;
+  // call before placing anything.
+  void cap_at(uint64_t bytes) {
+    cap_ = bytes;
+    free_at_mark_ = free_bytes();
+  }
+  uint64_t cap() const { return cap_; }
+  // What the engine could place when cap_at was called: the free memory then, at most the cap.
+  uint64_t room_at_mark() const { return cap_ > 0 ? std::min(free_at_mark_, cap_) : free_at_mark_; }
+  // What the device's free memory dropped by since cap_at.
+  uint64_t placed_bytes() const {
+    const uint64_t free = free_bytes();
+    return free_at_mark_ > free ? free_at_mark_ - free : 0;
+  }
+  // What the engine may still place here (what an expert cache plans with): the free memory, and under a cap also
+  // no more than the cap less what was placed since cap_at.
+  uint64_t room_bytes() const {
+    const uint64_t free = free_bytes();
+    if (cap_ == 0) return free;
+    const uint64_t placed = placed_bytes();
+    return std::min(free, cap_ > placed ? cap_ - placed : 0);
+  }
   // Copies; they return when the bytes have arrived, after everything computed before.
   virtual void upload(void* device_dst, const void* host_src, uint64_t bytes) = 0;
   virtual void download(void* host_dst, const void* device_src, uint64_t bytes) = 0;
   // "NVIDIA H200" for messages.
   virtual const std::string& device_name() const = 0;
+
+ private:
+  uint64_t cap_ = 0, free_at_mark_ = 0;
 };
 
 // How a host buffer starts: zeroed, or untouched (its pages stay unmapped until written: the KV cache).

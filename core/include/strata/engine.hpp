@@ -44,10 +44,11 @@ struct EngineSettings {
   unsigned threads = 0;           // CPU threads for the experts' host copy and the link probe (0 = all cores)
   bool graphs = true;             // the hybrid path's fast mode: decode windows as one device program
   uint32_t layer_split = 0;       // runtime.layer_split: layers [0, K) on the backend's card, the rest on the peer's
+  uint64_t gpu_memory = 0;        // runtime.gpu_memory: bytes the engine may use on each GPU (0 = what is free)
 };
 
-// runtime.context, runtime.slots, runtime.batch, runtime.kv_type, runtime.threads, runtime.graphs and experts: of a
-// launch.
+// runtime.context, runtime.slots, runtime.batch, runtime.kv_type, runtime.threads, runtime.graphs,
+// runtime.gpu_memory and experts: of a launch.
 EngineSettings settings_from(const config::Launch& launch);
 
 // Tokens routed per (layer, expert) since the start or the last reset_expert_counts, for the serving page's heatmap.

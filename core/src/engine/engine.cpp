@@ -12,6 +12,10 @@
 
 #include "hybrid_moe.hpp"
 #include "strata/experts/expert_geometry.hpp"
+#include "strata/experts/slot_budget.hpp"
+#include "strata/kv_cache.hpp"
+#include "strata/tensor_role.hpp"
+#include "../experts/human_bytes.hpp"
 
 #include "strata/error.hpp"
 #include "strata/gate.hpp"
@@ -31,6 +35,7 @@ EngineSettings settings_from(const config::Launch& launch) {
   s.threads = static_cast<unsigned>(launch.runtime.threads);
   s.graphs = launch.runtime.graphs;
   s.layer_split = static_cast<uint32_t>(launch.runtime.layer_split);
+  s.gpu_memory = launch.runtime.gpu_memory;
   return s;
 }
 
@@ -43,23 +48,100 @@ bool has_routed_experts(const Model& model) {
   return false;
 }
 
+// Device memory that only counts what is asked of it (its addresses are never touched): sizes the activations.
+class CountingMemory final : public DeviceMemory {
+ public:
+  void* allocate(uint64_t bytes) override {
+    bytes_ += bytes;
+    return fake();
+  }
+  void* allocate_mapped(uint64_t) override { return fake(); }
+  void release(void*) noexcept override {}
+  uint64_t free_bytes() const override { return 0; }
+  void upload(void*, const void*, uint64_t) override {}
+  void download(void*, const void*, uint64_t) override {}
+  const std::string& device_name() const override { return name_; }
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  void* fake() { return reinterpret_cast<void*>(next_ += 4096); }
+  uint64_t bytes_ = 0;
+  uintptr_t next_ = 0;
+  std::string name_ = "sizing";
+};
+
+uint32_t logit_rows(const EngineSettings& s) { return std::max(s.max_window_logits, s.slots); }
+
+// The activations' device bytes for these settings.
+uint64_t activation_bytes(const Model& model, const EngineSettings& s) {
+  CountingMemory counter;
+  { const Activations a = model.make_activations(std::max<uint32_t>(s.batch, 1), logit_rows(s), &counter); }
+  return counter.bytes();
+}
+
+// The layers whose KV cache the engine's own card holds.
+uint32_t own_kv_layers(const Model& model, const EngineSettings& s) {
+  const uint32_t n = model.hparams().n_layer;
+  return s.layer_split > 0 && s.layer_split < n ? s.layer_split : n;
+}
+
+// "262144 tokens x 1 slot, q8_0"
+std::string kv_shape(const EngineSettings& s) {
+  return std::to_string(s.context) + " tokens x " + std::to_string(s.slots) + (s.slots == 1 ? " slot, " : " slots, ") +
+         (s.kv_type == format::GgmlType::Q8_0 ? "q8_0" : "f16");
+}
+
+// What must fit on the engine's card before any expert slot, with the weights placed as `where`.
+experts::DeviceRoom planned_room(const Model& model, const DeviceMemory& mem, const EngineSettings& s,
+                                 WeightsOnDevice where) {
+  experts::DeviceRoom room;
+  room.free_bytes = mem.room_bytes();
+  room.cap_bytes = mem.cap();
+  if (where == WeightsOnDevice::All && s.layer_split == 0) {
+    room.dense_bytes = model.file_bytes();
+  } else {
+    const uint32_t own = own_kv_layers(model, s);
+    for (const gguf::TensorView& t : model.file().tensors()) {
+      const TensorRole role = classify_tensor(t.name);
+      if (role.part == TensorPart::RoutedExperts && where == WeightsOnDevice::Dense) continue;
+      if (role.layer && static_cast<uint32_t>(*role.layer) >= own) continue;
+      room.dense_bytes += t.n_bytes;
+    }
+  }
+  room.kv_bytes = KvCache::bytes_for(own_kv_layers(model, s), model.kv_dim(), s.context, s.slots, s.kv_type);
+  room.kv_what = kv_shape(s);
+  room.activation_bytes = activation_bytes(model, s);
+  return room;
+}
+
 // Where the weights go: nowhere (a CPU backend), all to the device, or all but the routed experts (the hybrid
-// path: experts.cache set, or `auto` and the whole model with its KV cache does not fit).
+// path: experts.cache set, or `auto` and the whole model with its KV cache does not fit). Marks the device's memory
+// (runtime.gpu_memory's cap, counted from here) and throws strata::Error, naming the parts and the fixes, when what
+// must be on the device does not fit there.
 std::optional<WeightsOnDevice> weights_placement(const Model& model, Backend& backend, const EngineSettings& s,
                                                  bool say_why = false) {
   DeviceMemory* mem = backend.device_memory();
   if (mem == nullptr) return std::nullopt;
-  if (backend.device_queues() == nullptr || !has_routed_experts(model)) return WeightsOnDevice::All;
-  if (s.experts.cache.kind != config::CacheSize::Kind::Auto) return WeightsOnDevice::Dense;
-  const HParams& hp = model.hparams();
-  const double kv_value = s.kv_type == format::GgmlType::Q8_0 ? 34.0 / 32.0 : 2.0;
-  const auto kv = static_cast<uint64_t>(2.0 * hp.n_layer * model.kv_dim() * static_cast<double>(s.context) * s.slots * kv_value);
-  constexpr uint64_t kRoom = uint64_t{1} << 30;  // activations, scratch, the runtime's own
-  const uint64_t need = model.file_bytes() + kv + kRoom;
-  if (need <= mem->free_bytes()) return WeightsOnDevice::All;
-  if (say_why) log::info("the model (" + std::to_string(model.file_bytes() >> 20) + " MiB) and its KV cache do not fit in " +
-            std::to_string(mem->free_bytes() >> 20) + " MiB of " + mem->device_name() +
-            ": routed experts take the hybrid path (experts.cache: auto)");
+  mem->cap_at(s.gpu_memory);
+  if (backend.device_queues() == nullptr || !has_routed_experts(model)) {
+    // Every weight on the device: refused only when it certainly does not fit (no margin asked).
+    experts::DeviceRoom room = planned_room(model, *mem, s, WeightsOnDevice::All);
+    room.margin_bytes = 0;
+    experts::check_room(room, "the model on " + mem->device_name(), false);
+    return WeightsOnDevice::All;
+  }
+  if (s.experts.cache.kind == config::CacheSize::Kind::Auto) {
+    experts::DeviceRoom all = planned_room(model, *mem, s, WeightsOnDevice::All);
+    all.margin_bytes = uint64_t{1} << 30;  // activations' scratch, the runtime's own
+    if (all.reserved_bytes() <= all.free_bytes) return WeightsOnDevice::All;
+    if (say_why)
+      log::info("the model (" + experts::human_bytes(model.file_bytes()) + ") and its KV cache (" +
+                experts::human_bytes(all.kv_bytes) + ", " + all.kv_what + ") do not fit in " +
+                experts::human_bytes(all.free_bytes) + " of " + mem->device_name() +
+                (all.cap_bytes > 0 ? " (runtime.gpu_memory)" : "") +
+                ": routed experts take the hybrid path (experts.cache: auto)");
+  }
+  experts::check_room(planned_room(model, *mem, s, WeightsOnDevice::Dense), "experts.cache");
   return WeightsOnDevice::Dense;
 }
 
@@ -160,9 +242,10 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
       }()),
       kv_(model_->hparams().n_layer, model_->kv_dim(), settings.context, settings.slots, settings.kv_type,
           backend_->device_memory(), 0, first_layers_.end),
-      act_(model_->make_activations(std::max<uint32_t>(settings.batch, 1),
-                                    std::max(settings.max_window_logits, settings.slots),
+      act_(model_->make_activations(std::max<uint32_t>(settings.batch, 1), logit_rows(settings),
                                     backend_->device_memory())) {
+  if (peer_backend_ != nullptr && peer_backend_->device_memory() != nullptr)
+    peer_backend_->device_memory()->cap_at(settings_.gpu_memory);
   const bool split = settings_.layer_split > 0;
   const bool hybrid = device_weights_ != nullptr && device_weights_->which() == WeightsOnDevice::Dense;
   if (!hybrid && !split && peer_backend_ != nullptr) {
@@ -203,6 +286,19 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
       cards.link_device = link_.service.get();
     }
     hybrid_ = make_hybrid(*backend_, act_, balancer_ref, cards);
+    // How the card's room was split: what the engine could place when it started, what it placed, and the slots.
+    const DeviceMemory& mem = *backend_->device_memory();
+    const experts::SlotBudget& slots = hybrid_->cache().budget();
+    experts::DeviceRoom room;
+    room.free_bytes = mem.room_at_mark();
+    room.cap_bytes = mem.cap();
+    room.dense_bytes = device_weights_->bytes();
+    room.kv_bytes = kv_.bytes();
+    room.kv_what = kv_shape(settings_);
+    room.activation_bytes = activation_bytes(*model_, settings_);
+    const uint64_t accounted = room.dense_bytes + room.kv_bytes + room.activation_bytes + slots.used_bytes;
+    room.staging_bytes = mem.placed_bytes() > accounted ? mem.placed_bytes() - accounted : 0;
+    log::info(experts::describe_split(experts.cache, room, slots));
   }
   if (!split) return;
   // The second card: the same placement (all weights, or the hybrid path) for layers K and up.
@@ -214,8 +310,7 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
       *model_, mem, hybrid ? WeightsOnDevice::Dense : WeightsOnDevice::All, second_->layers);
   second_->kv = std::make_unique<KvCache>(n_layer, model_->kv_dim(), settings.context, settings.slots, settings.kv_type,
                                           &mem, settings_.layer_split, n_layer - settings_.layer_split);
-  second_->act = model_->make_activations(std::max<uint32_t>(settings.batch, 1),
-                                          std::max(settings.max_window_logits, settings.slots), &mem);
+  second_->act = model_->make_activations(std::max<uint32_t>(settings.batch, 1), logit_rows(settings), &mem);
   if (hybrid) {
     second_->hybrid = make_hybrid(*peer_backend_, second_->act, BalancerRef{},
                                   HybridCards{nullptr, second_->layers, hybrid_->shared_arena()});

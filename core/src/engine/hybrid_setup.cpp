@@ -152,7 +152,8 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
   // card's are placed (the same GPU, as a second logical device, counts this card's slots then), and the ranked
   // experts are dealt between the two.
   experts::DeviceRoom room;
-  room.free_bytes = mem.free_bytes();
+  room.free_bytes = mem.room_bytes();  // under runtime.gpu_memory, its cap less what the engine placed
+  room.cap_bytes = mem.cap();
   const experts::ModelIdentity identity{who.header_hash, geometry.n_layer(), geometry.max_experts()};
   experts::SlotBudget own_budget = experts::plan_slot_budget(experts_cfg.cache, geometry, room);
   own_slots_ = SlotBuffers(own_budget, *arena_, mem);

@@ -44,7 +44,8 @@ PeerTier::~PeerTier() {
 
 experts::DeviceRoom PeerTier::room() const {
   experts::DeviceRoom room;
-  room.free_bytes = mem_.free_bytes();
+  room.free_bytes = mem_.room_bytes();
+  room.cap_bytes = mem_.cap();
   return room;
 }
 

@@ -26,7 +26,8 @@ std::string reserved_parts(const DeviceRoom& room) {
     if (bytes > 0) parts.push_back(std::string(what) + " (" + human_bytes(bytes) + ")");
   };
   part("the dense weights", room.dense_bytes);
-  part("KV cache", room.kv_bytes);
+  if (room.kv_bytes > 0)
+    parts.push_back("KV cache (" + human_bytes(room.kv_bytes) + (room.kv_what.empty() ? "" : ": " + room.kv_what) + ")");
   part("activations", room.activation_bytes);
   part("PCIe staging", room.staging_bytes);
   part("margin", room.margin_bytes);
@@ -97,15 +98,58 @@ std::string SlotBudget::describe() const {
   return text;
 }
 
+void check_room(const DeviceRoom& room, const std::string& what, bool before_slots) {
+  const uint64_t reserved = room.reserved_bytes();
+  if (reserved <= room.free_bytes) return;
+  const std::string has = room.cap_bytes > 0 ? "runtime.gpu_memory " + config::format_byte_size(room.cap_bytes) +
+                                                   " leaves the engine " + human_bytes(room.free_bytes) + " of the device"
+                                             : "the device has " + human_bytes(room.free_bytes) + " free";
+  std::vector<std::string> fixes{"lower runtime.context"};
+  if (room.kv_bytes > 0 && room.kv_what.find("q8_0") == std::string::npos) fixes.push_back("use runtime.kv_type q8_0");
+  if (room.cap_bytes > 0) fixes.push_back("raise runtime.gpu_memory");
+  fixes.push_back("use a device with more memory");
+  std::string fix;
+  for (size_t i = 0; i < fixes.size(); ++i) fix += (i == 0 ? "" : i + 1 == fixes.size() ? ", or " : ", ") + fixes[i];
+  throw Error(what + ": " + has + ", but " + reserved_parts(room) + " need " + human_bytes(reserved) +
+              (before_slots ? " before any expert slot: " : ": ") + fix);
+}
+
+std::string describe_split(const config::CacheSize& size, const DeviceRoom& room, const SlotBudget& slots) {
+  std::string asked = "auto";
+  if (size.kind == config::CacheSize::Kind::Percent) asked = percent_text(size.percent);
+  if (size.kind == config::CacheSize::Kind::Bytes) asked = config::format_byte_size(size.bytes);
+  std::string text = "experts.cache " + asked + ": " + human_bytes(room.free_bytes) +
+                     (room.cap_bytes > 0 ? " (runtime.gpu_memory " + config::format_byte_size(room.cap_bytes) + ")"
+                                         : " (free on the device)") +
+                     " =";
+  const char* sep = " ";
+  const auto part = [&](const std::string& what, uint64_t bytes, const std::string& detail = {}) {
+    text += sep + what + " " + human_bytes(bytes) + (detail.empty() ? "" : " (" + detail + ")");
+    sep = " + ";
+  };
+  part("the dense weights", room.dense_bytes);
+  part("KV cache", room.kv_bytes, room.kv_what);
+  part("activations", room.activation_bytes);
+  if (room.staging_bytes > 0) part("PCIe staging and the hybrid path's buffers", room.staging_bytes);
+  part("margin", room.margin_bytes);
+  std::string detail = std::to_string(slots.total_slots()) + " slots";
+  if (slots.routed_bytes > 0) {
+    char share[32];
+    std::snprintf(share, sizeof share, "%.1f%%",
+                  100.0 * static_cast<double>(slots.used_bytes) / static_cast<double>(slots.routed_bytes));
+    detail += std::string(", ") + share + " of the routed experts' " + human_bytes(slots.routed_bytes);
+  }
+  part("expert slots", slots.used_bytes, detail);
+  const uint64_t taken = add_checked(room.reserved_bytes(), slots.used_bytes);
+  if (taken <= room.free_bytes) part("unused", room.free_bytes - taken);
+  else text += " (over by " + human_bytes(taken - room.free_bytes) + ")";
+  return text;
+}
+
 SlotBudget plan_slot_budget(const config::CacheSize& size, const ExpertGeometry& geometry, const DeviceRoom& room) {
   const uint64_t routed = geometry.routed_bytes();
-  const uint64_t reserved = room.reserved_bytes();
-  if (reserved > room.free_bytes)
-    throw Error("experts.cache: the device has " + human_bytes(room.free_bytes) + " free, but " + reserved_parts(room) +
-                " need " + human_bytes(reserved) +
-                " before any expert slot: lower runtime.context, use runtime.kv_type q8_0, or use a device with more "
-                "memory");
-  const uint64_t room_left = room.free_bytes - reserved;
+  check_room(room, "experts.cache", true);
+  const uint64_t room_left = room.free_bytes - room.reserved_bytes();
 
   uint64_t requested = 0;
   std::string asked;

@@ -27,9 +27,16 @@ struct DeviceRoom {
   uint64_t staging_bytes = 0;     // staging slots for experts read over PCIe
   // Kept free for what the engine does not account: the runtime's own allocations, graphs, allocator rounding.
   uint64_t margin_bytes = uint64_t{512} << 20;
+  uint64_t cap_bytes = 0;  // runtime.gpu_memory when set (free_bytes is then at most this): named in messages
+  std::string kv_what;     // "262144 tokens x 1 slot, q8_0": the KV cache's shape, for describe_split
 
   uint64_t reserved_bytes() const;
 };
+
+// Throws strata::Error naming the parts and the fixes when the reserved parts (dense weights, KV cache, activations,
+// staging, margin) do not fit in free_bytes. `what` starts the message ("experts.cache"); `before_slots`: the
+// parts are what must fit before any expert slot (the hybrid path), not the whole model.
+void check_room(const DeviceRoom& room, const std::string& what, bool before_slots = true);
 
 struct SlotClass {
   uint64_t slot_bytes = 0;
@@ -58,5 +65,12 @@ struct SlotBudget {
 // size given in bytes or percent is more than the room left after the dense weights, KV cache, activations,
 // staging and margin. A budget above every routed expert's bytes is capped (the whole model then fits).
 SlotBudget plan_slot_budget(const config::CacheSize& size, const ExpertGeometry& geometry, const DeviceRoom& room);
+
+// One line saying how a device's room was split, for the log: "experts.cache auto: 24.0 GiB (runtime.gpu_memory) =
+// the dense weights 1.5 GiB + KV cache 12.8 GiB (262144 tokens x 1 slot, q8_0) + activations 40.0 MiB + PCIe
+// staging and the hybrid path's buffers 300.0 MiB + margin 512.0 MiB + expert slots 9.1 GiB (...) + 12.0 MiB
+// unused". `room` as planned before anything was placed (free_bytes: what the engine could use then); `slots` as
+// placed.
+std::string describe_split(const config::CacheSize& size, const DeviceRoom& room, const SlotBudget& slots);
 
 }  // namespace strata::experts
