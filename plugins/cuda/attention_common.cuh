@@ -38,7 +38,7 @@ struct Operands {
 };
 
 template <Cache kCache>
-__device__ __forceinline__ float cache_value(const char* col, int64_t i) {
+__host__ __device__ __forceinline__ float cache_value(const char* col, int64_t i) {
   if constexpr (kCache == Cache::F32) {
     return reinterpret_cast<const float*>(col)[i];
   } else if constexpr (kCache == Cache::F16) {
@@ -53,7 +53,7 @@ __device__ __forceinline__ float cache_value(const char* col, int64_t i) {
 // Values i..i+3 of a column (i a multiple of 4), when Operands::vec4 allows one 16- or 8-byte load; a q8_0 block
 // holds 32 values with one scale, so 4 aligned ones share it.
 template <Cache kCache>
-__device__ __forceinline__ void cache_values4(const char* col, int64_t i, float (&out)[4]) {
+__host__ __device__ __forceinline__ void cache_values4(const char* col, int64_t i, float (&out)[4]) {
   if constexpr (kCache == Cache::F32) {
     const float4 w = *reinterpret_cast<const float4*>(col + 4 * i);
     out[0] = w.x, out[1] = w.y, out[2] = w.z, out[3] = w.w;
@@ -232,7 +232,7 @@ __device__ __forceinline__ void zero_padding(E* rows, int n_rows, int stride, in
 }
 
 // q of (token t, head h) into a permuted shared row.
-__device__ __forceinline__ const float* q_row(const Operands& o, int t, int h) {
+__host__ __device__ __forceinline__ const float* q_row(const Operands& o, int t, int h) {
   return reinterpret_cast<const float*>(o.q + static_cast<uint64_t>(t) * o.q_tok + static_cast<uint64_t>(h) * o.q_head);
 }
 

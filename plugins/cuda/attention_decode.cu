@@ -82,7 +82,7 @@ __host__ __device__ inline int value_replicas(int head_dim) { return kThreads / 
 #endif
 
 template <Cache kCache, int kT>
-__global__ void STRATA_SPLIT_BOUNDS attention_split(DecodeArgs a) {
+__global__ void STRATA_SPLIT_BOUNDS attention_split_f64ref(DecodeArgs a) {
   extern __shared__ double smem[];
   constexpr int kS = row_stride(kT), kN = tile_positions(kT);
   static_assert(kLanes * kT <= kThreads, "a thread owns one value index");
@@ -214,7 +214,7 @@ __global__ void STRATA_SPLIT_BOUNDS attention_split(DecodeArgs a) {
 // One block per (head, token): out = sum_c exp(m_c - M) acc_c / sum_c exp(m_c - M) l_c, in double. The sum over
 // the chunks c is cut into kThreads / head_dim slices (threads otherwise idle), each a chain with many loads in
 // flight, then the slices are added.
-__global__ void __launch_bounds__(kThreads) attention_combine(DecodeArgs a) {
+__global__ void __launch_bounds__(kThreads) attention_combine_f64ref(DecodeArgs a) {
   extern __shared__ double smem[];
   double* weight = smem;               // [n_split]
   double* sums = smem + a.n_split;     // [slices][head_dim]
@@ -291,7 +291,7 @@ int heads_per_block(int group, int head_dim) {
 // before its first launch (a function attribute, not a stream operation).
 template <Cache kCache, int kT>
 void launch_split(const DecodeArgs& a, dim3 grid, const Context& ctx) {
-  auto* const kernel = attention_split<kCache, kT>;
+  auto* const kernel = attention_split_f64ref<kCache, kT>;
   static const cudaError_t raised =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSplitSmemLimit));
   (void)raised;
@@ -335,7 +335,7 @@ void run_decode(Context& ctx, const Operands& o, Cache cache, unsigned char* q8)
   check_launch("ATTENTION (decode splits)");
   const dim3 combine_grid(static_cast<unsigned>(o.n_head), static_cast<unsigned>(o.n_tok));
   const size_t combine_smem = static_cast<size_t>(n_split + kThreads) * sizeof(double);  // slices * head_dim <= kThreads
-  launch_dependent(ctx, attention_combine, combine_grid, kThreads, combine_smem, a);
+  launch_dependent(ctx, attention_combine_f64ref, combine_grid, kThreads, combine_smem, a);
   check_launch("ATTENTION (combine)");
 }
 

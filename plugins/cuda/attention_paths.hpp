@@ -1,11 +1,26 @@
-// ATTENTION's two GPU paths, chosen by op_attention.cu from the shapes (never from the positions, which live on
-// the device): split-K for a few tokens, query tiles for many.
+// ATTENTION's GPU paths, chosen by op_attention.cu from the shapes (never from the positions, which live on the
+// device). The default: float on tensor cores (attention_flash.cu), one definition of every row's output whatever
+// the window. With the canonical_double option: the `_f64ref` kernels in double (attention_decode.cu for a few
+// tokens, attention_prefill.cu for many), the CPU engine's bits.
 #pragma once
 
 #include "attention_common.cuh"
 #include "context.hpp"
 
 namespace strata::gpu::attention {
+
+// The float path (attention_flash.cu). Windows of up to this many tokens take the split kernel and its combine;
+// longer ones the query tiles. Both compute the same bits: the choice is speed only.
+constexpr int kMaxFlashSplitTokens = 8;
+// Whether the tensor-core kernels serve this head size on this device (else a portable scalar kernel does).
+bool flash_tensor_cores(const Context& ctx, int64_t head_dim);
+// Whether a window takes the split kernel.
+bool flash_split(const Operands& o);
+// Runs the float path; `q8` (nullptr, or the output rows' Q8_1 copy) only where flash_writes_q8.
+void run_flash(Context& ctx, const Operands& o, Cache cache, int n_kv_head, unsigned char* q8);
+inline bool flash_writes_q8(const Context& ctx, const Operands& o) {
+  return flash_tensor_cores(ctx, o.head_dim) && flash_split(o) && o.head_dim % 32 == 0;
+}
 
 // Decode: blocks per (split of the token's positions, q heads of a kv head, token), then a combine per (head,
 // token). With `q8`, the combine also writes the output rows' Q8_1 copy (n_tok rows of n_head * head_dim / 32

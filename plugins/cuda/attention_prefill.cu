@@ -37,7 +37,7 @@ struct Layout {
 };
 
 template <Cache kCache, int kT, int kRows>
-__global__ void __launch_bounds__(kThreads, 1) attention_tiled(Operands o) {
+__global__ void __launch_bounds__(kThreads, 1) attention_tiled_f64ref(Operands o) {
   using L = Layout<kT, kRows>;
   constexpr int kS = L::kS, kDp = L::kDp, kSc = L::kSc;
   extern __shared__ double smem[];
@@ -191,7 +191,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_tiled(Operands o) {
 template <Cache kCache, int kT>
 void launch_tiled(const Operands& o, int n_kv_head, cudaStream_t stream) {
   constexpr int kRows = rows_for<kT>();
-  auto* const kernel = attention_tiled<kCache, kT, kRows>;
+  auto* const kernel = attention_tiled_f64ref<kCache, kT, kRows>;
   constexpr auto bytes = Layout<kT, kRows>::kBytes;
   static const cudaError_t raised =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));

@@ -1,9 +1,10 @@
 // ATTENTION: causal grouped-query attention of q (src0 [head_dim, n_head, n_tok]) over the k and v caches (src1,
 // src2: f16, q8_0 or f32 [head_dim * n_kv_head, n_ctx]) up to each token's position (src3, read on the device).
-// In double, rounded to float once (docs/CANONICAL_ARITHMETIC.md section 6): s_j = scale * (q . k_j) in the
-// 32-lane order (the reference's bits), e_j = exp(s_j - max s), out = (sum_j e_j v_j) / (sum_j e_j).
-// Two paths (attention_paths.hpp), chosen from the shapes: query tiles when the tokens' rows fill enough blocks
-// (prefill), else split-K over the positions (decode and short windows).
+// By default in float on tensor cores (attention_flash.cu, docs/CANONICAL_ARITHMETIC.md section 7), the same bits
+// for a position whatever window computes it. With the canonical_double option in double, rounded to float once
+// (section 6): s_j = scale * (q . k_j) in the 32-lane order (the reference's bits), e_j = exp(s_j - max s),
+// out = (sum_j e_j v_j) / (sum_j e_j), on two paths chosen from the shapes: query tiles when the tokens' rows fill
+// enough blocks (prefill), else split-K over the positions (decode and short windows).
 #include <cstdint>
 #include <string>
 
@@ -111,6 +112,7 @@ bool takes_prefill(const Context& ctx, const strata_op& op) {
 }  // namespace
 
 bool attention_writes_q8(const Context& ctx, const strata_op& op) {
+  if (!ctx.options().canonical_double) return attention::flash_writes_q8(ctx, operands(op));
   return !takes_prefill(ctx, op) && attention::decode_quantizes(operands(op));
 }
 
@@ -120,7 +122,9 @@ void run_attention(Context& ctx, const strata_op& op, unsigned char* q8) {
   const attention::Cache cache = format::is_type(k, GgmlType::F16)    ? attention::Cache::F16
                                  : format::is_type(k, GgmlType::Q8_0) ? attention::Cache::Q8_0
                                                                       : attention::Cache::F32;
-  if (q8 == nullptr && takes_prefill(ctx, op)) {
+  if (!ctx.options().canonical_double) {
+    attention::run_flash(ctx, o, cache, op.i[1], q8);
+  } else if (q8 == nullptr && takes_prefill(ctx, op)) {
     attention::run_prefill(ctx, o, cache, op.i[1]);
   } else {
     attention::run_decode(ctx, o, cache, q8);

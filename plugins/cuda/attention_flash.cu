@@ -1,0 +1,265 @@
+// ATTENTION's float path (attention_flash.cuh has the definition and the kernels' bodies): the kernels, their
+// launches, and the portable kernel for HIP and head sizes above 128 (the same definition with scalar float
+// operations in place of the MMAs: its own bits, the same for every window too).
+#include <algorithm>
+
+#include "act_quant.cuh"
+#include "attention_flash.cuh"
+#include "attention_paths.hpp"
+#include "canonical_math.cuh"
+#include "dependent_launch.cuh"
+#include "ops.hpp"
+
+namespace strata::gpu::attention {
+namespace {
+
+using namespace flash;
+constexpr int kFlashThreads = flash::kThreads;
+
+#if !defined(STRATA_GPU_HIP)
+template <Cache kCache, int kDp>
+__global__ void __launch_bounds__(kFlashThreads, 2) attention_flash_tiles(Args a) {
+  extern __shared__ __align__(16) unsigned char flash_smem[];
+  wait_for_inputs();  // dependent_launch.cuh
+  start_dependents();
+  tiles_body<kCache, kDp>(a, Place{static_cast<int>(threadIdx.x), static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y),
+                                   static_cast<int>(gridDim.x)},
+                          flash_smem);
+}
+
+template <Cache kCache, int kDp>
+__global__ void __launch_bounds__(kFlashThreads) attention_flash_split(Args a) {
+  extern __shared__ __align__(16) unsigned char flash_smem[];
+  wait_for_inputs();
+  start_dependents();
+  split_body<kCache, kDp>(a, Place{static_cast<int>(threadIdx.x), static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y),
+                                   static_cast<int>(gridDim.x)},
+                          flash_smem);
+}
+
+template <int kDp>
+__global__ void __launch_bounds__(kFlashThreads) attention_flash_combine(Args a) {
+  extern __shared__ __align__(16) unsigned char flash_smem[];
+  wait_for_inputs();
+  start_dependents();
+  const int tid = static_cast<int>(threadIdx.x);
+  float v = 0.0f;
+  combine_body<kDp>(a, Place{tid, static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y), static_cast<int>(gridDim.x)},
+                    flash_smem, v);
+  if (tid >= a.o.head_dim) return;  // whole 32-lane groups (head_dim a multiple of 32 with q8)
+  const int t = static_cast<int>(blockIdx.y), h = static_cast<int>(blockIdx.x);
+  out_row(a.o, t, h)[tid] = v;
+  if (a.q8 != nullptr) {
+    const int64_t row_blocks = static_cast<int64_t>(a.o.n_head) * a.o.head_dim / 32;
+    const int64_t b = static_cast<int64_t>(t) * row_blocks + (static_cast<int64_t>(h) * a.o.head_dim + tid) / 32;
+    group_store_q8_1(v, tid % 32, a.q8 + b * kQ8Bytes);
+  }
+}
+#endif  // !STRATA_GPU_HIP
+
+// ---- the portable path: the same definition, scalar float operations --------------------------------------------
+
+// A block per (token, head): kChunk threads, one key each for the scores, one value index each for O.
+template <Cache kCache>
+__global__ void __launch_bounds__(kChunk) attention_flash_rows(Args a) {
+  extern __shared__ float rows_smem[];
+  float* q = rows_smem;                 // [head_dim]
+  float* p = q + a.o.head_dim;          // [kChunk]
+  __shared__ float red[kChunk];
+  const Operands& o = a.o;
+  const int h = static_cast<int>(blockIdx.x), t = static_cast<int>(blockIdx.y), tid = static_cast<int>(threadIdx.x);
+  const int D = o.head_dim;
+  wait_for_inputs();
+  start_dependents();
+  const int32_t pos = o.pos[t];
+  float* out = out_row(o, t, h);
+  if (pos < 0 || pos >= o.n_ctx) {
+    for (int d = tid; d < D; d += kChunk) out[d] = __int_as_float(0x7fc00000);
+    return;
+  }
+  for (int d = tid; d < D; d += kChunk) q[d] = q_row(o, t, h)[d];
+  const int64_t koff = static_cast<int64_t>(h / o.group) * D;
+  const int lo = first_key(pos, a.window);
+  float M = -INFINITY, L = 0.0f;
+  float O[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // value indices tid, tid + 64, ... (head_dim <= 256)
+  float m_seg = -INFINITY, l_seg = 0.0f, o_seg[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  const int chunks_per_seg = a.seg_keys / kChunk;
+  auto close_segment = [&]() {
+    const float m_new = fmaxf(M, m_seg);
+    const Fold f = fold_weights(M, m_seg, m_new);
+    L = fold_value(f, L, l_seg);
+    for (int k = 0; k < 4; ++k) O[k] = fold_value(f, O[k], o_seg[k]);
+    M = f.kind == 0 ? M : m_new;
+    m_seg = -INFINITY, l_seg = 0.0f;
+    for (int k = 0; k < 4; ++k) o_seg[k] = 0.0f;
+  };
+  const int c_first = lo / kChunk, c_last = pos / kChunk;
+  for (int c = c_first; c <= c_last; ++c) {
+    if (c > c_first && c % chunks_per_seg == 0) close_segment();
+    const int j = c * kChunk + tid;
+    __syncthreads();
+    float s = -INFINITY;
+    if (j >= lo && j <= pos) {
+      const char* col = o.k + static_cast<uint64_t>(j) * o.k_stride;
+      float acc = 0.0f;
+      for (int d = 0; d < D; ++d) acc = __fmaf_rn(q[d], cache_value<kCache>(col, koff + d), acc);
+      s = mul_rn(acc, a.scale_log2);
+    }
+    red[tid] = s;
+    __syncthreads();
+    float mx = -INFINITY;
+    for (int k = 0; k < kChunk; ++k) mx = fmaxf(mx, red[k]);
+    const float m_new = fmaxf(m_seg, mx);
+    const float sub = m_new == -INFINITY ? 0.0f : m_new;
+    const float alpha = ex2(sub_rn(m_seg, sub));
+    p[tid] = ex2(sub_rn(s, sub));
+    __syncthreads();
+    float sum = 0.0f;
+    for (int k = 0; k < kChunk; ++k) sum = add_rn(sum, p[k]);
+    l_seg = add_rn(mul_rn(l_seg, alpha), sum);
+    m_seg = m_new;
+    for (int k = 0; k < 4; ++k) {
+      const int d = tid + kChunk * k;
+      if (d >= D) continue;
+      float acc = mul_rn(o_seg[k], alpha);
+      for (int jj = 0; jj < kChunk; ++jj) {
+        const int jk = c * kChunk + jj;
+        if (jk < lo || jk > pos) continue;
+        acc = __fmaf_rn(p[jj], cache_value<kCache>(o.v + static_cast<uint64_t>(jk) * o.v_stride, koff + d), acc);
+      }
+      o_seg[k] = acc;
+    }
+  }
+  close_segment();
+  Fold fs{1.0f, 0.0f, 2};
+  if (a.sinks != nullptr) {
+    const float m_sink = mul_rn(a.sinks[h], kLog2e);
+    fs = fold_weights(M, m_sink, fmaxf(M, m_sink));
+    L = fold_value(fs, L, 1.0f);
+  }
+  for (int k = 0; k < 4; ++k) {
+    const int d = tid + kChunk * k;
+    if (d < D) out[d] = div_rn(a.sinks != nullptr ? sink_scaled(fs, O[k]) : O[k], L);
+  }
+}
+
+// ---- launches ----------------------------------------------------------------------------------------------------
+
+Args make_args(const Operands& o) {
+  Args a{};
+  a.o = o;
+  a.seg_keys = segment_keys(o.n_ctx);
+  a.n_seg = static_cast<int>((o.n_ctx + a.seg_keys - 1) / a.seg_keys);
+  a.row_tiles = static_cast<int>((static_cast<int64_t>(o.n_tok) * o.group + 15) / 16);
+  a.window = 0;
+  a.sinks = nullptr;
+  a.scale_log2 = static_cast<float>(o.scale) * kLog2e;
+  return a;
+}
+
+template <class Kernel>
+void raise_smem(Kernel* kernel, size_t bytes) {
+  if (bytes > 48 * 1024) {
+    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+    (void)e;
+  }
+}
+
+#if !defined(STRATA_GPU_HIP)
+template <Cache kCache, int kDp>
+void launch_tiles(Context& ctx, const Args& a, int n_kv_head) {
+  auto* const kernel = attention_flash_tiles<kCache, kDp>;
+  static const bool raised = (raise_smem(kernel, tiles_smem<kDp>()), true);
+  (void)raised;
+  const int64_t rows = static_cast<int64_t>(a.o.n_tok) * a.o.group;
+  const dim3 grid(static_cast<unsigned>((rows + 16 * kWarps - 1) / (16 * kWarps)), static_cast<unsigned>(n_kv_head));
+  launch_dependent(ctx, kernel, grid, kFlashThreads, tiles_smem<kDp>(), a);
+  check_launch("ATTENTION (flash tiles)");
+}
+
+template <Cache kCache, int kDp>
+void launch_split(Context& ctx, const Args& a, int n_kv_head) {
+  auto* const kernel = attention_flash_split<kCache, kDp>;
+  static const bool raised = (raise_smem(kernel, split_smem<kDp>()), true);
+  (void)raised;
+  // Enough blocks for about four per multiprocessor at the capacity's depth; warps stride over the segments.
+  const int64_t y = static_cast<int64_t>(n_kv_head) * a.row_tiles;
+  const int64_t seg_blocks = (a.n_seg + kWarps - 1) / kWarps;
+  const int64_t want = (4 * ctx.props().multiProcessorCount + y - 1) / y;
+  const int64_t x = std::max<int64_t>(1, std::min(seg_blocks, want));
+  launch_dependent(ctx, kernel, dim3(static_cast<unsigned>(x), static_cast<unsigned>(y)), kFlashThreads, split_smem<kDp>(), a);
+  check_launch("ATTENTION (flash split)");
+  launch_dependent(ctx, attention_flash_combine<kDp>, dim3(static_cast<unsigned>(a.o.n_head), static_cast<unsigned>(a.o.n_tok)),
+                   kFlashThreads, combine_smem(), a);
+  check_launch("ATTENTION (flash combine)");
+}
+
+template <Cache kCache, int kDp>
+void launch_tc(Context& ctx, Args a, int n_kv_head, bool split) {
+  if (split) {
+    const uint64_t bytes = static_cast<uint64_t>(a.o.n_tok) * a.o.n_head * a.n_seg * record_floats(kDp) * sizeof(float);
+    a.part = static_cast<float*>(ctx.scratch(ScratchSlot::AttnPartial, bytes));
+    launch_split<kCache, kDp>(ctx, a, n_kv_head);
+  } else {
+    a.q8 = nullptr;
+    launch_tiles<kCache, kDp>(ctx, a, n_kv_head);
+  }
+}
+
+template <Cache kCache>
+void launch_tc_for(Context& ctx, const Args& a, int n_kv_head, bool split) {
+  if (a.o.head_dim <= 32) {
+    launch_tc<kCache, 32>(ctx, a, n_kv_head, split);
+  } else if (a.o.head_dim <= 64) {
+    launch_tc<kCache, 64>(ctx, a, n_kv_head, split);
+  } else {
+    launch_tc<kCache, 128>(ctx, a, n_kv_head, split);
+  }
+}
+#endif
+
+template <Cache kCache>
+void launch_rows(Context& ctx, const Args& a) {
+  const size_t bytes = sizeof(float) * static_cast<size_t>(a.o.head_dim + kChunk);
+  launch_dependent(ctx, attention_flash_rows<kCache>, dim3(static_cast<unsigned>(a.o.n_head), static_cast<unsigned>(a.o.n_tok)),
+                   kChunk, bytes, a);
+  check_launch("ATTENTION (portable rows)");
+}
+
+}  // namespace
+
+bool flash_tensor_cores(const Context& ctx, int64_t head_dim) {
+#if defined(STRATA_GPU_HIP)
+  (void)ctx;
+  (void)head_dim;
+  return false;
+#else
+  return head_dim <= 128 && ctx.props().major >= 8;
+#endif
+}
+
+bool flash_split(const Operands& o) { return o.n_tok <= kMaxFlashSplitTokens; }
+
+void run_flash(Context& ctx, const Operands& o, Cache cache, int n_kv_head, unsigned char* q8) {
+  Args a = make_args(o);
+  a.q8 = q8;
+#if !defined(STRATA_GPU_HIP)
+  if (flash_tensor_cores(ctx, o.head_dim)) {
+    const bool split = flash_split(o);
+    switch (cache) {
+      case Cache::F16: launch_tc_for<Cache::F16>(ctx, a, n_kv_head, split); break;
+      case Cache::Q8_0: launch_tc_for<Cache::Q8_0>(ctx, a, n_kv_head, split); break;
+      case Cache::F32: launch_tc_for<Cache::F32>(ctx, a, n_kv_head, split); break;
+    }
+    return;
+  }
+#endif
+  (void)n_kv_head;
+  switch (cache) {
+    case Cache::F16: launch_rows<Cache::F16>(ctx, a); break;
+    case Cache::Q8_0: launch_rows<Cache::Q8_0>(ctx, a); break;
+    case Cache::F32: launch_rows<Cache::F32>(ctx, a); break;
+  }
+}
+
+}  // namespace strata::gpu::attention

@@ -1,0 +1,368 @@
+// The float attention's kernels (attention_flash.cuh) run on the host: whole blocks emulated with one host thread
+// per GPU thread, the warp's collectives (ldmatrix, mma.sync m16n8k16, shuffles, barriers) by an emulator built
+// from PTX's documented fragment layouts, so the kernels' own index arithmetic, staging, masking and folds run as
+// they do on the GPU. The MMA's stand-in sums in double and rounds once (the hardware's internal order is its
+// own); 2^x is exp2f. What is checked, with no GPU:
+//   - the tiles kernel (prompts) and the split kernel with its combine (windows of a few tokens) give the same bytes
+//     for every position, in windows of 1, 2, 3, 8, 9 and 37 tokens, at depths across several segments, with the
+//     split grid's warps striding over segments or not;
+//   - every row agrees with a plain double computation of attention within the f16 operands' error;
+//   - unwritten cache columns past the positions (NaN keys and values) never reach a row.
+#include <gtest/gtest.h>
+
+#include <barrier>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "attention_flash.cuh"
+#include "strata/format/fp16.hpp"
+#include "strata/format/quantize_weights.hpp"
+
+namespace strata::gpu::attention::flash {
+namespace {
+
+// ---- the emulator ----------------------------------------------------------------------------------------------
+
+struct WarpShared {
+  std::barrier<> bar{32};
+  float f[32];
+  int i[32];
+  const void* p[32];
+  uint32_t a[32][4], b[32][2];
+  float c[32][4];
+};
+
+struct BlockShared {
+  explicit BlockShared(int threads) : bar(threads) {
+    for (int w = 0; w < threads / 32; ++w) warps.push_back(std::make_unique<WarpShared>());
+  }
+  std::barrier<> bar;
+  std::vector<std::unique_ptr<WarpShared>> warps;
+};
+
+float half_at(const void* base, int index) {
+  uint16_t h;
+  std::memcpy(&h, static_cast<const unsigned char*>(base) + 2 * index, 2);
+  return format::fp16_to_fp32(h);
+}
+uint16_t half_bits(uint32_t word, int k) { return static_cast<uint16_t>(word >> (16 * k)); }
+float half_of(uint32_t word, int k) { return format::fp16_to_fp32(half_bits(word, k)); }
+
+class EmulatedLane : public HostWarp {
+ public:
+  EmulatedLane(int lane, WarpShared& w, BlockShared& b) : lane_(lane), w_(w), b_(b) {}
+  void sync_warp() override { w_.bar.arrive_and_wait(); }
+  void sync_block() override { b_.bar.arrive_and_wait(); }
+  float shfl_xor(float v, int mask) override {
+    w_.f[lane_] = v;
+    w_.bar.arrive_and_wait();
+    const float r = w_.f[lane_ ^ mask];
+    w_.bar.arrive_and_wait();
+    return r;
+  }
+  int shfl_xor_int(int v, int mask) override {
+    w_.i[lane_] = v;
+    w_.bar.arrive_and_wait();
+    const int r = w_.i[lane_ ^ mask];
+    w_.bar.arrive_and_wait();
+    return r;
+  }
+  float shfl_up(float v, int delta) override {
+    w_.f[lane_] = v;
+    w_.bar.arrive_and_wait();
+    const float r = lane_ >= delta ? w_.f[lane_ - delta] : v;
+    w_.bar.arrive_and_wait();
+    return r;
+  }
+  // Lane 8i + r gives the address of row r of matrix i; this lane gets row lane / 4, columns 2 (lane % 4) and +1
+  // (trans: rows 2 (lane % 4) and +1 of column lane / 4), the lower-indexed element in the low half.
+  void ldsm_x4(uint32_t (&r)[4], const void* p, bool trans) override {
+    w_.p[lane_] = p;
+    w_.bar.arrive_and_wait();
+    for (int m = 0; m < 4; ++m) {
+      uint16_t lo, hi;
+      if (!trans) {
+        const void* row = w_.p[8 * m + lane_ / 4];
+        lo = format::fp32_to_fp16(half_at(row, 2 * (lane_ % 4)));
+        hi = format::fp32_to_fp16(half_at(row, 2 * (lane_ % 4) + 1));
+      } else {
+        lo = format::fp32_to_fp16(half_at(w_.p[8 * m + 2 * (lane_ % 4)], lane_ / 4));
+        hi = format::fp32_to_fp16(half_at(w_.p[8 * m + 2 * (lane_ % 4) + 1], lane_ / 4));
+      }
+      r[m] = static_cast<uint32_t>(lo) | static_cast<uint32_t>(hi) << 16;
+    }
+    w_.bar.arrive_and_wait();
+  }
+  // PTX's m16n8k16 f16 layouts (lane = 4 g + t): A register 0 row g columns 2t, 2t+1; 1 row g+8; 2 row g columns
+  // 8+2t..; 3 row g+8 columns 8+2t..; B register 0 rows (k) 2t, 2t+1 of column g, 1 rows 8+2t..; C/D elements 0, 1
+  // row g columns 2t, 2t+1, elements 2, 3 row g+8.
+  void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) override {
+    for (int k = 0; k < 4; ++k) w_.a[lane_][k] = a[k], w_.c[lane_][k] = d[k];
+    w_.b[lane_][0] = b0, w_.b[lane_][1] = b1;
+    w_.bar.arrive_and_wait();
+    for (int e = 0; e < 4; ++e) {
+      const int row = lane_ / 4 + (e >= 2 ? 8 : 0), col = 2 * (lane_ % 4) + (e & 1);
+      double sum = w_.c[lane_][e];
+      for (int k = 0; k < 16; ++k) {
+        const float av = half_of(w_.a[4 * (row % 8) + (k % 8) / 2][(row >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)], k % 2);
+        const float bv = half_of(w_.b[4 * col + (k % 8) / 2][k >= 8 ? 1 : 0], k % 2);
+        sum += static_cast<double>(av) * static_cast<double>(bv);
+      }
+      d[e] = static_cast<float>(sum);
+    }
+    w_.bar.arrive_and_wait();
+  }
+  float ex2(float x) override { return std::exp2(x); }
+
+ private:
+  int lane_;
+  WarpShared& w_;
+  BlockShared& b_;
+};
+
+// Runs body(place, smem) for every thread of one block, one host thread each.
+template <class Body>
+void run_block(int bx, int by, int gx, size_t smem_bytes, Body body) {
+  BlockShared shared(kThreads);
+  std::vector<uint64_t> smem((smem_bytes + 7) / 8 + 2, 0);
+  std::vector<std::thread> threads;
+  for (int tid = 0; tid < kThreads; ++tid) {
+    threads.emplace_back([&, tid] {
+      EmulatedLane lane(tid % 32, *shared.warps[static_cast<size_t>(tid / 32)], shared);
+      host_warp = &lane;
+      body(Place{tid, bx, by, gx}, reinterpret_cast<unsigned char*>(smem.data()));
+      host_warp = nullptr;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+// ---- the cases -------------------------------------------------------------------------------------------------
+
+struct Shape {
+  bool q8;
+  int head_dim, n_head, n_kv_head, n_ctx, first, count;
+};
+
+class Case {
+ public:
+  explicit Case(const Shape& s) : s_(s) {
+    std::mt19937 rng(static_cast<uint32_t>(s.head_dim * 31 + s.first + s.count));
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    const int kv_dim = s.head_dim * s.n_kv_head, filled = s.first + s.count;
+    col_bytes_ = s.q8 ? static_cast<size_t>(kv_dim / 32) * 34 : static_cast<size_t>(kv_dim) * 2;
+    for (auto* cache : {&k_, &v_}) {
+      cache->assign(col_bytes_ * static_cast<size_t>(s.n_ctx), 0);
+      std::vector<float> col(static_cast<size_t>(kv_dim));
+      for (int j = 0; j < s.n_ctx; ++j) {
+        for (float& x : col) x = j < filled ? normal(rng) : NAN;  // unwritten columns: NaN
+        unsigned char* dst = cache->data() + static_cast<size_t>(j) * col_bytes_;
+        if (s.q8) {
+          format::quantize_row(format::GgmlType::Q8_0, col.data(), dst, kv_dim);
+        } else {
+          for (int i = 0; i < kv_dim; ++i) {
+            const uint16_t h = format::fp32_to_fp16(col[static_cast<size_t>(i)]);
+            std::memcpy(dst + 2 * i, &h, 2);
+          }
+        }
+      }
+    }
+    q_.resize(static_cast<size_t>(s.head_dim) * s.n_head * s.count);
+    for (float& x : q_) x = normal(rng);
+    for (int t = 0; t < s.count; ++t) pos_.push_back(s.first + t);
+  }
+
+  size_t row_floats() const { return static_cast<size_t>(s_.head_dim) * s_.n_head; }
+
+  Args args(int t0, int n, float* out) const {
+    Operands o{};
+    o.q = reinterpret_cast<const char*>(q_.data() + static_cast<size_t>(t0) * row_floats());
+    o.q_head = static_cast<uint64_t>(s_.head_dim) * sizeof(float);
+    o.q_tok = row_floats() * sizeof(float);
+    o.k = reinterpret_cast<const char*>(k_.data());
+    o.v = reinterpret_cast<const char*>(v_.data());
+    o.k_stride = o.v_stride = col_bytes_;
+    o.pos = pos_.data() + t0;
+    o.dst = reinterpret_cast<char*>(out + static_cast<size_t>(t0) * row_floats());
+    o.d_stride = row_floats() * sizeof(float);
+    o.head_dim = s_.head_dim;
+    o.n_head = s_.n_head;
+    o.group = s_.n_head / s_.n_kv_head;
+    o.n_tok = n;
+    o.n_ctx = s_.n_ctx;
+    o.vec4 = s_.head_dim % 4 == 0 ? 1 : 0;
+    o.scale = 1.0 / std::sqrt(static_cast<double>(s_.head_dim));
+    Args a{};
+    a.o = o;
+    a.seg_keys = segment_keys(s_.n_ctx);
+    a.n_seg = (s_.n_ctx + a.seg_keys - 1) / a.seg_keys;
+    a.row_tiles = (n * o.group + 15) / 16;
+    a.scale_log2 = static_cast<float>(o.scale) * kLog2e;
+    return a;
+  }
+
+  template <int kDp, Cache kCache>
+  void tiles(std::vector<float>& out, int window) const {
+    for (int t0 = 0; t0 < s_.count; t0 += window) {
+      const int n = std::min(window, s_.count - t0);
+      const Args a = args(t0, n, out.data());
+      const int gx = (n * a.o.group + 16 * kWarps - 1) / (16 * kWarps);
+      for (int by = 0; by < s_.n_kv_head; ++by) {
+        for (int bx = 0; bx < gx; ++bx) {
+          run_block(bx, by, gx, tiles_smem<kDp>(), [&](const Place& at, unsigned char* smem) {
+            tiles_body<kCache, kDp>(a, at, smem);
+          });
+        }
+      }
+    }
+  }
+
+  template <int kDp, Cache kCache>
+  void split(std::vector<float>& out, int window, int gx) const {
+    for (int t0 = 0; t0 < s_.count; t0 += window) {
+      const int n = std::min(window, s_.count - t0);
+      Args a = args(t0, n, out.data());
+      std::vector<float> part(static_cast<size_t>(n) * s_.n_head * a.n_seg * record_floats(kDp), -7.0f);
+      a.part = part.data();
+      for (int by = 0; by < s_.n_kv_head * a.row_tiles; ++by) {
+        for (int bx = 0; bx < gx; ++bx) {
+          run_block(bx, by, gx, split_smem<kDp>(), [&](const Place& at, unsigned char* smem) {
+            split_body<kCache, kDp>(a, at, smem);
+          });
+        }
+      }
+      for (int t = 0; t < n; ++t) {
+        for (int h = 0; h < s_.n_head; ++h) {
+          run_block(h, t, s_.n_head, combine_smem(), [&](const Place& at, unsigned char* smem) {
+            float v = 0.0f;
+            combine_body<kDp>(a, at, smem, v);
+            if (at.tid < s_.head_dim) out_row(a.o, t, h)[at.tid] = v;
+          });
+        }
+      }
+    }
+  }
+
+  // Attention in double over the cache's values as stored (f16 or q8_0 decoded exactly).
+  std::vector<float> exact() const {
+    std::vector<float> out(row_floats() * static_cast<size_t>(s_.count));
+    const int G = s_.n_head / s_.n_kv_head, D = s_.head_dim;
+    auto value = [&](const std::vector<unsigned char>& c, int j, int i) {
+      const unsigned char* col = c.data() + static_cast<size_t>(j) * col_bytes_;
+      if (!s_.q8) return static_cast<double>(half_at(col, i));
+      const unsigned char* b = col + (i / 32) * 34;
+      uint16_t d;
+      std::memcpy(&d, b, 2);
+      return static_cast<double>(format::fp16_to_fp32(d)) * static_cast<int8_t>(b[2 + i % 32]);
+    };
+    for (int t = 0; t < s_.count; ++t) {
+      for (int h = 0; h < s_.n_head; ++h) {
+        const float* q = q_.data() + static_cast<size_t>(t) * row_floats() + static_cast<size_t>(h) * D;
+        const int kvh = h / G, p = pos_[static_cast<size_t>(t)];
+        std::vector<double> w(static_cast<size_t>(p) + 1);
+        double mx = -INFINITY;
+        for (int j = 0; j <= p; ++j) {
+          double dot = 0;
+          for (int i = 0; i < D; ++i) dot += static_cast<double>(q[i]) * value(k_, j, kvh * D + i);
+          w[static_cast<size_t>(j)] = dot / std::sqrt(static_cast<double>(D));
+          mx = std::max(mx, w[static_cast<size_t>(j)]);
+        }
+        double sum = 0;
+        for (double& x : w) sum += (x = std::exp(x - mx));
+        for (int i = 0; i < D; ++i) {
+          double acc = 0;
+          for (int j = 0; j <= p; ++j) acc += w[static_cast<size_t>(j)] * value(v_, j, kvh * D + i);
+          out[static_cast<size_t>(t) * row_floats() + static_cast<size_t>(h) * D + static_cast<size_t>(i)] =
+              static_cast<float>(acc / sum);
+        }
+      }
+    }
+    return out;
+  }
+
+  const Shape& shape() const { return s_; }
+
+ private:
+  Shape s_;
+  size_t col_bytes_ = 0;
+  std::vector<unsigned char> k_, v_;
+  std::vector<float> q_;
+  std::vector<int32_t> pos_;
+};
+
+std::string first_difference(const std::vector<float>& a, const std::vector<float>& b, size_t row_floats) {
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) {
+      return "token " + std::to_string(i / row_floats) + ", value " + std::to_string(i % row_floats) + ": " +
+             std::to_string(a[i]) + " vs " + std::to_string(b[i]);
+    }
+  }
+  return "";
+}
+
+double nmse(const std::vector<float>& want, const std::vector<float>& got) {
+  double err = 0, ref = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double w = want[i], g = got[i];
+    err += (g - w) * (g - w);
+    ref += w * w;
+  }
+  return err / ref;
+}
+
+template <int kDp, Cache kCache>
+void check_windows(const Shape& s) {
+  SCOPED_TRACE("head_dim " + std::to_string(s.head_dim) + (s.q8 ? " q8_0" : " f16") + ", heads " +
+               std::to_string(s.n_head) + "/" + std::to_string(s.n_kv_head) + ", n_ctx " + std::to_string(s.n_ctx) +
+               ", positions " + std::to_string(s.first) + ".." + std::to_string(s.first + s.count - 1));
+  const Case c(s);
+  const size_t n = c.row_floats() * static_cast<size_t>(s.count);
+  std::vector<float> prompt(n, -1.0f);
+  c.tiles<kDp, kCache>(prompt, s.count);
+  for (float x : prompt) ASSERT_TRUE(std::isfinite(x)) << "a row took in an unwritten column or was never written";
+  const double e = nmse(c.exact(), prompt);
+  EXPECT_LT(e, 1e-5) << "the prompt's rows against attention in double";
+  for (int window : {37, 9}) {
+    std::vector<float> out(n, -1.0f);
+    c.tiles<kDp, kCache>(out, window);
+    EXPECT_EQ(first_difference(prompt, out, c.row_floats()), "") << "tiles in windows of " << window;
+  }
+  for (int window : {1, 2, 3, 8}) {
+    for (int gx : {1, 2}) {
+      std::vector<float> out(n, -1.0f);
+      c.split<kDp, kCache>(out, window, gx);
+      EXPECT_EQ(first_difference(prompt, out, c.row_floats()), "")
+          << "split windows of " << window << " tokens, " << gx << " block(s) a row tile";
+    }
+  }
+}
+
+TEST(AttentionFlash, WindowsGiveThePromptsBytesF16) {
+  // Segments of 128 keys (n_ctx 1024): positions 100..139 cross chunks 1..2 and segment 0..1.
+  check_windows<32, Cache::F16>({false, 32, 4, 2, 1024, 100, 40});
+}
+
+TEST(AttentionFlash, WindowsGiveThePromptsBytesQ8AndPaddedHeads) {
+  // head_dim 8 (stories260K) padded to 32, q8_0 caches, a group of 4, depth across three segments.
+  check_windows<32, Cache::Q8_0>({true, 8, 8, 4, 512, 250, 24});
+}
+
+TEST(AttentionFlash, WindowsGiveThePromptsBytesHead128) {
+  // qwen3's head size, a group of 8 (one 16-row tile holds two tokens), segments of 256 keys (n_ctx 70000).
+  check_windows<128, Cache::F16>({false, 128, 8, 1, 70000, 250, 12});
+}
+
+TEST(AttentionFlash, SegmentKeysFollowTheCapacity) {
+  EXPECT_EQ(segment_keys(4096), 128);
+  EXPECT_EQ(segment_keys(65536), 128);
+  EXPECT_EQ(segment_keys(65537), 256);
+  EXPECT_EQ(segment_keys(262144), 512);
+}
+
+}  // namespace
+}  // namespace strata::gpu::attention::flash
