@@ -54,6 +54,8 @@
 #                0% then -ncmoe 48, same file; each pair's ratio and the pool's roofline line
 #     contention strata at 25% and llama.cpp -ncmoe 36 (at -t all and half the cores, -n 32 -r 1), alone and beside
 #                STRATA_BUSY (default 8) busy nice-19 loops; what each keeps, and strata over llama.cpp under load
+#     long       issue 28's long-context targets (pp16384, tg64 at depth 16384, pp512; all in VRAM and at 25% against
+#                -ncmoe 36; tg64 at depth 131072 with q8_0 KV), Strata then llama.cpp per round (STRATA_LONG_ROUNDS)
 #     peer-cuda  llama.cpp's llama-bench -ngl 99 -fa on, when a binary is given: STRATA_PEER_CUDA, else
 #                .device/peer-cuda/llama-bench. It is built from a fetched copy outside the project; no build of it
 #                is committed here (docs/PERFORMANCE.md says how the figures were taken).
@@ -595,6 +597,63 @@ if want peer-cuda; then
     cat "$OUT/bench-peer-cuda.md"
     row "llama.cpp -ngl 99 (exit $rc):"
     while IFS= read -r l; do row "  $l"; done < <(grep -E 'pp|tg' "$OUT/bench-peer-cuda.md")
+  fi
+fi
+
+if want long; then
+  # Issue 28's targets, Strata then llama.cpp in each of STRATA_LONG_ROUNDS (default 1) rounds, the same file: all
+  # in VRAM pp512, pp16384 and tg64 at depth 16384 (-ngl 99 -fa on); at 25% against -ncmoe 36 pp16384 and tg64 at
+  # depth 16384; then (STRATA_LONG_DEEP=1, the default) tg64 at depth 131072 with q8_0 KV against -ctk/-ctv q8_0,
+  # -r 1. STRATA_LONG_PEER=0 leaves llama.cpp out.
+  ctx16=$((16384 + 1024))
+  long_peer() { [ "${STRATA_LONG_PEER:-1}" = 1 ] && [ -x "$peer" ]; }
+  long_pair() {  # long_pair LABEL TEST STRATA-TAG PEER-TAG
+    local s p
+    s="$(tg_of "$OUT/$3.md" "$2")"
+    p="$(tg_of "$OUT/$4.md" "$2" 2>/dev/null)"
+    row "$(printf '%-34s %-16s strata %-18s llama.cpp %-18s ratio %s' "$1" "$2" "$s" "${p:--}" "$(ratio "$s" "$p")")"
+  }
+  for round in $(seq 1 "${STRATA_LONG_ROUNDS:-1}"); do
+    log "long round $round: strata, every weight in VRAM"
+    strata bench --model "$model" --backend cuda -o runtime.context=$ctx16 -p 512,16384 -n 0 -r 1 \
+      > "$OUT/long$round-s-pp.md" 2> "$OUT/long$round-s-pp.log"
+    strata bench --model "$model" --backend cuda -o runtime.context=$ctx16 -p 0 -n 64 -d 16384 -r 2 \
+      > "$OUT/long$round-s-tg.md" 2> "$OUT/long$round-s-tg.log"
+    cat "$OUT/long$round-s-pp.md" "$OUT/long$round-s-tg.md"
+    if long_peer; then
+      log "long round $round: llama.cpp -ngl 99 -fa on"
+      "$peer" -m "$model" -ngl 99 -fa on -p 512,16384 -n 0 -r 1 > "$OUT/long$round-p-pp.md" 2> "$OUT/long$round-p-pp.log"
+      "$peer" -m "$model" -ngl 99 -fa on -p 0 -n 64 -d 16384 -r 2 > "$OUT/long$round-p-tg.md" 2> "$OUT/long$round-p-tg.log"
+      cat "$OUT/long$round-p-pp.md" "$OUT/long$round-p-tg.md"
+    fi
+    long_pair "round $round, all in VRAM" pp512 "long$round-s-pp" "long$round-p-pp"
+    long_pair "round $round, all in VRAM" pp16384 "long$round-s-pp" "long$round-p-pp"
+    long_pair "round $round, all in VRAM" "tg64 @ d16384" "long$round-s-tg" "long$round-p-tg"
+    if [ "${STRATA_LONG_HYBRID:-1}" = 1 ]; then
+      log "long round $round: strata at 25%"
+      strata_hybrid "long$round-s25-pp" 25% -o runtime.context=$ctx16 -p 16384 -n 0 -r 1
+      strata_hybrid "long$round-s25-tg" 25% -o runtime.context=$ctx16 -p 0 -n 64 -d 16384 -r 2
+      cat "$OUT/long$round-s25-pp.md" "$OUT/long$round-s25-tg.md"
+      if long_peer; then
+        log "long round $round: llama.cpp -ncmoe 36"
+        peer_hybrid "long$round-p36-pp" 36 "$threads" -p 16384 -n 0 -r 1
+        peer_hybrid "long$round-p36-tg" 36 "$threads" -p 0 -n 64 -d 16384 -r 2
+        cat "$OUT/long$round-p36-pp.md" "$OUT/long$round-p36-tg.md"
+      fi
+      long_pair "round $round, 25% / -ncmoe 36" pp16384 "long$round-s25-pp" "long$round-p36-pp"
+      long_pair "round $round, 25% / -ncmoe 36" "tg64 @ d16384" "long$round-s25-tg" "long$round-p36-tg"
+    fi
+  done
+  if [ "${STRATA_LONG_DEEP:-1}" = 1 ]; then
+    log "long: tg64 at depth 131072, q8_0 KV"
+    strata bench --model "$model" --backend cuda -o runtime.context=$((131072 + 1024)) -o runtime.kv_type=q8_0 \
+      -p 0 -n 64 -d 131072 -r 1 > "$OUT/long-s-deep.md" 2> "$OUT/long-s-deep.log"
+    cat "$OUT/long-s-deep.md"
+    if long_peer; then
+      "$peer" -m "$model" -ngl 99 -fa on -ctk q8_0 -ctv q8_0 -p 0 -n 64 -d 131072 -r 1 > "$OUT/long-p-deep.md" 2> "$OUT/long-p-deep.log"
+      cat "$OUT/long-p-deep.md"
+    fi
+    long_pair "q8_0 KV, all in VRAM" "tg64 @ d131072" long-s-deep long-p-deep
   fi
 fi
 
