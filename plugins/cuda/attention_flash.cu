@@ -28,7 +28,7 @@ __global__ void __launch_bounds__(kFlashThreads, 2) attention_flash_tiles(Args a
 }
 
 template <Cache kCache, int kDp>
-__global__ void __launch_bounds__(kFlashThreads) attention_flash_split(Args a) {
+__global__ void __launch_bounds__(kFlashThreads, 1) attention_flash_split(Args a) {
   extern __shared__ __align__(16) unsigned char flash_smem[];
   wait_for_inputs();
   start_dependents();

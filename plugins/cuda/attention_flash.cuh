@@ -332,7 +332,9 @@ struct SegState {
   float m[2], l[2];
   float o[kDp / 8][4];
   __host__ __device__ __forceinline__ void reset() {
+    #pragma unroll
     for (int i = 0; i < 2; ++i) m[i] = -INFINITY, l[i] = 0.0f;
+    #pragma unroll
     for (int dt = 0; dt < kDp / 8; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.0f;
   }
 };
@@ -424,6 +426,7 @@ __host__ __device__ __forceinline__ void chunk_accumulate(float (&s)[kChunk / 8]
 
 // Positions (lo, hi) of the thread's two rows; a row that sees nothing gets hi = -1, lo = 1.
 __host__ __device__ __forceinline__ void row_bounds(const Args& a, int64_t row0, int lane, int (&lo)[2], int (&hi)[2]) {
+  #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int p = row_position(a.o, row0 + lane / 4 + 8 * r);
     hi[r] = p;
@@ -480,6 +483,7 @@ __host__ __device__ inline void tiles_body(const Args& a, const Place& at, unsig
   if (lane == 0) bounds[2 * warp] = lo_w, bounds[2 * warp + 1] = hi_w;
   sync_block();
   int lo_b = INT32_MAX, hi_b = -1;
+  #pragma unroll
   for (int w = 0; w < kWarps; ++w) lo_b = imin(lo_b, bounds[2 * w]), hi_b = imax(hi_b, bounds[2 * w + 1]);
 
   uint32_t qf[kDp / 16][4];
@@ -491,11 +495,13 @@ __host__ __device__ inline void tiles_body(const Args& a, const Place& at, unsig
   st.reset();
   // Folds the segment into the total (fold_weights), then starts the next segment.
   auto close_segment = [&]() {
+    #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const float m_new = fmaxf(m_tot[r], st.m[r]);
       const Fold f = fold_weights(m_tot[r], st.m[r], m_new);
       l_tot[r] = fold_value(f, l_tot[r], st.l[r]);
       m_tot[r] = f.kind == 0 ? m_tot[r] : m_new;
+      #pragma unroll
       for (int dt = 0; dt < kDp / 8; ++dt) {
         float* t = my_tot + (dt * 4 + 2 * r) * 32 + lane;
         t[0] = fold_value(f, t[0], st.o[dt][2 * r]);
@@ -525,6 +531,7 @@ __host__ __device__ inline void tiles_body(const Args& a, const Place& at, unsig
   }
 
   // The sink logit (a segment with l = 1 and O = 0), then O / L.
+  #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int64_t row = row0 + 16 * warp + lane / 4 + 8 * r;
     if (row >= static_cast<int64_t>(o.n_tok) * o.group) continue;
@@ -538,7 +545,9 @@ __host__ __device__ inline void tiles_body(const Args& a, const Place& at, unsig
       fs = fold_weights(m_tot[r], m_sink, fmaxf(m_tot[r], m_sink));
       l_fin = fold_value(fs, l_tot[r], 1.0f);
     }
+    #pragma unroll
     for (int dt = 0; dt < kDp / 8; ++dt) {
+      #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int d = dt * 8 + 2 * (lane % 4) + e;
         if (d >= o.head_dim) continue;
@@ -593,12 +602,14 @@ __host__ __device__ inline void split_body(const Args& a, const Place& at, unsig
       chunk_accumulate<kDp>(s, kv, lane, st);
     }
     // The records of the rows that exist; m = -inf marks a segment a row does not see.
+    #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int64_t row = row0 + lane / 4 + 8 * r;
       if (row >= static_cast<int64_t>(o.n_tok) * o.group) continue;
       const int t = static_cast<int>(row / o.group), h = kvh * o.group + static_cast<int>(row % o.group);
       float* rec = a.part + ((static_cast<int64_t>(t) * o.n_head + h) * a.n_seg + seg) * record_floats(kDp);
       if (lane % 4 == 0) rec[0] = st.m[r], rec[1] = st.l[r];
+      #pragma unroll
       for (int dt = 0; dt < kDp / 8; ++dt) {
         rec[4 + dt * 8 + 2 * (lane % 4)] = st.o[dt][2 * r];
         rec[4 + dt * 8 + 2 * (lane % 4) + 1] = st.o[dt][2 * r + 1];
@@ -645,6 +656,7 @@ __host__ __device__ inline void combine_body(const Args& a, const Place& at, uns
     const Fold f = fold_weights(excl, m, fmaxf(excl, m));
     fa[tid] = f.a, fb[tid] = f.b, fkind[tid] = tid < n ? f.kind : 0;
     float group_max = M;
+    #pragma unroll
     for (int w = 0; w < kWarps; ++w) group_max = fmaxf(group_max, warp_max[w]);
     sync_block();
     for (int k = 0; k < n; ++k) {
