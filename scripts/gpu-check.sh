@@ -26,7 +26,8 @@
 #                STRATA_HYBRID_POOL=0, the pool alone (pcie_frac 0) at the first budget; expert summaries in the logs
 #                STRATA_HYBRID_SIMPLE=1 adds simple mode (runtime.graphs=false) at the first budget;
 #                STRATA_HYBRID_OPTS adds options to each (e.g. "-o plugins.cpu_avx2.spin_us=2000")
-#     gate       the exactness gates on that model (strata gate, configs/gate-cuda.yaml): the all-GPU run saved, and
+#     gate       the exactness gates on that model (strata gate, configs/gate-cuda.yaml; the GPU lines in float unless
+#                STRATA_GATE_ARITH=double, the CPU lines with canonical_double): the all-GPU run saved, and
 #                checked against it: all-GPU without CUDA graphs; the hybrid engine at 100%, 25% and 0% caches with
 #                pcie_frac 0, 0.5 and 1, with adaptive swaps, with pcie_balance on (pcie_frac unset), in simple mode
 #                with and without CUDA graphs; then the CPU engine at a 1024-token context: against the all-GPU run
@@ -421,6 +422,11 @@ if want gate; then
   g="strata gate --config $root/configs/gate-cuda.yaml --model $model -o sampling.n_predict=32"
   : > "$OUT/gate.log"
   set_="${STRATA_GATE_SET:-all}"  # gpu, cpu or all: the GPU lines, the CPU lines, or both (two calls fit better)
+  # The GPU lines run in the GPU's default arithmetic (float, tensor-core attention: issue 28) unless
+  # STRATA_GATE_ARITH=double (configs/gate-cuda.yaml's canonical_double, the CPU engine's bits); the CPU lines
+  # compare the CPU engine with the GPU, so they always take the double path.
+  g_cpu="$g"
+  [ "${STRATA_GATE_ARITH:-float}" = double ] || g="$g -o runtime.canonical_double=false"
   if [ "$set_" != cpu ]; then
     gate_run all-gpu save -o experts.cache=auto
     gate_run all-gpu-no-graphs all-gpu -o experts.cache=auto -o plugins.cuda.graphs=false
@@ -435,6 +441,7 @@ if want gate; then
     gate_run hybrid-25-simple all-gpu -o experts.cache=25% -o experts.pcie_frac=0.5 -o runtime.graphs=false
     gate_run hybrid-25-simple-no-cuda-graphs all-gpu -o experts.cache=25% -o experts.pcie_frac=0.5 -o runtime.graphs=false -o plugins.cuda.graphs=false
   fi
+  g="$g_cpu"
   if [ "$set_" != gpu ]; then
     # The CPU engine (cpu_avx2, all cores) at a 1024-token context, so that the long prompt's prefill (cut to 992
     # tokens) takes seconds, not minutes: the all-GPU run saved at that context; cpu_avx2's AVX-512 path checked
