@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "backend_ops_harness.hpp"
+#include "float_nmse.hpp"
 #include "strata/format/fp16.hpp"
 #include "strata/format/types.hpp"
 #include "strata/op_tensor.hpp"
@@ -105,6 +106,17 @@ Output f32_output(const std::string& name, int64_t count, Compare cmp) {
   o.compare = cmp;
   return o;
 }
+
+// An output of an op a GPU computes in float by default (section 6): on a float_label it compares as `on_float`.
+Output float_op(Output o, Compare on_float) {
+  o.float_op = true;
+  o.on_float = on_float;
+  return o;
+}
+
+// The float ops' bound on a float_label: float arithmetic (a few ulp a value) gives about 1e-14; a wrong formula,
+// order of pairs or angle gives far more than 1e-10.
+constexpr double kFloatOpNmse = 1e-10;
 
 template <class... Args>
 std::string vars_of(const char* op, const Args&... kv) {
@@ -373,13 +385,15 @@ struct RmsNormCase : OpCase {
   // Canonical (docs/CANONICAL_ARITHMETIC.md section 6): the bytes must match. With NaN and Inf inputs only the NaN
   // payloads may differ between devices, so those rows compare by value with no error allowed.
   double max_nmse() const override { return 0.0; }
+  // A GPU's float norm (float sum of squares, IEEE scale): NaN and Inf at the same places, the rest by NMSE.
+  double float_max_nmse() const override { return kFloatOpNmse; }
   Instance build(std::mt19937& rng) const override {
     Instance inst;
     std::vector<float> xv = normal_floats(rng, static_cast<size_t>(n * rows));
     if (specials) add_specials(xv, rng);
     const float* x = inst.keep(xv);
     const float* w = weight ? inst.keep(normal_floats(rng, static_cast<size_t>(n))) : nullptr;
-    inst.outputs.push_back(f32_output("dst", n * rows, specials ? Compare::Nmse : Compare::Bytes));
+    inst.outputs.push_back(float_op(f32_output("dst", n * rows, specials ? Compare::Nmse : Compare::Bytes), Compare::Nmse));
     const int64_t nn = n, rr = rows;
     inst.bind = [=](const std::vector<void*>& out) {
       strata_op op{};
@@ -434,19 +448,28 @@ struct RopeCase : OpCase {
   int mode;
   int64_t head_dim, n_head, n_tok;
   int n_rot;
-  RopeCase(int m, int64_t hd, int64_t nh, int64_t nt, int nr) : mode(m), head_dim(hd), n_head(nh), n_tok(nt), n_rot(nr) {}
+  uint32_t max_pos;  // positions below it
+  RopeCase(int m, int64_t hd, int64_t nh, int64_t nt, int nr, uint32_t mp = 40000)
+      : mode(m), head_dim(hd), n_head(nh), n_tok(nt), n_rot(nr), max_pos(mp) {}
   std::string vars() const override {
+    if (max_pos != 40000) {
+      return vars_of("ROPE", kv("mode", mode), kv("head_dim", head_dim), kv("n_head", n_head), kv("n_tok", n_tok),
+                     kv("n_rot", n_rot), kv("max_pos", max_pos));
+    }
     return vars_of("ROPE", kv("mode", mode), kv("head_dim", head_dim), kv("n_head", n_head), kv("n_tok", n_tok),
                    kv("n_rot", n_rot));
   }
-  // Canonical (section 6: host-side inverse frequencies, sincos_d): the bytes must match.
+  // Canonical (section 6: host-side inverse frequencies, sincos_d): the bytes must match. A GPU's float rope
+  // (float-float angle, rope_sincos_f) is within a few ulp: NMSE.
+  double float_max_nmse() const override { return kFloatOpNmse; }
   Instance build(std::mt19937& rng) const override {
     Instance inst;
     const float* x = inst.keep(normal_floats(rng, static_cast<size_t>(head_dim * n_head * n_tok)));
     std::vector<int32_t> pos(static_cast<size_t>(n_tok));
-    for (auto& p : pos) p = static_cast<int32_t>(rng() % 40000);
+    for (auto& p : pos) p = static_cast<int32_t>(rng() % max_pos);
+    if (max_pos != 40000) pos.back() = static_cast<int32_t>(max_pos - 1);
     const int32_t* ps = inst.keep(pos);
-    inst.outputs.push_back(f32_output("dst", head_dim * n_head * n_tok, Compare::Bytes));
+    inst.outputs.push_back(float_op(f32_output("dst", head_dim * n_head * n_tok, Compare::Bytes), Compare::Nmse));
     const int md = mode, nr = n_rot;
     const int64_t hd = head_dim, nh = n_head, nt = n_tok;
     inst.bind = [=](const std::vector<void*>& out) {
@@ -593,6 +616,8 @@ struct AttentionCase : OpCase {
   // exp may differ in the last bit; either moves a float only next to a rounding boundary (a last-bit difference
   // in about one value in 10^8). Float arithmetic anywhere would give about 1e-14.
   double max_nmse() const override { return 1e-16; }
+  // A GPU's default attention (float, tensor cores): the bound its engineer sets.
+  double float_max_nmse() const override { return 1e-5; }
   Instance build(std::mt19937& rng) const override {
     Instance inst;
     const float* q = inst.keep(normal_floats(rng, static_cast<size_t>(head_dim * n_head * n_tok)));
@@ -626,6 +651,62 @@ struct AttentionCase : OpCase {
   }
 };
 
+// ROUTER on a float_label (a GPU's float softmax or sigmoid, section 6). The reference's scores s_e = p_e + bias_e
+// are recomputed here in double: the backend's expert at rank j must score within kRouterTie of the reference's
+// expert at rank j (so wherever neighbouring scores are further apart than float error, the ids are exactly the
+// reference's, and only near-ties may swap), every id in range and once; its weights compare by NMSE with the
+// double formula applied to the experts it chose (p_e [/ the chosen p summed in rank order] * factor).
+constexpr double kRouterTie = 1e-5;  // float error of a score is about 1e-7
+
+std::string router_float_check(const float* l, const float* bias, int64_t ne, int64_t k, int64_t nt, bool sigmoid,
+                               bool normalize, float factor, const std::vector<unsigned char>& want_ids,
+                               const std::vector<unsigned char>& got_ids, const std::vector<unsigned char>& got_w) {
+  std::vector<int32_t> want(static_cast<size_t>(k * nt)), got(static_cast<size_t>(k * nt));
+  std::memcpy(want.data(), want_ids.data(), want_ids.size());
+  std::memcpy(got.data(), got_ids.data(), got_ids.size());
+  std::vector<float> expect(static_cast<size_t>(k * nt));
+  int64_t swapped = 0;
+  for (int64_t t = 0; t < nt; ++t) {
+    const float* row = l + t * ne;
+    std::vector<double> p(static_cast<size_t>(ne)), s(static_cast<size_t>(ne));
+    if (sigmoid) {
+      for (int64_t e = 0; e < ne; ++e) p[e] = 1.0 / (1.0 + std::exp(-static_cast<double>(row[e])));
+    } else {
+      double m = -INFINITY, total = 0.0;
+      for (int64_t e = 0; e < ne; ++e) m = std::max(m, static_cast<double>(row[e]));
+      for (int64_t e = 0; e < ne; ++e) total += (p[e] = std::exp(static_cast<double>(row[e]) - m));
+      for (int64_t e = 0; e < ne; ++e) p[e] /= total;
+    }
+    for (int64_t e = 0; e < ne; ++e) s[e] = p[e] + (bias != nullptr ? static_cast<double>(bias[e]) : 0.0);
+    std::vector<bool> seen(static_cast<size_t>(ne), false);
+    double norm = 0.0;
+    for (int64_t j = 0; j < k; ++j) {
+      const int32_t g = got[t * k + j], r = want[t * k + j];
+      std::ostringstream at;
+      at << "dst (ids): token " << t << " rank " << j << ": ";
+      if (g < 0 || g >= ne || seen[g]) return at.str() + "expert " + std::to_string(g) + " out of range or repeated";
+      seen[g] = true;
+      if (std::fabs(s[g] - s[r]) > kRouterTie) {
+        at << "expert " << g << " (score " << s[g] << ") where the reference has " << r << " (score " << s[r]
+           << "), further apart than float error";
+        return at.str();
+      }
+      swapped += g != r;
+      norm += p[g];
+    }
+    for (int64_t j = 0; j < k; ++j) {
+      const double v = p[got[t * k + j]];
+      expect[t * k + j] = static_cast<float>((normalize ? v / norm : v) * static_cast<double>(factor));
+    }
+  }
+  std::vector<unsigned char> expect_bytes(expect.size() * sizeof(float));
+  std::memcpy(expect_bytes.data(), expect.data(), expect_bytes.size());
+  std::string diff = nmse_mismatch("src2 (weights)", expect_bytes, got_w, kFloatOpNmse);
+  // Random logits leave near-ties rare: more than one swap in a case means a ranking bug, not float error.
+  if (diff.empty() && swapped > 1) diff = "dst (ids): " + std::to_string(swapped) + " near-tie swaps (at most 1 expected)";
+  return diff;
+}
+
 struct RouterCase : OpCase {
   int64_t n_expert, k, n_tok;
   int gating;
@@ -648,10 +729,14 @@ struct RouterCase : OpCase {
     Output ids;
     ids.name = "dst (ids)";
     ids.bytes = static_cast<size_t>(k * n_tok) * sizeof(int32_t);
-    inst.outputs.push_back(ids);
-    inst.outputs.push_back(f32_output("src2 (weights)", k * n_tok, Compare::Nmse));
+    inst.outputs.push_back(float_op(ids, Compare::ByCase));
+    inst.outputs.push_back(float_op(f32_output("src2 (weights)", k * n_tok, Compare::Nmse), Compare::ByCase));
     const int64_t ne = n_expert, kk = k, nt = n_tok;
     const int g = gating, norm = normalize ? 1 : 0;
+    inst.float_check = [=](const std::vector<std::vector<unsigned char>>& want,
+                           const std::vector<std::vector<unsigned char>>& got) {
+      return router_float_check(l, b, ne, kk, nt, g == 1, norm != 0, 2.5f, want[0], got[0], got[1]);
+    };
     inst.bind = [=](const std::vector<void*>& out) {
       strata_op op{};
       op.struct_size = sizeof op;
@@ -682,6 +767,8 @@ struct SoftmaxCase : OpCase {
   // exp may differ in the last bit; either moves a float only next to a rounding boundary (a last-bit difference
   // in about one value in 10^8). Float arithmetic anywhere would give about 1e-14.
   double max_nmse() const override { return 1e-16; }
+  // A GPU's float softmax (exp_c, float sums, IEEE division).
+  double float_max_nmse() const override { return kFloatOpNmse; }
   Instance build(std::mt19937& rng) const override {
     Instance inst;
     std::vector<float> xv = normal_floats(rng, static_cast<size_t>(n * rows), 3.0f);
@@ -867,6 +954,10 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
   c.push_back(std::make_shared<CopyCase>(GgmlType::I32, 7, 300, 1));
   c.push_back(std::make_shared<SignalCase>(1));
   c.push_back(std::make_shared<SignalCase>(-7));
+  // Positions up to 262,144 (a long context): a float angle would be 0.03 rad off there (the GPU's float rope
+  // keeps it in float-float). At the end, so the cases before keep their seeds.
+  c.push_back(std::make_shared<RopeCase>(2, 128, 4, 6, 128, 262145));
+  c.push_back(std::make_shared<RopeCase>(0, 64, 2, 5, 64, 262145));
   return c;
 }
 

@@ -72,14 +72,18 @@ struct Discovered {
       if (c.verdict != PluginCandidate::Verdict::Usable || c.kind != STRATA_KIND_BACKEND) continue;
       add(c.name, c.name, {});
       if (c.name == "cpu_avx2") add(c.name, "cpu_avx2_force_avx2", {"force_avx2=true"});
+      // The GPU plugins' double kernels (issue 28): the CPU's arithmetic, compared as tightly as cpu_avx2.
+      if (c.name == "cuda" || c.name == "hip") add(c.name, c.name + "_canonical_double", {"canonical_double=true"}, true);
     }
   }
 
-  void add(const std::string& plugin, const std::string& label, const std::vector<std::string>& options) {
+  // `always`: list a variant even when its device reports the plugin's default arch (its path is an option's).
+  void add(const std::string& plugin, const std::string& label, const std::vector<std::string>& options,
+           bool always = false) {
     auto inst = registry->instantiate(plugin, options);
     const auto* be = inst->get<strata_backend_v1>(STRATA_BACKEND_FAMILY, STRATA_BACKEND_VERSION);
     if (be == nullptr || be->device_count(inst->ctx()) == 0) return;
-    if (label != plugin) {
+    if (label != plugin && !always) {
       // A variant only counts when it runs another code path than the plugin's default.
       const auto devs = inst->devices();
       const BackendUnderTest* base = nullptr;
@@ -99,6 +103,14 @@ Discovered& discovered() {
 }
 
 }  // namespace
+
+bool float_label(const std::string& label) { return label == "cuda" || label == "hip"; }
+
+Output output_for(const Output& o, const std::string& label) {
+  Output r = o;
+  if (o.float_op && float_label(label)) r.compare = o.on_float;
+  return r;
+}
 
 std::string test_name(const std::string& vars) {
   std::string s;
@@ -274,6 +286,7 @@ std::string compare_output(const Output& o, const std::vector<unsigned char>& wa
                            const std::vector<unsigned char>& got, double max_nmse) {
   std::ostringstream msg;
   if (want.size() != got.size()) return o.name + ": sizes differ";
+  if (o.compare == Compare::ByCase) return o.name + ": compared by the case's float_check, not here";
   if (o.compare == Compare::Bytes) {
     if (std::memcmp(want.data(), got.data(), want.size()) == 0) return "";
     size_t i = 0;

@@ -19,15 +19,23 @@ namespace strata::test {
 
 // How an output is compared with the reference's.
 enum class Compare {
-  Bytes,  // memcmp (canonical arithmetic, exact conversions, integer outputs)
-  Nmse,   // f32 values: NaN and Inf at the same places, normalized mean squared error of the rest <= max_nmse
+  Bytes,   // memcmp (canonical arithmetic, exact conversions, integer outputs)
+  Nmse,    // f32 values: NaN and Inf at the same places, normalized mean squared error of the rest <= max_nmse
+  ByCase,  // only in Output::on_float: the case's Instance::float_check compares it
 };
+
+// Whether `label` is a GPU backend in its default mode, which computes RMS_NORM, ROPE, SOFTMAX, ROUTER (and
+// ATTENTION) in float (docs/CANONICAL_ARITHMETIC.md section 6): "cuda", "hip". Their `_canonical_double` labels
+// (the plugin instantiated with canonical_double=true) run the double kernels and compare as the CPU backends.
+bool float_label(const std::string& label);
 
 struct Output {
   std::string name;                  // "dst", "src2 (weights)", "moe.rows"
   size_t bytes = 0;
   std::vector<unsigned char> initial;  // the contents before the op (empty: a sentinel pattern)
   Compare compare = Compare::Bytes;
+  Compare on_float = Compare::Bytes;  // how it compares on a float_label; set by float_ops (else = compare)
+  bool float_op = false;              // on_float applies
 };
 
 // One built case: its inputs (owned), its outputs, and the op over any memory given for the outputs.
@@ -35,6 +43,11 @@ struct Instance {
   std::vector<Output> outputs;
   std::function<strata_op(const std::vector<void*>& outputs)> bind;
   std::vector<std::shared_ptr<void>> owned;  // input buffers and descriptors the op points at
+  // On a float_label: the case's own comparison of the outputs marked Compare::ByCase ("" when they pass), given
+  // the reference's and the backend's bytes of every output.
+  std::function<std::string(const std::vector<std::vector<unsigned char>>& want,
+                            const std::vector<std::vector<unsigned char>>& got)>
+      float_check;
 
   // Keeps `v` alive as long as the instance and returns its data.
   template <class T>
@@ -52,6 +65,12 @@ class OpCase {
   virtual std::string vars() const = 0;
   // Largest NMSE accepted for Compare::Nmse outputs.
   virtual double max_nmse() const { return 1e-9; }
+  // The same on a float_label (a GPU's float norms, RoPE, softmax, router, attention); by default max_nmse().
+  virtual double float_max_nmse() const { return max_nmse(); }
+  // The NMSE bound for the backend `label`: the hook every case's comparison goes through.
+  double max_nmse_for(const std::string& label) const {
+    return float_label(label) ? float_max_nmse() : max_nmse();
+  }
   virtual Instance build(std::mt19937& rng) const = 0;
 };
 
@@ -88,5 +107,7 @@ RunResult run_on_reference(Instance& inst);
 // "" when `got` matches `want` under `cmp`, else what differs (first index and values).
 std::string compare_output(const Output& o, const std::vector<unsigned char>& want, const std::vector<unsigned char>& got,
                            double max_nmse);
+// The output as it compares on backend `label` (on_float on a float_label).
+Output output_for(const Output& o, const std::string& label);
 
 }  // namespace strata::test

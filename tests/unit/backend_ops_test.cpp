@@ -4,6 +4,8 @@
 // runs on both of its paths and must give the same bytes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <tuple>
 
 #include "backend_ops_harness.hpp"
@@ -39,8 +41,19 @@ TEST_P(BackendOps, MatchesReference) {
   expect_ran(got, label);
   const RunResult want = run_on_reference(inst);
   expect_ran(want, "reference");
+  bool by_case = false;
   for (size_t i = 0; i < inst.outputs.size(); ++i) {
-    const std::string diff = compare_output(inst.outputs[i], want.out[i], got.out[i], c.max_nmse());
+    const Output o = output_for(inst.outputs[i], label);
+    if (o.compare == Compare::ByCase) {
+      by_case = true;
+      continue;
+    }
+    const std::string diff = compare_output(o, want.out[i], got.out[i], c.max_nmse_for(label));
+    EXPECT_TRUE(diff.empty()) << c.vars() << " on " << label << ": " << diff;
+  }
+  if (by_case) {
+    ASSERT_TRUE(inst.float_check) << c.vars() << ": an output compares by the case, which has no float_check";
+    const std::string diff = inst.float_check(want.out, got.out);
     EXPECT_TRUE(diff.empty()) << c.vars() << " on " << label << ": " << diff;
   }
 }
@@ -81,6 +94,40 @@ INSTANTIATE_TEST_SUITE_P(Parity, CpuPaths, ::testing::ValuesIn(case_indices()),
                          [](const ::testing::TestParamInfo<size_t>& p) {
                            return test_name(all_cases()[p.param]->vars());
                          });
+
+// The float labels' ROUTER check cannot pass trivially: the reference's own outputs pass it, and a far expert in
+// place of a chosen one, or weights 1e-3 off, fail it (checked on the CPU, with the reference's outputs).
+TEST(BackendOpsSuite, RouterFloatCheckRejectsWrongOutputs) {
+  size_t checked = 0;
+  for (size_t i = 0; i < all_cases().size(); ++i) {
+    std::mt19937 rng = rng_for(i);
+    Instance inst = all_cases()[i]->build(rng);
+    if (!inst.float_check) continue;
+    const RunResult want = run_on_reference(inst);
+    expect_ran(want, "reference");
+    const std::string vars = all_cases()[i]->vars();
+    EXPECT_EQ(inst.float_check(want.out, want.out), "") << vars;
+    // The expert ranked last by the reference among those not chosen for token 0 replaces its first choice.
+    std::vector<std::vector<unsigned char>> bad = want.out;
+    std::vector<int32_t> ids(bad[0].size() / 4);
+    std::memcpy(ids.data(), bad[0].data(), bad[0].size());
+    const strata_op op = inst.bind({bad[0].data(), bad[1].data()});
+    const auto k = static_cast<std::ptrdiff_t>(op.dst.ne[0]);  // ids are [k, n_tok]
+    int32_t outsider = 0;
+    while (std::find(ids.begin(), ids.begin() + k, outsider) != ids.begin() + k) ++outsider;
+    ids[0] = outsider;
+    std::memcpy(bad[0].data(), ids.data(), bad[0].size());
+    EXPECT_NE(inst.float_check(want.out, bad), "") << vars << ": expert " << outsider << " in place of the first choice";
+    bad = want.out;
+    std::vector<float> w(bad[1].size() / 4);
+    std::memcpy(w.data(), bad[1].data(), bad[1].size());
+    for (float& v : w) v *= 1.001f;
+    std::memcpy(bad[1].data(), w.data(), bad[1].size());
+    EXPECT_NE(inst.float_check(want.out, bad), "") << vars << ": weights 1e-3 off";
+    ++checked;
+  }
+  EXPECT_GT(checked, 0u);
+}
 
 // A suite that runs nothing must fail: there are cases, cpu_avx2 is among the backends on any x86-64 CI machine
 // with AVX2, and every backend runs most of the cases.
