@@ -154,6 +154,11 @@ Args make_args(const Operands& o) {
   a.window = 0;
   a.sinks = nullptr;
   a.scale_log2 = static_cast<float>(o.scale) * kLog2e;
+  // 16-byte loads: the values' offsets (kv head * head_dim + 8 k halves) and the columns 16-byte aligned.
+  const auto aligned16 = [](const void* p, uint64_t stride) {
+    return reinterpret_cast<uintptr_t>(p) % 16 == 0 && stride % 16 == 0;
+  };
+  a.vec16 = o.vec4 != 0 && o.head_dim % 8 == 0 && aligned16(o.k, o.k_stride) && aligned16(o.v, o.v_stride) ? 1 : 0;
   return a;
 }
 

@@ -54,6 +54,7 @@ struct Args {
   float scale_log2;    // scale * log2(e), rounded once on the host
   float* part;         // split path: per (token, head, segment) a record of m, l, 2 unused, O[kDp]
   unsigned char* q8;   // split path: nullptr, or the output rows' Q8_1 copy
+  int vec16;           // f16 caches whose columns allow 16-byte loads of 8 values (alignment checked on the host)
 };
 
 // Keys per segment: 128, doubled until the capacity holds at most kMaxSegments of them.
@@ -243,6 +244,22 @@ __host__ __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
   return u;
 }
 
+// 16- and 8-byte moves at addresses aligned to their size: one vector load or store on the device.
+__host__ __device__ __forceinline__ void copy16(void* dst, const void* src) {
+#if STRATA_FLASH_DEVICE
+  *static_cast<uint4*>(dst) = *static_cast<const uint4*>(src);
+#else
+  memcpy(dst, src, 16);
+#endif
+}
+__host__ __device__ __forceinline__ void copy8(void* dst, const void* src) {
+#if STRATA_FLASH_DEVICE
+  *static_cast<uint2*>(dst) = *static_cast<const uint2*>(src);
+#else
+  memcpy(dst, src, 8);
+#endif
+}
+
 // ---- the definition's pieces ---------------------------------------------------------------------------------------
 
 // The lowest key a row at position p sees.
@@ -277,33 +294,64 @@ __host__ __device__ __forceinline__ float* out_row(const Operands& o, int t, int
 }
 
 // Cache columns j0 .. j0 + kChunk - 1 of one kv head as f16 rows of smem_stride halves: keys at or past `end` and
-// values past head_dim as zeros (stale or unwritten columns never reach an MMA: 0 * NaN would). Threads
-// `first` .. `first + n_thr - 1` of the block take part (`tid` is the calling one).
+// values past head_dim as zeros (stale or unwritten columns never reach an MMA: 0 * NaN would). Threads tid,
+// tid + n_thr, ... of those taking part each load kBatch pieces before storing any, so that many loads are in
+// flight (decode is a memory-bound walk over the cache). f16 caches with vec16: 16-byte pieces of 8 values;
+// otherwise pieces of 4 values (`vec`: one load where the columns allow it) converted to f16.
 template <Cache kCache, int kDp>
 __host__ __device__ __forceinline__ void stage_chunk(const char* base, uint64_t col_stride, int64_t koff, int D, int j0,
-                                                     int end, bool vec, __half* out, int tid, int n_thr) {
+                                                     int end, bool vec, bool vec16, __half* out, int tid, int n_thr) {
   constexpr int kS = smem_stride<kDp>();
-  constexpr int kQuads = kDp / 4;
-  for (int i = tid; i < kChunk * kQuads; i += n_thr) {
-    const int jj = i / kQuads, d = (i % kQuads) * 4;
-    const int j = j0 + jj;
-    uint32_t w[2] = {0u, 0u};
-    if (j < end && d < D) {
-      const char* col = base + static_cast<uint64_t>(j) * col_stride;
-      if (kCache == Cache::F16 && vec && d + 4 <= D) {
-        memcpy(w, col + 2 * (koff + d), 8);
-      } else {
-        float x[4];
-        if (vec && d + 4 <= D) {
-          cache_values4<kCache>(col, koff + d, x);
-        } else {
-          for (int u = 0; u < 4; ++u) x[u] = d + u < D ? cache_value<kCache>(col, koff + d + u) : 0.0f;
+  constexpr int kBatch = 8;
+  if (kCache == Cache::F16 && vec16) {
+    constexpr int kOcts = kDp / 8, kItems = kChunk * kOcts;
+    for (int first = tid; first < kItems; first += kBatch * n_thr) {
+      alignas(16) uint32_t w[kBatch][4];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int i = first + u * n_thr, jj = i / kOcts, d = (i % kOcts) * 8;
+        w[u][0] = w[u][1] = w[u][2] = w[u][3] = 0u;
+        if (i < kItems && j0 + jj < end && d < D) {
+          copy16(w[u], base + static_cast<uint64_t>(j0 + jj) * col_stride + 2 * (koff + d));
         }
-        w[0] = pack_half2(x[0], x[1]);
-        w[1] = pack_half2(x[2], x[3]);
+      }
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int i = first + u * n_thr;
+        if (i < kItems) copy16(out + (i / kOcts) * kS + (i % kOcts) * 8, w[u]);
       }
     }
-    memcpy(out + jj * kS + d, w, 8);
+    return;
+  }
+  constexpr int kQuads = kDp / 4, kItems = kChunk * kQuads;
+  for (int first = tid; first < kItems; first += kBatch * n_thr) {
+    alignas(8) uint32_t w[kBatch][2];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int i = first + u * n_thr, jj = i / kQuads, d = (i % kQuads) * 4;
+      const int j = j0 + jj;
+      w[u][0] = w[u][1] = 0u;
+      if (i < kItems && j < end && d < D) {
+        const char* col = base + static_cast<uint64_t>(j) * col_stride;
+        if (kCache == Cache::F16 && vec && d + 4 <= D) {
+          copy8(w[u], col + 2 * (koff + d));
+        } else {
+          float x[4];
+          if (vec && d + 4 <= D) {
+            cache_values4<kCache>(col, koff + d, x);
+          } else {
+            for (int k = 0; k < 4; ++k) x[k] = d + k < D ? cache_value<kCache>(col, koff + d + k) : 0.0f;
+          }
+          w[u][0] = pack_half2(x[0], x[1]);
+          w[u][1] = pack_half2(x[2], x[3]);
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int i = first + u * n_thr;
+      if (i < kItems) copy8(out + (i / kQuads) * kS + (i % kQuads) * 4, w[u]);
+    }
   }
 }
 
@@ -518,12 +566,12 @@ __host__ __device__ inline void tiles_body(const Args& a, const Place& at, unsig
       if (c > c_first && c % chunks_per_seg == 0) close_segment();
       const int j0 = c * kChunk;
       sync_block();  // the previous chunk's values are used up
-      stage_chunk<kCache, kDp>(o.k, o.k_stride, koff, o.head_dim, j0, hi_b + 1, o.vec4 != 0, kv, tid, kThreads);
+      stage_chunk<kCache, kDp>(o.k, o.k_stride, koff, o.head_dim, j0, hi_b + 1, o.vec4 != 0, a.vec16 != 0, kv, tid, kThreads);
       sync_block();
       float s[kChunk / 8][4];
       chunk_scores<kDp>(qf, kv, lane, j0, lo, hi, a.scale_log2, s);
       sync_block();  // every warp's scores are out of the keys
-      stage_chunk<kCache, kDp>(o.v, o.v_stride, koff, o.head_dim, j0, hi_b + 1, o.vec4 != 0, kv, tid, kThreads);
+      stage_chunk<kCache, kDp>(o.v, o.v_stride, koff, o.head_dim, j0, hi_b + 1, o.vec4 != 0, a.vec16 != 0, kv, tid, kThreads);
       sync_block();
       chunk_accumulate<kDp>(s, kv, lane, st);
     }
@@ -592,12 +640,12 @@ __host__ __device__ inline void split_body(const Args& a, const Place& at, unsig
     for (int c = c_first; c <= c_last; ++c) {
       const int j0 = c * kChunk;
       sync_warp();
-      stage_chunk<kCache, kDp>(o.k, o.k_stride, koff, o.head_dim, j0, hi_w + 1, o.vec4 != 0, kv, lane, 32);
+      stage_chunk<kCache, kDp>(o.k, o.k_stride, koff, o.head_dim, j0, hi_w + 1, o.vec4 != 0, a.vec16 != 0, kv, lane, 32);
       sync_warp();
       float s[kChunk / 8][4];
       chunk_scores<kDp>(qf, kv, lane, j0, lo, hi, a.scale_log2, s);
       sync_warp();
-      stage_chunk<kCache, kDp>(o.v, o.v_stride, koff, o.head_dim, j0, hi_w + 1, o.vec4 != 0, kv, lane, 32);
+      stage_chunk<kCache, kDp>(o.v, o.v_stride, koff, o.head_dim, j0, hi_w + 1, o.vec4 != 0, a.vec16 != 0, kv, lane, 32);
       sync_warp();
       chunk_accumulate<kDp>(s, kv, lane, st);
     }

@@ -203,6 +203,11 @@ class Case {
     a.n_seg = (s_.n_ctx + a.seg_keys - 1) / a.seg_keys;
     a.row_tiles = (n * o.group + 15) / 16;
     a.scale_log2 = static_cast<float>(o.scale) * kLog2e;
+    // As the plugin's launch decides it (16-byte f16 loads where the columns allow them).
+    a.vec16 = !s_.q8 && s_.head_dim % 8 == 0 && reinterpret_cast<uintptr_t>(k_.data()) % 16 == 0 &&
+                      reinterpret_cast<uintptr_t>(v_.data()) % 16 == 0 && col_bytes_ % 16 == 0
+                  ? 1
+                  : 0;
     return a;
   }
 
@@ -350,6 +355,11 @@ TEST(AttentionFlash, WindowsGiveThePromptsBytesF16) {
 TEST(AttentionFlash, WindowsGiveThePromptsBytesQ8AndPaddedHeads) {
   // head_dim 8 (stories260K) padded to 32, q8_0 caches, a group of 4, depth across three segments.
   check_windows<32, Cache::Q8_0>({true, 8, 8, 4, 512, 250, 24});
+}
+
+TEST(AttentionFlash, WindowsGiveThePromptsBytesWithFourValueLoads) {
+  // head_dim 36: no 16-byte loads (36 is not a multiple of 8), pieces of 4 values, padded to 64.
+  check_windows<64, Cache::F16>({false, 36, 2, 2, 700, 60, 20});
 }
 
 TEST(AttentionFlash, WindowsGiveThePromptsBytesHead128) {
