@@ -60,6 +60,7 @@ TEST(ExpertsCacheSetup, FromTheProfileFile) {
   } catch (const strata::Error& e) {
     EXPECT_EQ(std::string(e.what()), path +
                                          ": the profile is of model \"two-by-four\"; this model is \"another\": record "
-                                         "a profile with this model or remove experts.profile");
+                                         "a profile with this model (strata profile --model M) or remove "
+                                         "experts.profile");
   }
 }

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "strata/error.hpp"
 #include "strata/experts/expert_profile.hpp"
@@ -99,7 +100,7 @@ TEST(ExpertsProfile, FileRoundTrip) {
   EXPECT_EQ(p.to_json(),
             "{\n"
             "  \"format\": \"strata-expert-profile\",\n"
-            "  \"version\": 1,\n"
+            "  \"version\": 2,\n"
             "  \"model\": {\"fingerprint\": \"tiny-q4km\", \"n_layer\": 2, \"n_expert\": 3},\n"
             "  \"positions\": 10,\n"
             "  \"counts\": [\n"
@@ -121,6 +122,49 @@ TEST(ExpertsProfile, FileRoundTrip) {
   for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(path).parent_path()))
     files += entry.path().filename().string().rfind("round.json", 0) == 0;
   EXPECT_EQ(files, 1u);
+}
+
+TEST(ExpertsProfile, WhatAReaderIsToldSurvivesTheFile) {
+  ex::ExpertProfile p = sample_profile();
+  ex::ProfileInfo info;
+  info.model_name = "m.gguf";
+  info.model_path = "/models/m.gguf";
+  info.file_bytes = 12345;
+  info.prompts = "built-in (8 prompts)";
+  info.prompt_count = 8;
+  info.decode_tokens = 16;
+  info.backend = "reference";
+  info.recorded_by = "strata profile";
+  p.set_info(info);
+  const std::string text = p.to_json();
+  EXPECT_NE(text.find(R"("model": {"fingerprint": "tiny-q4km", "n_layer": 2, "n_expert": 3, "name": "m.gguf", )"
+                      R"("path": "/models/m.gguf", "file_bytes": 12345},)"),
+            std::string::npos)
+      << text;
+  const ex::ExpertProfile back = ex::ExpertProfile::from_json(text, "mem", kModel);
+  EXPECT_EQ(back.info(), info);
+  EXPECT_EQ(back.to_json(), text);
+}
+
+TEST(ExpertsProfile, VersionOneFilesStillLoad) {
+  const ex::ExpertProfile back = ex::ExpertProfile::from_json(profile_text(), "mem", kModel);
+  EXPECT_EQ(back.positions(), 10u);
+  EXPECT_EQ(back.count({0, 2}), 7u);
+  EXPECT_EQ(back.info(), ex::ProfileInfo{});
+}
+
+TEST(ExpertsProfile, AddCountsTakesPositionsFromTheBusiestLayer) {
+  ex::ExpertProfile p(kModel);
+  // Two experts a token: layer 0 routed 5 tokens (10 routes), layer 1 as many.
+  const std::vector<uint64_t> routed = {4, 0, 6, 3, 3, 4};
+  p.add_counts(routed, 2);
+  EXPECT_EQ(p.positions(), 5u);
+  EXPECT_EQ(p.count({0, 2}), 6u);
+  EXPECT_EQ(p.count({1, 2}), 4u);
+  p.add_counts(routed, 2);
+  EXPECT_EQ(p.positions(), 10u);
+  EXPECT_THROW(p.add_counts(std::vector<uint64_t>{1, 2}, 2), strata::Error);
+  EXPECT_EQ(ex::default_profile_path("/m/a.gguf"), std::filesystem::path("/m/a.gguf.profile.json"));
 }
 
 TEST(ExpertsProfile, FingerprintsWithQuotesSurviveTheFile) {
@@ -166,17 +210,34 @@ TEST(ExpertsProfile, EachDamagedFileHasItsMessage) {
   EXPECT_EQ(load_error(profile_text(R"({"fingerprint": "tiny-q4km", "n_layer": 2})")),
             "FILE: \"model\" has no \"n_expert\"");
   EXPECT_EQ(load_error(profile_text(), {"tiny-q4km", 3, 3}),
-            "FILE: the profile is of a model with 2 layers; this model has 3: record a profile with this model or "
-            "remove experts.profile");
+            "FILE: the profile is of a model with 2 layers; this model has 3: record a profile with this model "
+            "(strata profile --model M) or remove experts.profile");
   EXPECT_EQ(load_error(profile_text(), {"tiny-q4km", 2, 4}),
             "FILE: the profile is of a model with 3 experts per layer; this model has 4: record a profile with this "
-            "model or remove experts.profile");
+            "model (strata profile --model M) or remove experts.profile");
   EXPECT_EQ(load_error(profile_text(), {"tiny-q8", 2, 3}),
             "FILE: the profile is of model \"tiny-q4km\"; this model is \"tiny-q8\": record a profile with this model "
-            "or remove experts.profile");
+            "(strata profile --model M) or remove experts.profile");
   const std::string model = R"({"fingerprint": "tiny-q4km", "n_layer": 2, "n_expert": 3})";
-  EXPECT_EQ(load_error(profile_text(model, "[[4, 0, 7], [0, 7, 1]]", "2")),
-            "FILE: expert profile version 2; this build reads version 1: record the profile again with this build");
+  EXPECT_EQ(load_error(profile_text(model, "[[4, 0, 7], [0, 7, 1]]", "3")),
+            "FILE: expert profile version 3; this build reads versions 1 and 2: record the profile again with this "
+            "build (strata profile)");
+  // Version 2's fields belong to version 2: a version 1 file with them is damaged.
+  EXPECT_EQ(load_error(profile_text(R"({"fingerprint": "tiny-q4km", "n_layer": 2, "n_expert": 3, "name": "m"})")),
+            "FILE: unknown key \"name\" in \"model\" (known: fingerprint, n_layer, n_expert)");
+  const std::string v2_model = R"({"fingerprint": "tiny-q4km", "n_layer": 2, "n_expert": 3, "name": "m.gguf"})";
+  EXPECT_EQ(load_error(profile_text(v2_model, "[[4, 0, 7], [0, 7, 1]]", "2")), "no error");
+  EXPECT_EQ(load_error(profile_text(v2_model, "[[4, 0, 7], [0, 7, 1]]", "2"), {"tiny-q8", 2, 3}),
+            "FILE: the profile is of model \"tiny-q4km\"; this model is \"tiny-q8\" (it was recorded with m.gguf): "
+            "record a profile with this model (strata profile --model M) or remove experts.profile");
+  EXPECT_EQ(load_error(profile_text(R"({"fingerprint": "tiny-q4km", "n_layer": 2, "n_expert": 3, "file_bytes": "9"})",
+                                    "[[4, 0, 7], [0, 7, 1]]", "2")),
+            "FILE: model.file_bytes is \"9\": it must be a whole number >= 0");
+  std::string bad_source = profile_text(model, "[[4, 0, 7], [0, 7, 1]]", "2");
+  bad_source.insert(1, R"("source": {"prompts": "x", "seed": 1}, )");
+  EXPECT_EQ(load_error(bad_source),
+            "FILE: unknown key \"seed\" in \"source\" (known: prompts, prompt_count, decode_tokens, backend, "
+            "recorded_by)");
   EXPECT_EQ(load_error(profile_text(model, "[[4, 0, 7], [0, 7, 1]]", "\"1\"")),
             "FILE: \"version\" is \"1\": it must be a whole number");
   EXPECT_EQ(load_error(profile_text(model, "[[4, 0, 7], [0, 7, 1]]", "1", "-3")),

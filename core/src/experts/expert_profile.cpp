@@ -59,4 +59,26 @@ void ExpertProfile::merge(const ExpertProfile& other) {
   positions_ += other.positions_;
 }
 
+void ExpertProfile::add_counts(std::span<const uint64_t> routed, uint32_t experts_per_token) {
+  if (routed.size() != counts_.size())
+    throw Error("expert profile of " + shape_text(identity_) + ": " + std::to_string(routed.size()) +
+                " routing counts given, expected " + std::to_string(counts_.size()));
+  if (experts_per_token == 0) throw Error("expert profile: a token takes at least one expert");
+  uint64_t widest = 0;
+  for (uint32_t l = 0; l < identity_.n_layer; ++l) {
+    uint64_t row = 0;
+    for (uint32_t e = 0; e < identity_.n_expert; ++e) {
+      const size_t i = key_space().index({l, e});
+      counts_[i] += routed[i];
+      row += routed[i];
+    }
+    widest = std::max(widest, row);
+  }
+  positions_ += (widest + experts_per_token - 1) / experts_per_token;
+}
+
+std::filesystem::path default_profile_path(const std::filesystem::path& model) {
+  return model.string() + ".profile.json";
+}
+
 }  // namespace strata::experts

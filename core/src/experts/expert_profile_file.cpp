@@ -61,7 +61,22 @@ std::string ExpertProfile::to_json() const {
   text += "  \"version\": " + std::to_string(kFormatVersion) + ",\n";
   text += "  \"model\": {\"fingerprint\": " + Json(identity_.fingerprint).dump() +
           ", \"n_layer\": " + std::to_string(identity_.n_layer) +
-          ", \"n_expert\": " + std::to_string(identity_.n_expert) + "},\n";
+          ", \"n_expert\": " + std::to_string(identity_.n_expert);
+  if (!info_.model_name.empty()) text += ", \"name\": " + Json(info_.model_name).dump();
+  if (!info_.model_path.empty()) text += ", \"path\": " + Json(info_.model_path).dump();
+  if (info_.file_bytes > 0) text += ", \"file_bytes\": " + std::to_string(info_.file_bytes);
+  text += "},\n";
+  Json source = Json::object();
+  if (!info_.prompts.empty()) source["prompts"] = info_.prompts;
+  if (info_.prompt_count > 0) source["prompt_count"] = info_.prompt_count;
+  if (info_.decode_tokens > 0) source["decode_tokens"] = info_.decode_tokens;
+  if (!info_.backend.empty()) source["backend"] = info_.backend;
+  if (!info_.recorded_by.empty()) source["recorded_by"] = info_.recorded_by;
+  if (!source.empty()) {
+    std::string fields;
+    for (const auto& item : source.items()) fields += (fields.empty() ? "" : ", ") + Json(item.key()).dump() + ": " + item.value().dump();
+    text += "  \"source\": {" + fields + "},\n";
+  }
   text += "  \"positions\": " + std::to_string(positions_) + ",\n";
   text += "  \"counts\": [\n";
   for (uint32_t l = 0; l < identity_.n_layer; ++l) {
@@ -92,17 +107,48 @@ ExpertProfile ExpertProfile::from_json(std::string_view text, const std::string&
     fail(origin, std::string("not an expert profile: \"format\" is ") +
                      (doc.contains("format") ? doc["format"].dump() : std::string("missing")) + ", expected \"" +
                      std::string(kFormatName) + "\"");
-  reject_unknown_keys(doc, {"format", "version", "model", "positions", "counts"}, "the profile", origin);
-
   const Json& version = member(doc, "version", "the profile", origin);
   if (!version.is_number_integer()) fail(origin, "\"version\" is " + version.dump() + ": it must be a whole number");
-  if (version.get<int64_t>() != kFormatVersion)
-    fail(origin, "expert profile version " + version.dump() + "; this build reads version " +
-                     std::to_string(kFormatVersion) + ": record the profile again with this build");
+  // Version 1 is version 2 without the model's name, path and size and without "source".
+  const int64_t v = version.get<int64_t>();
+  if (v != 1 && v != kFormatVersion)
+    fail(origin, "expert profile version " + version.dump() + "; this build reads versions 1 and " +
+                     std::to_string(kFormatVersion) + ": record the profile again with this build (strata profile)");
+  if (v == 1)
+    reject_unknown_keys(doc, {"format", "version", "model", "positions", "counts"}, "the profile", origin);
+  else
+    reject_unknown_keys(doc, {"format", "version", "model", "source", "positions", "counts"}, "the profile", origin);
 
   const Json& model = member(doc, "model", "the profile", origin);
   if (!model.is_object()) fail(origin, std::string("\"model\" is a JSON ") + model.type_name() + ", not an object");
-  reject_unknown_keys(model, {"fingerprint", "n_layer", "n_expert"}, "\"model\"", origin);
+  if (v == 1)
+    reject_unknown_keys(model, {"fingerprint", "n_layer", "n_expert"}, "\"model\"", origin);
+  else
+    reject_unknown_keys(model, {"fingerprint", "n_layer", "n_expert", "name", "path", "file_bytes"}, "\"model\"", origin);
+  ProfileInfo info;
+  const auto text_field = [&](const Json& object, const char* key, const std::string& where) -> std::string {
+    const auto it = object.find(key);
+    if (it == object.end()) return {};
+    if (!it->is_string()) fail(origin, where + key + " is " + it->dump() + ": it must be a string");
+    return it->get<std::string>();
+  };
+  const auto number_field = [&](const Json& object, const char* key, const std::string& where) -> uint64_t {
+    const auto it = object.find(key);
+    return it == object.end() ? 0 : whole_number(*it, where + key, origin);
+  };
+  info.model_name = text_field(model, "name", "model.");
+  info.model_path = text_field(model, "path", "model.");
+  info.file_bytes = number_field(model, "file_bytes", "model.");
+  if (const auto it = doc.find("source"); it != doc.end()) {
+    if (!it->is_object()) fail(origin, std::string("\"source\" is a JSON ") + it->type_name() + ", not an object");
+    reject_unknown_keys(*it, {"prompts", "prompt_count", "decode_tokens", "backend", "recorded_by"}, "\"source\"",
+                        origin);
+    info.prompts = text_field(*it, "prompts", "source.");
+    info.prompt_count = number_field(*it, "prompt_count", "source.");
+    info.decode_tokens = number_field(*it, "decode_tokens", "source.");
+    info.backend = text_field(*it, "backend", "source.");
+    info.recorded_by = text_field(*it, "recorded_by", "source.");
+  }
   const Json& fingerprint = member(model, "fingerprint", "\"model\"", origin);
   if (!fingerprint.is_string()) fail(origin, "model.fingerprint is " + fingerprint.dump() + ": it must be a string");
   ModelIdentity id;
@@ -110,7 +156,9 @@ ExpertProfile ExpertProfile::from_json(std::string_view text, const std::string&
   id.n_layer = count_field(member(model, "n_layer", "\"model\"", origin), "model.n_layer", origin);
   id.n_expert = count_field(member(model, "n_expert", "\"model\"", origin), "model.n_expert", origin);
 
-  const std::string fix = ": record a profile with this model or remove experts.profile";
+  const std::string fix =
+      std::string(info.model_name.empty() ? "" : " (it was recorded with " + info.model_name + ")") +
+      ": record a profile with this model (strata profile --model M) or remove experts.profile";
   if (id.n_layer != expected.n_layer)
     fail(origin, "the profile is of a model with " + std::to_string(id.n_layer) + " layers; this model has " +
                      std::to_string(expected.n_layer) + fix);
@@ -122,6 +170,7 @@ ExpertProfile ExpertProfile::from_json(std::string_view text, const std::string&
          "the profile is of model \"" + id.fingerprint + "\"; this model is \"" + expected.fingerprint + "\"" + fix);
 
   ExpertProfile profile(id);
+  profile.info_ = std::move(info);
   profile.positions_ = whole_number(member(doc, "positions", "the profile", origin), "\"positions\"", origin);
   const Json& counts = member(doc, "counts", "the profile", origin);
   if (!counts.is_array()) fail(origin, std::string("\"counts\" is a JSON ") + counts.type_name() + ", not an array");
