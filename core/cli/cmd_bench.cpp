@@ -18,6 +18,7 @@
 #include "strata/op_profile.hpp"
 #include "strata/plugin_host.hpp"
 #include "strata/process_memory.hpp"
+#include "strata/startup_clock.hpp"
 
 namespace strata::cli {
 namespace {
@@ -82,7 +83,10 @@ int cmd_bench(const Args& args) {
               "(tgN: N tokens, one window each) speed in tokens per second, like llama-bench: each test runs -r\n"
               "times from an empty context after a warm-up (a decode test's warm-up is its whole length, so the\n"
               "hybrid path's expert cache has settled); the table gives the median and the standard deviation.\n"
-              "A last line (stderr) compares the resident memory the model added with its file plus the KV cache.");
+              "A line (stderr) gives the time from the process's start to a ready engine and to the first token\n"
+              "(the first test's first window), by phase (backend, map, weights, host copy, cache fill, probe;\n"
+              "also `startup` in --json's entries); a last one compares the resident memory the model added with\n"
+              "its file plus the KV cache.");
   LaunchOptions launch_options;
   launch_options.declare(p);
   std::string model, backend;
@@ -157,6 +161,11 @@ int cmd_bench(const Args& args) {
   if (results.empty()) {
     // --link alone: no table
   } else if (json) {
+    const startup::Report started = startup::report();
+    nlohmann::json phases = nlohmann::json::object();
+    for (const auto& [name, seconds] : started.phases) phases[name] = seconds;
+    const nlohmann::json startup_json = {{"ready_s", started.ready}, {"first_token_s", started.first_token},
+                                         {"phases_s", phases}};
     nlohmann::json out = nlohmann::json::array();
     for (const BenchResult& r : results) {
       out.push_back({{"model", model_name},
@@ -175,7 +184,8 @@ int cmd_bench(const Args& args) {
                      {"avg_ts", r.mean},
                      {"stddev_ts", r.stddev},
                      {"min_ts", r.min},
-                     {"max_ts", r.max}});
+                     {"max_ts", r.max},
+                     {"startup", startup_json}});
     }
     std::printf("%s\n", out.dump(1).c_str());
   } else {
@@ -224,6 +234,7 @@ int cmd_bench(const Args& args) {
                  engine->settings().batch, engine->backend().describe().c_str(),
                  profile.table(static_cast<uint64_t>(profile_prompt)).c_str());
   }
+  std::fprintf(stderr, "strata bench: %s\n", startup::line(startup::report()).c_str());
   // What the model added to the process (its mapped pages, the KV cache, the activations) against the budget.
   const uint64_t peak = peak_resident_bytes();
   const uint64_t added = peak > rss_before ? peak - rss_before : 0;

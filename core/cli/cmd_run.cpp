@@ -16,6 +16,7 @@
 #include "strata/engine.hpp"
 #include "strata/generate.hpp"
 #include "strata/process_memory.hpp"
+#include "strata/startup_clock.hpp"
 
 namespace strata::cli {
 namespace {
@@ -37,7 +38,8 @@ int cmd_run(const Args& args) {
               "Generates text from a raw prompt (no chat template): BOS and the vocabulary's dummy-prefix space are\n"
               "added, the prompt is fed in chunks of runtime.batch tokens, then tokens are sampled with the\n"
               "launch's sampling settings and streamed to stdout (the prompt first, as its tokens decode). A summary\n"
-              "line goes to stderr. Flags override the launch (--config, then -o, then these).\n\n"
+              "line goes to stderr, and a startup line: the time from the process's start to a ready engine and to\n"
+              "the first token, by phase (backend, map, weights, host copy, cache fill, probe). Flags override the launch (--config, then -o, then these).\n\n"
               "--json: stdout is exactly one JSON object {\"prompt_ids\": [...], \"generated_ids\": [...], \"text\": "
               "\"...\"}\nwhere text is the generated text without the prompt; everything else goes to stderr.\n\n"
               "--chat: a conversation instead, a user turn per line of stdin, each reply on stdout, rendered with\n"
@@ -122,6 +124,7 @@ int cmd_run(const Args& args) {
   if (engine->hybrid()) {
     std::fprintf(stderr, "%s", engine->expert_summary(per_second(r.decode_tokens, r.decode_seconds)).c_str());
   }
+  std::fprintf(stderr, "strata run: %s\n", startup::line(startup::report()).c_str());
   return 0;
 }
 

@@ -22,6 +22,7 @@
 #include "strata/log.hpp"
 #include "strata/op_tensor.hpp"
 #include "strata/plugin_host.hpp"
+#include "strata/startup_clock.hpp"
 
 namespace strata {
 
@@ -238,6 +239,7 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
       device_weights_([&]() -> std::unique_ptr<DeviceWeights> {
         const auto where = weights_placement(*model_, *backend_, settings_, true);
         if (!where) return nullptr;
+        startup::Phase timing("weights");  // to the device
         return std::make_unique<DeviceWeights>(*model_, *backend_->device_memory(), *where, first_layers_);
       }()),
       kv_(model_->hparams().n_layer, model_->kv_dim(), settings.context, settings.slots, settings.kv_type,
@@ -437,8 +439,14 @@ std::unique_ptr<Engine> Engine::from_launch(const config::Launch& launch) {
   const char* env_path = std::getenv("STRATA_PLUGIN_PATH");
   std::vector<std::filesystem::path> folders(launch.plugin_path.begin(), launch.plugin_path.end());
   auto registry = std::make_unique<PluginRegistry>(default_search_path(folders, env_path ? env_path : ""));
-  std::unique_ptr<Backend> backend = select_backend(launch, *registry);
-  std::unique_ptr<Model> model = Model::load(*launch.model);
+  std::unique_ptr<Backend> backend = [&] {
+    startup::Phase timing("backend");  // the plugins' libraries and the device's start
+    return select_backend(launch, *registry);
+  }();
+  std::unique_ptr<Model> model = [&] {
+    startup::Phase timing("map");  // the file mapped, its header and tensors read
+    return Model::load(*launch.model);
+  }();
   const EngineSettings settings = settings_from(launch);
   // The hybrid path's CPU pool, only when the engine will take that path: the first usable plugin that provides the
   // expert_pool family (cpu_avx2). Without one every miss is read over PCIe.
@@ -515,6 +523,7 @@ std::unique_ptr<Engine> Engine::from_launch(const config::Launch& launch) {
                                          std::move(peer), std::move(link));
   engine->registry_ = std::move(registry);
   log::info("backend: " + engine->backend_->describe());
+  startup::mark_ready();
   return engine;
 }
 
@@ -610,7 +619,9 @@ std::span<const float> Engine::feed(uint32_t slot, std::span<const TokenId> toke
     const size_t n = std::min<size_t>(settings_.batch, tokens.size() - start);
     run(Window{tokens.subspan(start, n), kv_.length(slot), slot, false});
   }
-  return head_act().read_logits(model_->hparams().n_vocab, 1);
+  const std::span<const float> logits = head_act().read_logits(model_->hparams().n_vocab, 1);
+  startup::mark_first_token();
+  return logits;
 }
 
 std::span<const float> Engine::step(std::span<const SlotToken> next) {
@@ -632,7 +643,9 @@ std::span<const float> Engine::step(std::span<const SlotToken> next) {
   Window w{tokens, runs.front().first_position, runs.front().slot, true};
   if (runs.size() > 1) w.runs = runs;
   run(w);
-  return head_act().read_logits(model_->hparams().n_vocab, tokens.size());
+  const std::span<const float> logits = head_act().read_logits(model_->hparams().n_vocab, tokens.size());
+  startup::mark_first_token();
+  return logits;
 }
 
 std::span<const float> Engine::feed_window(uint32_t slot, std::span<const TokenId> tokens) {

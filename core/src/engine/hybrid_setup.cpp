@@ -20,6 +20,7 @@
 #include "strata/experts/link_share.hpp"
 #include "strata/gate.hpp"
 #include "strata/log.hpp"
+#include "strata/startup_clock.hpp"
 #include "strata/plugin_host.hpp"
 #include "strata/tensor_role.hpp"
 
@@ -70,6 +71,7 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
     arena_ = std::move(cards.arena);
     description_ = "experts in RAM: the first card's host copy (" + experts::human_bytes(arena_->size()) + ")";
   } else {
+    startup::Phase timing("host copy");  // the experts' arena filled (or mapped) and page-locked
     arena_ = std::make_shared<experts::ExpertArena>(w, threads, experts_cfg.arena.value_or(""), who.header_hash);
     arena_lock_ = std::make_unique<HostRegistration>(queues, arena_->data(), arena_->size(), true);
     description_ = "experts in RAM: " + experts::human_bytes(arena_->size()) +
@@ -183,6 +185,7 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
   own_slots_.queue_fill(*cache_, *arena_, queues, copy_stream_->get());
   queues.record(copies_done_->get(), copy_stream_->get());
   queues.synchronize(copies_done_->get());
+  startup::add("cache fill", seconds_since(t_fill));
   description_ += "; VRAM slots: " + budget.describe() + ", filled in " + std::to_string(seconds_since(t_fill)).substr(0, 4) +
                   " s; staging: " + std::to_string(staging_slots_) + " x " + experts::human_bytes(staging_bytes_) +
                   (chunkable_ ? " (prompts: a layer's PCIe experts in up to " + std::to_string(chunks_) +
@@ -200,6 +203,7 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
   } else {
     uint64_t n_experts = 0;
     for (const experts::LayerExperts& l : geometry.layers) n_experts += l.n_expert;
+    startup::Phase timing("probe");  // the link, the host's read rate, the device's copy rate
     const experts::LinkMeasure link = experts::probe_link(mem, queues);
     rates_.h2d = link.h2d_bytes_per_s;
     rates_.cpu_read = experts::measure_host_read(std::max(1u, threads), uint64_t{1} << 30);
@@ -262,7 +266,10 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
   } else if (balancer_) {
     description_ += "; " + balancer_.name + " unused: it needs fast mode and a CPU pool";
   }
-  if (pool_ && !moe_layers_.empty()) description_ += "; " + choose_cutover(moe_layers_.front());
+  if (pool_ && !moe_layers_.empty()) {
+    startup::Phase timing("probe");  // the pool against one expert's PCIe read
+    description_ += "; " + choose_cutover(moe_layers_.front());
+  }
 }
 
 std::string HybridMoe::choose_cutover(uint32_t il) {
