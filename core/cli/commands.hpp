@@ -16,6 +16,7 @@ int cmd_inspect(const Args& args);
 int cmd_mkmodel(const Args& args);
 int cmd_run(const Args& args);
 int cmd_bench(const Args& args);
+int cmd_profile(const Args& args);
 int cmd_gate(const Args& args);
 int cmd_template(const Args& args);
 int cmd_serve(const Args& args);

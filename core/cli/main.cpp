@@ -35,6 +35,8 @@ const Command kCommands[] = {
      strata::cli::cmd_run},
     {"bench", "prefill and decode tokens/s (pp512, tg128; repetitions, median and spread; markdown or JSON)",
      strata::cli::cmd_bench},
+    {"profile", "record a model's routing profile (experts per layer, counted over prompts) for experts.profile",
+     strata::cli::cmd_profile},
     {"gate", "exactness gate: save a prompt set's greedy ids (--save), or re-run and compare id for id (--check)",
      strata::cli::cmd_gate},
     {"template", "render a chat template with messages from a file, exactly as transformers would",

@@ -37,7 +37,8 @@ struct ExpertsConfig {
   int adapt_swaps = 0;
   int prompt_chunks = 0;               // 0: a layer's PCIe experts all land before its experts are computed
   CachePolicy policy = CachePolicy::Lfu;
-  std::optional<std::string> profile;  // absolute path
+  std::optional<std::string> profile;  // absolute path, or "auto" (the profile beside the model, if any)
+  std::optional<std::string> record;   // absolute path: the run's routing counts are written there at exit
   std::optional<std::string> arena;    // absolute path of a file on tmpfs; nullopt: private memory
   double peer_hot = 0;
   bool operator==(const ExpertsConfig&) const = default;

@@ -23,6 +23,7 @@ namespace strata {
 class HybridMoe;
 class LinkTier;
 class PluginInstance;
+class RouteRecorder;
 
 // The peer link to another engine process (plugins: peerlink), for the engine's hybrid path: the link plugin's
 // instance (its options name the file and the role) and a second instance of the engine's backend on the same card,
@@ -146,6 +147,8 @@ class Engine {
   void run_profiled(Backend& backend, const std::vector<Stage>& stages);
   // The activations whose logits a window leaves: the last card's.
   Activations& head_act();
+  // experts.record: the recorder of this run's routing counts (at the constructor's end).
+  void start_record();
   // Declared first, destroyed last: it keeps the plugin libraries loaded while the backend lives.
   std::unique_ptr<PluginRegistry> registry_;
   std::unique_ptr<PluginInstance> pool_plugin_;  // the CPU expert pool of the hybrid path
@@ -164,6 +167,7 @@ class Engine {
   std::unique_ptr<HybridMoe> hybrid_;  // destroyed before the above: it uses the activations and the device
   std::unique_ptr<SecondCard> second_;  // destroyed first: it shares hybrid_'s arena and the peer's device
   OpProfile* profile_ = nullptr;
+  std::unique_ptr<RouteRecorder> recorder_;  // experts.record, or null
 };
 
 }  // namespace strata

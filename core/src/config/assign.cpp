@@ -315,7 +315,8 @@ std::string store_text(Launch& launch, const Key& key, std::string_view text, co
       return {};
     case Type::Path:
       if (text.empty()) return "is empty: expected a path";
-      put_string(key, field, resolve_path(text, base));
+      // experts.profile's one word: the profile stored beside the model.
+      put_string(key, field, key.path == "experts.profile" && text == "auto" ? std::string(text) : resolve_path(text, base));
       return {};
     case Type::PathList:
       if (text.empty()) return "is empty: expected a path";

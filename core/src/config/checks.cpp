@@ -50,7 +50,13 @@ void check_files(Builder& builder) {
       builder.error(Diagnostic::Kind::MissingFile, origin_or_default(builder, "experts.arena"),
                     "experts.arena: " + p + " (the arena file is made in that folder; /dev/shm is tmpfs on Linux)");
   }
-  if (launch.experts.profile) {
+  if (launch.experts.record) {
+    const std::string folder = std::filesystem::path(*launch.experts.record).parent_path().string();
+    if (std::string p = path_problem(folder, Expect::Folder); !p.empty())
+      builder.error(Diagnostic::Kind::MissingFile, origin_or_default(builder, "experts.record"),
+                    "experts.record: " + p + " (the profile is written in that folder)");
+  }
+  if (launch.experts.profile && *launch.experts.profile != "auto") {
     if (std::string p = path_problem(*launch.experts.profile, Expect::File); !p.empty())
       builder.error(Diagnostic::Kind::MissingFile, origin_or_default(builder, "experts.profile"),
                     "experts.profile: " + p);

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "hybrid_moe.hpp"
+#include "route_record.hpp"
 #include "strata/experts/expert_geometry.hpp"
 #include "strata/experts/slot_budget.hpp"
 #include "strata/kv_cache.hpp"
@@ -22,6 +23,7 @@
 #include "strata/log.hpp"
 #include "strata/op_tensor.hpp"
 #include "strata/plugin_host.hpp"
+#include "strata/route_profile.hpp"
 #include "strata/startup_clock.hpp"
 
 namespace strata {
@@ -250,6 +252,7 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
     peer_backend_->device_memory()->cap_at(settings_.gpu_memory);
   const bool split = settings_.layer_split > 0;
   const bool hybrid = device_weights_ != nullptr && device_weights_->which() == WeightsOnDevice::Dense;
+  settings_.experts.profile = resolve_profile(settings_.experts.profile, *model_, hybrid);  // `auto`, and checked
   if (!hybrid && !split && peer_backend_ != nullptr) {
     log::warn("runtime.peer_device: unused, because every weight is on " + backend_->describe() +
               " (the peer card is an expert tier of the hybrid path); set experts.cache to a share to use it");
@@ -302,7 +305,10 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
     room.staging_bytes = mem.placed_bytes() > accounted ? mem.placed_bytes() - accounted : 0;
     log::info(experts::describe_split(experts.cache, room, slots));
   }
-  if (!split) return;
+  if (!split) {
+    start_record();
+    return;
+  }
   // The second card: the same placement (all weights, or the hybrid path) for layers K and up.
   DeviceMemory& mem = *peer_backend_->device_memory();
   const uint32_t n_layer = model_->hparams().n_layer;
@@ -320,6 +326,11 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
   log::info("layer split: layers 0.." + std::to_string(settings_.layer_split - 1) + " on " + backend_->describe() +
             ", layers " + std::to_string(settings_.layer_split) + ".." + std::to_string(n_layer - 1) + " on " +
             peer_backend_->describe() + "; the residual stream crosses through host memory once a window");
+  start_record();
+}
+
+void Engine::start_record() {
+  if (settings_.experts.record) recorder_ = std::make_unique<RouteRecorder>(*this, *settings_.experts.record);
 }
 
 Engine::Card Engine::first_card() {
@@ -334,6 +345,11 @@ void Engine::cut(uint32_t slot, uint32_t position) {
 }
 
 void Engine::reset_expert_counts() {
+  std::unique_lock<std::mutex> record_lock;
+  if (recorder_) {
+    record_lock = std::unique_lock<std::mutex>(recorder_->counts_lock());
+    recorder_->fold();  // experts.record counts the whole run
+  }
   if (hybrid_) hybrid_->reset_counts();
   if (second_ && second_->hybrid) second_->hybrid->reset_counts();
   std::fill(act_.route_counts.begin(), act_.route_counts.end(), 0);
@@ -432,7 +448,9 @@ std::string Engine::expert_summary(double decode_tokens_per_s) const {
 }
 
 
-Engine::~Engine() = default;
+Engine::~Engine() {
+  if (recorder_) recorder_->finish();
+}
 
 std::unique_ptr<Engine> Engine::from_launch(const config::Launch& launch) {
   if (!launch.model) throw Error("no model: give --model FILE or set `model:` in the launch");
@@ -528,6 +546,8 @@ std::unique_ptr<Engine> Engine::from_launch(const config::Launch& launch) {
 }
 
 void Engine::run(const Window& w) {
+  std::unique_lock<std::mutex> record_lock;
+  if (recorder_) record_lock = std::unique_lock<std::mutex>(recorder_->counts_lock());
   const std::vector<SlotRun> runs = w.slot_runs();
   for (const SlotRun& r : runs) kv_.check_window(r.slot, r.first_position, r.n);
   run_card(first_card(), w);
