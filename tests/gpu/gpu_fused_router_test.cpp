@@ -219,21 +219,28 @@ TEST(GpuFusedRouter, SameBytesAsOneByOneAndTheReference) {
     std::mt19937 rng(static_cast<unsigned>(s.n_in * 131 + s.n_expert * 7 + s.n_tok));
     const std::vector<Layer> layers = {make_layer(s, rng), make_layer(s, rng)};
     const Outputs want = reference(s, layers);
-    DeviceRun plain(strata::make_plugin_backend(plugins().instantiate(gpu, {"fuse=false", "graphs=false"})), s, layers);
-    const Outputs one_by_one = plain.run();
-    DeviceRun fused(strata::make_plugin_backend(plugins().instantiate(gpu)), s, layers);
-    // Direct, captured, then replayed three times.
-    for (int call = 0; call < 5; ++call) {
-      const Outputs got = fused.run();
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t o = 0; o < got.size(); ++o) {
-        const std::string what = std::string("layer ") + std::to_string(o / 3) + " " + kOutputNames[o % 3] +
-                                 ", call " + std::to_string(call);
-        EXPECT_EQ(got[o], one_by_one[o]) << what << ": fused differs from one by one";
-        if (o % 3 == 2) {
-          EXPECT_EQ(strata::test::nmse_mismatch(what, want[o], got[o], 1e-16), "") << "vs the reference";
-        } else {
-          EXPECT_EQ(got[o], want[o]) << what << ": differs from the reference";
+    // The double path (canonical_double: the reference's arithmetic, weights within 1e-16) and the default float
+    // path (its own bits: weights within 1e-10 of the reference's, the same ids); fused = one by one in each.
+    for (const bool dbl : {true, false}) {
+      SCOPED_TRACE(dbl ? "canonical_double" : "float");
+      std::vector<std::string> plain_options = {"fuse=false", "graphs=false"}, fused_options;
+      if (dbl) plain_options.push_back("canonical_double=true"), fused_options.push_back("canonical_double=true");
+      DeviceRun plain(strata::make_plugin_backend(plugins().instantiate(gpu, plain_options)), s, layers);
+      const Outputs one_by_one = plain.run();
+      DeviceRun fused(strata::make_plugin_backend(plugins().instantiate(gpu, fused_options)), s, layers);
+      // Direct, captured, then replayed three times.
+      for (int call = 0; call < 5; ++call) {
+        const Outputs got = fused.run();
+        ASSERT_EQ(got.size(), want.size());
+        for (size_t o = 0; o < got.size(); ++o) {
+          const std::string what = std::string("layer ") + std::to_string(o / 3) + " " + kOutputNames[o % 3] +
+                                   ", call " + std::to_string(call);
+          EXPECT_EQ(got[o], one_by_one[o]) << what << ": fused differs from one by one";
+          if (o % 3 == 2) {
+            EXPECT_EQ(strata::test::nmse_mismatch(what, want[o], got[o], dbl ? 1e-16 : 1e-10), "") << "vs the reference";
+          } else if (o % 3 == 1 || dbl) {
+            EXPECT_EQ(got[o], want[o]) << what << ": differs from the reference";
+          }
         }
       }
     }
