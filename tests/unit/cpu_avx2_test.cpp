@@ -166,6 +166,10 @@ TEST(CpuAvx2, RejectsUnknownOptionsAndBadValuesByName) {
   EXPECT_NE(init_error({"spin_us=2000000"}).find("microseconds"), std::string::npos);
   EXPECT_EQ(init_error({"spin_us=0"}), "(no error)");
   EXPECT_EQ(init_error({"spin_us=2000"}), "(no error)");
+  // runtime.canonical_double reaches every backend plugin; this one always computes the double path.
+  EXPECT_EQ(init_error({"canonical_double=true"}), "(no error)");
+  EXPECT_EQ(init_error({"canonical_double=false"}), "(no error)");
+  EXPECT_NE(init_error({"canonical_double=maybe"}).find("canonical_double=maybe"), std::string::npos);
 }
 
 // workers=auto (the default): the physical cores less the calling thread less `reserve` (the cores the host keeps
