@@ -175,7 +175,7 @@ TEST(ConfigFile, EachSchemaErrorKindAtItsPosition) {
                                          "lanes, hold_s"});
   EXPECT_EQ(check_yaml(dir, "zzz: 1\n"),
             std::vector<std::string>{f + "1:1: unknown key 'zzz'; the top-level keys are model, plugin_path, backend, "
-                                         "plugins, experts, runtime, sampling, serve"});
+                                         "plugins, experts, runtime, sampling, speculative, serve"});
   // wrong type
   EXPECT_EQ(check_yaml(dir, "runtime:\n  context: big\n"),
             std::vector<std::string>{f + "2:12: runtime.context: expected an integer, got 'big'"});

@@ -30,6 +30,8 @@ struct CacheSize {
 // Enum order matches the schema's list of allowed names (schema.cpp), which is how names map to values.
 enum class CachePolicy { Lru, Lfu };
 enum class KvType { F16, Q8_0 };
+// speculative.draft: where verify windows' drafts come from (core/include/strata/speculative.hpp).
+enum class DraftKind { Off, Ngram, Model };
 
 struct ExpertsConfig {
   CacheSize cache;
@@ -68,6 +70,15 @@ struct SamplingConfig {
   int64_t seed = 0;
   int n_predict = 0;     // -1 = until end of text or context
   bool operator==(const SamplingConfig&) const = default;
+};
+
+// Speculative decoding: verify windows of the pending token and up to n_max drafted ones.
+struct SpeculativeConfig {
+  DraftKind draft = DraftKind::Off;
+  int n_max = 0;
+  std::optional<std::string> model;  // absolute path of the draft model (draft: model)
+  std::string backend;               // the draft model's backend: cpu, launch or a backend's name
+  bool operator==(const SpeculativeConfig&) const = default;
 };
 
 struct ElasticConfig {
@@ -121,6 +132,7 @@ struct Launch {
   ExpertsConfig experts;
   RuntimeConfig runtime;
   SamplingConfig sampling;
+  SpeculativeConfig speculative;
   ServeConfig serve;
   std::string file;  // the launch file as named by the user, or "" when there is none
 

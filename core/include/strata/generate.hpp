@@ -14,6 +14,7 @@
 
 #include "strata/engine.hpp"
 #include "strata/sampling.hpp"
+#include "strata/speculative.hpp"
 #include "strata/tokenizer.hpp"
 
 namespace strata {
@@ -22,6 +23,8 @@ struct GenerateOptions {
   int n_predict = 256;  // tokens to generate; -1 = until end of text or the context is full
   SamplingParams sampling;
   std::vector<std::string> stop;  // stop strings (not included in the text)
+  Draft* draft = nullptr;         // speculative decoding (CompletionOptions::draft)
+  uint32_t draft_n_max = 0;
 };
 
 struct GenerateResult {
@@ -33,6 +36,7 @@ struct GenerateResult {
   double prompt_seconds = 0.0;         // feeding the prompt
   double decode_seconds = 0.0;         // feeding the generated tokens
   size_t decode_tokens = 0;            // generated tokens fed back (the last one sampled is not)
+  DraftStats draft;                    // speculative decoding's counts (zero without a draft)
 };
 
 struct TokenLogprob {
@@ -50,6 +54,9 @@ struct GeneratedToken {
   // before the penalty, the cuts and the temperature), and the likeliest top_logprobs tokens, likeliest first.
   float logprob = 0.0f;
   std::vector<TokenLogprob> top;
+  // Speculative decoding: this token was a draft the model accepted, so the running verify window goes on (its
+  // next row is verified next). False when the window ends here (or there is none): a boundary between windows.
+  bool mid_window = false;
 };
 
 enum class StopCause {
@@ -71,6 +78,11 @@ struct CompletionOptions {
   bool logprobs = false;
   int top_logprobs = 0;  // with logprobs: how many alternatives each step reports
   bool strip_leading_space = false;  // drop the reply's leading space (run.c's printing after BOS alone)
+  // Speculative decoding: with a draft and draft_n_max > 0, each decode step is a verify window of the pending
+  // token and up to draft_n_max drafted ones (Completion::advance). The ids are the same as without (greedy), or
+  // distributed the same (sampling). The draft is the caller's and must outlive the completion.
+  Draft* draft = nullptr;
+  uint32_t draft_n_max = 0;
 };
 
 struct CompletionResult {
@@ -81,6 +93,7 @@ struct CompletionResult {
   double prompt_seconds = 0.0;         // feeding the prompt's new tokens
   double decode_seconds = 0.0;         // feeding the generated tokens
   size_t decode_tokens = 0;            // generated tokens fed back (the last one sampled is not)
+  DraftStats draft;                    // speculative decoding's counts (zero without a draft)
 };
 
 // Generates after `prompt` (ids as fed, BOS included) on `slot`, whose first `reuse` positions already hold
@@ -110,12 +123,23 @@ class Completion {
   // Takes the logits after the last fed token (the prompt's, then each token next() returned) and returns the
   // token to feed next, or kNoToken once the reply is done (result() is then final).
   TokenId next(std::span<const float> logits);
+  // Feeds `pending` (the token begin(), next() or advance() returned) and returns the token to feed next, or
+  // kNoToken: without a draft (or room for one), next() after a one-token feed. With one: a verify window of
+  // `pending` and the draft's proposals (at most options.draft_n_max, what the context and max_tokens leave),
+  // next() at each position in turn (the sampler verifying the proposal, Sampler::verify) while the proposals
+  // hold; the rejected positions are cut from the slot (and the draft told). The ids, the callbacks and the
+  // slot's contents at the end are next()'s after one-token feeds.
+  TokenId advance(Engine& engine, TokenId pending);
+  std::span<const TokenId> history() const { return history_; }
   bool done() const { return done_; }
   const CompletionResult& result() const { return r_; }
 
  private:
   std::string release(std::string text);
   void finish(StopCause cause);
+  // next(), the sampler verifying `draft` (kNoToken: none), with the slot `position` tokens long as one-token
+  // feeds would leave it.
+  TokenId next_at(std::span<const float> logits, TokenId draft, uint32_t position);
   const Engine& engine_;
   uint32_t slot_;
   CompletionOptions options_;

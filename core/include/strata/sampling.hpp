@@ -79,11 +79,20 @@ class Sampler {
   // The next token, given the logits (n_vocab) and the tokens so far (prompt and generated). A sampler is one
   // reply's: the frequency and presence penalties count the tokens it has returned.
   TokenId sample(std::span<const float> logits, std::span<const TokenId> history);
+  // Speculative decoding: the next token where a draft proposed `draft` (a deterministic draft: its q is one-hot).
+  // Greedy: what sample() returns (the draft stands when it is the argmax). Sampling: the draft with probability
+  // min(1, p/q) = p(draft) under this sampler's distribution p (after the bias, penalties, cuts and temperature),
+  // else a draw from the residual max(0, p - q) normalised, i.e. p without the draft; the returned token is
+  // distributed as p. Same logits, parameters, seed and drafts: the same tokens.
+  TokenId verify(std::span<const float> logits, std::span<const TokenId> history, TokenId draft);
   const SamplingParams& params() const { return params_; }
 
  private:
   SamplingParams params_;
   TokenId choose(std::span<const float> logits, std::span<const TokenId> history);
+  void penalised(std::vector<float>& logits, std::span<const TokenId> history) const;
+  std::vector<sampling::Candidate> candidates(std::vector<float>& logits) const;
+  double uniform();
   std::mt19937_64 rng_;
   std::map<TokenId, int> drawn_;  // how often each token was returned
   size_t n_drawn_ = 0;

@@ -90,6 +90,8 @@ void put_float(const Key& key, Field f, std::optional<double> value) {
 void put_enum(const Key& key, Field f, size_t index) {
   if (auto* p = std::get_if<CachePolicy*>(&f)) **p = static_cast<CachePolicy>(index);
   else if (auto* q = std::get_if<KvType*>(&f)) **q = static_cast<KvType>(index);
+  else if (auto* d = std::get_if<DraftKind*>(&f)) **d = static_cast<DraftKind>(index);
+  else if (auto* h = std::get_if<HostCopy*>(&f)) **h = static_cast<HostCopy>(index);
   else field_mismatch(key);
 }
 

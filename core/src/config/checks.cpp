@@ -25,10 +25,27 @@ std::string path_problem(const std::string& path, Expect expect) {
   return {};
 }
 
+// speculative.*: a model draft names its file; verify windows decode one sequence (runtime.slots 1).
+void check_speculative(Builder& builder) {
+  const Launch& launch = builder.launch;
+  const SpeculativeConfig& sp = launch.speculative;
+  if (sp.draft == DraftKind::Model && !sp.model) {
+    builder.error(Diagnostic::Kind::Conflict, origin_or_default(builder, "speculative.draft"),
+                  "speculative.draft: model needs speculative.model: FILE (a small GGUF with the model's vocabulary)");
+  }
+  if (sp.draft != DraftKind::Off && launch.runtime.slots > 1) {
+    builder.error(Diagnostic::Kind::Conflict, origin_or_default(builder, "speculative.draft"),
+                  "speculative.draft: verify windows decode one sequence at a time, and runtime.slots is " +
+                      std::to_string(launch.runtime.slots) + " (" + origin_or_default(builder, "runtime.slots").origin +
+                      "): set runtime.slots: 1 or speculative.draft: off");
+  }
+}
+
 }  // namespace
 
 void check_conflicts(Builder& builder) {
   const Launch& launch = builder.launch;
+  check_speculative(builder);
   if (launch.backend == "auto") return;
   const PluginEntry* chosen = launch.plugin(launch.backend);
   if (chosen == nullptr || chosen->enabled) return;
@@ -43,6 +60,11 @@ void check_files(Builder& builder) {
   if (launch.model) {
     if (std::string p = path_problem(*launch.model, Expect::File); !p.empty())
       builder.error(Diagnostic::Kind::MissingFile, origin_or_default(builder, "model"), "model: " + p);
+  }
+  if (launch.speculative.model && launch.speculative.draft == DraftKind::Model) {
+    if (std::string p = path_problem(*launch.speculative.model, Expect::File); !p.empty())
+      builder.error(Diagnostic::Kind::MissingFile, origin_or_default(builder, "speculative.model"),
+                    "speculative.model: " + p);
   }
   if (launch.experts.arena) {
     const std::string folder = std::filesystem::path(*launch.experts.arena).parent_path().string();

@@ -51,6 +51,8 @@ std::string yaml_value(const Key& key, const Field& field) {
           [](const CacheSize* c) { return format_cache_size(*c); },
           [&](const CachePolicy* p) { return std::string(key.choices.at(static_cast<size_t>(*p))); },
           [&](const KvType* k) { return std::string(key.choices.at(static_cast<size_t>(*k))); },
+          [&](const DraftKind* d) { return std::string(key.choices.at(static_cast<size_t>(*d))); },
+          [&](const HostCopy* h) { return std::string(key.choices.at(static_cast<size_t>(*h))); },
       },
       field);
 }
@@ -76,6 +78,8 @@ Json json_value(const Key& key, const Field& field) {
           },
           [&](const CachePolicy* p) { return Json(std::string(key.choices.at(static_cast<size_t>(*p)))); },
           [&](const KvType* k) { return Json(std::string(key.choices.at(static_cast<size_t>(*k)))); },
+          [&](const DraftKind* d) { return Json(std::string(key.choices.at(static_cast<size_t>(*d)))); },
+          [&](const HostCopy* h) { return Json(std::string(key.choices.at(static_cast<size_t>(*h)))); },
       },
       field);
 }

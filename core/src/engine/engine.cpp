@@ -39,6 +39,10 @@ EngineSettings settings_from(const config::Launch& launch) {
   s.graphs = launch.runtime.graphs;
   s.layer_split = static_cast<uint32_t>(launch.runtime.layer_split);
   s.gpu_memory = launch.runtime.gpu_memory;
+  // Verify windows keep every token's logits: n_max drafts behind the pending token.
+  if (launch.speculative.draft != config::DraftKind::Off) {
+    s.max_window_logits = std::max<uint32_t>(s.max_window_logits, static_cast<uint32_t>(launch.speculative.n_max) + 1);
+  }
   return s;
 }
 

@@ -110,6 +110,54 @@ void Completion::finish(StopCause cause) {
 }
 
 TokenId Completion::next(std::span<const float> logits) {
+  return next_at(logits, kNoToken, engine_.position(slot_));
+}
+
+TokenId Completion::advance(Engine& engine, TokenId pending) {
+  if (done_) throw Error("internal: advance() on a finished completion");
+  const uint32_t base = engine.position(slot_);
+  uint32_t k = 0;
+  std::vector<TokenId> drafts;
+  if (options_.draft != nullptr && options_.draft_n_max > 0) {
+    // Room: the window fits the context and the rows it verifies are samples still to draw (a window of k + 1
+    // tokens draws k + 1).
+    const uint32_t n_ctx = engine.settings().context;
+    int64_t room = static_cast<int64_t>(n_ctx) - static_cast<int64_t>(base) - 1;
+    room = std::min<int64_t>(room, static_cast<int64_t>(engine.settings().max_window_logits) - 1);
+    if (options_.max_tokens >= 0) room = std::min<int64_t>(room, options_.max_tokens - sampled_ - 1);
+    room = std::min<int64_t>(room, options_.draft_n_max);
+    if (room > 0) {
+      drafts = options_.draft->propose(history_, static_cast<uint32_t>(room));
+      if (drafts.size() > static_cast<size_t>(room)) drafts.resize(static_cast<size_t>(room));
+      k = static_cast<uint32_t>(drafts.size());
+    }
+  }
+  if (k == 0) return next(engine.feed(slot_, std::span<const TokenId>(&pending, 1)));
+  std::vector<TokenId> window;
+  window.reserve(k + 1);
+  window.push_back(pending);
+  window.insert(window.end(), drafts.begin(), drafts.end());
+  const std::span<const float> logits = engine.feed_window(slot_, window);
+  const size_t n_vocab = engine.model().hparams().n_vocab;
+  uint32_t accepted = 0;
+  TokenId out = kNoToken;
+  for (uint32_t j = 0; j <= k; ++j) {
+    const TokenId d = j < k ? drafts[j] : kNoToken;
+    out = next_at(logits.subspan(static_cast<size_t>(j) * n_vocab, n_vocab), d, base + j + 1);
+    if (out == kNoToken || j == k || out != d) break;
+    ++accepted;  // window[j + 1] stands: its logits are the next row's
+  }
+  // The slot keeps the pending token and the accepted drafts.
+  engine.cut(slot_, base + 1 + accepted);
+  options_.draft->truncate(base + 1 + accepted);
+  options_.draft->feedback(k, accepted);
+  ++r_.draft.windows;
+  r_.draft.drafted += k;
+  r_.draft.accepted += accepted;
+  return out;
+}
+
+TokenId Completion::next_at(std::span<const float> logits, TokenId draft, uint32_t position) {
   if (done_) throw Error("internal: next() on a finished completion");
   if (sampled_ == 0) decode_start_ = std::chrono::steady_clock::now();
   const Tokenizer& tok = engine_.model().tokenizer();
@@ -117,7 +165,7 @@ TokenId Completion::next(std::span<const float> logits) {
     finish(StopCause::MaxTokens);
     return kNoToken;
   }
-  const TokenId id = sampler_.sample(logits, history_);
+  const TokenId id = draft == kNoToken ? sampler_.sample(logits, history_) : sampler_.verify(logits, history_, draft);
   ++sampled_;
   if (id == tok.eos() || std::find(options_.end_tokens.begin(), options_.end_tokens.end(), id) != options_.end_tokens.end()) {
     finish(StopCause::EndOfText);
@@ -127,6 +175,7 @@ TokenId Completion::next(std::span<const float> logits) {
   history_.push_back(id);
   GeneratedToken step;
   step.id = id;
+  step.mid_window = draft != kNoToken && id == draft;
   step.text = release(stream_.push(id));
   if (options_.logprobs) fill_logprobs(logits, id, options_.top_logprobs, step);
   if (on_token_ && !on_token_(step)) {
@@ -141,7 +190,7 @@ TokenId Completion::next(std::span<const float> logits) {
     finish(StopCause::MaxTokens);
     return kNoToken;
   }
-  if (engine_.position(slot_) >= engine_.settings().context) {
+  if (position >= engine_.settings().context) {
     finish(StopCause::Context);
     return kNoToken;
   }
@@ -152,9 +201,7 @@ TokenId Completion::next(std::span<const float> logits) {
 CompletionResult complete(Engine& engine, uint32_t slot, std::span<const TokenId> prompt, size_t reuse,
                           const CompletionOptions& options, const std::function<bool(const GeneratedToken&)>& on_token) {
   Completion c(engine, slot, prompt, reuse, options, on_token);
-  for (TokenId id = c.begin(engine); id != kNoToken;) {
-    id = c.next(engine.feed(slot, std::span<const TokenId>(&id, 1)));
-  }
+  for (TokenId id = c.begin(engine); id != kNoToken;) id = c.advance(engine, id);
   return c.result();
 }
 
@@ -216,6 +263,8 @@ GenerateResult generate(Engine& engine, uint32_t slot, std::string_view prompt, 
   c.sampling = options.sampling;
   c.stop = options.stop;
   c.strip_leading_space = prompt_tokens.empty() && tok.add_space_prefix();
+  c.draft = options.draft;
+  c.draft_n_max = options.draft_n_max;
   const CompletionResult done = complete(engine, slot, r.prompt_ids, 0, c, [&](const GeneratedToken& t) {
     if (on_text && !t.text.empty()) on_text(t.text);
     return true;
@@ -232,6 +281,7 @@ GenerateResult generate(Engine& engine, uint32_t slot, std::string_view prompt, 
   r.prompt_seconds = done.prompt_seconds;
   r.decode_seconds = done.decode_seconds;
   r.decode_tokens = done.decode_tokens;
+  r.draft = done.draft;
   return r;
 }
 
