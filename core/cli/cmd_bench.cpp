@@ -18,6 +18,7 @@
 #include "strata/op_profile.hpp"
 #include "strata/plugin_host.hpp"
 #include "strata/process_memory.hpp"
+#include "strata/speculative.hpp"
 #include "strata/startup_clock.hpp"
 
 namespace strata::cli {
@@ -86,7 +87,13 @@ int cmd_bench(const Args& args) {
               "A line (stderr) gives the time from the process's start to a ready engine and to the first token\n"
               "(the first test's first window), by phase (backend, map, weights, host copy, cache fill, probe;\n"
               "also `startup` in --json's entries); a last one compares the resident memory the model added with\n"
-              "its file plus the KV cache.");
+              "its file plus the KV cache.\n\n"
+              "Speculative decoding (-o speculative.draft=ngram|model, speculative.n_max, speculative.model), or\n"
+              "--draft-ceiling (drafts that are the model's own greedy continuation, saved from a first pass: acceptance\n"
+              "100%): each tgN test becomes two rows, `tgN greedy` (one-token steps) and `tgN <draft> nK` (verify\n"
+              "windows), both decoding N tokens greedily after --prompt (BOS alone without it), with a stderr line per\n"
+              "test: `drafted D, accepted A (P%), mean accepted length L`, the speed-up, and whether the ids were the\n"
+              "same (exit 1 if not).");
   LaunchOptions launch_options;
   launch_options.declare(p);
   std::string model, backend;
@@ -125,6 +132,11 @@ int cmd_bench(const Args& args) {
          "read rate, and the experts.pcie_frac they give (stderr)", &link);
   p.option("--profile-prompt", "N", "then feed an N-token prompt the same way and print where its time goes",
            [&](const std::string& v) { profile_prompt = parse_int("--profile-prompt", v, 1, 1 << 20); });
+  bool ceiling = false;
+  std::string spec_prompt;
+  p.flag("--draft-ceiling", "speculative tests whose drafts are the model's own greedy continuation (acceptance 100%)",
+         &ceiling);
+  p.option("--prompt", "TEXT", "speculative tests: decode after this text (BOS first; default BOS alone)", &spec_prompt);
   if (!p.parse(args)) return 0;
 
   LaunchContext ctx = launch_options.resolve(false);
@@ -148,10 +160,43 @@ int cmd_bench(const Args& args) {
   const Model& m = engine->model();
   const std::string model_name = std::filesystem::path(m.file().name()).filename().string();
   std::vector<BenchResult> results;
+  std::vector<nlohmann::json> extras;  // per result: the speculative counts, when it is a speculative row
   std::string expert_summaries;
+  const bool speculative = ceiling || launch.speculative.draft != config::DraftKind::Off;
+  std::unique_ptr<Draft> draft = ceiling ? nullptr : make_draft(launch, *engine);
+  std::vector<TokenId> spec_ids;
+  if (speculative) {
+    if (slots > 1) throw UsageError("speculative tests decode one sequence: leave out --slots");
+    spec_ids = m.tokenizer().encode(spec_prompt, {.add_bos = true, .add_eos = false, .parse_special = false});
+    if (spec_ids.empty()) spec_ids.push_back(0);
+  }
+  bool ids_differ = false;
   for (const BenchTest& t : tests) {
     engine->reset_expert_counts();
+    if (speculative && t.kind == BenchTest::Kind::Generate) {
+      if (t.depth > 0) throw UsageError("speculative tests start after --prompt: leave out -d");
+      const uint32_t n_max = static_cast<uint32_t>(launch.speculative.n_max);
+      SpeculativeBenchResult sr =
+          run_speculative_bench(*engine, t.n_tokens, spec_ids, draft.get(), n_max, static_cast<int>(reps));
+      const std::string draft_name = ceiling ? "ceiling" : std::string(draft->name());
+      sr.plain.test.label = "greedy";
+      sr.spec.test.label = draft_name + " n" + std::to_string(n_max);
+      const double speedup = sr.plain.median > 0 ? sr.spec.median / sr.plain.median : 0.0;
+      std::fprintf(stderr, "strata bench: %s: %s over %d runs of %zu tokens; %.2fx %s; ids %s\n",
+                   sr.spec.test.name().c_str(), draft_summary(sr.stats).c_str(), static_cast<int>(reps), sr.generated,
+                   speedup, sr.plain.test.name().c_str(), sr.same_ids ? "the same" : "DIFFER");
+      ids_differ = ids_differ || !sr.same_ids;
+      results.push_back(sr.plain);
+      extras.push_back(nlohmann::json::object());
+      results.push_back(sr.spec);
+      extras.push_back({{"draft", draft_name}, {"n_max", n_max}, {"drafted", sr.stats.drafted},
+                        {"accepted", sr.stats.accepted}, {"windows", sr.stats.windows},
+                        {"mean_accepted_length", sr.stats.mean_accepted_length()}, {"speedup", speedup},
+                        {"same_ids", sr.same_ids}});
+      continue;
+    }
     results.push_back(run_bench(*engine, t, static_cast<int>(reps)));
+    extras.push_back(nlohmann::json::object());
     if (engine->hybrid()) {
       const double rate = t.kind == BenchTest::Kind::Generate ? results.back().median : 0.0;
       expert_summaries += "hybrid experts during " + t.name() + " (warm-up included):\n" + engine->expert_summary(rate);
@@ -167,7 +212,8 @@ int cmd_bench(const Args& args) {
     const nlohmann::json startup_json = {{"ready_s", started.ready}, {"first_token_s", started.first_token},
                                          {"phases_s", phases}};
     nlohmann::json out = nlohmann::json::array();
-    for (const BenchResult& r : results) {
+    for (size_t i = 0; i < results.size(); ++i) {
+      const BenchResult& r = results[i];
       out.push_back({{"model", model_name},
                      {"model_bytes", m.file_bytes()},
                      {"params", parameter_count(m)},
@@ -186,6 +232,7 @@ int cmd_bench(const Args& args) {
                      {"min_ts", r.min},
                      {"max_ts", r.max},
                      {"startup", startup_json}});
+      if (!extras[i].empty()) out.back()["speculative"] = extras[i];
     }
     std::printf("%s\n", out.dump(1).c_str());
   } else {
@@ -245,6 +292,10 @@ int cmd_bench(const Args& args) {
                format_mib(peak).c_str(), format_mib(added).c_str(), format_mib(m.file_bytes()).c_str(),
                format_mib(engine->kv().bytes()).c_str(), format_mib(budget).c_str(),
                100.0 * static_cast<double>(added) / static_cast<double>(budget));
+  if (ids_differ) {
+    std::fprintf(stderr, "strata bench: speculative decoding changed greedy ids (a bug: please report it)\n");
+    return 1;
+  }
   return 0;
 }
 

@@ -18,6 +18,7 @@
 #include "commands.hpp"
 #include "launch_options.hpp"
 #include "line_inbox.hpp"
+#include "strata/speculative.hpp"
 #include "strata/engine.hpp"
 #include "strata/engine_protocol.hpp"
 #include "strata/error.hpp"
@@ -107,8 +108,9 @@ void run_request(Engine& engine, Session& session, LineInbox& inbox, const proto
     ~Idle() { s.running = false; }
   } idle{session};
   const CompletionResult result = complete(engine, 0, prompt, reuse, options, [&](const GeneratedToken& t) {
-    // Between two windows: the control lines that came meanwhile.
-    inbox.take_controls([&](const std::string& c) { emit(answer_control(engine, session, c)); });
+    // Between two windows: the control lines that came meanwhile. A verify window (speculative.draft) is one
+    // window: PEER_DETACH and the others wait for its end (its last token), never between its rows.
+    if (!t.mid_window) inbox.take_controls([&](const std::string& c) { emit(answer_control(engine, session, c)); });
     if (session.cancel) return false;
     // The last call carries only the text held back (a partial UTF-8 sequence, a stop string's start): token null.
     if (r.stream && (t.id != kNoToken || !t.text.empty())) {
@@ -124,7 +126,9 @@ void run_request(Engine& engine, Session& session, LineInbox& inbox, const proto
                  {"generated_ids", result.generated_ids},
                  {"text", result.text},
                  {"prompt_seconds", result.prompt_seconds},
-                 {"decode_seconds", result.decode_seconds}}));
+                 {"decode_seconds", result.decode_seconds},
+                 {"drafted", result.draft.drafted},
+                 {"accepted", result.draft.accepted}}));
   session.held = prompt;
   session.held.insert(session.held.end(), result.generated_ids.begin(), result.generated_ids.end());
 }
@@ -184,6 +188,10 @@ int cmd_engine(const Args& args) {
   CompletionOptions defaults;
   defaults.max_tokens = ctx.launch.sampling.n_predict;
   defaults.sampling = sampling_from(ctx.launch.sampling);
+  // speculative.draft: every request decodes in verify windows (the draft outlives the requests).
+  const std::unique_ptr<Draft> draft = make_draft(ctx.launch, *engine);
+  defaults.draft = draft.get();
+  defaults.draft_n_max = draft ? static_cast<uint32_t>(ctx.launch.speculative.n_max) : 0;
   const uint32_t n_vocab = engine->model().hparams().n_vocab;
 
   LineInbox inbox;

@@ -16,6 +16,7 @@
 #include "strata/engine.hpp"
 #include "strata/generate.hpp"
 #include "strata/process_memory.hpp"
+#include "strata/speculative.hpp"
 #include "strata/startup_clock.hpp"
 
 namespace strata::cli {
@@ -44,7 +45,10 @@ int cmd_run(const Args& args) {
               "\"...\"}\nwhere text is the generated text without the prompt; everything else goes to stderr.\n\n"
               "--chat: a conversation instead, a user turn per line of stdin, each reply on stdout, rendered with\n"
               "the model's chat template (ChatML when it has none) and kept in the KV between turns; --system TEXT\n"
-              "is a first system message.");
+              "is a first system message.\n\n"
+              "Speculative decoding (-o speculative.draft=ngram|model, speculative.n_max, speculative.model): each\n"
+              "decode step is a verify window of the pending token and the drafted ones; the ids are the same as\n"
+              "without it at temperature 0, and the summary line adds `drafted D, accepted A`.");
   LaunchOptions launch_options;
   launch_options.declare(p);
   std::string model, prompt, file, backend;
@@ -90,6 +94,9 @@ int cmd_run(const Args& args) {
   gen.stop = stops;
 
   std::unique_ptr<Engine> engine = Engine::from_launch(launch);
+  const std::unique_ptr<Draft> draft = make_draft(launch, *engine);
+  gen.draft = draft.get();
+  gen.draft_n_max = draft ? static_cast<uint32_t>(launch.speculative.n_max) : 0;
   if (chat) {
     run_chat(*engine, gen, system);
     return 0;
@@ -121,6 +128,10 @@ int cmd_run(const Args& args) {
                r.stop_reason.c_str(), format_mib(peak_resident_bytes()).c_str(),
                format_mib(engine->model().file_bytes()).c_str(), format_mib(engine->kv().bytes()).c_str(),
                engine->backend().describe().c_str());
+  if (draft) {
+    std::fprintf(stderr, "strata run: speculative %s (n_max %d): %s\n", std::string(draft->name()).c_str(),
+                 launch.speculative.n_max, draft_summary(r.draft).c_str());
+  }
   if (engine->hybrid()) {
     std::fprintf(stderr, "%s", engine->expert_summary(per_second(r.decode_tokens, r.decode_seconds)).c_str());
   }

@@ -16,6 +16,7 @@
 #include "strata/model.hpp"
 #include "strata/serve/desk_lanes.hpp"
 #include "strata/serve/elastic_desk.hpp"
+#include "strata/speculative.hpp"
 #include "strata/serve/server.hpp"
 
 namespace strata::cli {
@@ -62,6 +63,7 @@ int cmd_serve(const Args& args) {
 
   std::unique_ptr<Engine> engine;
   std::unique_ptr<Model> tokenizer_model;  // lanes 2: the model's file for its tokenizer and chat template
+  std::unique_ptr<Draft> draft;            // speculative.draft: the engine's drafts (outlives the server)
   std::unique_ptr<serve::Server> server_holder;
   if (launch.serve.elastic.lanes == 2) {
     // The lanes load the launch the way this command did: the same file, the same -o, then the flags given here.
@@ -84,6 +86,7 @@ int cmd_serve(const Args& args) {
     desk.queue = options.queue;
     desk.pool_hold = serve::default_pool_hold();
     desk.sampling = options.sampling;
+    options.draft_in_lanes = launch.speculative.draft != config::DraftKind::Off;
     tokenizer_model = Model::load(*launch.model);
     const Tokenizer& tokenizer = tokenizer_model->tokenizer();
     server_holder = std::make_unique<serve::Server>(
@@ -92,6 +95,12 @@ int cmd_serve(const Args& args) {
         options);
   } else {
     engine = Engine::from_launch(launch);
+    draft = make_draft(launch, *engine);
+    if (draft) {
+      options.draft = draft.get();
+      options.draft_n_max = static_cast<uint32_t>(launch.speculative.n_max);
+      options.draft_n_limit = engine->settings().max_window_logits - 1;
+    }
     server_holder = std::make_unique<serve::Server>(*engine, options);
   }
   serve::Server& server = *server_holder;

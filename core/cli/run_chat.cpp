@@ -25,6 +25,8 @@ void run_chat(Engine& engine, const GenerateOptions& options, const std::string&
   c.end_tokens = chat.end_tokens();
   c.stop = chat.end_texts();
   c.stop.insert(c.stop.end(), options.stop.begin(), options.stop.end());
+  c.draft = options.draft;
+  c.draft_n_max = options.draft_n_max;
 
   std::string line;
   while (true) {

@@ -177,6 +177,31 @@ void Server::Impl::completion(Endpoint endpoint, const httplib::Request& req, ht
   o.stop.insert(o.stop.end(), r.stop.begin(), r.stop.end());
   o.logprobs = r.logprobs;
   o.top_logprobs = r.top_logprobs;
+  // Speculation: the launch's default, or the request's own n_max (0: off).
+  if (r.speculative_n_max && *r.speculative_n_max > 0) {
+    if (options.draft == nullptr && options.draft_in_lanes) {
+      return send_error(res, invalid_request("'speculative': the elastic desk's engines decode with the launch's "
+                                             "speculative.* and take no request's n_max; leave the field out",
+                                             "speculative"));
+    }
+    if (options.draft == nullptr) {
+      return send_error(res, invalid_request("'speculative' asks for drafts, and this server's launch has "
+                                             "speculative.draft: off (start it with -o speculative.draft=ngram or "
+                                             "model), or send speculative: false",
+                                             "speculative"));
+    }
+    if (static_cast<uint32_t>(*r.speculative_n_max) > options.draft_n_limit) {
+      return send_error(res, invalid_request("'speculative.n_max' is " + std::to_string(*r.speculative_n_max) +
+                                                 "; this server's verify windows take at most " +
+                                                 std::to_string(options.draft_n_limit) +
+                                                 " drafts (raise speculative.n_max in its launch)",
+                                             "speculative"));
+    }
+  }
+  o.draft = options.draft;
+  o.draft_n_max = options.draft == nullptr ? 0
+                  : r.speculative_n_max ? static_cast<uint32_t>(*r.speculative_n_max)
+                                        : options.draft_n_max;
   job->pcie_frac = r.pcie_frac;
   job->peer = PeerWatch::find(req.remote_addr, req.remote_port, req.local_port);
 

@@ -104,6 +104,21 @@ bool EngineWorker::start(Running& r) {
 }
 
 void EngineWorker::step() {
+  if (running_.size() == 1) {
+    // One job alone: its token fed as a one-token step, or with its drafts as a verify window.
+    Running& r = *running_.front();
+    metrics_.record_step(1);
+    try {
+      r.pending = r.completion->advance(engine_, r.pending);
+    } catch (const std::exception& e) {
+      fail(r, e);
+    }
+    if (r.pending == kNoToken) {
+      finish(r);
+      running_.clear();
+    }
+    return;
+  }
   std::vector<Engine::SlotToken> tokens;
   for (const auto& r : running_) tokens.push_back({r->slot, r->pending});
   const size_t n_vocab = engine_.model().hparams().n_vocab;
@@ -165,6 +180,9 @@ void EngineWorker::finish(Running& r) {
     stats.prompt_seconds = r.out.result.prompt_seconds;
     stats.decode_tokens = r.out.result.decode_tokens;
     stats.decode_seconds = r.out.result.decode_seconds;
+    stats.draft_windows = r.out.result.draft.windows;
+    stats.drafted_tokens = r.out.result.draft.drafted;
+    stats.accepted_tokens = r.out.result.draft.accepted;
     const int64_t ttft = job.first_token_ns.load();
     stats.ttft_seconds = ttft >= 0 ? static_cast<double>(ttft) * 1e-9 : -1.0;
     metrics_.record(stats);

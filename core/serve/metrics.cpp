@@ -99,6 +99,9 @@ void ServerMetrics::record(const CompletionStats& s) {
   prompt_tokens_ += s.prompt_tokens;
   cached_tokens_ += s.cached_tokens;
   generated_tokens_ += s.generated_tokens;
+  draft_windows_ += s.draft_windows;
+  drafted_tokens_ += s.drafted_tokens;
+  accepted_tokens_ += s.accepted_tokens;
   last_prompt_rate_ = rate(s.prompt_tokens - std::min(s.cached_tokens, s.prompt_tokens), s.prompt_seconds);
   last_decode_rate_ = rate(s.decode_tokens, s.decode_seconds);
   if (s.ttft_seconds >= 0) {
@@ -128,6 +131,13 @@ std::string ServerMetrics::prometheus(const ServeGauges& g) const {
   sample(out, "strata_prompt_cached_tokens_total", static_cast<double>(cached_tokens_));
   family(out, "strata_generated_tokens_total", "counter", "Tokens generated.");
   sample(out, "strata_generated_tokens_total", static_cast<double>(generated_tokens_));
+  family(out, "strata_speculative_drafted_tokens_total", "counter",
+         "Tokens drafted for verify windows (speculative decoding).");
+  sample(out, "strata_speculative_drafted_tokens_total", static_cast<double>(drafted_tokens_));
+  family(out, "strata_speculative_accepted_tokens_total", "counter", "Drafted tokens the model accepted.");
+  sample(out, "strata_speculative_accepted_tokens_total", static_cast<double>(accepted_tokens_));
+  family(out, "strata_speculative_windows_total", "counter", "Verify windows that carried drafted tokens.");
+  sample(out, "strata_speculative_windows_total", static_cast<double>(draft_windows_));
   family(out, "strata_prompt_tokens_per_second", "gauge", "Prompt tokens fed per second, last completion.");
   sample(out, "strata_prompt_tokens_per_second", last_prompt_rate_);
   family(out, "strata_decode_tokens_per_second", "gauge", "Tokens decoded per second, last completion.");

@@ -344,13 +344,34 @@ void refuse_unsupported(const json& root, Endpoint endpoint) {
   }
 }
 
+// `speculative`: false, or {"n_max": N} with N in 1..31 (speculative.n_max's range); true is refused (say n_max).
+std::optional<int> parse_speculative(const json& root) {
+  const json& v = field(root, "speculative");
+  if (v.is_null()) return std::nullopt;
+  if (v.is_boolean()) {
+    if (!v.get<bool>()) return 0;
+    reject("'speculative' is false or an object {\"n_max\": N}; true says nothing the launch does not", "speculative");
+  }
+  if (!v.is_object()) wrong_type("speculative", "false or an object {\"n_max\": N}", v);
+  for (const auto& [key, value] : v.items()) {
+    if (key != "n_max") reject("'speculative." + key + "' is not a field: the object has n_max only", "speculative");
+    (void)value;
+  }
+  const json& n = field(v, "n_max");
+  if (n.is_null()) reject("'speculative' needs n_max (1 to 31), or false", "speculative");
+  if (!n.is_number_integer() || n.get<int64_t>() < 1 || n.get<int64_t>() > 31) {
+    reject("'speculative.n_max' must be an integer from 1 to 31, not " + n.dump(), "speculative");
+  }
+  return static_cast<int>(n.get<int64_t>());
+}
+
 // Every field a request may carry: the ones read, the ones refused above unless harmless, and the ones ignored
 // because they do not change the reply (README, Serving). Anything else is refused, as OpenAI does.
 void refuse_unknown(const json& root, Endpoint endpoint) {
   static constexpr std::string_view kCommon[] = {
       "model", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "min_p", "repeat_penalty",
       "frequency_penalty", "presence_penalty", "logit_bias", "seed", "stop", "n", "stream", "stream_options",
-      "logprobs", "pcie_frac", "user"};
+      "logprobs", "pcie_frac", "speculative", "user"};
   static constexpr std::string_view kChat[] = {
       "messages", "tools", "tool_choice", "parallel_tool_calls", "top_logprobs", "response_format", "functions",
       "function_call", "audio", "modalities", "reasoning_effort", "verbosity", "web_search_options",
@@ -476,6 +497,7 @@ CompletionRequest parse_completion(Endpoint endpoint, std::string_view body, std
     r.top_logprobs = static_cast<int>(*top);
   }
   r.pcie_frac = get_number(root, "pcie_frac", 0.0, 1.0);
+  r.speculative_n_max = parse_speculative(root);
   return r;
 }
 

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "strata/error.hpp"
+#include "strata/generate.hpp"
 
 namespace strata {
 namespace {
@@ -55,11 +56,89 @@ std::vector<std::vector<TokenId>> run_tokens(const Model& model, const BenchTest
   return ids;
 }
 
+void summarize(BenchResult& r) {
+  std::vector<double> sorted = r.tokens_per_second;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t n = sorted.size();
+  r.median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  r.mean = std::accumulate(sorted.begin(), sorted.end(), 0.0) / static_cast<double>(n);
+  double var = 0;
+  for (double v : sorted) var += (v - r.mean) * (v - r.mean);
+  r.stddev = n > 1 ? std::sqrt(var / static_cast<double>(n - 1)) : 0.0;
+  r.min = sorted.front();
+  r.max = sorted.back();
+}
+
+// The ceiling's draft: the saved greedy continuation of `prompt_size` prompt tokens, replayed.
+class ReplayDraft final : public Draft {
+ public:
+  ReplayDraft(std::vector<TokenId> saved, size_t prompt_size) : saved_(std::move(saved)), prompt_size_(prompt_size) {}
+  std::string_view name() const override { return "ceiling"; }
+  std::vector<TokenId> propose(std::span<const TokenId> context, uint32_t n_max) override {
+    // context = prompt + generated so far (its last the pending token): the continuation from there.
+    const size_t at = context.size() - prompt_size_;
+    if (at >= saved_.size()) return {};
+    const size_t n = std::min<size_t>(n_max, saved_.size() - at);
+    return {saved_.begin() + static_cast<std::ptrdiff_t>(at), saved_.begin() + static_cast<std::ptrdiff_t>(at + n)};
+  }
+
+ private:
+  std::vector<TokenId> saved_;
+  size_t prompt_size_;
+};
+
 }  // namespace
+
+SpeculativeBenchResult run_speculative_bench(Engine& engine, uint32_t n_tokens, std::span<const TokenId> prompt,
+                                             Draft* draft, uint32_t n_max, int repetitions) {
+  if (repetitions < 1) throw Error("bench: repetitions must be at least 1");
+  if (prompt.empty()) throw Error("bench: the speculative test needs a prompt (BOS at least)");
+  if (prompt.size() + n_tokens > engine.settings().context) {
+    throw Error("bench: the speculative test needs a context of " + std::to_string(prompt.size() + n_tokens) +
+                " tokens; runtime.context is " + std::to_string(engine.settings().context));
+  }
+  CompletionOptions o;
+  o.max_tokens = static_cast<int>(n_tokens);
+  o.sampling.temperature = 0.0f;
+  const auto once = [&](Draft* d) {
+    engine.cut(0, 0);
+    if (d) d->reset();
+    CompletionOptions x = o;
+    x.draft = d;
+    x.draft_n_max = d ? n_max : 0;
+    return complete(engine, 0, prompt, 0, x);
+  };
+  const CompletionResult plain = once(nullptr);  // warm-up, and the ceiling's drafts
+  std::unique_ptr<ReplayDraft> replay;
+  if (draft == nullptr) {
+    std::vector<TokenId> saved = plain.generated_ids;
+    replay = std::make_unique<ReplayDraft>(std::move(saved), prompt.size());
+    draft = replay.get();
+  }
+  once(draft);  // warm-up
+  SpeculativeBenchResult r;
+  r.plain.test = r.spec.test = BenchTest{BenchTest::Kind::Generate, n_tokens, 1, 0};
+  r.generated = plain.generated_ids.size();
+  const auto rate = [](const CompletionResult& c) {
+    return c.decode_seconds > 0 ? static_cast<double>(c.generated_ids.size()) / c.decode_seconds : 0.0;
+  };
+  for (int i = 0; i < repetitions; ++i) {
+    const CompletionResult a = once(nullptr);
+    const CompletionResult b = once(draft);
+    r.plain.tokens_per_second.push_back(rate(a));
+    r.spec.tokens_per_second.push_back(rate(b));
+    r.stats += b.draft;
+    r.same_ids = r.same_ids && a.generated_ids == plain.generated_ids && b.generated_ids == plain.generated_ids;
+  }
+  summarize(r.plain);
+  summarize(r.spec);
+  engine.cut(0, 0);
+  return r;
+}
 
 std::string BenchTest::name() const {
   return (kind == Kind::Prompt ? "pp" : "tg") + std::to_string(n_tokens) + (slots > 1 ? " x" + std::to_string(slots) : "") +
-         (depth > 0 ? " @ d" + std::to_string(depth) : "");
+         (depth > 0 ? " @ d" + std::to_string(depth) : "") + (label.empty() ? "" : " " + label);
 }
 
 BenchResult run_bench(Engine& engine, const BenchTest& test, int repetitions) {
@@ -96,16 +175,7 @@ BenchResult run_bench(Engine& engine, const BenchTest& test, int repetitions) {
     const auto ids = run_tokens(engine.model(), test, test.n_tokens, static_cast<uint64_t>(i) + 1);
     r.tokens_per_second.push_back(static_cast<double>(test.n_tokens) * test.slots / run_once(engine, test, ids));
   }
-  std::vector<double> sorted = r.tokens_per_second;
-  std::sort(sorted.begin(), sorted.end());
-  const size_t n = sorted.size();
-  r.median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-  r.mean = std::accumulate(sorted.begin(), sorted.end(), 0.0) / static_cast<double>(n);
-  double var = 0;
-  for (double v : sorted) var += (v - r.mean) * (v - r.mean);
-  r.stddev = n > 1 ? std::sqrt(var / static_cast<double>(n - 1)) : 0.0;
-  r.min = sorted.front();
-  r.max = sorted.back();
+  summarize(r);
   for (uint32_t s = 0; s < test.slots; ++s) engine.cut(s, 0);
   return r;
 }

@@ -25,6 +25,8 @@ struct CompletionStats {
   size_t decode_tokens = 0;     // generated tokens fed back
   double decode_seconds = 0.0;
   double ttft_seconds = -1.0;   // from the request's arrival to its first token; < 0: none was generated
+  // Speculative decoding: verify windows with drafts, tokens drafted, of them accepted.
+  size_t draft_windows = 0, drafted_tokens = 0, accepted_tokens = 0;
 };
 
 // What the caller knows at the time of a scrape.
@@ -62,6 +64,7 @@ class ServerMetrics {
   std::map<std::pair<std::string, int>, uint64_t> requests_;  // (endpoint, status) -> count
   uint64_t completions_ = 0;
   uint64_t prompt_tokens_ = 0, cached_tokens_ = 0, generated_tokens_ = 0;
+  uint64_t draft_windows_ = 0, drafted_tokens_ = 0, accepted_tokens_ = 0;
   double last_prompt_rate_ = 0.0, last_decode_rate_ = 0.0, last_ttft_ = 0.0;
   std::array<uint64_t, kTtftBuckets.size()> ttft_counts_{};  // per bucket, not cumulative
   uint64_t ttft_count_ = 0;

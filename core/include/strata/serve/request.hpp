@@ -48,6 +48,8 @@ struct CompletionRequest {
   bool logprobs = false;
   int top_logprobs = 0;
   std::optional<double> pcie_frac;  // the engine's request option (hybrid path): share of misses over PCIe
+  // `speculative`: false (0: off for this request) or {"n_max": N} (1..31); nullopt: the launch's default.
+  std::optional<int> speculative_n_max;
 };
 
 struct TemplateRequest {  // POST /apply-template

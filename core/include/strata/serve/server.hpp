@@ -14,6 +14,7 @@
 #include "strata/engine.hpp"
 #include "strata/model.hpp"
 #include "strata/sampling.hpp"
+#include "strata/speculative.hpp"
 #include "strata/serve/job_runner.hpp"
 #include "strata/serve/metrics.hpp"
 
@@ -30,6 +31,12 @@ struct ServerOptions {
   std::string model_name;              // what /v1/models lists and requests may name
   SamplingParams sampling;             // defaults a request overrides
   int max_tokens = 256;                // default max_tokens (-1: until end of text or the context is full)
+  // Speculative decoding (speculative.*): the engine's draft (null: off; the server does not own it), the launch's
+  // n_max, and the most a request's {"n_max": N} may ask (the engine's verify windows hold n_max + 1 tokens).
+  Draft* draft = nullptr;
+  uint32_t draft_n_max = 0;
+  uint32_t draft_n_limit = 0;
+  bool draft_in_lanes = false;  // the elastic desk: its engines decode with the launch's draft themselves
 };
 
 // The launch's serve and sampling sections; the model's name is its file name without .gguf.
