@@ -45,7 +45,7 @@ struct FloatRange {
 // Where a key's value lives in a Launch (plugin keys have none: they are stored by name).
 using Field = std::variant<std::monostate, std::string*, std::optional<std::string>*, std::vector<std::string>*,
                            bool*, int*, int64_t*, double*, std::optional<double>*, uint64_t*, CacheSize*,
-                           CachePolicy*, KvType*, DraftKind*>;
+                           CachePolicy*, KvType*, DraftKind*, HostCopy*>;
 
 struct Key {
   std::string_view path;          // dotted; `*` stands for any one component ("plugins.*.enabled")
