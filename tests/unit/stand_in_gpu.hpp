@@ -6,6 +6,9 @@
 // stays the CPU backend's.
 #pragma once
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -126,6 +129,21 @@ class StandInGpu final : public Backend, public DeviceMemory, public DeviceQueue
   void unregister_host(void*) noexcept override {}
 
   uint64_t copied_bytes() const { return copied_; }
+  // The resident pages of its "device memory" (host memory here), for tests of the process's resident memory to
+  // take out; a page two allocations share counts once for each.
+  uint64_t resident_device_bytes() const {
+    const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    uint64_t total = 0;
+    std::vector<unsigned char> in_core;
+    for (const auto& [p, bytes] : live_) {
+      const uintptr_t a = reinterpret_cast<uintptr_t>(p) / page * page;
+      const uintptr_t len = reinterpret_cast<uintptr_t>(p) + bytes - a;
+      in_core.assign((len + page - 1) / page, 0);
+      if (mincore(reinterpret_cast<void*>(a), len, in_core.data()) != 0) continue;
+      for (unsigned char c : in_core) total += (c & 1) ? page : 0;
+    }
+    return total;
+  }
 
  private:
   void* grab(uint64_t bytes) {

@@ -66,7 +66,7 @@ experts::LayerPlan HybridMoe::plan_layer(uint32_t il, uint32_t n_tok, bool stage
     if (!stage_copies) break;
     unsigned char* dst = staging_.data() + uint64_t{next++} * staging_bytes_;
     entries[p.expert] = layout.at(dst);
-    queues_.copy_async(dst, arena_->expert(il, p.expert), layout.bytes, STRATA_COPY_HOST_TO_DEVICE, copy_stream_->get());
+    upload_->copy(dst, il, p.expert, copy_stream_->get());
   }
   times_.copies += plan.pcie.size();
   // The pool's and the peer's experts: computed elsewhere, their rows come in through src3.

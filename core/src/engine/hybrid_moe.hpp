@@ -251,6 +251,7 @@ class HybridMoe final : public ExpertPlacement {
   double run_pool(uint32_t il, uint32_t n_tok, const std::vector<experts::PlannedExpert>& cpu);
   // Measures the pool and the link on one expert of layer il and sets pool_max_tokens_; returns a line saying so.
   std::string choose_cutover(uint32_t il);
+  double measure_upload(uint32_t il);  // bytes/s of expert copies through upload_ (the pinned ring from the file)
 
   const Model& model_;
   Activations& act_;
@@ -289,6 +290,7 @@ class HybridMoe final : public ExpertPlacement {
 
   std::shared_ptr<experts::ExpertArena> arena_;
   std::unique_ptr<HostRegistration> arena_lock_;
+  std::unique_ptr<ExpertUpload> upload_;  // copies from the host copy (a pinned ring for the file)
   std::unique_ptr<experts::ExpertCache> cache_;
   std::unique_ptr<experts::Planner> planner_;
   experts::PlanCounters counters_;

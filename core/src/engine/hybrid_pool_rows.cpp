@@ -22,7 +22,6 @@ strata_tensor HybridMoe::precomputed_rows(uint32_t n_tok, uint32_t k) const {
 double HybridMoe::run_pool(uint32_t il, uint32_t n_tok, const std::vector<experts::PlannedExpert>& cpu) {
   const auto t0 = clock_type::now();
   const LayerWeights& lw = model_.weights().layers[il];
-  const experts::ExpertLayout& layout = arena_->layout(il);
   cpu_ids_.clear();
   cpu_weights_.clear();
   token_index_.clear();
@@ -33,7 +32,7 @@ double HybridMoe::run_pool(uint32_t il, uint32_t n_tok, const std::vector<expert
   for (const experts::PlannedExpert& c : cpu) {  // ascending id, a subset of the grouped routes
     const auto [p0, p1] = pairs_of(c.expert);
     cpu_ids_.push_back(c.expert);
-    cpu_weights_.push_back(layout.at(arena_->expert(il, c.expert)));
+    cpu_weights_.push_back(arena_->weights(il, c.expert));
     token_index_.insert(token_index_.end(), routes_.token_index.begin() + p0, routes_.token_index.begin() + p1);
     route_weight_.insert(route_weight_.end(), routes_.route_weight.begin() + p0, routes_.route_weight.begin() + p1);
     columns_.insert(columns_.end(), routes_.route_index.begin() + p0, routes_.route_index.begin() + p1);

@@ -48,8 +48,7 @@ void HybridMoe::place_chunked(uint32_t il, uint32_t n_tok, const experts::LayerP
     // This half's previous chunk must have been computed before its slots are overwritten.
     if (c >= 2) queues_.wait(copy_stream_->get(), chunk_computed_[b]->get());
     for (size_t i = first; i < last; ++i) {
-      queues_.copy_async(base + (i - first) * staging_bytes_, arena_->expert(il, plan.pcie[i].expert), layout.bytes,
-                         STRATA_COPY_HOST_TO_DEVICE, copy_stream_->get());
+      upload_->copy(base + (i - first) * staging_bytes_, il, plan.pcie[i].expert, copy_stream_->get());
     }
     queues_.record(chunk_copied_[b]->get(), copy_stream_->get());
     queues_.wait(nullptr, chunk_copied_[b]->get());

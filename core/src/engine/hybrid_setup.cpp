@@ -72,13 +72,22 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
     description_ = "experts in RAM: the first card's host copy (" + experts::human_bytes(arena_->size()) + ")";
   } else {
     startup::Phase timing("host copy");  // the experts' arena filled (or mapped) and page-locked
-    arena_ = std::make_shared<experts::ExpertArena>(w, threads, experts_cfg.arena.value_or(""), who.header_hash);
-    arena_lock_ = std::make_unique<HostRegistration>(queues, arena_->data(), arena_->size(), true);
-    description_ = "experts in RAM: " + experts::human_bytes(arena_->size()) +
-                   (arena_->file().empty() ? " of private memory" : " in " + arena_->file()) +
-                   (arena_->filled() ? ", filled in " : ", found complete and mapped in ") +
-                   std::to_string(arena_->fill_seconds()).substr(0, 4) + " s, " +
-                   (arena_lock_->locked() ? "page-locked" : "pageable");
+    if (experts_cfg.host_copy_kind() == config::HostCopy::Arena) {
+      arena_ = std::make_shared<experts::ExpertArena>(w, threads, experts_cfg.arena.value_or(""), who.header_hash);
+      arena_lock_ = std::make_unique<HostRegistration>(queues, arena_->data(), arena_->size(), true);
+      description_ = "experts in RAM: " + experts::human_bytes(arena_->size()) +
+                     (arena_->file().empty() ? " of private memory" : " in " + arena_->file()) +
+                     (arena_->filled() ? ", filled in " : ", found complete and mapped in ") +
+                     std::to_string(arena_->fill_seconds()).substr(0, 4) + " s, " +
+                     (arena_lock_->locked() ? "page-locked" : "pageable");
+    } else {
+      // The mapped GGUF is the host copy: no second copy of the experts. Its pages are read ahead while the
+      // set-up goes on, when they fit in the memory available.
+      arena_ = std::make_shared<experts::ExpertArena>(w, experts::ExpertArena::InFile{});
+      const uint64_t advised = arena_->advise_willneed();
+      description_ = "experts in RAM: the model file's own mapping (" + experts::human_bytes(arena_->size()) +
+                     (advised > 0 ? ", read ahead" : "") + ")";
+    }
   }
   if (arena_lock_ && !arena_lock_->locked()) {
     log::warn("the experts' host copy could not be page-locked (" + arena_lock_->why() +
@@ -181,8 +190,16 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
     cache_ = experts::make_expert_cache(experts_cfg, geometry, std::move(own_budget), identity);
   }
   const experts::SlotBudget& budget = cache_->budget();
+  {
+    // The uploads from the host copy (its pinned ring is host memory: made after the slots' room is planned).
+    startup::Phase timing("host copy");  // registering pieces of the mapping, when asked
+    ExpertUpload::Options upload_options;
+    upload_options.register_file = experts_cfg.host_copy_kind() == config::HostCopy::FileRegistered;
+    upload_ = std::make_unique<ExpertUpload>(*arena_, mem, queues, upload_options);
+    description_ += ", " + upload_->describe();
+  }
   const auto t_fill = clock_type::now();
-  own_slots_.queue_fill(*cache_, *arena_, queues, copy_stream_->get());
+  own_slots_.queue_fill(*cache_, *upload_, copy_stream_->get());
   queues.record(copies_done_->get(), copy_stream_->get());
   queues.synchronize(copies_done_->get());
   startup::add("cache fill", seconds_since(t_fill));
@@ -206,13 +223,21 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
     startup::Phase timing("probe");  // the link, the host's read rate, the device's copy rate
     const experts::LinkMeasure link = experts::probe_link(mem, queues);
     rates_.h2d = link.h2d_bytes_per_s;
+    std::string staged;
+    if (!arena_->contiguous() && !moe_layers_.empty()) {
+      // Copies from the file go through the pinned ring: the link's rate for them is what the ring delivers.
+      const double ring = measure_upload(moe_layers_.front());
+      if (ring > 0 && ring < rates_.h2d) rates_.h2d = ring;
+      staged = "; PCIe reads from the file " + std::to_string(ring / 1e9).substr(0, 5) + " GB/s through the ring";
+    }
     rates_.cpu_read = experts::measure_host_read(std::max(1u, threads), uint64_t{1} << 30);
     rates_.hbm = experts::measure_device_copy(mem, queues);
     frac = experts::default_pcie_frac(rates_.h2d, rates_.cpu_read, geometry.routed_bytes() / std::max<uint64_t>(n_experts, 1),
                                       link.copy_overhead_s);
     description_ += "; pcie_frac " + std::to_string(frac).substr(0, 5) + " from the link probe (" + experts::describe(link) +
                     "; host read " + std::to_string(rates_.cpu_read / 1e9).substr(0, 6) + " GB/s with " +
-                    std::to_string(threads) + " threads; device copy " + std::to_string(rates_.hbm / 1e9).substr(0, 7) + " GB/s)";
+                    std::to_string(threads) + " threads; device copy " + std::to_string(rates_.hbm / 1e9).substr(0, 7) +
+                    " GB/s" + staged + ")";
   }
   // worker_count counts every thread that computes, the calling one (the placer) included; a 1.2 pool says why.
   if (pool_) {
@@ -272,9 +297,25 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
   }
 }
 
+double HybridMoe::measure_upload(uint32_t il) {
+  // Layer il's experts in turn into the first staging slot, up to 256 MiB, once to warm up and once timed.
+  const uint32_t n = tables_[il].n_expert;
+  const uint64_t bytes = arena_->layout(il).bytes;
+  if (n == 0 || bytes == 0) return 0;
+  const uint32_t count = static_cast<uint32_t>(std::clamp<uint64_t>((uint64_t{256} << 20) / bytes, 1, n));
+  double seconds = 0;
+  for (int rep = 0; rep < 2; ++rep) {
+    const auto t0 = clock_type::now();
+    for (uint32_t e = 0; e < count; ++e) upload_->copy(staging_.data(), il, e, copy_stream_->get());
+    queues_.record(copies_done_->get(), copy_stream_->get());
+    queues_.synchronize(copies_done_->get());
+    seconds = seconds_since(t0);
+  }
+  return seconds > 0 ? static_cast<double>(count * bytes) / seconds : 0;
+}
+
 std::string HybridMoe::choose_cutover(uint32_t il) {
   const LayerWeights& lw = model_.weights().layers[il];
-  const experts::ExpertLayout& layout = arena_->layout(il);
   const uint32_t n_max = kPoolMaxTokens;
   // The pool on expert 0 with every token of a window routed to it, best of three (the first warms it up).
   std::vector<float> x(size_t{n_embd_} * n_max), rows(size_t{n_embd_} * n_max), weight(n_max, 1.0f);
@@ -282,7 +323,7 @@ std::string HybridMoe::choose_cutover(uint32_t il) {
   std::vector<uint32_t> index(n_max);
   for (uint32_t t = 0; t < n_max; ++t) index[t] = t;
   const uint32_t expert_id = 0;
-  const strata_expert_weights w = layout.at(arena_->expert(il, 0));
+  const strata_expert_weights w = arena_->weights(il, 0);
   const auto pool_time = [&](uint32_t n) {
     const uint32_t offsets[2] = {0, n};
     const strata_moe_op m{n_embd_, lw.experts.n_ff, n, 1, &expert_id, &w, offsets, index.data(), weight.data(),
@@ -300,7 +341,7 @@ std::string HybridMoe::choose_cutover(uint32_t il) {
   double link = 1e9;
   for (int rep = 0; rep < 3; ++rep) {
     const auto t0 = clock_type::now();
-    queues_.copy_async(staging_.data(), arena_->expert(il, 0), layout.bytes, STRATA_COPY_HOST_TO_DEVICE, copy_stream_->get());
+    upload_->copy(staging_.data(), il, 0, copy_stream_->get());
     queues_.record(copies_done_->get(), copy_stream_->get());
     queues_.synchronize(copies_done_->get());
     link = std::min(link, seconds_since(t0));

@@ -45,8 +45,7 @@ void HybridMoe::end_window() {
   if (moves.empty()) return;
   if (link_ != nullptr) publish_residency();
   for (const experts::SwapMove& m : moves) {
-    queues_.copy_async(const_cast<void*>(slot_address(m.slot)), arena_->expert(m.incoming.layer, m.incoming.expert),
-                       arena_->layout(m.incoming.layer).bytes, STRATA_COPY_HOST_TO_DEVICE, copy_stream_->get());
+    upload_->copy(const_cast<void*>(slot_address(m.slot)), m.incoming.layer, m.incoming.expert, copy_stream_->get());
   }
   queues_.record(copies_done_->get(), copy_stream_->get());
   try {

@@ -60,7 +60,8 @@ void PeerTier::set_cache(std::unique_ptr<experts::ExpertCache> cache) {
 double PeerTier::fill_slots() {
   const auto t0 = std::chrono::steady_clock::now();
   slots_ = SlotBuffers(cache_->budget(), arena_, mem_);
-  slots_.queue_fill(*cache_, arena_, queues_, fill_stream_->get());
+  ExpertUpload upload(arena_, mem_, queues_);  // the fill's own (a ring on this card's queues, for the file)
+  slots_.queue_fill(*cache_, upload, fill_stream_->get());
   DeviceEvent filled(queues_);
   queues_.record(filled.get(), fill_stream_->get());
   queues_.synchronize(filled.get());

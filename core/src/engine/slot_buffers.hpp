@@ -13,6 +13,7 @@
 #include "strata/experts/expert_arena.hpp"
 #include "strata/experts/expert_cache.hpp"
 #include "strata/experts/slot_budget.hpp"
+#include "expert_upload.hpp"
 
 namespace strata {
 
@@ -44,14 +45,12 @@ class SlotBuffers {
     throw Error("internal: slot " + std::to_string(slot) + " is in no slot class");
   }
 
-  // Queues each resident of `cache` from the arena into its slot on `stream`; the caller waits.
-  void queue_fill(const experts::ExpertCache& cache, const experts::ExpertArena& arena, DeviceQueues& queues,
-                  strata_stream stream) const {
+  // Queues each resident of `cache` from the host copy into its slot on `stream`; the caller waits.
+  void queue_fill(const experts::ExpertCache& cache, ExpertUpload& upload, strata_stream stream) const {
     for (uint32_t s = 0; s < cache.n_slots(); ++s) {
       const auto key = cache.content(s);
       if (!key) continue;
-      queues.copy_async(address(s), arena.expert(key->layer, key->expert), arena.layout(key->layer).bytes,
-                        STRATA_COPY_HOST_TO_DEVICE, stream);
+      upload.copy(address(s), key->layer, key->expert, stream);
     }
   }
 

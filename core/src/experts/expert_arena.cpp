@@ -35,10 +35,7 @@ uint64_t matrix_bytes(Tensor t) { return format::row_bytes(t->type, t->ne[0]) * 
 
 }  // namespace
 
-ExpertArena::ExpertArena(const ModelWeights& weights, unsigned threads, const std::string& file,
-                         const std::string& fingerprint)
-    : file_(file) {
-  const auto start = std::chrono::steady_clock::now();
+void ExpertArena::plan_layers(const ModelWeights& weights) {
   layers_.resize(weights.layers.size());
   for (size_t il = 0; il < weights.layers.size(); ++il) {
     const LayerWeights& lw = weights.layers[il];
@@ -59,9 +56,93 @@ ExpertArena::ExpertArena(const ModelWeights& weights, unsigned threads, const st
     l.layout.gate_type = static_cast<uint32_t>(s.gate->type);
     l.layout.up_type = static_cast<uint32_t>(s.up->type);
     l.layout.down_type = static_cast<uint32_t>(s.down->type);
+    l.stack[0] = s.gate->data;
+    l.stack[1] = s.up->data;
+    l.stack[2] = s.down->data;
     l.offset = size_;
     size_ += uint64_t{l.n_expert} * l.layout.bytes;
   }
+}
+
+ExpertArena::ExpertArena(const ModelWeights& weights, InFile) : filled_(false), in_file_(true) {
+  plan_layers(weights);
+}
+
+strata_expert_weights ExpertArena::weights(uint32_t il, uint32_t e) const {
+  if (!in_file_) return layers_[il].layout.at(expert(il, e));
+  const Layer& l = layers_[il];
+  return strata_expert_weights{l.stack[0] + uint64_t{e} * (l.layout.up - l.layout.gate),
+                               l.stack[1] + uint64_t{e} * (l.layout.down - l.layout.up),
+                               l.stack[2] + uint64_t{e} * (l.layout.bytes - l.layout.down),
+                               l.layout.gate_type,
+                               l.layout.up_type,
+                               l.layout.down_type,
+                               0};
+}
+
+void ExpertArena::pieces(uint32_t il, uint32_t e, Piece out[3]) const {
+  const ExpertLayout& l = layers_[il].layout;
+  const strata_expert_weights w = weights(il, e);
+  out[0] = Piece{static_cast<const unsigned char*>(w.gate), l.gate, l.up - l.gate};
+  out[1] = Piece{static_cast<const unsigned char*>(w.up), l.up, l.down - l.up};
+  out[2] = Piece{static_cast<const unsigned char*>(w.down), l.down, l.bytes - l.down};
+}
+
+std::vector<ExpertArena::Range> ExpertArena::ranges() const {
+  std::vector<Range> r;
+  if (!in_file_) {
+    if (size_ > 0) r.push_back({base_, size_});
+    return r;
+  }
+  for (const Layer& l : layers_) {
+    if (l.n_expert == 0) continue;
+    const uint64_t bytes[3] = {l.layout.up - l.layout.gate, l.layout.down - l.layout.up, l.layout.bytes - l.layout.down};
+    for (int m = 0; m < 3; ++m) r.push_back({l.stack[m], bytes[m] * l.n_expert});
+  }
+  std::sort(r.begin(), r.end(), [](const Range& a, const Range& b) { return a.p < b.p; });
+  const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  std::vector<Range> merged;
+  for (const Range& x : r) {
+    // GGUF pads tensors to its alignment (32 bytes by default): a gap under a page merges, so that two ranges
+    // never share a page (registration is by page).
+    if (!merged.empty() && x.p <= merged.back().p + merged.back().bytes + page) {
+      merged.back().bytes = std::max<uint64_t>(merged.back().bytes, static_cast<uint64_t>(x.p - merged.back().p) + x.bytes);
+    } else {
+      merged.push_back(x);
+    }
+  }
+  return merged;
+}
+
+uint64_t ExpertArena::advise_willneed() const {
+  if (!in_file_ || size_ == 0) return 0;
+  // Only when the experts fit in what the kernel calls available: read-ahead of a file larger than RAM would push
+  // out the pages the cache fill and the first tokens need.
+  uint64_t available = 0;
+  if (FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, f) != nullptr) {
+      unsigned long long kb = 0;
+      if (std::sscanf(line, "MemAvailable: %llu kB", &kb) == 1) available = uint64_t{kb} * 1024;
+    }
+    std::fclose(f);
+  }
+  if (available == 0 || size_ > available / 10 * 9) return 0;
+  const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  uint64_t asked = 0;
+  for (const Range& r : ranges()) {
+    const auto a = reinterpret_cast<uintptr_t>(r.p) / page * page;
+    const uint64_t len = reinterpret_cast<uintptr_t>(r.p) + r.bytes - a;
+    if (madvise(reinterpret_cast<void*>(a), len, MADV_WILLNEED) == 0) asked += r.bytes;
+  }
+  return asked;
+}
+
+ExpertArena::ExpertArena(const ModelWeights& weights, unsigned threads, const std::string& file,
+                         const std::string& fingerprint)
+    : file_(file) {
+  const auto start = std::chrono::steady_clock::now();
+  plan_layers(weights);
   if (size_ == 0) return;
   if (!file.empty()) {
     open_file(weights, threads, fingerprint);

@@ -1,12 +1,18 @@
 // The host copy of every routed expert that the hybrid path reads its misses from: the CPU pool computes from it
-// and PCIe copies read it. Each expert's matrices lie together, [gate | up | down], one expert after another and
-// layer after layer, so that a missed expert crosses the link as one copy into a slot of the same layout.
+// and PCIe copies read it (core/src/engine/expert_upload.hpp). A device slot lays an expert's matrices out together,
+// [gate | up | down] (`ExpertLayout`).
 //
-// It is filled from the mapped GGUF, not the mapping itself: page-locking a mapping of a file on a disk file system
-// never returned on the GPU machine, while anonymous memory and tmpfs files register at once (docs/ARCHITECTURE.md,
-// "Registered host memory"). The price is a second copy of the experts in RAM. By default the copy is private memory
-// filled at each start. With a file on tmpfs (experts.arena) it outlives the process: a later engine of the same
-// model, or the second engine of a pair, maps it instead of filling it again.
+// By default (experts.host_copy: file) the host copy is the mapped GGUF itself: no second copy of the experts in
+// RAM. Expert e of a layer is then three slices, one per stack (a layer's experts are one 3-D tensor per matrix),
+// and `pieces` names them. Page-locking a mapping of a file on a disk file system never returned on the GPU machine
+// (docs/ARCHITECTURE.md, "Registered host memory"), so PCIe reads stage the slices through a small pinned ring, or,
+// with experts.host_copy: file_registered, read pieces of the mapping registered one bounded piece at a time.
+//
+// With experts.host_copy: arena (or experts.arena set) the experts are copied into an arena at start, each expert's
+// matrices together, one expert after another and layer after layer, so that a missed expert crosses the link as
+// one copy. By default the arena is private memory filled at each start. With a file on tmpfs (experts.arena) it
+// outlives the process: a later engine of the same model, or the second engine of a pair, maps it instead of
+// filling it again.
 //
 // The file: a 4 KiB header (magic, format version, the model's fingerprint, the data's size, and a completion mark
 // written last), then the data. The filler holds an exclusive flock while it checks and fills, so two engines
@@ -36,6 +42,15 @@ struct ExpertLayout {
 
 class ExpertArena {
  public:
+  // One matrix of one expert in the host copy: `bytes` at `src`, at `offset` in the expert's layout.
+  struct Piece {
+    const unsigned char* src = nullptr;
+    uint64_t offset = 0, bytes = 0;
+  };
+  // The mapped GGUF as the host copy (experts.host_copy: file): nothing copied, nothing allocated. Throws as the
+  // arena's constructor does for stacks the hybrid layout does not take.
+  struct InFile {};
+  ExpertArena(const ModelWeights& weights, InFile);
   // Copies every layer's routed experts (gate, up and down stacks) with `threads` threads into private memory, or
   // into `file` (on tmpfs; reused when its header says it holds this model's experts, `fingerprint`). Throws
   // strata::Error for fused gate_up stacks or per-expert biases (no hybrid layout for them yet), a file that is not
@@ -48,9 +63,25 @@ class ExpertArena {
 
   // Layer il's layout (bytes 0 for a layer without routed experts).
   const ExpertLayout& layout(uint32_t il) const { return layers_[il].layout; }
+  // True for an arena (an expert's bytes are one run at expert()); false for the file as the host copy.
+  bool contiguous() const { return !in_file_; }
+  // The arena's copy of the expert (contiguous() only).
   const unsigned char* expert(uint32_t il, uint32_t e) const {
     return base_ + layers_[il].offset + uint64_t{e} * layers_[il].layout.bytes;
   }
+  // The expert's matrices on the host, in the arena or in the mapped file: what the CPU pool computes from.
+  strata_expert_weights weights(uint32_t il, uint32_t e) const;
+  // Its three matrices (gate, up, down), in the layout's order; an arena's lie back to back.
+  void pieces(uint32_t il, uint32_t e, Piece out[3]) const;
+  // The mapped ranges the experts' bytes lie in (the file's stacks merged where adjacent, or the arena's data).
+  struct Range {
+    const unsigned char* p = nullptr;
+    uint64_t bytes = 0;
+  };
+  std::vector<Range> ranges() const;
+  // Asks the kernel to read the experts' pages ahead (MADV_WILLNEED) when they fit in the memory available;
+  // returns the bytes asked for (0 when skipped or an arena).
+  uint64_t advise_willneed() const;
   unsigned char* data() const { return base_; }
   uint64_t size() const { return size_; }
   double fill_seconds() const { return fill_seconds_; }
@@ -63,7 +94,9 @@ class ExpertArena {
     ExpertLayout layout;
     uint64_t offset = 0;
     uint32_t n_expert = 0;
+    const unsigned char* stack[3] = {nullptr, nullptr, nullptr};  // the file's gate, up and down stacks (InFile)
   };
+  void plan_layers(const ModelWeights& weights);
   std::vector<Layer> layers_;
   void fill(const ModelWeights& weights, unsigned threads);
   void open_file(const ModelWeights& weights, unsigned threads, const std::string& fingerprint);
@@ -73,6 +106,7 @@ class ExpertArena {
   uint64_t size_ = 0;
   double fill_seconds_ = 0;
   bool filled_ = true;
+  bool in_file_ = false;
   std::string file_;
 };
 

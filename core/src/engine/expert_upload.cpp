@@ -1,0 +1,152 @@
+#include "expert_upload.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "../experts/human_bytes.hpp"
+#include "strata/log.hpp"
+
+namespace strata {
+
+ExpertUpload::ExpertUpload(const experts::ExpertArena& arena, DeviceMemory& mem, DeviceQueues& queues, Options o)
+    : arena_(arena), queues_(queues) {
+  if (arena.contiguous() || arena.size() == 0) return;
+  if (o.register_file) register_ranges(o);
+  // The ring even when every range registered: a matrix across two pieces is staged.
+  ring_bytes_ = std::max<uint64_t>(o.ring_bytes, 1 << 16);
+  for (uint32_t b = 0; b < std::max(2u, o.ring_buffers); ++b) {
+    ring_.push_back(Buffer<unsigned char>::mapped(ring_bytes_, mem));
+    landed_.push_back(std::make_unique<DeviceEvent>(queues));
+    in_flight_.push_back(false);
+  }
+}
+
+ExpertUpload::~ExpertUpload() {
+  try {
+    drain();
+  } catch (...) {
+  }
+  for (const Registered& r : pieces_) queues_.unregister_host(const_cast<unsigned char*>(r.p));
+}
+
+void ExpertUpload::register_ranges(const Options& o) {
+  register_tried_ = true;
+  const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t piece = std::max<uint64_t>(o.register_piece / page * page, page);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto spent = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  for (const experts::ExpertArena::Range& r : arena_.ranges()) {
+    const auto a = reinterpret_cast<uintptr_t>(r.p) / page * page;
+    const auto end = (reinterpret_cast<uintptr_t>(r.p) + r.bytes + page - 1) / page * page;
+    wanted_bytes_ += end - a;
+    for (uintptr_t at = a; at < end; at += piece) {
+      if (!register_why_.empty()) continue;
+      const uint64_t bytes = std::min<uint64_t>(piece, end - at);
+      auto* p = reinterpret_cast<unsigned char*>(at);
+      // Read the piece's pages in first (one load a page): the driver then pins pages that are in memory.
+      volatile unsigned char sink = 0;
+      for (uint64_t off = 0; off < bytes; off += page) sink = static_cast<unsigned char>(sink ^ p[off]);
+      std::string why;
+      if (!queues_.register_host(p, bytes, true, why)) {
+        register_why_ = why.empty() ? "the device refused" : why;
+        continue;
+      }
+      pieces_.push_back({p, bytes});
+      registered_bytes_ += bytes;
+      if (spent() > o.register_budget_s) {
+        register_why_ = "stopped after " + std::to_string(o.register_budget_s).substr(0, 4) + " s";
+      }
+    }
+  }
+  register_s_ = spent();
+  std::sort(pieces_.begin(), pieces_.end(), [](const Registered& x, const Registered& y) { return x.p < y.p; });
+  if (!register_why_.empty()) {
+    log::warn("experts.host_copy file_registered: " + experts::human_bytes(registered_bytes_) + " of " +
+              experts::human_bytes(wanted_bytes_) + " of the model's expert pages registered (" + register_why_ +
+              "); the rest is staged through pinned buffers");
+  }
+}
+
+bool ExpertUpload::registered(const unsigned char* p, uint64_t bytes) const {
+  if (pieces_.empty()) return false;
+  auto it = std::upper_bound(pieces_.begin(), pieces_.end(), p, [](const unsigned char* x, const Registered& r) { return x < r.p; });
+  if (it == pieces_.begin()) return false;
+  --it;
+  return p >= it->p && p + bytes <= it->p + it->bytes;
+}
+
+void ExpertUpload::take(uint32_t b) {
+  if (in_flight_[b]) {
+    queues_.synchronize(landed_[b]->get());
+    in_flight_[b] = false;
+  }
+}
+
+void ExpertUpload::flush(strata_stream s) {
+  if (fill_ == 0) return;
+  queues_.copy_async(run_dst_, ring_[cur_].data(), fill_, STRATA_COPY_HOST_TO_DEVICE, s);
+  queues_.record(landed_[cur_]->get(), s);
+  in_flight_[cur_] = true;
+  staged_bytes_ += fill_;
+  cur_ = (cur_ + 1) % static_cast<uint32_t>(ring_.size());
+  fill_ = 0;
+}
+
+void ExpertUpload::copy(void* dst, uint32_t il, uint32_t e, strata_stream s) {
+  auto* d = static_cast<unsigned char*>(dst);
+  const experts::ExpertLayout& layout = arena_.layout(il);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (arena_.contiguous()) {
+    queues_.copy_async(d, arena_.expert(il, e), layout.bytes, STRATA_COPY_HOST_TO_DEVICE, s);
+    direct_bytes_ += layout.bytes;
+    return;
+  }
+  experts::ExpertArena::Piece pieces[3];
+  arena_.pieces(il, e, pieces);
+  for (const experts::ExpertArena::Piece& m : pieces) {
+    if (registered(m.src, m.bytes)) {
+      flush(s);  // keep the stream's order: what was staged before goes first
+      queues_.copy_async(d + m.offset, m.src, m.bytes, STRATA_COPY_HOST_TO_DEVICE, s);
+      direct_bytes_ += m.bytes;
+      continue;
+    }
+    for (uint64_t off = 0; off < m.bytes;) {
+      unsigned char* at = d + m.offset + off;
+      if (fill_ > 0 && (fill_ == ring_bytes_ || run_dst_ + fill_ != at)) flush(s);
+      if (fill_ == 0) {
+        take(cur_);
+        run_dst_ = at;
+      }
+      const uint64_t n = std::min(ring_bytes_ - fill_, m.bytes - off);
+      std::memcpy(ring_[cur_].data() + fill_, m.src + off, n);
+      fill_ += n;
+      off += n;
+    }
+  }
+  flush(s);
+}
+
+void ExpertUpload::drain() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (uint32_t b = 0; b < ring_.size(); ++b) take(b);
+}
+
+std::string ExpertUpload::describe() const {
+  if (arena_.contiguous()) return "PCIe copies read it directly";
+  std::string s;
+  if (register_tried_) {
+    char t[32];
+    std::snprintf(t, sizeof t, "%.1f", register_s_);
+    s = experts::human_bytes(registered_bytes_) + " of " + experts::human_bytes(wanted_bytes_) +
+        " registered in " + t + " s" + (register_why_.empty() ? "" : " (" + register_why_ + ")");
+    s += ", the rest ";
+  } else {
+    s = "PCIe copies ";
+  }
+  return s + "staged through " + std::to_string(ring_.size()) + " x " + experts::human_bytes(ring_bytes_) + " pinned buffers";
+}
+
+}  // namespace strata
