@@ -144,7 +144,7 @@ fi
 
 if want gpu-tests; then
   log "gpu tests"
-  strata_tests --gtest_brief=1 --gtest_filter='Parity/BackendOps.*/cuda_*' > "$OUT/gpu-parity.txt" 2>&1
+  strata_tests --gtest_brief=1 --gtest_filter='Parity/BackendOps.*/cuda_*:Parity/AttentionWindows.*/cuda_*' > "$OUT/gpu-parity.txt" 2>&1
   rc=$?
   row "op parity on cuda: exit $rc, $(grep -cE '^\[       OK|^\[  PASSED' "$OUT/gpu-parity.txt") ok lines, $(grep -E 'PASSED|FAILED|SKIPPED' "$OUT/gpu-parity.txt" | head -3 | tr '\n' ' ')"
   strata_tests --gtest_brief=1 --gtest_filter='EngineGreedy.*' > "$OUT/gpu-greedy.txt" 2>&1

@@ -33,6 +33,9 @@ class DeviceWeights {
   strata_tensor tensor(const gguf::TensorView& t) const;
   // Layer il's routed experts (null for a layer without them, and for every layer with WeightsOnDevice::Dense).
   const strata_expert_table* expert_table(uint32_t il) const;
+  // Layer il's gated shared expert (qwen2moe) as a table of one expert, for a MOE_ROUTED weighted by the gate's
+  // sigmoid; with both All and Dense (a shared expert is a dense weight). Null for a layer without one.
+  const strata_expert_table* shared_table(uint32_t il) const;
   WeightsOnDevice which() const { return which_; }
   uint64_t bytes() const { return bytes_; }
   double upload_seconds() const { return upload_seconds_; }
@@ -48,6 +51,8 @@ class DeviceWeights {
   std::vector<Run> runs_;
   std::vector<strata_expert_table> tables_;               // per layer; n_expert 0 when the layer has none
   std::vector<Buffer<strata_expert_weights>> entries_;    // per layer, in device memory
+  std::vector<strata_expert_table> shared_tables_;        // per layer; n_expert 0 without a gated shared expert
+  std::vector<Buffer<strata_expert_weights>> shared_entries_;
   WeightsOnDevice which_ = WeightsOnDevice::All;
   uint64_t bytes_ = 0;
   double upload_seconds_ = 0.0;

@@ -5,11 +5,12 @@
 // token, later a verify window) the model emits its program as stages: a stage's ops (plugin_api.h's strata_op)
 // run on any backend, then its host step, if any, runs (MoE layers: the router's choices become the MOE op of
 // the next stage; this is where the GPU path's planner will sit). One file per architecture builds the layers
-// (core/src/model/<arch>_graph.cpp); only llama and qwen3moe are built so far, but the weight and routing
-// structs already carry what the later ones need (shared experts, sigmoid and grouped routing with a
+// (core/src/model/<arch>_graph.cpp); llama, qwen3moe, qwen2moe and glm4moe are built so far, and the weight and
+// routing structs already carry what the later ones need (shared experts, sigmoid and grouped routing with a
 // correction bias, expert biases and clamped SwiGLU, attention sinks, compressed MLA attention).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -78,7 +79,7 @@ struct ExpertStack {
   strata_expert_weights expert(uint32_t e) const;
 };
 
-// Experts every token passes through (qwen2moe, deepseek2), added after the routed ones.
+// Experts every token passes through (qwen2moe, deepseek2, glm4moe), added after the routed ones.
 struct SharedExperts {
   Tensor gate = nullptr, up = nullptr, down = nullptr;
   Tensor gate_inp = nullptr;  // qwen2moe: a sigmoid gate on the shared expert's output
@@ -122,6 +123,10 @@ struct Activations {
   Buffer<float> q_alt, k_alt;              // second buffers for q and k: ops never write over their inputs
   Buffer<float> attn;                      // attention output [n_head * head_dim, n]
   Buffer<float> out;                       // a block's output before the residual add [n_embd, n]
+  Buffer<float> shared_out;                // a shared expert's output [n_embd, n] (models with shared experts)
+  Buffer<float> shared_gate_logit;         // qwen2moe: the shared expert's gate logit [1, n]
+  Buffer<int32_t> shared_ids;              // qwen2moe: ROUTER's id over the one shared expert [1, n] (always 0)
+  Buffer<float> shared_weights;            // qwen2moe: sigmoid of the gate logit [1, n], the shared expert's weight
   Buffer<float> ffn_gate, ffn_up;          // [widest FFN, n]
   Buffer<float> router_logits;             // [n_expert, n]
   Buffer<int32_t> expert_ids;              // [k, n]
@@ -135,6 +140,12 @@ struct Activations {
   format::ExpertRoutes moe_routes;
   std::vector<strata_expert_weights> moe_weights;
   strata_moe_op moe{};
+  // qwen2moe's gated shared expert on the host path: one expert, every token, weighted by shared_weights.
+  std::vector<uint32_t> shared_rows;            // 0..n-1
+  std::array<uint32_t, 2> shared_offsets{};     // {0, n}
+  uint32_t shared_expert_id = 0;
+  strata_expert_weights shared_expert{};
+  strata_moe_op moe_shared{};
   // Tokens routed per (layer, expert), layer-major [n_layer * n_expert], counted by those host steps for the live
   // page and /metrics (the device paths count elsewhere: the hybrid path in its cache, the all-device path not).
   std::vector<uint64_t> route_counts;

@@ -81,9 +81,28 @@ DeviceWeights::DeviceWeights(const Model& model, DeviceMemory& mem, WeightsOnDev
             (which == WeightsOnDevice::Dense ? " (all but the routed experts, " + std::to_string(runs_.size()) + " runs)" : "") +
             (layers.whole() ? "" : " for layers " + std::to_string(layers.begin) + ".." +
                                        std::to_string(std::min(layers.end, model.hparams().n_layer) - 1)));
+  const ModelWeights& w = model.weights();
+  // Gated shared experts (qwen2moe): a table of one entry each, with the dense weights on every path.
+  shared_tables_.resize(w.layers.size());
+  shared_entries_.resize(w.layers.size());
+  for (size_t il = 0; il < w.layers.size(); ++il) {
+    const SharedExperts& sh = w.layers[il].shared;
+    if (sh.gate == nullptr || sh.gate_inp == nullptr || !layers.holds(static_cast<uint32_t>(il))) continue;
+    const strata_expert_weights host{place(sh.gate->data), place(sh.up->data), place(sh.down->data),
+                                     static_cast<uint32_t>(sh.gate->type), static_cast<uint32_t>(sh.up->type),
+                                     static_cast<uint32_t>(sh.down->type), 0};
+    shared_entries_[il] = Buffer<strata_expert_weights>(1, &mem);
+    mem.upload(shared_entries_[il].data(), &host, sizeof(host));
+    shared_tables_[il] = strata_expert_table{static_cast<uint32_t>(model.hparams().n_embd),
+                                             static_cast<uint32_t>(sh.gate->ne[1]),
+                                             1,
+                                             host.gate_type,
+                                             host.up_type,
+                                             host.down_type,
+                                             shared_entries_[il].data()};
+  }
   if (which == WeightsOnDevice::Dense) return;
 
-  const ModelWeights& w = model.weights();
   tables_.resize(w.layers.size());
   entries_.resize(w.layers.size());
   for (size_t il = 0; il < w.layers.size(); ++il) {
@@ -124,6 +143,11 @@ strata_tensor DeviceWeights::tensor(const gguf::TensorView& t) const {
   strata_tensor s = tensor_of(t);
   s.data = const_cast<void*>(place(s.data));
   return s;
+}
+
+const strata_expert_table* DeviceWeights::shared_table(uint32_t il) const {
+  if (il >= shared_tables_.size() || shared_tables_[il].n_expert == 0) return nullptr;
+  return &shared_tables_[il];
 }
 
 const strata_expert_table* DeviceWeights::expert_table(uint32_t il) const {

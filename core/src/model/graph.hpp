@@ -49,6 +49,8 @@ class Model::Graph {
 
 std::unique_ptr<Model::Graph> make_llama_graph();
 std::unique_ptr<Model::Graph> make_qwen3moe_graph();
+std::unique_ptr<Model::Graph> make_glm4moe_graph();
+std::unique_ptr<Model::Graph> make_qwen2moe_graph();
 
 namespace graph {
 
@@ -66,7 +68,14 @@ void bind_routed_experts(const gguf::Model& file, const HParams& hp, uint32_t il
 void emit_attention(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, StageList& out);
 // SwiGLU FFN: ffn_norm, gate and up, SWIGLU, down.
 void emit_dense_ffn(const LayerWeights& lw, const GraphContext& ctx, StageList& out);
-// MoE FFN: ffn_norm, router logits, ROUTER; a host step turns the choices into the MOE op; MOE; the add.
+// The shared expert of a MoE layer into act.shared_out. glm4moe, deepseek2: a SwiGLU FFN of the normed rows act.xn,
+// unweighted (its gate and up use act.ffn_gate and act.ffn_up). qwen2moe (a gate_inp): the gate's logit and a
+// one-expert sigmoid ROUTER, then MOE_ROUTED over the device's one-entry table; on the host path the MOE op is
+// built by the layer's host step (build_shared_moe_op) and run after the routed one.
+void emit_shared_expert(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, std::vector<strata_op>& ops);
+// MoE FFN: ffn_norm, router logits, ROUTER (sigmoid gating and the selection bias when the layer has them); the
+// shared expert when the layer has one; a host step turns the choices into the MOE op; MOE; the shared expert's
+// output added to the routed sum; the add into the residual stream.
 void emit_moe_ffn(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, StageList& out);
 
 }  // namespace graph
@@ -74,5 +83,8 @@ void emit_moe_ffn(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, 
 // moe_routing.cpp: the router's choices (act.expert_ids / act.expert_weights, k per token) as the MOE op over
 // the layer's experts: the distinct experts in ascending id, each with its tokens in window order.
 void build_moe_op(uint32_t il, const ExpertStack& experts, uint32_t k, const GraphContext& ctx);
+// qwen2moe's gated shared expert as act.moe_shared: one expert, every token in window order, weighted by
+// act.shared_weights.
+void build_shared_moe_op(const SharedExperts& shared, const GraphContext& ctx);
 
 }  // namespace strata

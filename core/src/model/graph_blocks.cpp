@@ -1,6 +1,6 @@
-// The blocks llama and qwen3moe are made of, as ops over the window's activations. Ops never write over their
-// own inputs, except the element-wise ADD and SWIGLU, whose dst may be their src0 (each element is read before
-// it is written).
+// The blocks llama, qwen3moe, qwen2moe and glm4moe are made of, as ops over the window's activations. Ops never
+// write over their own inputs, except the element-wise ADD and SWIGLU, whose dst may be their src0 (each element is
+// read before it is written).
 #include <cmath>
 #include <string>
 
@@ -186,6 +186,49 @@ void emit_dense_ffn(const LayerWeights& lw, const GraphContext& ctx, StageList& 
   add_into(ops, rows_of(a.x, n_embd, n), rows_of(a.out, n_embd, n));
 }
 
+void emit_shared_expert(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, std::vector<strata_op>& ops) {
+  Activations& a = ctx.act;
+  const int64_t n = ctx.n_tok;
+  const int64_t n_embd = ctx.hp.n_embd;
+  const SharedExperts& sh = lw.shared;
+  if (sh.gate_inp != nullptr) {
+    // qwen2moe: the shared expert weighted by sigmoid(gate_inp . x), as the one expert of a ROUTER with k = 1
+    // (weight = the sigmoid, unnormalised, unscaled); an expert op computes it (MOE_ROUTED over the one-entry table
+    // where the weights are on a device; the host path's MOE, built beside the routed one, otherwise).
+    const strata_tensor xn = rows_of(a.xn, n_embd, n);
+    linear(ops, ctx, rows_of(a.shared_gate_logit, 1, n), sh.gate_inp, xn, nullptr);
+    strata_op gate = new_op(STRATA_OP_ROUTER);
+    gate.dst = tensor_i32(a.shared_ids.data(), {1, n});
+    gate.src[0] = rows_of(a.shared_gate_logit, 1, n);
+    gate.src[2] = tensor_f32(a.shared_weights.data(), {1, n});
+    gate.i[0] = 1;
+    gate.i[1] = 1;  // sigmoid
+    gate.i[2] = 0;
+    gate.f[0] = 1.0f;
+    ops.push_back(gate);
+    if (const strata_expert_table* table = ctx.device != nullptr ? ctx.device->shared_table(il) : nullptr) {
+      strata_op moe = new_op(STRATA_OP_MOE_ROUTED);
+      moe.src[0] = xn;
+      moe.src[1] = tensor_i32(a.shared_ids.data(), {1, n});
+      moe.src[2] = tensor_f32(a.shared_weights.data(), {1, n});
+      moe.dst = rows_of(a.shared_out, n_embd, n);
+      moe.extra = table;
+      ops.push_back(moe);
+    }
+    return;
+  }
+  const int64_t n_ff = sh.gate->ne[1];
+  const strata_tensor xn = rows_of(a.xn, n_embd, n);
+  linear(ops, ctx, rows_of(a.ffn_gate, n_ff, n), sh.gate, xn, nullptr);
+  linear(ops, ctx, rows_of(a.ffn_up, n_ff, n), sh.up, xn, nullptr);
+  strata_op act = new_op(STRATA_OP_SWIGLU);
+  act.dst = rows_of(a.ffn_gate, n_ff, n);
+  act.src[0] = rows_of(a.ffn_gate, n_ff, n);
+  act.src[1] = rows_of(a.ffn_up, n_ff, n);
+  ops.push_back(act);
+  linear(ops, ctx, rows_of(a.shared_out, n_embd, n), sh.down, rows_of(a.ffn_gate, n_ff, n), nullptr);
+}
+
 void emit_moe_ffn(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, StageList& out) {
   Activations& a = ctx.act;
   const int64_t n = ctx.n_tok;
@@ -204,6 +247,14 @@ void emit_moe_ffn(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, 
   route.i[2] = r.normalize ? 1 : 0;
   route.f[0] = r.scale;
   ops.push_back(route);
+  // The routed sum lands in `out`; the shared expert's output (computed beside the routing, in `shared_out`) is
+  // added to it, then `out` to the residual stream: out = routed, out = out + shared, x = x + out
+  // (docs/CANONICAL_ARITHMETIC.md section 3).
+  const bool shared = lw.shared.gate != nullptr;
+  const auto add_out = [&](std::vector<strata_op>& list) {
+    if (shared) add_into(list, rows_of(a.out, n_embd, n), rows_of(a.shared_out, n_embd, n));
+    add_into(list, rows_of(a.x, n_embd, n), rows_of(a.out, n_embd, n));
+  };
   const auto routed = [&](std::vector<strata_op>& list, const strata_expert_table* table, strata_tensor precomputed,
                           bool ready_flag = false, bool stamped = false) {
     strata_op moe = a.moe_routed(static_cast<uint32_t>(n_embd), r.k, static_cast<uint32_t>(n), table);
@@ -211,23 +262,28 @@ void emit_moe_ffn(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, 
     moe.i[0] = ready_flag ? 1 : 0;
     moe.i[3] = ready_flag && stamped ? 1 : 0;
     list.push_back(moe);
-    add_into(list, rows_of(a.x, n_embd, n), rows_of(a.out, n_embd, n));
+    add_out(list);
   };
   if (ctx.device != nullptr && ctx.placement != nullptr) {
-    // The hybrid path: the host places the chosen experts, then MOE_ROUTED reads them (and the pool's rows).
+    // The hybrid path: the host places the chosen experts, then MOE_ROUTED reads them (and the pool's rows). The
+    // shared expert is a dense weight on the device: it runs while the host places (after the handoff in one
+    // program, before the host step otherwise).
     ExpertPlacement* placement = ctx.placement;
     const auto n_tok = static_cast<uint32_t>(n);
     if (placement->one_program(n_tok)) {
       placement->emit_handoff(il, n_tok, ops);
+      if (shared) emit_shared_expert(il, lw, ctx, ops);
       placement->emit_takeover(il, ops);
       routed(ops, placement->table(il), placement->precomputed_rows(n_tok, r.k), placement->rows_ready_flag(n_tok),
              placement->rows_stamped(n_tok));
       return;
     }
+    if (shared) emit_shared_expert(il, lw, ctx, ops);
     out.host([placement, il, n_tok] { placement->place(il, n_tok); });
     routed(out.ops(), placement->table(il), placement->precomputed_rows(n_tok, r.k));
     return;
   }
+  if (shared) emit_shared_expert(il, lw, ctx, ops);
   if (const strata_expert_table* table = ctx.device != nullptr ? ctx.device->expert_table(il) : nullptr) {
     // The weights are on the device: the experts are chosen there too, with no stop on the host.
     routed(ops, table, no_tensor());
@@ -235,14 +291,24 @@ void emit_moe_ffn(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, 
   }
   const ExpertStack* experts = &lw.experts;
   const uint32_t k = r.k;
-  out.host([il, experts, k, ctx] { build_moe_op(il, *experts, k, ctx); });
+  const SharedExperts* gated = shared && lw.shared.gate_inp != nullptr ? &lw.shared : nullptr;
+  out.host([il, experts, k, ctx, gated] {
+    build_moe_op(il, *experts, k, ctx);
+    if (gated != nullptr) build_shared_moe_op(*gated, ctx);
+  });
 
   std::vector<strata_op>& after = out.ops();
   strata_op moe = new_op(STRATA_OP_MOE);
   moe.dst = rows_of(a.out, n_embd, n);
   moe.extra = &a.moe;
   after.push_back(moe);
-  add_into(after, rows_of(a.x, n_embd, n), rows_of(a.out, n_embd, n));
+  if (gated != nullptr) {
+    strata_op sh = new_op(STRATA_OP_MOE);
+    sh.dst = rows_of(a.shared_out, n_embd, n);
+    sh.extra = &a.moe_shared;
+    after.push_back(sh);
+  }
+  add_out(after);
 }
 
 }  // namespace graph

@@ -18,9 +18,11 @@ std::unique_ptr<Model::Graph> graph_for(const HParams& hp, const std::string& fi
   switch (hp.arch) {
     case Arch::Llama: return make_llama_graph();
     case Arch::Qwen3Moe: return make_qwen3moe_graph();
+    case Arch::Glm4Moe: return make_glm4moe_graph();
+    case Arch::Qwen2Moe: return make_qwen2moe_graph();
     default:
       throw Error(file + ": architecture " + std::string(arch_name(hp.arch)) +
-                  " is recognised, but its forward pass is not built yet (llama and qwen3moe are)");
+                  " is recognised, but its forward pass is not built yet (llama, qwen3moe, qwen2moe and glm4moe are)");
   }
 }
 
@@ -63,7 +65,8 @@ void require_expressible(const HParams& hp, const ModelWeights& w, const std::st
       require_f32(t, file);
     }
     for (Tensor t : {lw.attn.q, lw.attn.k, lw.attn.v, lw.attn.o, lw.ffn_gate, lw.ffn_up, lw.ffn_down, lw.router,
-                     lw.experts.gate, lw.experts.up, lw.experts.down}) {
+                     lw.experts.gate, lw.experts.up, lw.experts.down, lw.shared.gate, lw.shared.up, lw.shared.down,
+                     lw.shared.gate_inp}) {
       require_matrix(t, file);
     }
     if (lw.has_experts()) {
@@ -118,7 +121,10 @@ Activations Model::make_activations(uint32_t max_tokens, uint32_t max_logit_rows
   uint32_t ffn = 0;
   for (const LayerWeights& lw : weights_.layers) {
     if (lw.ffn_gate != nullptr) ffn = std::max(ffn, static_cast<uint32_t>(lw.ffn_gate->ne[1]));
+    if (lw.shared.gate != nullptr) ffn = std::max(ffn, static_cast<uint32_t>(lw.shared.gate->ne[1]));
   }
+  const bool shared = std::any_of(weights_.layers.begin(), weights_.layers.end(),
+                                  [](const LayerWeights& lw) { return lw.shared.gate != nullptr; });
   const size_t k = std::max<uint32_t>(hp_.n_expert_used, 1);
   Activations a;
   a.mem = mem;
@@ -136,6 +142,14 @@ Activations Model::make_activations(uint32_t max_tokens, uint32_t max_logit_rows
   a.v = Buffer<float>(size_t{hp_.n_embd_v_gqa()} * n, mem);
   a.attn = Buffer<float>(a.q.size(), mem);
   a.out = Buffer<float>(hp_.n_embd * n, mem);
+  if (shared) a.shared_out = Buffer<float>(hp_.n_embd * n, mem);
+  const bool gated = std::any_of(weights_.layers.begin(), weights_.layers.end(),
+                                 [](const LayerWeights& lw) { return lw.shared.gate_inp != nullptr; });
+  if (gated) {
+    a.shared_gate_logit = Buffer<float>(n, mem);
+    a.shared_ids = Buffer<int32_t>(n, mem);
+    a.shared_weights = Buffer<float>(n, mem);
+  }
   a.ffn_gate = Buffer<float>(ffn * n, mem);
   a.ffn_up = Buffer<float>(ffn * n, mem);
   a.router_logits = Buffer<float>(hp_.n_expert * n, mem);
@@ -228,9 +242,11 @@ std::vector<Stage> Model::build_window(const Window& w, Activations& act, const 
     stages.ops().push_back(embed);
   }
 
-  const uint32_t end = std::min(layers.end, hp_.n_layer);
+  // The trailing MTP blocks (nextn_predict_layers) are not part of plain decoding.
+  const uint32_t n_main = hp_.n_layer_main();
+  const uint32_t end = std::min(layers.end, n_main);
   for (uint32_t il = layers.begin; il < end; ++il) graph_->emit_layer(il, weights_.layers[il], ctx, stages);
-  if (end < hp_.n_layer) return stages.take();  // the next card goes on from act.x
+  if (end < n_main) return stages.take();  // the next card goes on from act.x
 
   // The head reads the last column only, unless every token's logits are wanted.
   const int64_t cols = all_logits ? n : 1;

@@ -35,4 +35,31 @@ void build_moe_op(uint32_t il, const ExpertStack& experts, uint32_t k, const Gra
                         nullptr};
 }
 
+void build_shared_moe_op(const SharedExperts& shared, const GraphContext& ctx) {
+  Activations& a = ctx.act;
+  const auto n_tok = static_cast<uint32_t>(ctx.n_tok);
+  a.shared_rows.resize(n_tok);
+  for (uint32_t t = 0; t < n_tok; ++t) a.shared_rows[t] = t;
+  a.shared_offsets = {0, n_tok};
+  a.shared_expert_id = 0;
+  a.shared_expert = strata_expert_weights{shared.gate->data,
+                                          shared.up->data,
+                                          shared.down->data,
+                                          static_cast<uint32_t>(shared.gate->type),
+                                          static_cast<uint32_t>(shared.up->type),
+                                          static_cast<uint32_t>(shared.down->type),
+                                          0};
+  a.moe_shared = strata_moe_op{ctx.hp.n_embd,
+                               static_cast<uint32_t>(shared.gate->ne[1]),
+                               n_tok,
+                               1,
+                               &a.shared_expert_id,
+                               &a.shared_expert,
+                               a.shared_offsets.data(),
+                               a.shared_rows.data(),
+                               a.shared_weights.data(),
+                               a.xn.data(),
+                               nullptr};
+}
+
 }  // namespace strata

@@ -1,0 +1,87 @@
+// glm4moe (GLM-4.5/4.6): attention with q/k/v biases and optional per-head q/k norms, NeoX RoPE on the first n_rot
+// dims of each head (partial rotary: the rest pass through), post_attention_norm as the FFN's norm; leading dense
+// blocks (a SwiGLU FFN), then MoE blocks: sigmoid router whose choice adds the exp_probs_b bias (the weights are the
+// unbiased sigmoids, renormalised and scaled by expert_weights_scale), the routed experts, plus the shared expert
+// added after the routed sum (llama.cpp's src/models/glm4-moe.cpp). The trailing nextn_predict_layers blocks are
+// MTP (next-token prediction) blocks: checked by the arch list, bound to nothing and skipped by plain decoding
+// (kept in the file for speculative drafts later).
+#include <cmath>
+#include <string>
+
+#include "graph.hpp"
+#include "strata/error.hpp"
+#include "strata/log.hpp"
+
+namespace strata {
+namespace {
+
+class Glm4MoeGraph final : public Model::Graph {
+ public:
+  void bind(const gguf::Model& file, const HParams& hp, ModelWeights& w) const override {
+    graph::bind_embeddings_and_head(file, w);
+    w.layers.resize(hp.n_layer);
+    for (uint32_t il = 0; il < hp.n_layer_main(); ++il) {
+      LayerWeights& lw = w.layers[il];
+      if (graph::maybe(file, il, "attn_qkv") != nullptr) {
+        throw Error(file.name() + ": blk." + std::to_string(il) +
+                    ".attn_qkv.weight: fused q/k/v projections are not supported yet");
+      }
+      AttentionWeights& a = lw.attn;
+      a.norm = graph::need(file, il, "attn_norm");
+      a.q = graph::need(file, il, "attn_q");
+      a.k = graph::need(file, il, "attn_k");
+      a.v = graph::need(file, il, "attn_v");
+      a.o = graph::need(file, il, "attn_output");
+      a.q_bias = graph::maybe(file, il, "attn_q", "bias");
+      a.k_bias = graph::maybe(file, il, "attn_k", "bias");
+      a.v_bias = graph::maybe(file, il, "attn_v", "bias");
+      a.q_norm = graph::maybe(file, il, "attn_q_norm");
+      a.k_norm = graph::maybe(file, il, "attn_k_norm");
+      lw.attn_spec = {hp.n_head,
+                      hp.n_head_kv,
+                      hp.head_dim_k,
+                      1.0f / std::sqrt(static_cast<float>(hp.head_dim_k)),
+                      /*rope_mode=*/2,
+                      hp.n_rot,
+                      hp.rope_freq_base,
+                      hp.rope_freq_scale,
+                      0};
+      lw.ffn_norm = graph::need(file, il, "post_attention_norm");
+      if (!hp.layer_has_experts(il)) {
+        lw.ffn_gate = graph::need(file, il, "ffn_gate");
+        lw.ffn_up = graph::need(file, il, "ffn_up");
+        lw.ffn_down = graph::need(file, il, "ffn_down");
+        continue;
+      }
+      graph::bind_routed_experts(file, hp, il, lw);
+      lw.routing.selection_bias = graph::need(file, il, "exp_probs_b", "bias");
+      if (hp.n_expert_shared > 0) {
+        lw.shared.gate = graph::need(file, il, "ffn_gate_shexp");
+        lw.shared.up = graph::need(file, il, "ffn_up_shexp");
+        lw.shared.down = graph::need(file, il, "ffn_down_shexp");
+      }
+    }
+    if (hp.n_layer_nextn > 0) {
+      log::info(file.name() + ": " + std::to_string(hp.n_layer_nextn) + " nextn (MTP) block" +
+                (hp.n_layer_nextn == 1 ? "" : "s") + " (blk." + std::to_string(hp.n_layer_main()) +
+                (hp.n_layer_nextn == 1 ? "" : ".." + std::to_string(hp.n_layer - 1)) +
+                ") recognised and skipped: plain decoding runs the first " + std::to_string(hp.n_layer_main()) +
+                " blocks");
+    }
+  }
+
+  void emit_layer(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, StageList& out) const override {
+    graph::emit_attention(il, lw, ctx, out);
+    if (lw.has_experts()) {
+      graph::emit_moe_ffn(il, lw, ctx, out);
+    } else {
+      graph::emit_dense_ffn(lw, ctx, out);
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Model::Graph> make_glm4moe_graph() { return std::make_unique<Glm4MoeGraph>(); }
+
+}  // namespace strata
