@@ -12,6 +12,7 @@
 #include "strata/error.hpp"
 #include "strata/generate.hpp"
 #include "strata/sampling.hpp"
+#include "strata/serve/request.hpp"
 #include "strata/speculative.hpp"
 
 namespace {
@@ -244,6 +245,36 @@ TEST(EngineSpeculative, LaunchRefusesSlotsAndAModelDraftWithoutAFile) {
   const strata::config::Launch ok = strata::config::load("", {}, {"speculative.draft=ngram"});
   EXPECT_EQ(ok.speculative.n_max, 8);
   EXPECT_EQ(strata::settings_from(ok).max_window_logits, 16u);
+}
+
+// strata serve's request field: false, or {"n_max": N} with N in 1..31; anything else is a 400 naming it.
+TEST(EngineSpeculative, ServeRequestFieldIsReadAndCheckedByName) {
+  using strata::serve::ApiError;
+  using strata::serve::CompletionRequest;
+  using strata::serve::Endpoint;
+  const auto parse = [](const std::string& field) {
+    return strata::serve::parse_completion_request(Endpoint::Completions,
+                                                   R"({"prompt": "Hi", "speculative": )" + field + "}", "m");
+  };
+  const auto n_max = [&](const std::string& field) -> std::optional<int> {
+    const auto parsed = parse(field);
+    if (!std::holds_alternative<CompletionRequest>(parsed)) {
+      ADD_FAILURE() << field << " -> " << std::get<ApiError>(parsed).message;
+      return std::nullopt;
+    }
+    return std::get<CompletionRequest>(parsed).speculative_n_max;
+  };
+  EXPECT_EQ(n_max("false"), 0);
+  EXPECT_EQ(n_max(R"({"n_max": 4})"), 4);
+  EXPECT_EQ(n_max("null"), std::nullopt);
+  for (const std::string bad : {"true", "3", R"({"n_max": 0})", R"({"n_max": 32})", R"({"n_max": 2.5})", R"({})",
+                                R"({"n_max": 4, "n_min": 1})", R"("ngram")"}) {
+    const auto parsed = parse(bad);
+    ASSERT_TRUE(std::holds_alternative<ApiError>(parsed)) << "accepted: " << bad;
+    const ApiError& e = std::get<ApiError>(parsed);
+    EXPECT_EQ(e.status, 400) << bad;
+    EXPECT_EQ(e.param, "speculative") << bad;
+  }
 }
 
 }  // namespace
