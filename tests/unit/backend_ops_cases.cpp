@@ -906,6 +906,10 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
   c.push_back(std::make_shared<RopeCase>(0, 64, 5, 3, 64));
   c.push_back(std::make_shared<RopeCase>(2, 128, 3, 4, 128));
   c.push_back(std::make_shared<RopeCase>(2, 80, 2, 3, 32));
+  // glm4moe's partial rotary: neox on the first half of each head, the rest passed through (tiny-s1: 64 / 32;
+  // GLM-4.5: 128 / 64).
+  c.push_back(std::make_shared<RopeCase>(2, 64, 4, 5, 32));
+  c.push_back(std::make_shared<RopeCase>(2, 128, 3, 3, 64));
   for (GgmlType t : {GgmlType::F16, GgmlType::Q8_0}) {
     c.push_back(std::make_shared<KvStoreCase>(t, 256, 13, 1));
     c.push_back(std::make_shared<KvStoreCase>(t, 96, 13, 5));
@@ -940,6 +944,11 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
   c.push_back(std::make_shared<RouterCase>(128, 8, 3, 0, true, false));
   c.push_back(std::make_shared<RouterCase>(60, 4, 5, 0, false, false));
   c.push_back(std::make_shared<RouterCase>(64, 6, 3, 1, true, true));
+  // glm4moe's routers (sigmoid, selection bias, renormalised): tiny-s1's 16 experts top-4, GLM-4.5-Air's 128 top-8.
+  c.push_back(std::make_shared<RouterCase>(16, 4, 9, 1, true, true));
+  c.push_back(std::make_shared<RouterCase>(128, 8, 5, 1, true, true));
+  // qwen2moe's shared-expert gate: a sigmoid ROUTER over one logit (k = 1, the weight is the sigmoid itself).
+  c.push_back(std::make_shared<RouterCase>(1, 1, 7, 1, false, false));
   c.push_back(std::make_shared<RouterCase>(8, 2, 7, 0, true, false));
   // Decode shapes (one token), one expert a thread up to 256 experts, four past that (300 and 1024 experts).
   c.push_back(std::make_shared<RouterCase>(128, 8, 1, 0, true, false));

@@ -264,7 +264,7 @@ TEST(Engine, MoeOpGroupsTheRoutersChoices) {
 }
 
 TEST(Engine, RefusesModelsItCannotRun) {
-  // An architecture whose graph is not built yet: stories260K's keys under qwen2moe's names, plus its expert keys.
+  // An architecture whose graph is not built yet: stories260K's keys under gpt-oss's names, plus its expert keys.
   const strata::gguf::Model src = strata::gguf::Model::open(stories());
   const auto write = [](const strata::gguf::Writer& w, const std::vector<std::span<const uint8_t>>& data,
                         const fs::path& path) {
@@ -274,25 +274,26 @@ TEST(Engine, RefusesModelsItCannotRun) {
     std::fwrite(bytes.data(), 1, bytes.size(), f);
     std::fclose(f);
   };
-  const fs::path qwen2 = scratch("qwen2moe.gguf");
+  const fs::path unbuilt = scratch("gpt-oss.gguf");
   {
     strata::gguf::Writer w;
     for (const auto& kv : src.metadata().entries()) {
       std::string key(kv.key);
-      if (key.rfind("llama.", 0) == 0) key = "qwen2moe." + key.substr(6);
+      if (key.rfind("llama.", 0) == 0) key = "gpt-oss." + key.substr(6);
       w.set_value(key, kv.value);
     }
-    w.set_string("general.architecture", "qwen2moe");
-    w.set_u32("qwen2moe.expert_count", 4);
-    w.set_u32("qwen2moe.expert_used_count", 2);
-    w.set_u32("qwen2moe.expert_feed_forward_length", 64);
-    write(w, {}, qwen2);
+    w.set_string("general.architecture", "gpt-oss");
+    w.set_u32("gpt-oss.expert_count", 4);
+    w.set_u32("gpt-oss.expert_used_count", 2);
+    w.set_u32("gpt-oss.expert_feed_forward_length", 64);
+    w.set_u32("gpt-oss.attention.sliding_window", 16);
+    write(w, {}, unbuilt);
   }
   try {
-    strata::Model::load(qwen2.string());
-    ADD_FAILURE() << "qwen2moe loaded";
+    strata::Model::load(unbuilt.string());
+    ADD_FAILURE() << "gpt-oss loaded";
   } catch (const strata::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("qwen2moe"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("gpt-oss"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("not built yet"), std::string::npos) << e.what();
   }
   // stories260K without one of its tensors: the arch check names it.
@@ -312,7 +313,7 @@ TEST(Engine, RefusesModelsItCannotRun) {
   } catch (const strata::Error& e) {
     EXPECT_NE(std::string(e.what()).find("blk.2.attn_k.weight"), std::string::npos) << e.what();
   }
-  fs::remove(qwen2);
+  fs::remove(unbuilt);
   fs::remove(broken);
 }
 
