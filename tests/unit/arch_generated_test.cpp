@@ -181,9 +181,13 @@ TEST(ArchQwen2Moe, HybridEqualsThePlainCpuEngine) {
 
 // glm4moe: 2 layers (the first dense) with or without a third, MTP, block; n_embd 64, 4 heads of 32 (2 KV heads),
 // partial rotary 16 of 32, 8 experts of 32, top-2, one shared expert, sigmoid routing with its bias.
-std::string write_glm4moe(bool nextn) {
-  return strata::test::write_random_model(nextn ? "glm4moe-nextn.gguf" : "glm4moe-plain.gguf",
-                                          [nextn](strata::gguf::Writer& w) {
+std::string write_glm4moe(bool nextn, bool mrope = false) {
+  const std::string name = mrope ? "glm4moe-mrope.gguf" : nextn ? "glm4moe-nextn.gguf" : "glm4moe-plain.gguf";
+  return strata::test::write_random_model(name, [nextn, mrope](strata::gguf::Writer& w) {
+    if (mrope) {
+      const std::vector<int32_t> sections = {8, 8, 0, 0};
+      w.set_array("glm4moe.rope.dimension_sections", std::span<const int32_t>(sections));
+    }
     w.set_string("general.architecture", "glm4moe");
     w.set_u32("glm4moe.context_length", 256);
     w.set_u32("glm4moe.embedding_length", 64);
@@ -228,6 +232,17 @@ TEST(ArchGlm4Moe, TheNextnBlockIsRecognisedAndSkipped) {
     ASSERT_EQ(got.size(), want.size());
     EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
     for (float v : got) ASSERT_TRUE(std::isfinite(v));
+  }
+}
+
+// A glm4moe whose file asks for M-RoPE (rope.dimension_sections, the multimodal variants): refused by name rather
+// than computed with plain neox RoPE.
+TEST(ArchGlm4Moe, MultimodalRopeSectionsAreRefused) {
+  try {
+    strata::Model::load(write_glm4moe(false, true));
+    ADD_FAILURE() << "a glm4moe with rope.dimension_sections loaded";
+  } catch (const strata::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rope.dimension_sections"), std::string::npos) << e.what();
   }
 }
 

@@ -18,6 +18,10 @@ namespace {
 class Glm4MoeGraph final : public Model::Graph {
  public:
   void bind(const gguf::Model& file, const HParams& hp, ModelWeights& w) const override {
+    // llama.cpp turns M-RoPE (multimodal sections) on when this key is present; the ROPE op has no sections.
+    if (file.metadata().find("glm4moe.rope.dimension_sections") != nullptr) {
+      throw Error(file.name() + ": glm4moe.rope.dimension_sections (multimodal M-RoPE) is not supported yet");
+    }
     graph::bind_embeddings_and_head(file, w);
     w.layers.resize(hp.n_layer);
     for (uint32_t il = 0; il < hp.n_layer_main(); ++il) {
