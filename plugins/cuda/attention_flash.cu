@@ -1,5 +1,5 @@
 // ATTENTION's float path (attention_flash.cuh has the definition and the kernels' bodies): the kernels, their
-// launches, and the portable kernel for HIP and head sizes above 128 (the same definition with scalar float
+// launches, and the portable kernel for HIP, head sizes above 128 and f32 caches (the same definition with scalar float
 // operations in place of the MMAs: its own bits, the same for every window too).
 #include <algorithm>
 
@@ -233,13 +233,14 @@ void launch_rows(Context& ctx, const Args& a) {
 
 }  // namespace
 
-bool flash_tensor_cores(const Context& ctx, int64_t head_dim) {
+bool flash_tensor_cores(const Context& ctx, int64_t head_dim, Cache cache) {
 #if defined(STRATA_GPU_HIP)
   (void)ctx;
   (void)head_dim;
+  (void)cache;
   return false;
 #else
-  return head_dim <= 128 && ctx.props().major >= 8;
+  return head_dim <= 128 && cache != Cache::F32 && ctx.props().major >= 8;
 #endif
 }
 
@@ -249,12 +250,12 @@ void run_flash(Context& ctx, const Operands& o, Cache cache, int n_kv_head, unsi
   Args a = make_args(o);
   a.q8 = q8;
 #if !defined(STRATA_GPU_HIP)
-  if (flash_tensor_cores(ctx, o.head_dim)) {
+  if (flash_tensor_cores(ctx, o.head_dim, cache)) {
     const bool split = flash_split(o);
-    switch (cache) {
-      case Cache::F16: launch_tc_for<Cache::F16>(ctx, a, n_kv_head, split); break;
-      case Cache::Q8_0: launch_tc_for<Cache::Q8_0>(ctx, a, n_kv_head, split); break;
-      case Cache::F32: launch_tc_for<Cache::F32>(ctx, a, n_kv_head, split); break;
+    if (cache == Cache::F16) {
+      launch_tc_for<Cache::F16>(ctx, a, n_kv_head, split);
+    } else {
+      launch_tc_for<Cache::Q8_0>(ctx, a, n_kv_head, split);
     }
     return;
   }

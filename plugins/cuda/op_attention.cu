@@ -102,6 +102,13 @@ attention::Operands operands(const strata_op& op) {
                              static_cast<double>(op.f[0])};
 }
 
+attention::Cache cache_of(const strata_op& op) {
+  const strata_tensor& k = op.src[1];
+  return format::is_type(k, GgmlType::F16)    ? attention::Cache::F16
+         : format::is_type(k, GgmlType::Q8_0) ? attention::Cache::Q8_0
+                                              : attention::Cache::F32;
+}
+
 // The query-tiled path, where the tokens' rows fill enough blocks and the device gives a block its shared memory.
 bool takes_prefill(const Context& ctx, const strata_op& op) {
   const int64_t head_dim = op.src[0].ne[0], n_head = op.i[0], n_kv_head = op.i[1], n_tok = op.src[0].ne[2];
@@ -112,16 +119,13 @@ bool takes_prefill(const Context& ctx, const strata_op& op) {
 }  // namespace
 
 bool attention_writes_q8(const Context& ctx, const strata_op& op) {
-  if (!ctx.options().canonical_double) return attention::flash_writes_q8(ctx, operands(op));
+  if (!ctx.options().canonical_double) return attention::flash_writes_q8(ctx, operands(op), cache_of(op));
   return !takes_prefill(ctx, op) && attention::decode_quantizes(operands(op));
 }
 
 void run_attention(Context& ctx, const strata_op& op, unsigned char* q8) {
   const attention::Operands o = operands(op);
-  const strata_tensor& k = op.src[1];
-  const attention::Cache cache = format::is_type(k, GgmlType::F16)    ? attention::Cache::F16
-                                 : format::is_type(k, GgmlType::Q8_0) ? attention::Cache::Q8_0
-                                                                      : attention::Cache::F32;
+  const attention::Cache cache = cache_of(op);
   if (!ctx.options().canonical_double) {
     attention::run_flash(ctx, o, cache, op.i[1], q8);
   } else if (q8 == nullptr && takes_prefill(ctx, op)) {
