@@ -7,7 +7,9 @@
 //     for every position, in windows of 1, 2, 3, 8, 9 and 37 tokens, at depths across several segments, with the
 //     split grid's warps striding over segments or not;
 //   - every row agrees with a plain double computation of attention within the f16 operands' error;
-//   - unwritten cache columns past the positions (NaN keys and values) never reach a row.
+//   - unwritten cache columns past the positions (NaN keys and values) never reach a row;
+//   - the hooks for gpt-oss (a sliding window, per-head sink logits) give the double computation's rows and the
+//     same bytes in every window too.
 #include <gtest/gtest.h>
 
 #include <barrier>
@@ -147,6 +149,8 @@ void run_block(int bx, int by, int gx, size_t smem_bytes, Body body) {
 struct Shape {
   bool q8;
   int head_dim, n_head, n_kv_head, n_ctx, first, count;
+  int window = 0;      // gpt-oss's sliding window: keys p - window + 1 .. p (0: all)
+  bool sinks = false;  // gpt-oss's per-head sink logits in the softmax's denominator
 };
 
 class Case {
@@ -174,6 +178,7 @@ class Case {
     }
     q_.resize(static_cast<size_t>(s.head_dim) * s.n_head * s.count);
     for (float& x : q_) x = normal(rng);
+    for (int h = 0; h < s.n_head; ++h) sinks_.push_back(1.0f + normal(rng));
     for (int t = 0; t < s.count; ++t) pos_.push_back(s.first + t);
   }
 
@@ -203,6 +208,8 @@ class Case {
     a.n_seg = (s_.n_ctx + a.seg_keys - 1) / a.seg_keys;
     a.row_tiles = (n * o.group + 15) / 16;
     a.scale_log2 = static_cast<float>(o.scale) * kLog2e;
+    a.window = s_.window;
+    a.sinks = s_.sinks ? sinks_.data() : nullptr;
     // As the plugin's launch decides it (16-byte f16 loads where the columns allow them).
     a.vec16 = !s_.q8 && s_.head_dim % 8 == 0 && reinterpret_cast<uintptr_t>(k_.data()) % 16 == 0 &&
                       reinterpret_cast<uintptr_t>(v_.data()) % 16 == 0 && col_bytes_ % 16 == 0
@@ -269,19 +276,22 @@ class Case {
       for (int h = 0; h < s_.n_head; ++h) {
         const float* q = q_.data() + static_cast<size_t>(t) * row_floats() + static_cast<size_t>(h) * D;
         const int kvh = h / G, p = pos_[static_cast<size_t>(t)];
-        std::vector<double> w(static_cast<size_t>(p) + 1);
+        const int lo = s_.window > 0 ? std::max(0, p - s_.window + 1) : 0;
+        std::vector<double> w(static_cast<size_t>(p) + 1, 0.0);
         double mx = -INFINITY;
-        for (int j = 0; j <= p; ++j) {
+        for (int j = lo; j <= p; ++j) {
           double dot = 0;
           for (int i = 0; i < D; ++i) dot += static_cast<double>(q[i]) * value(k_, j, kvh * D + i);
           w[static_cast<size_t>(j)] = dot / std::sqrt(static_cast<double>(D));
           mx = std::max(mx, w[static_cast<size_t>(j)]);
         }
-        double sum = 0;
-        for (double& x : w) sum += (x = std::exp(x - mx));
+        const double sink = s_.sinks ? static_cast<double>(sinks_[static_cast<size_t>(h)]) : -INFINITY;
+        mx = std::max(mx, sink);
+        double sum = s_.sinks ? std::exp(sink - mx) : 0.0;
+        for (int j = lo; j <= p; ++j) sum += (w[static_cast<size_t>(j)] = std::exp(w[static_cast<size_t>(j)] - mx));
         for (int i = 0; i < D; ++i) {
           double acc = 0;
-          for (int j = 0; j <= p; ++j) acc += w[static_cast<size_t>(j)] * value(v_, j, kvh * D + i);
+          for (int j = lo; j <= p; ++j) acc += w[static_cast<size_t>(j)] * value(v_, j, kvh * D + i);
           out[static_cast<size_t>(t) * row_floats() + static_cast<size_t>(h) * D + static_cast<size_t>(i)] =
               static_cast<float>(acc / sum);
         }
@@ -298,6 +308,7 @@ class Case {
   std::vector<unsigned char> k_, v_;
   std::vector<float> q_;
   std::vector<int32_t> pos_;
+  std::vector<float> sinks_;
 };
 
 std::string first_difference(const std::vector<float>& a, const std::vector<float>& b, size_t row_floats) {
@@ -324,7 +335,8 @@ template <int kDp, Cache kCache>
 void check_windows(const Shape& s) {
   SCOPED_TRACE("head_dim " + std::to_string(s.head_dim) + (s.q8 ? " q8_0" : " f16") + ", heads " +
                std::to_string(s.n_head) + "/" + std::to_string(s.n_kv_head) + ", n_ctx " + std::to_string(s.n_ctx) +
-               ", positions " + std::to_string(s.first) + ".." + std::to_string(s.first + s.count - 1));
+               ", positions " + std::to_string(s.first) + ".." + std::to_string(s.first + s.count - 1) +
+               (s.window > 0 ? ", window " + std::to_string(s.window) : "") + (s.sinks ? ", sinks" : ""));
   const Case c(s);
   const size_t n = c.row_floats() * static_cast<size_t>(s.count);
   std::vector<float> prompt(n, -1.0f);
@@ -365,6 +377,14 @@ TEST(AttentionFlash, WindowsGiveThePromptsBytesWithFourValueLoads) {
 TEST(AttentionFlash, WindowsGiveThePromptsBytesHead128) {
   // qwen3's head size, a group of 8 (one 16-row tile holds two tokens), segments of 256 keys (n_ctx 70000).
   check_windows<128, Cache::F16>({false, 128, 8, 1, 70000, 250, 12});
+}
+
+TEST(AttentionFlash, SlidingWindowsAndSinksPlugIn) {
+  // gpt-oss's attention: a 16-key window (positions 100..139 cross a chunk and a 128-key segment boundary, so
+  // the first chunks and segments are skipped for the later rows) and per-head sinks; then a 300-key window over
+  // several segments with sinks at head size 128.
+  check_windows<32, Cache::F16>({false, 32, 8, 2, 1024, 100, 40, 16, true});
+  check_windows<128, Cache::Q8_0>({true, 128, 8, 2, 2048, 500, 8, 300, true});
 }
 
 TEST(AttentionFlash, SegmentKeysFollowTheCapacity) {
