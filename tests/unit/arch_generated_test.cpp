@@ -154,9 +154,9 @@ std::vector<double> qwen2moe_f64(const std::string& path, const std::vector<Toke
       q[t] = matvec(w(blk(il, "attn_q.weight")), n_embd, n_head * hd, h);
       k[t] = matvec(w(blk(il, "attn_k.weight")), n_embd, n_kv * hd, h);
       v[t] = matvec(w(blk(il, "attn_v.weight")), n_embd, n_kv * hd, h);
-      for (size_t i = 0; i < q[t].size(); ++i) q[t][i] += w(blk(il, "attn_q.bias"))[i];
-      for (size_t i = 0; i < k[t].size(); ++i) k[t][i] += w(blk(il, "attn_k.bias"))[i];
-      for (size_t i = 0; i < v[t].size(); ++i) v[t][i] += w(blk(il, "attn_v.bias"))[i];
+      for (size_t i = 0; i < q[t].size(); ++i) q[t][i] += static_cast<double>(w(blk(il, "attn_q.bias"))[i]);
+      for (size_t i = 0; i < k[t].size(); ++i) k[t][i] += static_cast<double>(w(blk(il, "attn_k.bias"))[i]);
+      for (size_t i = 0; i < v[t].size(); ++i) v[t][i] += static_cast<double>(w(blk(il, "attn_v.bias"))[i]);
       for (Vec* qk : {&q[t], &k[t]}) {
         for (size_t head = 0; head < qk->size() / hd; ++head) {
           for (size_t i = 0; i < hd / 2; ++i) {

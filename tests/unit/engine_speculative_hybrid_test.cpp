@@ -101,7 +101,9 @@ TEST(HybridSpeculative, WindowsAndDraftsKeepTheOneTokenBytesAtEveryCacheSize) {
         }
         at += k;
       }
-      if (fast) EXPECT_NE(win->expert_summary().find("fast mode"), std::string::npos) << win->expert_summary();
+      if (fast) {
+        EXPECT_NE(win->expert_summary().find("fast mode"), std::string::npos) << win->expert_summary();
+      }
       // Speculative decoding on the same engine: right drafts, then drafts wrong every third token.
       strata::CompletionOptions o;
       o.max_tokens = 40;
