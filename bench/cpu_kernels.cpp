@@ -128,7 +128,6 @@ double bench_mul_mat(const Backend& be, const Settings& s, GgmlType type, int64_
   op.kind = STRATA_OP_MUL_MAT;
   op.src[1] = strata::tensor_f32(x.data(), {n_in, n_tok});
   op.dst = strata::tensor_f32(y.data(), {n_out, n_tok});
-  size_t done = 0;
   const auto start = Clock::now();
   double best = 0.0;
   do {
@@ -139,7 +138,6 @@ double bench_mul_mat(const Backend& be, const Settings& s, GgmlType type, int64_
       check(be.backend->compute(be.ctx, 0, &op, 1), "MUL_MAT");
     }
     best = std::max(best, static_cast<double>(one * copies) / since(t0));
-    done += copies;
   } while (since(start) < s.seconds);
   return best;
 }

@@ -145,7 +145,9 @@ std::vector<double> qwen2moe_f64(const std::string& path, const std::vector<Toke
   };
   std::vector<Vec> x(T, Vec(n_embd));
   for (size_t t = 0; t < T; ++t) {
-    for (size_t i = 0; i < n_embd; ++i) x[t][i] = w("token_embd.weight")[static_cast<size_t>(tokens[t]) * n_embd + i];
+    for (size_t i = 0; i < n_embd; ++i) {
+      x[t][i] = static_cast<double>(w("token_embd.weight")[static_cast<size_t>(tokens[t]) * n_embd + i]);
+    }
   }
   for (uint32_t il = 0; il < hp.n_layer; ++il) {
     std::vector<Vec> q(T), k(T), v(T);

@@ -672,7 +672,7 @@ std::string router_float_check(const float* l, const float* bias, int64_t ne, in
     if (sigmoid) {
       for (int64_t e = 0; e < ne; ++e) p[e] = 1.0 / (1.0 + std::exp(-static_cast<double>(row[e])));
     } else {
-      double m = -INFINITY, total = 0.0;
+      double m = -std::numeric_limits<double>::infinity(), total = 0.0;
       for (int64_t e = 0; e < ne; ++e) m = std::max(m, static_cast<double>(row[e]));
       for (int64_t e = 0; e < ne; ++e) total += (p[e] = std::exp(static_cast<double>(row[e]) - m));
       for (int64_t e = 0; e < ne; ++e) p[e] /= total;
