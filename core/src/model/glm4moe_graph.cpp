@@ -5,7 +5,6 @@
 // added after the routed sum (llama.cpp's src/models/glm4-moe.cpp). The trailing nextn_predict_layers blocks are
 // MTP (next-token prediction) blocks: checked by the arch list, bound to nothing and skipped by plain decoding
 // (kept in the file for speculative drafts later).
-#include <cmath>
 #include <string>
 
 #include "graph.hpp"
@@ -26,30 +25,8 @@ class Glm4MoeGraph final : public Model::Graph {
     w.layers.resize(hp.n_layer);
     for (uint32_t il = 0; il < hp.n_layer_main(); ++il) {
       LayerWeights& lw = w.layers[il];
-      if (graph::maybe(file, il, "attn_qkv") != nullptr) {
-        throw Error(file.name() + ": blk." + std::to_string(il) +
-                    ".attn_qkv.weight: fused q/k/v projections are not supported yet");
-      }
-      AttentionWeights& a = lw.attn;
-      a.norm = graph::need(file, il, "attn_norm");
-      a.q = graph::need(file, il, "attn_q");
-      a.k = graph::need(file, il, "attn_k");
-      a.v = graph::need(file, il, "attn_v");
-      a.o = graph::need(file, il, "attn_output");
-      a.q_bias = graph::maybe(file, il, "attn_q", "bias");
-      a.k_bias = graph::maybe(file, il, "attn_k", "bias");
-      a.v_bias = graph::maybe(file, il, "attn_v", "bias");
-      a.q_norm = graph::maybe(file, il, "attn_q_norm");
-      a.k_norm = graph::maybe(file, il, "attn_k_norm");
-      lw.attn_spec = {hp.n_head,
-                      hp.n_head_kv,
-                      hp.head_dim_k,
-                      1.0f / std::sqrt(static_cast<float>(hp.head_dim_k)),
-                      /*rope_mode=*/2,
-                      hp.n_rot,
-                      hp.rope_freq_base,
-                      hp.rope_freq_scale,
-                      0};
+      graph::bind_attention(file, il, lw.attn);
+      lw.attn_spec = graph::attention_spec(hp, /*rope_mode=*/2);
       lw.ffn_norm = graph::need(file, il, "post_attention_norm");
       if (!hp.layer_has_experts(il)) {
         lw.ffn_gate = graph::need(file, il, "ffn_gate");

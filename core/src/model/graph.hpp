@@ -59,6 +59,12 @@ Tensor need(const gguf::Model& file, uint32_t il, const char* stem, const char* 
 Tensor maybe(const gguf::Model& file, uint32_t il, const char* stem, const char* suffix = "weight");
 // token_embd, output_norm, output (tied to token_embd when absent).
 void bind_embeddings_and_head(const gguf::Model& file, ModelWeights& w);
+// Block il's attention tensors: attn_norm, the q/k/v/o projections, their biases and the per-head q/k norms where
+// the file has them; a fused attn_qkv is refused by name.
+void bind_attention(const gguf::Model& file, uint32_t il, AttentionWeights& a);
+// The attention's shape from the hyperparameters: scale 1/sqrt(head_dim), RoPE in `rope_mode` (0 adjacent pairs,
+// 2 neox halves) on n_rot dims, full (not sliding) attention.
+AttentionSpec attention_spec(const HParams& hp, int rope_mode);
 // The routed experts of block il (ffn_gate_exps, ffn_up_exps, ffn_down_exps) and the router ffn_gate_inp.
 void bind_routed_experts(const gguf::Model& file, const HParams& hp, uint32_t il, LayerWeights& lw);
 

@@ -108,6 +108,37 @@ void bind_embeddings_and_head(const gguf::Model& file, ModelWeights& w) {
   if (w.output == nullptr) w.output = w.token_embd;
 }
 
+void bind_attention(const gguf::Model& file, uint32_t il, AttentionWeights& a) {
+  if (maybe(file, il, "attn_qkv") != nullptr) {
+    throw Error(file.name() + ": blk." + std::to_string(il) +
+                ".attn_qkv.weight: fused q/k/v projections are not supported yet");
+  }
+  a.norm = need(file, il, "attn_norm");
+  a.q = need(file, il, "attn_q");
+  a.k = need(file, il, "attn_k");
+  a.v = need(file, il, "attn_v");
+  a.o = need(file, il, "attn_output");
+  a.q_bias = maybe(file, il, "attn_q", "bias");
+  a.k_bias = maybe(file, il, "attn_k", "bias");
+  a.v_bias = maybe(file, il, "attn_v", "bias");
+  a.o_bias = maybe(file, il, "attn_output", "bias");
+  a.q_norm = maybe(file, il, "attn_q_norm");
+  a.k_norm = maybe(file, il, "attn_k_norm");
+}
+
+AttentionSpec attention_spec(const HParams& hp, int rope_mode) {
+  AttentionSpec s;
+  s.n_head = hp.n_head;
+  s.n_head_kv = hp.n_head_kv;
+  s.head_dim = hp.head_dim_k;
+  s.scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim_k));
+  s.rope_mode = rope_mode;
+  s.n_rot = hp.n_rot;
+  s.rope_freq_base = hp.rope_freq_base;
+  s.rope_freq_scale = hp.rope_freq_scale;
+  return s;
+}
+
 void bind_routed_experts(const gguf::Model& file, const HParams& hp, uint32_t il, LayerWeights& lw) {
   lw.router = need(file, il, "ffn_gate_inp");
   lw.experts.gate = need(file, il, "ffn_gate_exps");

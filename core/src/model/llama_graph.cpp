@@ -1,6 +1,5 @@
 // llama: pre-norm blocks of grouped-query attention with RoPE on adjacent pairs (mode 0), then a SwiGLU FFN,
 // dense or Mixtral-style routed experts (softmax over all experts, top-k, weights renormalised).
-#include <cmath>
 #include <string>
 
 #include "graph.hpp"
@@ -19,29 +18,8 @@ class LlamaGraph final : public Model::Graph {
     w.layers.resize(hp.n_layer);
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
       LayerWeights& lw = w.layers[il];
-      if (graph::maybe(file, il, "attn_qkv") != nullptr) {
-        throw Error(file.name() + ": blk." + std::to_string(il) +
-                    ".attn_qkv.weight: fused q/k/v projections are not supported yet");
-      }
-      AttentionWeights& a = lw.attn;
-      a.norm = graph::need(file, il, "attn_norm");
-      a.q = graph::need(file, il, "attn_q");
-      a.k = graph::need(file, il, "attn_k");
-      a.v = graph::need(file, il, "attn_v");
-      a.o = graph::need(file, il, "attn_output");
-      a.q_bias = graph::maybe(file, il, "attn_q", "bias");
-      a.k_bias = graph::maybe(file, il, "attn_k", "bias");
-      a.v_bias = graph::maybe(file, il, "attn_v", "bias");
-      a.o_bias = graph::maybe(file, il, "attn_output", "bias");
-      lw.attn_spec = {hp.n_head,
-                      hp.n_head_kv,
-                      hp.head_dim_k,
-                      1.0f / std::sqrt(static_cast<float>(hp.head_dim_k)),
-                      /*rope_mode=*/0,
-                      hp.n_rot,
-                      hp.rope_freq_base,
-                      hp.rope_freq_scale,
-                      0};
+      graph::bind_attention(file, il, lw.attn);
+      lw.attn_spec = graph::attention_spec(hp, /*rope_mode=*/0);
       lw.ffn_norm = graph::need(file, il, "ffn_norm");
       if (!hp.has_experts()) {
         lw.ffn_gate = graph::need(file, il, "ffn_gate");

@@ -1,6 +1,5 @@
 // qwen3moe: grouped-query attention with per-head RMS norms on q and k before RoPE on the halves (neox, mode 2),
 // then routed experts only (softmax over all experts, top-k, the k weights renormalised).
-#include <cmath>
 
 #include "graph.hpp"
 
@@ -14,23 +13,10 @@ class Qwen3MoeGraph final : public Model::Graph {
     w.layers.resize(hp.n_layer);
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
       LayerWeights& lw = w.layers[il];
-      AttentionWeights& a = lw.attn;
-      a.norm = graph::need(file, il, "attn_norm");
-      a.q = graph::need(file, il, "attn_q");
-      a.k = graph::need(file, il, "attn_k");
-      a.v = graph::need(file, il, "attn_v");
-      a.o = graph::need(file, il, "attn_output");
-      a.q_norm = graph::need(file, il, "attn_q_norm");
-      a.k_norm = graph::need(file, il, "attn_k_norm");
-      lw.attn_spec = {hp.n_head,
-                      hp.n_head_kv,
-                      hp.head_dim_k,
-                      1.0f / std::sqrt(static_cast<float>(hp.head_dim_k)),
-                      /*rope_mode=*/2,
-                      hp.n_rot,
-                      hp.rope_freq_base,
-                      hp.rope_freq_scale,
-                      0};
+      graph::bind_attention(file, il, lw.attn);
+      lw.attn.q_norm = graph::need(file, il, "attn_q_norm");  // qwen3moe's per-head norms are not optional
+      lw.attn.k_norm = graph::need(file, il, "attn_k_norm");
+      lw.attn_spec = graph::attention_spec(hp, /*rope_mode=*/2);
       lw.ffn_norm = graph::need(file, il, "ffn_norm");
       graph::bind_routed_experts(file, hp, il, lw);
     }
