@@ -139,7 +139,7 @@ __global__ void __launch_bounds__(kChunk) attention_flash_rows(Args a) {
   }
   for (int k = 0; k < 4; ++k) {
     const int d = tid + kChunk * k;
-    if (d < D) out[d] = div_rn(a.sinks != nullptr ? sink_scaled(fs, O[k]) : O[k], L);
+    if (d < D) out[d] = div_c(a.sinks != nullptr ? sink_scaled(fs, O[k]) : O[k], L);
   }
 }
 

@@ -29,6 +29,7 @@
 #include <cstring>
 
 #include "attention_common.cuh"
+#include "canonical_math.cuh"
 
 #if defined(STRATA_GPU_HIP)
 #include <hip/hip_fp16.h>
@@ -200,7 +201,8 @@ __host__ __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t
 #endif
 }
 
-// IEEE operations, each rounded once (the plugin builds with --fmad=false; the host test with -ffp-contract=off).
+// IEEE operations, each rounded once (the plugin builds with --fmad=false; the host test with -ffp-contract=off);
+// division is canonical_math.cuh's div_c.
 __host__ __device__ __forceinline__ float add_rn(float a, float b) {
 #if STRATA_FLASH_DEVICE
   return __fadd_rn(a, b);
@@ -220,13 +222,6 @@ __host__ __device__ __forceinline__ float mul_rn(float a, float b) {
   return __fmul_rn(a, b);
 #else
   return a * b;
-#endif
-}
-__host__ __device__ __forceinline__ float div_rn(float a, float b) {
-#if STRATA_FLASH_DEVICE
-  return __fdiv_rn(a, b);
-#else
-  return a / b;
 #endif
 }
 __host__ __device__ __forceinline__ float quiet_nan() {
@@ -601,7 +596,7 @@ __host__ __device__ inline void tiles_body(const Args& a, const Place& at, unsig
         if (d >= o.head_dim) continue;
         float v = my_tot[(dt * 4 + 2 * r + e) * 32 + lane];
         if (a.sinks != nullptr) v = sink_scaled(fs, v);
-        out[d] = bad ? quiet_nan() : div_rn(v, l_fin);
+        out[d] = bad ? quiet_nan() : div_c(v, l_fin);
       }
     }
   }
@@ -722,7 +717,7 @@ __host__ __device__ inline void combine_body(const Args& a, const Place& at, uns
     L = fold_value(f, L, 1.0f);
     O = sink_scaled(f, O);
   }
-  out_value = div_rn(O, L);
+  out_value = div_c(O, L);
 }
 
 }  // namespace strata::gpu::attention::flash

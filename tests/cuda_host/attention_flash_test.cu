@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "../unit/float_nmse.hpp"
 #include "attention_flash.cuh"
 #include "strata/format/fp16.hpp"
 #include "strata/format/quantize_weights.hpp"
@@ -300,8 +301,6 @@ class Case {
     return out;
   }
 
-  const Shape& shape() const { return s_; }
-
  private:
   Shape s_;
   size_t col_bytes_ = 0;
@@ -321,16 +320,6 @@ std::string first_difference(const std::vector<float>& a, const std::vector<floa
   return "";
 }
 
-double nmse(const std::vector<float>& want, const std::vector<float>& got) {
-  double err = 0, ref = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    const double w = want[i], g = got[i];
-    err += (g - w) * (g - w);
-    ref += w * w;
-  }
-  return err / ref;
-}
-
 template <int kDp, Cache kCache>
 void check_windows(const Shape& s) {
   SCOPED_TRACE("head_dim " + std::to_string(s.head_dim) + (s.q8 ? " q8_0" : " f16") + ", heads " +
@@ -342,8 +331,7 @@ void check_windows(const Shape& s) {
   std::vector<float> prompt(n, -1.0f);
   c.tiles<kDp, kCache>(prompt, s.count);
   for (float x : prompt) ASSERT_TRUE(std::isfinite(x)) << "a row took in an unwritten column or was never written";
-  const double e = nmse(c.exact(), prompt);
-  EXPECT_LT(e, 1e-5) << "the prompt's rows against attention in double";
+  EXPECT_EQ(test::nmse_mismatch("the prompt's rows against attention in double", c.exact(), prompt, 1e-5), "");
   for (int window : {37, 9}) {
     std::vector<float> out(n, -1.0f);
     c.tiles<kDp, kCache>(out, window);

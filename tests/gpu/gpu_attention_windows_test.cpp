@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "../unit/float_nmse.hpp"
 #include "gpu_test_support.hpp"
 #include "strata/backend.hpp"
 #include "strata/device_memory.hpp"
@@ -57,16 +58,6 @@ std::vector<unsigned char> cache_bytes(GgmlType type, const std::vector<float>& 
     }
   }
   return out;
-}
-
-double nmse(const std::vector<float>& want, const std::vector<float>& got) {
-  double err = 0, ref = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    const double w = want[i], g = got[i];
-    err += (g - w) * (g - w);
-    ref += w * w;
-  }
-  return ref > 0 ? err / ref : err;
 }
 
 class Case {
@@ -205,8 +196,9 @@ TEST(GpuAttentionWindows, EveryWindowGivesThePromptsBytes) {
     for (int64_t t0 : {int64_t{0}, s.count / 2, s.count - 3}) {
       const std::vector<float> want = c.reference(t0, 3);
       const std::vector<float> got(prompt.begin() + t0 * c.row_floats(), prompt.begin() + (t0 + 3) * c.row_floats());
-      const double e = nmse(want, got);
-      EXPECT_LT(e, 1e-5) << "tokens " << t0 << ".." << t0 + 2 << " against the reference backend: NMSE " << e;
+      EXPECT_EQ(strata::test::nmse_mismatch("tokens " + std::to_string(t0) + ".." + std::to_string(t0 + 2), want, got, 1e-5),
+                "")
+          << "against the reference backend";
     }
   }
 }

@@ -37,4 +37,15 @@ inline std::string nmse_mismatch(const std::string& name, const std::vector<unsi
   return msg.str();
 }
 
+// The same over float vectors.
+inline std::string nmse_mismatch(const std::string& name, const std::vector<float>& want, const std::vector<float>& got,
+                                 double max_nmse) {
+  const auto bytes = [](const std::vector<float>& v) {
+    std::vector<unsigned char> b(v.size() * sizeof(float));
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+  };
+  return nmse_mismatch(name, bytes(want), bytes(got), max_nmse);
+}
+
 }  // namespace strata::test
