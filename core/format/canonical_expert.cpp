@@ -56,14 +56,24 @@ void canonical_expert_row(const ExpertMatrices& e, const float* x, float weight,
   ActivationRow in{x, {}};
   quantize_if_needed(in, e.n_embd, e.gate_type, e.up_type);
   std::vector<float> h(static_cast<size_t>(e.n_ff));
+  if (e.activation > 1) {
+    throw Error("canonical_expert_row: activation " + std::to_string(e.activation) +
+                " is not 0 (SwiGLU) or 1 (SwiGLU-OAI)");
+  }
   for (int64_t r = 0; r < e.n_ff; ++r) {
-    const float g = row_dot(e.gate_type, e.gate, r, in, e.n_embd);
-    const float u = row_dot(e.up_type, e.up, r, in, e.n_embd);
-    h[static_cast<size_t>(r)] = swiglu_c(g, u);
+    float g = row_dot(e.gate_type, e.gate, r, in, e.n_embd);
+    float u = row_dot(e.up_type, e.up, r, in, e.n_embd);
+    if (e.gate_bias != nullptr) g = g + e.gate_bias[r];
+    if (e.up_bias != nullptr) u = u + e.up_bias[r];
+    h[static_cast<size_t>(r)] = e.activation == 1 ? swiglu_oai_c(g, u, e.alpha, e.limit) : swiglu_c(g, u);
   }
   ActivationRow hidden{h.data(), {}};
   quantize_if_needed(hidden, e.n_ff, e.down_type, e.down_type);
-  for (int64_t r = 0; r < e.n_embd; ++r) out[r] = weight * row_dot(e.down_type, e.down, r, hidden, e.n_ff);
+  for (int64_t r = 0; r < e.n_embd; ++r) {
+    float y = row_dot(e.down_type, e.down, r, hidden, e.n_ff);
+    if (e.down_bias != nullptr) y = y + e.down_bias[r];
+    out[r] = weight * y;
+  }
 }
 
 }  // namespace strata::format

@@ -52,7 +52,8 @@ strata_moe_op grouped_moe_op(const ExpertRoutes& routes, const strata_expert_tab
                        routes.token_index.data(),
                        routes.route_weight.data(),
                        x,
-                       nullptr};
+                       nullptr,
+                       table.form};
 }
 
 }  // namespace strata::format

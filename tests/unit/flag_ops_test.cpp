@@ -136,7 +136,7 @@ TEST_P(FlagOps, MoeRoutedReadsPrecomputedRowsAfterTheirFlag) {
   const auto q8 = static_cast<uint32_t>(strata::format::GgmlType::Q8_0);
   std::vector<strata_expert_weights> entries(4);
   for (strata_expert_weights& w : entries) w.gate_type = w.up_type = w.down_type = q8;  // all precomputed (NULL gate)
-  const strata_expert_table table{static_cast<uint32_t>(n), static_cast<uint32_t>(n), 4, q8, q8, q8, entries.data()};
+  const strata_expert_table table{static_cast<uint32_t>(n), static_cast<uint32_t>(n), 4, q8, q8, q8, entries.data(), nullptr};
   std::vector<float> x(n, 0.5f);
   const std::vector<int32_t> ids = {3, 0, 2};
   const std::vector<float> weights = {0.5f, 0.25f, 0.125f};

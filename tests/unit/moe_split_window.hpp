@@ -138,7 +138,7 @@ inline std::vector<strata_expert_weights> split_window_entries(const SplitWindow
 inline strata_expert_table split_window_table(const SplitWindow& w, const strata_expert_weights* entries) {
   const SplitWindowShape& s = w.shape;
   return {static_cast<uint32_t>(s.n_embd), static_cast<uint32_t>(s.n_ff), static_cast<uint32_t>(s.n_expert),
-          static_cast<uint32_t>(s.gate_up), static_cast<uint32_t>(s.gate_up), static_cast<uint32_t>(s.down), entries};
+          static_cast<uint32_t>(s.gate_up), static_cast<uint32_t>(s.gate_up), static_cast<uint32_t>(s.down), entries, nullptr};
 }
 
 // The window's inputs where the op's device reads them.

@@ -35,6 +35,11 @@
  *                    src3's ready flag (first 8-byte boundary) get the device's clock (TIMESTAMP's) as the flag is
  *                    raised, as the wait ends, and as the sums start waiting on the ready flag: a program's hand-offs
  *                    timed on the device with no launch of their own.
+ *   backend 1.6      gpt-oss's ops: strata_op.src4 (appended; ATTENTION's sinks); ATTENTION's i[2] sliding window;
+ *                    ROPE's YaRN (f[2] ext_factor, f[3] attn_factor, f[4..5] correction range); ROUTER's gating 2
+ *                    (top-k by logit, weights softmaxed over the chosen); strata_expert_form (expert biases and the
+ *                    clamped SwiGLU-OAI) through strata_moe_op.form and strata_expert_table.form (appended).
+ *                    A backend that does not compute a form, a window, sinks or YaRN says so in supports_op.
  *   expert_pool 1.0  worker_count; compute(moe): one weighted row per (token, expert), never a summed row.
  *   expert_pool 1.1  set_worker_limit(n): later calls use at most n workers (0: all again), so that another
  *                    process gets the other cores (POOL_HOLD); the rows' bytes do not change.
@@ -148,7 +153,7 @@ typedef struct strata_interface_header {
 
 #define STRATA_BACKEND_FAMILY "backend"
 #define STRATA_BACKEND_VERSION 1u
-#define STRATA_BACKEND_MINOR 5u
+#define STRATA_BACKEND_MINOR 6u
 
 typedef enum strata_device_kind { STRATA_DEVICE_CPU = 1, STRATA_DEVICE_GPU = 2 } strata_device_kind;
 
@@ -185,13 +190,22 @@ typedef enum strata_op_kind {
   STRATA_OP_MUL = 5,         /* dst = src0 * src1 (same shape, or src1 one row broadcast) */
   STRATA_OP_SWIGLU = 6,      /* dst = silu(src0) * src1 (canonical: exp_c, one division) */
   STRATA_OP_ROPE = 7,        /* dst f32 [head_dim, n_head, n_tok] = rope(src0) at positions src1 (i32 [n_tok]);
-                              * i[0] mode (0 = adjacent pairs, 2 = neox halves), i[1] n_rot; f[0] freq_base, f[1] freq_scale */
+                              * i[0] mode (0 = adjacent pairs, 2 = neox halves), i[1] n_rot; f[0] freq_base, f[1] freq_scale.
+                              * 1.6 YaRN: f[2] ext_factor (0: off), f[3] attn_factor (cos and sin are multiplied by it;
+                              * 0 reads as 1), f[4] and f[5] the correction range lo, hi (the host floors and ceils them):
+                              * with ext_factor != 0, pair p's frequency is inv_freq_p * (freq_scale * (1 - mix) + mix),
+                              * mix = ext_factor * (1 - clamp((p - lo) / max(0.001, hi - lo), 0, 1)), and the angle is
+                              * pos * that (core/src/reference/op_rope.cpp says it in full) */
   STRATA_OP_KV_STORE = 8,    /* dst (cache [kv_dim, n_ctx], f16 or q8_0) columns at src1 (i32 [n_tok] positions) = src0 f32 [kv_dim, n_tok] */
   STRATA_OP_ATTENTION = 9,   /* dst f32 [head_dim * n_head, n_tok] = attention of src0 (q f32 [head_dim, n_head, n_tok]) over
                               * src1 (k cache) and src2 (v cache) [head_dim * n_kv_head, n_ctx], causal at positions src3
-                              * (i32 [n_tok]: token t sees cache columns 0..pos_t); i[0] n_head, i[1] n_kv_head, f[0] scale */
+                              * (i32 [n_tok]: token t sees cache columns 0..pos_t); i[0] n_head, i[1] n_kv_head, f[0] scale.
+                              * 1.6: i[2] a sliding window W (0: none): token t sees columns pos_t - W < j <= pos_t only;
+                              * src4 (when op.struct_size covers it and src4.data is not NULL) f32 [n_head] sink logits:
+                              * head h's softmax denominator gains exp(sink_h) (unscaled), no value row */
   STRATA_OP_ROUTER = 10,     /* src0 logits f32 [n_expert, n_tok] -> dst i32 ids [k, n_tok] and src2 f32 weights [k, n_tok]
-                              * (an output); i[0] k, i[1] gating (0 softmax, 1 sigmoid), i[2] normalize top-k weights;
+                              * (an output); i[0] k, i[1] gating (0 softmax, 1 sigmoid, 2 (1.6) the k largest logits
+                              * chosen, their weights the softmax over those k logits alone), i[2] normalize top-k weights;
                               * f[0] weight scale; src1 optional f32 [n_expert] selection bias (or data NULL) */
   STRATA_OP_MOE = 11,        /* experts of a window: `extra` is a strata_moe_op; dst f32 [n_embd, n_tok] = for each token the
                               * sum of its experts' weighted rows in ascending expert id (canonical arithmetic) */
@@ -257,7 +271,28 @@ typedef struct strata_op {
   int32_t i[STRATA_OP_MAX_PARAMS];
   float f[STRATA_OP_MAX_PARAMS];
   const void* extra; /* op-specific (STRATA_OP_MOE: const strata_moe_op*) */
+  /* 1.6 */
+  strata_tensor src4; /* a fifth source (ATTENTION: the sinks); read only when struct_size covers it */
 } strata_op;
+
+/* 1.6: what an expert computes beside its three products: biases and the gated activation. Per expert e and
+ * row r (docs/CANONICAL_ARITHMETIC.md section 3): g = gate_r . x (+ gate_bias[e * n_ff + r]),
+ * u = up_r . x (+ up_bias[e * n_ff + r]), h = act(g, u), y = down . h (+ down_bias[e * n_embd + r]), row = weight * y.
+ * Biases are f32 in memory the backend's device addresses, NULL when absent. */
+typedef enum strata_expert_activation {
+  STRATA_EXPERT_SWIGLU = 0,    /* h = silu(g) * u */
+  STRATA_EXPERT_SWIGLU_OAI = 1 /* gpt-oss: gc = min(g, limit), uc = clamp(u, -limit, limit) (NaN stays NaN),
+                                * h = (gc / (1 + exp(-(alpha * gc)))) * (uc + 1) */
+} strata_expert_activation;
+
+typedef struct strata_expert_form {
+  uint32_t activation; /* strata_expert_activation */
+  float alpha, limit;  /* SWIGLU_OAI's (gpt-oss: 1.702, 7) */
+  uint32_t reserved0;
+  const float* gate_bias; /* [n_ff, n_expert] by expert id */
+  const float* up_bias;   /* [n_ff, n_expert] */
+  const float* down_bias; /* [n_embd, n_expert] */
+} strata_expert_form;
 
 /* One expert's matrices (ggml blocks), wherever they live: host RAM, a VRAM cache slot, a staging slot. */
 typedef struct strata_expert_weights {
@@ -280,6 +315,7 @@ typedef struct strata_moe_op {
   const float* x;                        /* [n_embd, n_tok] the normed input rows (f32) */
   float* rows;                           /* [n_embd, n_pairs] out: one weighted row per pair, never summed; may be NULL
                                           * when only dst (the per-token sums) is wanted */
+  const strata_expert_form* form;        /* 1.6: biases and activation (NULL: plain SwiGLU, no biases) */
 } strata_moe_op;
 
 /* 1.1: every expert of a layer, indexed by expert id, for STRATA_OP_MOE_ROUTED. All experts of a table share the
@@ -289,6 +325,7 @@ typedef struct strata_expert_table {
   uint32_t n_embd, n_ff, n_expert;
   uint32_t gate_type, up_type, down_type;
   const strata_expert_weights* experts; /* [n_expert] */
+  const strata_expert_form* form;       /* 1.6: biases (device memory) and activation (NULL: plain SwiGLU) */
 } strata_expert_table;
 
 /* 1.1: memory of a device. */

@@ -6,8 +6,12 @@
 //   s_j = scale * (sum_d q[d] k_j[d], the 32-lane order); M = max_j s_j; e_j = exp(s_j - M);
 //   out[d] = (float)((sum_j e_j v_j[d]) / (sum_j e_j)), both sums over ascending j (here; other devices may
 //   group the positions differently). Head h fills dst[h * head_dim, (h + 1) * head_dim) of column t.
+// Backend 1.6: i[2] = W > 0, a sliding window: only columns P - W < j <= P; src4 (when struct_size covers it and
+// its data is set) f32 [n_head] sinks: M = max(max_j s_j, sink_h) and the denominator gains exp(sink_h - M), added
+// after the columns' terms; the sink has no value row.
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -47,6 +51,14 @@ void attention(const strata_op& op) {
   require_type(name, "dst", dst, GgmlType::F32);
   require(dst.ne[0] == head_dim * n_head && dst.ne[1] == q.ne[2], name, "dst", dst,
           "[" + std::to_string(head_dim * n_head) + ", " + std::to_string(q.ne[2]) + "]");
+  const int64_t window = op.i[2];
+  require(window >= 0, name, "src0 (q)", q, "i[2] (sliding window) 0 or positive, not " + std::to_string(window));
+  std::vector<float> sinks;
+  if (op.struct_size >= offsetof(strata_op, src4) + sizeof(strata_tensor) && op.src4.data != nullptr) {
+    require_type(name, "src4 (sinks)", op.src4, GgmlType::F32);
+    require(op.src4.ne[0] == n_head, name, "src4 (sinks)", op.src4, "one sink per query head");
+    sinks = read_row(op.src4, 0);
+  }
   const double scale = static_cast<double>(op.f[0]);
   const int64_t group = n_head / n_kv_head;
   std::vector<float> out(static_cast<size_t>(head_dim * n_head));
@@ -57,22 +69,26 @@ void attention(const strata_op& op) {
                   std::to_string(kc.ne[1]) + " columns");
     }
     // Decode the cache columns this token sees once for all heads.
+    const int64_t first = window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
     std::vector<std::vector<float>> keys, values;
-    for (int64_t j = 0; j <= p; ++j) {
+    for (int64_t j = first; j <= p; ++j) {
       keys.push_back(read_row(kc, j));
       values.push_back(read_row(vc, j));
     }
     for (int64_t h = 0; h < n_head; ++h) {
       const std::vector<float> qh = read_row(q, h, t);
       const size_t off = static_cast<size_t>((h / group) * head_dim);
-      std::vector<double> s(static_cast<size_t>(p) + 1);
+      std::vector<double> s(keys.size());
       for (size_t j = 0; j < s.size(); ++j) s[j] = scale * format::dot32_d(qh.data(), keys[j].data() + off, head_dim);
-      const double max_s = *std::max_element(s.begin(), s.end());
+      const double sink = sinks.empty() ? 0.0 : static_cast<double>(sinks[static_cast<size_t>(h)]);
+      double max_s = *std::max_element(s.begin(), s.end());
+      if (!sinks.empty()) max_s = std::max(max_s, sink);
       double total = 0.0;
       for (double& v : s) {
         v = std::exp(v - max_s);
         total = total + v;
       }
+      if (!sinks.empty()) total = total + std::exp(sink - max_s);
       for (size_t d = 0; d < static_cast<size_t>(head_dim); ++d) {
         double acc = 0.0;
         for (size_t j = 0; j < s.size(); ++j) acc = acc + s[j] * static_cast<double>(values[j][off + d]);

@@ -1,6 +1,7 @@
 // MOE: the experts of one layer for one window. `extra` is a strata_moe_op; dst f32 [n_embd, n_tok].
 // For every listed expert (expert_ids strictly ascending) and every (token, weight) pair routed to it, the pair's
-// weighted row is canonical_expert_row (docs/CANONICAL_ARITHMETIC.md section 3) of the token's row of moe.x; it is
+// weighted row is canonical_expert_row (docs/CANONICAL_ARITHMETIC.md section 3) of the token's row of moe.x, with
+// the expert's part of moe.form (biases, activation; backend 1.6) when it is set; it is
 // written to moe.rows (when not NULL) at the pair's index. Column t of dst is the sum of token t's rows in
 // ascending expert id: the first row, then + the next, ... (zeros for a token routed to no listed expert).
 #include <cstring>
@@ -11,6 +12,7 @@
 #include "rows.hpp"
 #include "strata/error.hpp"
 #include "strata/format/canonical.hpp"
+#include "strata/format/expert_form.hpp"
 #include "strata/op_tensor.hpp"
 
 namespace strata::reference {
@@ -39,6 +41,7 @@ void moe(const strata_op& op) {
                           m.token_index == nullptr || m.route_weight == nullptr || m.x == nullptr)) {
     throw Error("MOE: expert_ids, weights, token_offsets, token_index, route_weight and x must all be set");
   }
+  if (auto why = format::check_expert_form(m.form)) throw Error("MOE: " + *why);
   const size_t n_embd = m.n_embd;
   std::vector<float> sum(n_embd * m.n_tok, 0.0f);
   std::vector<bool> seen(m.n_tok, false);
@@ -49,10 +52,11 @@ void moe(const strata_op& op) {
                   std::to_string(m.expert_ids[i]) + " after " + std::to_string(m.expert_ids[i - 1]));
     }
     const strata_expert_weights& w = m.weights[i];
-    const format::ExpertMatrices e{weight_type(w.gate_type, "gate", m.expert_ids[i]),
-                                   weight_type(w.up_type, "up", m.expert_ids[i]),
-                                   weight_type(w.down_type, "down", m.expert_ids[i]),
-                                   w.gate, w.up, w.down, m.n_embd, m.n_ff};
+    format::ExpertMatrices e{weight_type(w.gate_type, "gate", m.expert_ids[i]),
+                             weight_type(w.up_type, "up", m.expert_ids[i]),
+                             weight_type(w.down_type, "down", m.expert_ids[i]),
+                             w.gate, w.up, w.down, m.n_embd, m.n_ff};
+    format::bind_expert_form(e, m.form, m.expert_ids[i]);
     if (m.token_offsets[i] > m.token_offsets[i + 1]) {
       throw Error("MOE: token_offsets must not decrease (entry " + std::to_string(i) + ")");
     }

@@ -16,6 +16,7 @@
 #include "rows.hpp"
 #include "strata/error.hpp"
 #include "strata/format/canonical.hpp"
+#include "strata/format/expert_form.hpp"
 #include "strata/format/expert_routes.hpp"
 #include "strata/format/moe_routed_modes.hpp"
 
@@ -42,9 +43,10 @@ void sum_with_precomputed(const strata_op& op, const strata_expert_table& table,
       if (w.gate == nullptr) {
         row = read_row(pre, t * k + j);
       } else {
-        const format::ExpertMatrices e{static_cast<GgmlType>(w.gate_type), static_cast<GgmlType>(w.up_type),
-                                       static_cast<GgmlType>(w.down_type), w.gate, w.up, w.down,
-                                       table.n_embd, table.n_ff};
+        format::ExpertMatrices e{static_cast<GgmlType>(w.gate_type), static_cast<GgmlType>(w.up_type),
+                                 static_cast<GgmlType>(w.down_type), w.gate, w.up, w.down,
+                                 table.n_embd, table.n_ff};
+        format::bind_expert_form(e, table.form, static_cast<uint32_t>(tid[j]));
         format::canonical_expert_row(e, xt.data(), weights[static_cast<size_t>(t * k + j)], row.data());
       }
       for (size_t d = 0; d < n_embd; ++d) out[d] = q == 0 ? row[d] : out[d] + row[d];
@@ -63,9 +65,10 @@ void write_rows_out(const strata_op& op, const strata_expert_table& table, const
       const size_t p = static_cast<size_t>(t * k + j);
       const strata_expert_weights& w = table.experts[ids[p]];
       if (w.gate == nullptr) continue;  // computed by another op
-      const format::ExpertMatrices e{static_cast<GgmlType>(w.gate_type), static_cast<GgmlType>(w.up_type),
-                                     static_cast<GgmlType>(w.down_type), w.gate, w.up, w.down,
-                                     table.n_embd, table.n_ff};
+      format::ExpertMatrices e{static_cast<GgmlType>(w.gate_type), static_cast<GgmlType>(w.up_type),
+                               static_cast<GgmlType>(w.down_type), w.gate, w.up, w.down,
+                               table.n_embd, table.n_ff};
+      format::bind_expert_form(e, table.form, static_cast<uint32_t>(ids[p]));
       format::canonical_expert_row(e, xt.data(), weights[p], row.data());
       write_row(op.dst, row.data(), static_cast<int64_t>(p));
     }
@@ -95,6 +98,7 @@ void moe_routed(const strata_op& op) {
     require(op.dst.ne[0] == table.n_embd && op.dst.ne[1] == n_tok, name, "dst", op.dst, "the shape of src0");
   }
   if (table.n_expert > 0 && table.experts == nullptr) throw Error("MOE_ROUTED: the expert table has no entries");
+  if (auto why = format::check_expert_form(table.form)) throw Error("MOE_ROUTED: " + *why);
   for (uint32_t e = 0; e < table.n_expert; ++e) {
     const strata_expert_weights& w = table.experts[e];
     if (w.gate_type != table.gate_type || w.up_type != table.up_type || w.down_type != table.down_type) {

@@ -5,7 +5,10 @@
 //   inv_freq_p = pow(freq_base, -2p / n_rot)    (double, the host's libm: every plugin computes it on the host)
 //   theta = (pos * freq_scale) * inv_freq_p      (double; pos * freq_scale is exact)
 //   (a, b) -> (a cos theta - b sin theta, a sin theta + b cos theta)   (double, sincos_d, rounded to float)
-// Values at n_rot and beyond are copied unchanged.
+// YaRN (f[2] ext_factor != 0; f[3] attn_factor, f[4..5] the correction range lo, hi): theta = pos * freq_p with
+// freq_p = inv_freq_p * (freq_scale * (1 - mix) + mix), mix = ext_factor * (1 - clamp((p - lo) / max(0.001, hi -
+// lo), 0, 1)) (format::RopeAngles, double); cos and sin are multiplied by attn_factor (f[3], 0 reads as 1) before
+// the rotation. Values at n_rot and beyond are copied unchanged.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -34,16 +37,18 @@ void rope(const strata_op& op) {
   require(n_rot > 0 && n_rot % 2 == 0 && n_rot <= x.ne[0], name, "src0", x,
           "i[1] (n_rot) even and at most head_dim, not " + std::to_string(n_rot));
   const double base = static_cast<double>(op.f[0]);
-  const double scale = static_cast<double>(op.f[1]);
+  const format::RopeAngles angles(op.f);
   const int half = n_rot / 2;
   for (int64_t t = 0; t < x.ne[2]; ++t) {
     const double p = static_cast<double>(read_i32(pos, t));
     for (int64_t h = 0; h < x.ne[1]; ++h) {
       std::vector<float> row = read_row(x, h, t);
       for (int k = 0; k < half; ++k) {
-        const double theta = p * scale * format::rope_inv_freq(base, k, n_rot);
+        const double theta = p * angles.pos_scale * angles.freq(base, k, n_rot);
         double sin_t = 0.0, cos_t = 0.0;
         format::sincos_d(theta, &sin_t, &cos_t);
+        sin_t = sin_t * angles.mscale;
+        cos_t = cos_t * angles.mscale;
         const size_t ia = mode == 0 ? static_cast<size_t>(2 * k) : static_cast<size_t>(k);
         const size_t ib = mode == 0 ? static_cast<size_t>(2 * k + 1) : static_cast<size_t>(k + half);
         const double a = static_cast<double>(row[ia]);

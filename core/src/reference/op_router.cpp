@@ -1,11 +1,14 @@
 // ROUTER: from the router logits src0 f32 [n_expert, n_tok], each token's k experts into dst i32 [k, n_tok] and
 // their weights into src2 f32 [k, n_tok] (an output). i[0] k (1..n_expert); i[1] gating: 0 softmax over all
-// n_expert logits, 1 sigmoid of each logit; i[2] nonzero: divide the k weights by their sum; f[0] a factor every
+// n_expert logits, 1 sigmoid of each logit, 2 (gpt-oss) the logits themselves choose and the weights are the softmax
+// over the k chosen logits alone; i[2] nonzero: divide the k weights by their sum; f[0] a factor every
 // weight is multiplied by last; src1 f32 [n_expert] a selection bias (absent when src1.data is NULL).
 // Per token, in double:
 //   p_e = softmax(l)_e or 1 / (1 + exp(-l_e))
 //   the chosen experts are the k largest p_e + bias_e, largest first, ties to the lower expert id
 //   weight = p_e (the bias only selects), then / sum of the k weights (when normalising), then * f[0]
+// Gating 2: p_e = l_e for the choice; the chosen logits c_0 >= c_1 ... (largest first) weigh
+//   exp(c_j - c_0) / (sum over j of exp(c_j - c_0), ascending j), then the normalising and f[0] as above.
 // and the weights are rounded to float.
 #include <algorithm>
 #include <cmath>
@@ -33,8 +36,8 @@ void router(const strata_op& op) {
   const int64_t n_tok = logits.ne[1];
   require(k >= 1 && k <= n_expert, name, "src0 (logits)", logits,
           "at least i[0] = k experts (k = " + std::to_string(k) + ")");
-  require(gating == 0 || gating == 1, name, "src0 (logits)", logits,
-          "i[1] (gating) 0 or 1, not " + std::to_string(gating));
+  require(gating >= 0 && gating <= 2, name, "src0 (logits)", logits,
+          "i[1] (gating) 0, 1 or 2, not " + std::to_string(gating));
   require_type(name, "dst (ids)", ids, GgmlType::I32);
   require(ids.ne[0] == k && ids.ne[1] == n_tok, name, "dst (ids)", ids,
           "[" + std::to_string(k) + ", " + std::to_string(n_tok) + "]");
@@ -57,8 +60,10 @@ void router(const strata_op& op) {
       double total = 0.0;
       for (size_t e = 0; e < l.size(); ++e) total += p[e] = std::exp(static_cast<double>(l[e]) - m);
       for (double& v : p) v /= total;
-    } else {
+    } else if (gating == 1) {
       for (size_t e = 0; e < l.size(); ++e) p[e] = 1.0 / (1.0 + std::exp(-static_cast<double>(l[e])));
+    } else {
+      for (size_t e = 0; e < l.size(); ++e) p[e] = static_cast<double>(l[e]);
     }
     std::vector<int32_t> order(l.size());
     std::iota(order.begin(), order.end(), 0);
@@ -66,6 +71,17 @@ void router(const strata_op& op) {
       return p[static_cast<size_t>(e)] + (b.empty() ? 0.0 : static_cast<double>(b[static_cast<size_t>(e)]));
     };
     std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) { return score(x) > score(y); });
+    if (gating == 2) {
+      // Softmax over the chosen: the largest chosen logit is the first (ties went to the lower id).
+      const double top = p[static_cast<size_t>(order[0])];
+      std::vector<double> chosen(static_cast<size_t>(k));
+      double total = 0.0;
+      for (int64_t j = 0; j < k; ++j) {
+        chosen[static_cast<size_t>(j)] = std::exp(p[static_cast<size_t>(order[static_cast<size_t>(j)])] - top);
+        total += chosen[static_cast<size_t>(j)];
+      }
+      for (int64_t j = 0; j < k; ++j) p[static_cast<size_t>(order[static_cast<size_t>(j)])] = chosen[static_cast<size_t>(j)] / total;
+    }
     double sum = 0.0;
     for (int64_t j = 0; j < k; ++j) sum += p[static_cast<size_t>(order[static_cast<size_t>(j)])];
     std::vector<float> w(static_cast<size_t>(k));

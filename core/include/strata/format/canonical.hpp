@@ -17,6 +17,14 @@ float exp_c(float x);
 float silu_c(float x);
 // Section 3 step 3: silu_c(g) * u.
 inline float swiglu_c(float g, float u) { return silu_c(g) * u; }
+// Section 3 step 3, gpt-oss's clamped form: gc = min(g, limit), uc = clamp(u, -limit, limit), written so that a NaN
+// stays NaN (fminf would drop it), then (gc / (1 + exp_c(-(alpha * gc)))) * (uc + 1).
+inline float swiglu_oai_c(float g, float u, float alpha, float limit) {
+  const float gc = limit < g ? limit : g;
+  const float lo = u < -limit ? -limit : u;
+  const float uc = limit < lo ? limit : lo;
+  return (gc / (1.0f + exp_c(-(alpha * gc)))) * (uc + 1.0f);
+}
 
 // ---- section 2: quantized weights against Q8_1 activations ------------------------------------------------
 
@@ -66,9 +74,17 @@ struct ExpertMatrices {
   const void* up;    // n_ff rows of n_embd
   const void* down;  // n_embd rows of n_ff
   int64_t n_embd, n_ff;
+  // gpt-oss (strata_expert_form): this expert's biases (NULL: none), the activation, and its constants.
+  const float* gate_bias = nullptr;  // [n_ff]
+  const float* up_bias = nullptr;    // [n_ff]
+  const float* down_bias = nullptr;  // [n_embd]
+  uint32_t activation = 0;           // strata_expert_activation: 0 SwiGLU, 1 SwiGLU-OAI
+  float alpha = 0.0f, limit = 0.0f;
 };
 
 // Section 3: out[0..n_embd) = weight * down(swiglu(gate x, up x)) for one token row x[0..n_embd), the weighted
+// row of this (token, expert) pair; with biases, weight * (down(act(gate x + bg, up x + bu)) + bd) (each bias added
+// to its dot product in float);
 // row of this (token, expert) pair (never summed with other experts here). A quantized matrix reads Q8_1(x)
 // (resp. Q8_1(h)); a float matrix reads x (resp. h) as floats. Throws strata::Error for bad types or sizes.
 void canonical_expert_row(const ExpertMatrices& expert, const float* x, float weight, float* out);

@@ -66,6 +66,39 @@ STRATA_HD inline double dot32_serial_d(const float* a, const float* b, int n) { 
 // the values to its kernels), so every device uses the one libm of the process.
 inline double rope_inv_freq(double freq_base, int p, int n_rot) { return std::pow(freq_base, -2.0 * p / n_rot); }
 
+// ROPE's angles as every backend computes them (host code builds the table): theta_p = (pos * pos_scale) * freq_p,
+// and cos, sin are multiplied by mscale. From the op's floats f[0] freq_base, f[1] freq_scale, f[2] YaRN's
+// ext_factor, f[3] attn_factor, f[4] and f[5] the correction range:
+//   plain (f[2] = 0): pos_scale = freq_scale, freq_p = rope_inv_freq (the arithmetic before YaRN, unchanged);
+//   YaRN: pos_scale = 1, freq_p = rope_inv_freq * (freq_scale * (1 - mix_p) + mix_p) with
+//         mix_p = ext_factor * (1 - clamp((p - lo) / max(0.001, hi - lo), 0, 1)), all in double;
+//   mscale = f[3], or 1 when f[3] is 0 (ops written before YaRN leave it 0).
+struct RopeAngles {
+  double pos_scale = 1.0;
+  double mscale = 1.0;
+  bool yarn = false;
+  double freq_scale = 1.0, ext = 0.0, lo = 0.0, hi = 0.0;
+
+  explicit RopeAngles(const float* f)
+      : pos_scale(f[2] != 0.0f ? 1.0 : static_cast<double>(f[1])),
+        mscale(f[3] != 0.0f ? static_cast<double>(f[3]) : 1.0),
+        yarn(f[2] != 0.0f),
+        freq_scale(static_cast<double>(f[1])),
+        ext(static_cast<double>(f[2])),
+        lo(static_cast<double>(f[4])),
+        hi(static_cast<double>(f[5])) {}
+
+  double freq(double freq_base, int p, int n_rot) const {
+    const double inv = rope_inv_freq(freq_base, p, n_rot);
+    if (!yarn) return inv;
+    const double span = hi - lo > 0.001 ? hi - lo : 0.001;
+    double y = (static_cast<double>(p) - lo) / span;
+    y = y < 0.0 ? 0.0 : (y > 1.0 ? 1.0 : y);
+    const double mix = ext * (1.0 - y);
+    return inv * (freq_scale * (1.0 - mix) + mix);
+  }
+};
+
 // Largest |x| sincos_d reduces accurately; beyond it (and for Inf, NaN) both results are NaN.
 constexpr double kSincosLimit = 4398046511104.0;  // 2^42
 
