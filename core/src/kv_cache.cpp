@@ -15,7 +15,9 @@ uint64_t KvCache::bytes_for(uint32_t held, uint32_t kv_dim, uint32_t n_ctx, uint
 KvCache::KvCache(uint32_t n_layer, uint32_t kv_dim, uint32_t n_ctx, uint32_t n_slots, format::GgmlType type,
                  DeviceMemory* mem, uint32_t first_layer, uint32_t held)
     : type_(type), n_layer_(n_layer), kv_dim_(kv_dim), n_ctx_(n_ctx), length_(n_slots, 0) {
-  if (type != format::GgmlType::F16 && type != format::GgmlType::Q8_0) {
+  // F32 is for exactness checks against llama.cpp's F32 cache (the reference backend stores it; the launch keys offer
+  // f16 and q8_0 only).
+  if (type != format::GgmlType::F16 && type != format::GgmlType::Q8_0 && type != format::GgmlType::F32) {
     throw Error("KV cache type " + std::string(format::traits(type).name) + " is not supported; use f16 or q8_0");
   }
   if (n_layer == 0 || kv_dim == 0 || n_ctx == 0 || n_slots == 0) {

@@ -19,7 +19,7 @@ TEST(TensorRole, ClassifiesLlamaCppNames) {
       {"blk.3.exp_probs_b.bias", TensorPart::Router, 3},
       {"blk.3.ffn_down_exps.weight", TensorPart::RoutedExperts, 3},
       {"blk.3.ffn_gate_up_exps.weight", TensorPart::RoutedExperts, 3},
-      {"blk.3.ffn_up_exps.bias", TensorPart::RoutedExperts, 3},
+      {"blk.3.ffn_up_exps.bias", TensorPart::Router, 3},  // gpt-oss: kept with the dense weights
       {"blk.3.ffn_up_shexp.weight", TensorPart::SharedExperts, 3},
       {"blk.3.ffn_gate_inp_shexp.weight", TensorPart::SharedExperts, 3},
       {"blk.1.ffn_gate.weight", TensorPart::DenseFfn, 1},

@@ -36,6 +36,9 @@ class DeviceWeights {
   // Layer il's gated shared expert (qwen2moe) as a table of one expert, for a MOE_ROUTED weighted by the gate's
   // sigmoid; with both All and Dense (a shared expert is a dense weight). Null for a layer without one.
   const strata_expert_table* shared_table(uint32_t il) const;
+  // Layer il's expert biases and activation (gpt-oss) with the biases' device addresses, for any expert table of the
+  // layer on this device (the hybrid path's too); null where the experts are plain SwiGLU without biases.
+  const strata_expert_form* expert_form(uint32_t il) const;
   WeightsOnDevice which() const { return which_; }
   uint64_t bytes() const { return bytes_; }
   double upload_seconds() const { return upload_seconds_; }
@@ -53,6 +56,7 @@ class DeviceWeights {
   std::vector<Buffer<strata_expert_weights>> entries_;    // per layer, in device memory
   std::vector<strata_expert_table> shared_tables_;        // per layer; n_expert 0 without a gated shared expert
   std::vector<Buffer<strata_expert_weights>> shared_entries_;
+  std::vector<strata_expert_form> forms_;                  // per layer; plain (activation 0, no biases) elsewhere
   WeightsOnDevice which_ = WeightsOnDevice::All;
   uint64_t bytes_ = 0;
   double upload_seconds_ = 0.0;

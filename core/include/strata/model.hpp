@@ -42,6 +42,8 @@ struct AttentionSpec {
   int rope_mode = 0;          // 0 adjacent pairs (llama), 2 neox halves (qwen3moe)
   uint32_t n_rot = 0;
   float rope_freq_base = 10000.0f, rope_freq_scale = 1.0f;
+  // YaRN (the ROPE op's f[2..5]): ext_factor 0 = off; mscale multiplies cos and sin; the correction range lo..hi.
+  float rope_ext_factor = 0.0f, rope_mscale = 1.0f, rope_corr_lo = 0.0f, rope_corr_hi = 0.0f;
   uint32_t sliding_window = 0;  // gpt-oss's banded layers; 0 = full attention
 };
 
@@ -71,12 +73,20 @@ struct RoutingSpec {
 struct ExpertStack {
   Tensor gate = nullptr, up = nullptr, down = nullptr;  // [n_embd, n_ff, E], [n_embd, n_ff, E], [n_ff, n_embd, E]
   Tensor gate_up = nullptr;                             // fused [n_embd, 2 n_ff, E]: gate rows, then up rows
-  Tensor gate_bias = nullptr, up_bias = nullptr, down_bias = nullptr;  // gpt-oss
-  float swiglu_limit = 0.0f;  // gpt-oss's clamp; 0 = plain SwiGLU
+  Tensor gate_bias = nullptr, up_bias = nullptr, down_bias = nullptr;  // gpt-oss: [n_ff, E], [n_ff, E], [n_embd, E]
+  // gpt-oss's SwiGLU-OAI (strata_expert_form); activation 0 (plain SwiGLU) elsewhere.
+  uint32_t activation = 0;
+  float swiglu_alpha = 0.0f, swiglu_limit = 0.0f;
   uint32_t n_ff = 0;
+  // The biases and activation as the ops take them, over the mapped file (set by finish_form()).
+  strata_expert_form host_form{};
 
   // Expert e's matrices as the MOE op takes them: pointers into the mapped stacks.
   strata_expert_weights expert(uint32_t e) const;
+  // Fills host_form from the bias tensors (F32, checked) and the activation.
+  void finish_form();
+  // The form the MOE ops take: NULL when the experts are plain SwiGLU without biases (no change for other models).
+  const strata_expert_form* form() const;
 };
 
 // Experts every token passes through (qwen2moe, deepseek2, glm4moe), added after the routed ones.
@@ -94,6 +104,7 @@ struct LayerWeights {
   Tensor ffn_gate_bias = nullptr, ffn_up_bias = nullptr, ffn_down_bias = nullptr;
   // MoE.
   Tensor router = nullptr;  // ffn_gate_inp [n_embd, n_expert]
+  Tensor router_bias = nullptr;  // ffn_gate_inp.bias (gpt-oss): added to the logits, so it moves the weights too
   RoutingSpec routing;
   ExpertStack experts;
   SharedExperts shared;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "strata/error.hpp"
+#include "strata/format/expert_form.hpp"
 #include "strata/log.hpp"
 #include "strata/model.hpp"
 #include "strata/op_tensor.hpp"
@@ -99,7 +100,19 @@ DeviceWeights::DeviceWeights(const Model& model, DeviceMemory& mem, WeightsOnDev
                                              host.gate_type,
                                              host.up_type,
                                              host.down_type,
-                                             shared_entries_[il].data()};
+                                             shared_entries_[il].data(),
+                                             nullptr};
+  }
+  // Expert biases are dense tensors (copied above): the forms point at their device copies.
+  forms_.resize(w.layers.size());
+  for (size_t il = 0; il < w.layers.size(); ++il) {
+    const strata_expert_form* host = w.layers[il].experts.form();
+    if (host == nullptr || !layers.holds(static_cast<uint32_t>(il))) continue;
+    const auto on_device = [this](const float* p) { return p != nullptr ? static_cast<const float*>(place(p)) : nullptr; };
+    forms_[il] = *host;
+    forms_[il].gate_bias = on_device(host->gate_bias);
+    forms_[il].up_bias = on_device(host->up_bias);
+    forms_[il].down_bias = on_device(host->down_bias);
   }
   if (which == WeightsOnDevice::Dense) return;
 
@@ -124,7 +137,8 @@ DeviceWeights::DeviceWeights(const Model& model, DeviceMemory& mem, WeightsOnDev
                                       host[0].gate_type,
                                       host[0].up_type,
                                       host[0].down_type,
-                                      entries_[il].data()};
+                                      entries_[il].data(),
+                                      expert_form(static_cast<uint32_t>(il))};
   }
 }
 
@@ -143,6 +157,11 @@ strata_tensor DeviceWeights::tensor(const gguf::TensorView& t) const {
   strata_tensor s = tensor_of(t);
   s.data = const_cast<void*>(place(s.data));
   return s;
+}
+
+const strata_expert_form* DeviceWeights::expert_form(uint32_t il) const {
+  if (il >= forms_.size() || format::form_is_plain(&forms_[il])) return nullptr;
+  return &forms_[il];
 }
 
 const strata_expert_table* DeviceWeights::shared_table(uint32_t il) const {

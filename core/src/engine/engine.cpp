@@ -295,6 +295,7 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
       cards.link_device = link_.service.get();
     }
     hybrid_ = make_hybrid(*backend_, act_, balancer_ref, cards);
+    hybrid_->use_expert_forms(*device_weights_);
     // How the card's room was split: what the engine could place when it started, what it placed, and the slots.
     const DeviceMemory& mem = *backend_->device_memory();
     const experts::SlotBudget& slots = hybrid_->cache().budget();
@@ -326,6 +327,7 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
   if (hybrid) {
     second_->hybrid = make_hybrid(*peer_backend_, second_->act, BalancerRef{},
                                   HybridCards{nullptr, second_->layers, hybrid_->shared_arena()});
+    second_->hybrid->use_expert_forms(*second_->weights);
   }
   log::info("layer split: layers 0.." + std::to_string(settings_.layer_split - 1) + " on " + backend_->describe() +
             ", layers " + std::to_string(settings_.layer_split) + ".." + std::to_string(n_layer - 1) + " on " +

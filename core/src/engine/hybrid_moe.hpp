@@ -70,6 +70,8 @@
 
 namespace strata {
 
+class DeviceWeights;
+
 // The CPU pool of a backend plugin that provides the expert_pool family (cpu_avx2).
 struct ExpertPoolRef {
   const strata_expert_pool_v1* table = nullptr;
@@ -140,6 +142,10 @@ class HybridMoe final : public ExpertPlacement {
             const config::ExpertsConfig& experts, ExpertPoolRef pool, BalancerRef balancer, uint32_t max_tokens,
             unsigned threads, bool program, std::function<bool(const strata_op&)> supports, HybridCards cards = {});
   ~HybridMoe() override;
+  // The layers' expert forms (gpt-oss's biases and activation) with their device addresses, into every table the
+  // device computes from. Throws strata::Error when a form meets a tier that cannot carry it yet (the peer card, the
+  // peer link).
+  void use_expert_forms(const DeviceWeights& weights);
 
   // `program_allowed`: the window may run as one program (not while ops are profiled one by one).
   void begin_window(uint32_t n_tok, bool program_allowed = true);

@@ -49,7 +49,8 @@ double HybridMoe::run_pool(uint32_t il, uint32_t n_tok, const std::vector<expert
                         token_index_.data(),
                         route_weight_.data(),
                         x_.data(),
-                        rows_.data()};
+                        rows_.data(),
+                        lw.experts.form()};
   const auto t_call = clock_type::now();
   throw_if_error(pool_.table->compute(pool_.ctx, &m, nullptr, 0), pool_.name, "expert_pool.compute");
   // Each expert's matrices are read once a call, whatever its tokens.

@@ -13,6 +13,7 @@
 
 #include "../experts/human_bytes.hpp"
 #include "hybrid_step_support.hpp"
+#include "strata/device_weights.hpp"
 #include "strata/error.hpp"
 #include "strata/experts/cache_setup.hpp"
 #include "strata/experts/expert_geometry.hpp"
@@ -25,6 +26,19 @@
 #include "strata/tensor_role.hpp"
 
 namespace strata {
+
+void HybridMoe::use_expert_forms(const DeviceWeights& weights) {
+  for (uint32_t il = 0; il < tables_.size(); ++il) {
+    const strata_expert_form* form = weights.expert_form(il);
+    if (form == nullptr || tables_[il].n_expert == 0) continue;
+    if (peer_ || link_ != nullptr || service_) {
+      throw Error(std::string("this model's experts have biases and a clamped SwiGLU (gpt-oss), which the ") +
+                  (peer_ ? "peer card's tier (runtime.peer_device)" : "peer link (plugins: peerlink)") +
+                  " does not carry yet; run without it");
+    }
+    tables_[il].form = form;
+  }
+}
 
 HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, DeviceQueues& queues,
                      const config::ExpertsConfig& experts_cfg, ExpertPoolRef pool, BalancerRef balancer,
@@ -107,7 +121,7 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
     host_entries_[il] = Buffer<strata_expert_weights>::mapped(n, mem);
     device_entries_[il] = Buffer<strata_expert_weights>(n, &mem);
     tables_[il] = strata_expert_table{n_embd_, lw.experts.n_ff, n, layout.gate_type, layout.up_type, layout.down_type,
-                                      device_entries_[il].data()};
+                                      device_entries_[il].data(), nullptr};
     moe_layers_.push_back(il);
   }
 
@@ -327,7 +341,7 @@ std::string HybridMoe::choose_cutover(uint32_t il) {
   const auto pool_time = [&](uint32_t n) {
     const uint32_t offsets[2] = {0, n};
     const strata_moe_op m{n_embd_, lw.experts.n_ff, n, 1, &expert_id, &w, offsets, index.data(), weight.data(),
-                          x.data(), rows.data()};
+                          x.data(), rows.data(), lw.experts.form()};
     double best = 1e9;
     for (int rep = 0; rep < 3; ++rep) {
       const auto t0 = clock_type::now();

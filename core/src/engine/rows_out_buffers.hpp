@@ -42,7 +42,7 @@ class RowsOutBuffers {
       host_entries_[il] = Buffer<strata_expert_weights>::mapped(n, mem);
       device_entries_[il] = Buffer<strata_expert_weights>(n, &mem);
       tables_[il] = strata_expert_table{n_embd_, lw.experts.n_ff, n, layout.gate_type, layout.up_type, layout.down_type,
-                                        device_entries_[il].data()};
+                                        device_entries_[il].data(), nullptr};
       k_[il] = lw.routing.k;
     }
   }

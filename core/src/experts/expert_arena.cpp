@@ -41,11 +41,13 @@ void ExpertArena::plan_layers(const ModelWeights& weights) {
     const LayerWeights& lw = weights.layers[il];
     if (!lw.has_experts()) continue;
     const ExpertStack& s = lw.experts;
-    if (s.gate == nullptr || s.up == nullptr || s.down == nullptr || s.gate_up != nullptr || s.gate_bias != nullptr ||
-        s.up_bias != nullptr || s.down_bias != nullptr) {
+    // Expert biases (gpt-oss) are not in the arena: they stay with the dense weights, and the ops read them through
+    // the layer's strata_expert_form.
+    if (s.gate == nullptr || s.up == nullptr || s.down == nullptr || s.gate_up != nullptr) {
       throw Error("layer " + std::to_string(il) +
-                  ": the hybrid expert path takes separate gate, up and down stacks without biases; this model's "
-                  "experts need all of VRAM (set experts.cache: auto on a card that holds them, or use a CPU backend)");
+                  ": the hybrid expert path takes separate gate, up and down stacks (not a fused gate_up); this "
+                  "model's experts need all of VRAM (set experts.cache: auto on a card that holds them, or use a CPU "
+                  "backend)");
     }
     Layer& l = layers_[il];
     l.n_expert = lw.routing.n_expert;

@@ -45,8 +45,8 @@ ExpertGeometry expert_geometry(const ModelWeights& weights) {
     const ExpertStack& s = lw.experts;
     const uint32_t layer = static_cast<uint32_t>(il);
     uint64_t bytes = 0;
-    for (Tensor t : {s.gate, s.up, s.down, s.gate_up, s.gate_bias, s.up_bias, s.down_bias})
-      bytes += per_expert(t, n, layer);
+    // The matrices only: expert biases (gpt-oss) stay with the dense weights, never in a slot.
+    for (Tensor t : {s.gate, s.up, s.down, s.gate_up}) bytes += per_expert(t, n, layer);
     g.layers[il] = {n, bytes};
   }
   return g;

@@ -51,6 +51,7 @@ std::unique_ptr<Model::Graph> make_llama_graph();
 std::unique_ptr<Model::Graph> make_qwen3moe_graph();
 std::unique_ptr<Model::Graph> make_glm4moe_graph();
 std::unique_ptr<Model::Graph> make_qwen2moe_graph();
+std::unique_ptr<Model::Graph> make_gpt_oss_graph();
 
 namespace graph {
 

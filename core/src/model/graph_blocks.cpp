@@ -1,7 +1,9 @@
 // The blocks llama, qwen3moe, qwen2moe and glm4moe are made of, as ops over the window's activations. Ops never
 // write over their own inputs, except the element-wise ADD and SWIGLU, whose dst may be their src0 (each element is
 // read before it is written).
+#include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <string>
 
 #include "graph.hpp"
@@ -87,6 +89,10 @@ strata_tensor norm_and_rope(std::vector<strata_op>& ops, Buffer<float>& buf, Buf
   rope.i[1] = static_cast<int32_t>(s.n_rot);
   rope.f[0] = s.rope_freq_base;
   rope.f[1] = s.rope_freq_scale;
+  rope.f[2] = s.rope_ext_factor;
+  rope.f[3] = s.rope_mscale;
+  rope.f[4] = s.rope_corr_lo;
+  rope.f[5] = s.rope_corr_hi;
   ops.push_back(rope);
   return tensor_f32(other->data(), {hd * heads, ctx.n_tok});
 }
@@ -136,6 +142,21 @@ AttentionSpec attention_spec(const HParams& hp, int rope_mode) {
   s.n_rot = hp.n_rot;
   s.rope_freq_base = hp.rope_freq_base;
   s.rope_freq_scale = hp.rope_freq_scale;
+  if (hp.rope_scaling == RopeScaling::Yarn) {
+    // llama.cpp's YaRN: ext_factor 1 unless the file says otherwise; the correction range from beta_fast and
+    // beta_slow over the original context, floored and ceiled; cos and sin grow by 1 + 0.1 ln(1 / freq_scale).
+    s.rope_ext_factor = hp.yarn_ext_factor < 0.0f ? 1.0f : hp.yarn_ext_factor;
+    const auto corr_dim = [&](float beta) {
+      return static_cast<float>(hp.n_rot) *
+             std::log(static_cast<float>(hp.rope_orig_ctx) / (beta * 2.0f * std::numbers::pi_v<float>)) /
+             (2.0f * std::log(hp.rope_freq_base));
+    };
+    s.rope_corr_lo = std::max(0.0f, std::floor(corr_dim(hp.yarn_beta_fast)));
+    s.rope_corr_hi = std::min(static_cast<float>(hp.n_rot) - 1.0f, std::ceil(corr_dim(hp.yarn_beta_slow)));
+    s.rope_mscale = s.rope_ext_factor != 0.0f
+                        ? hp.yarn_attn_factor * (1.0f + 0.1f * std::log(1.0f / hp.rope_freq_scale))
+                        : hp.yarn_attn_factor;
+  }
   return s;
 }
 
@@ -192,7 +213,9 @@ void emit_attention(uint32_t il, const LayerWeights& lw, const GraphContext& ctx
     att.src[3] = run_positions;
     att.i[0] = static_cast<int32_t>(s.n_head);
     att.i[1] = static_cast<int32_t>(s.n_head_kv);
+    att.i[2] = static_cast<int32_t>(s.sliding_window);
     att.f[0] = s.scale;
+    if (w.sinks != nullptr) att.src4 = ctx.weight(w.sinks);
     ops.push_back(att);
   }
   linear(ops, ctx, rows_of(a.out, ctx.hp.n_embd, n), w.o, rows_of(a.attn, n_q, n), w.o_bias);
@@ -267,14 +290,14 @@ void emit_moe_ffn(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, 
   const RoutingSpec& r = lw.routing;
   std::vector<strata_op>& ops = out.ops();
   rms_norm(ops, rows_of(a.xn, n_embd, n), rows_of(a.x, n_embd, n), ctx.weight(lw.ffn_norm), ctx.hp.rms_eps);
-  linear(ops, ctx, rows_of(a.router_logits, r.n_expert, n), lw.router, rows_of(a.xn, n_embd, n), nullptr);
+  linear(ops, ctx, rows_of(a.router_logits, r.n_expert, n), lw.router, rows_of(a.xn, n_embd, n), lw.router_bias);
   strata_op route = new_op(STRATA_OP_ROUTER);
   route.dst = tensor_i32(a.expert_ids.data(), {r.k, n});
   route.src[0] = rows_of(a.router_logits, r.n_expert, n);
   if (r.selection_bias != nullptr) route.src[1] = ctx.weight(r.selection_bias);
   route.src[2] = tensor_f32(a.expert_weights.data(), {r.k, n});
   route.i[0] = static_cast<int32_t>(r.k);
-  route.i[1] = r.gating == GatingFunc::Sigmoid ? 1 : 0;
+  route.i[1] = r.gating == GatingFunc::Sigmoid ? 1 : r.gating == GatingFunc::SoftmaxWeight ? 2 : 0;
   route.i[2] = r.normalize ? 1 : 0;
   route.f[0] = r.scale;
   ops.push_back(route);

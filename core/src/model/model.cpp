@@ -8,6 +8,7 @@
 #include "strata/error.hpp"
 #include "strata/format/canonical.hpp"
 #include "strata/format/dequantize.hpp"
+#include "strata/format/expert_form.hpp"
 #include "strata/kv_cache.hpp"
 #include "strata/op_tensor.hpp"
 
@@ -20,9 +21,10 @@ std::unique_ptr<Model::Graph> graph_for(const HParams& hp, const std::string& fi
     case Arch::Qwen3Moe: return make_qwen3moe_graph();
     case Arch::Glm4Moe: return make_glm4moe_graph();
     case Arch::Qwen2Moe: return make_qwen2moe_graph();
+    case Arch::GptOss: return make_gpt_oss_graph();
     default:
       throw Error(file + ": architecture " + std::string(arch_name(hp.arch)) +
-                  " is recognised, but its forward pass is not built yet (llama, qwen3moe, qwen2moe and glm4moe are)");
+                  " is recognised, but its forward pass is not built yet (llama, qwen3moe, qwen2moe, glm4moe and gpt-oss are)");
   }
 }
 
@@ -48,9 +50,8 @@ void require_expressible(const HParams& hp, const ModelWeights& w, const std::st
     throw Error(file + ": key heads of " + std::to_string(hp.head_dim_k) + " and value heads of " +
                 std::to_string(hp.head_dim_v) + " differ; the attention op takes one head size");
   }
-  if ((hp.rope_scaling == RopeScaling::Yarn || hp.rope_scaling == RopeScaling::LongRope) &&
-      hp.rope_freq_scale != 1.0f) {
-    throw Error(file + ": YaRN / LongRoPE context extension is not supported yet");
+  if (hp.rope_scaling == RopeScaling::LongRope && hp.rope_freq_scale != 1.0f) {
+    throw Error(file + ": LongRoPE context extension is not supported yet (YaRN is)");
   }
   if (!format::has_dequantize(w.token_embd->type)) {
     throw Error(file + ": token_embd.weight has type " + std::string(format::traits(w.token_embd->type).name) +
@@ -61,7 +62,7 @@ void require_expressible(const HParams& hp, const ModelWeights& w, const std::st
   for (const LayerWeights& lw : w.layers) {
     for (Tensor t : {lw.attn.norm, lw.attn.q_norm, lw.attn.k_norm, lw.ffn_norm, lw.attn.q_bias, lw.attn.k_bias,
                      lw.attn.v_bias, lw.attn.o_bias, lw.ffn_gate_bias, lw.ffn_up_bias, lw.ffn_down_bias,
-                     lw.routing.selection_bias}) {
+                     lw.routing.selection_bias, lw.router_bias, lw.attn.sinks}) {
       require_f32(t, file);
     }
     for (Tensor t : {lw.attn.q, lw.attn.k, lw.attn.v, lw.attn.o, lw.ffn_gate, lw.ffn_up, lw.ffn_down, lw.router,
@@ -70,14 +71,28 @@ void require_expressible(const HParams& hp, const ModelWeights& w, const std::st
       require_matrix(t, file);
     }
     if (lw.has_experts()) {
-      if (lw.routing.gating == GatingFunc::SoftmaxWeight || lw.routing.n_group > 0) {
-        throw Error(file + ": this routing (softmax over the chosen experts, or grouped) is not supported yet");
+      if (lw.routing.n_group > 0) {
+        throw Error(file + ": grouped routing (expert_group_count) is not supported yet");
       }
     }
   }
 }
 
 }  // namespace
+
+void ExpertStack::finish_form() {
+  const auto bias = [](Tensor t) -> const float* {
+    if (t == nullptr) return nullptr;
+    if (t->type != format::GgmlType::F32) {
+      throw Error(std::string(t->name) + ": an expert bias must be F32, not " + std::string(format::traits(t->type).name));
+    }
+    return reinterpret_cast<const float*>(t->data);
+  };
+  host_form = strata_expert_form{activation, swiglu_alpha, swiglu_limit, 0, bias(gate_bias), bias(up_bias),
+                                 bias(down_bias)};
+}
+
+const strata_expert_form* ExpertStack::form() const { return format::form_is_plain(&host_form) ? nullptr : &host_form; }
 
 strata_expert_weights ExpertStack::expert(uint32_t e) const {
   const auto at = [e](Tensor t) {

@@ -32,7 +32,8 @@ void build_moe_op(uint32_t il, const ExpertStack& experts, uint32_t k, const Gra
                         a.moe_routes.token_index.data(),
                         a.moe_routes.route_weight.data(),
                         a.xn.data(),
-                        nullptr};
+                        nullptr,
+                        experts.form()};
 }
 
 void build_shared_moe_op(const SharedExperts& shared, const GraphContext& ctx) {
@@ -59,6 +60,7 @@ void build_shared_moe_op(const SharedExperts& shared, const GraphContext& ctx) {
                                a.shared_rows.data(),
                                a.shared_weights.data(),
                                a.xn.data(),
+                               nullptr,
                                nullptr};
 }
 

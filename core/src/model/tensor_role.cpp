@@ -54,6 +54,10 @@ TensorRole classify_tensor(std::string_view name) {
     role.part = TensorPart::Norm;
   } else if (contains(stem, "shexp")) {
     role.part = TensorPart::SharedExperts;
+  } else if (contains(stem, "_exps") && rest.substr(stem.size()) == ".bias") {
+    // gpt-oss's expert biases: a few floats per expert that every device computing an expert reads, so they stay
+    // with the dense weights (the router's part), never in the expert cache's slots.
+    role.part = TensorPart::Router;
   } else if (contains(stem, "_exps") || stem == "ffn_gate_up_exps") {
     role.part = TensorPart::RoutedExperts;
   } else if (stem == "ffn_gate_inp" || stem == "exp_probs_b") {

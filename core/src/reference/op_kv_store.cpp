@@ -1,6 +1,7 @@
-// KV_STORE: dst a cache [kv_dim, n_ctx] of F16 or Q8_0; src0 f32 [kv_dim, n_tok]; src1 i32 [n_tok] positions in
-// [0, n_ctx). Cache column src1[t] becomes column t of src0, converted: F16 rounded to nearest even (fp32_to_fp16),
-// Q8_0 quantized by quantize_row_q8_0 (kv_dim a multiple of 32). Other columns are left as they are.
+// KV_STORE: dst a cache [kv_dim, n_ctx] of F16 or Q8_0 (or F32: the reference's exact mode, for comparisons with
+// llama.cpp's F32 cache); src0 f32 [kv_dim, n_tok]; src1 i32 [n_tok] positions in [0, n_ctx). Cache column src1[t]
+// becomes column t of src0, converted: F16 rounded to nearest even (fp32_to_fp16), Q8_0 quantized by
+// quantize_row_q8_0 (kv_dim a multiple of 32), F32 copied. Other columns are left as they are.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -20,7 +21,8 @@ void kv_store(const strata_op& op) {
   const strata_tensor& x = op.src[0];
   const strata_tensor& pos = op.src[1];
   const GgmlType ctype = tensor_type(cache);
-  require(ctype == GgmlType::F16 || ctype == GgmlType::Q8_0, name, "dst (cache)", cache, "f16 or q8_0");
+  require(ctype == GgmlType::F16 || ctype == GgmlType::Q8_0 || ctype == GgmlType::F32, name, "dst (cache)", cache,
+          "f16, q8_0 or f32");
   require_data(name, "dst (cache)", cache);
   require_contiguous_rows(name, "dst (cache)", cache);
   require_type(name, "src0", x, GgmlType::F32);
@@ -36,7 +38,9 @@ void kv_store(const strata_op& op) {
     }
     const std::vector<float> col = read_row(x, t);
     unsigned char* out = tensor_row(cache, p);
-    if (ctype == GgmlType::F16) {
+    if (ctype == GgmlType::F32) {
+      std::memcpy(out, col.data(), sizeof(float) * static_cast<size_t>(n));
+    } else if (ctype == GgmlType::F16) {
       for (int64_t i = 0; i < n; ++i) {
         const uint16_t h = format::fp32_to_fp16(col[static_cast<size_t>(i)]);
         std::memcpy(out + 2 * i, &h, 2);
