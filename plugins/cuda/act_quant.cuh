@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "canonical_math.cuh"
+#include "expert_form.cuh"
 #include "gpu_runtime.cuh"
 
 namespace strata::gpu {
@@ -85,10 +86,11 @@ __device__ inline void group_store_q8_1(float x, int i, unsigned char* blk) {
 }
 #endif
 
-// Section 3 step 3 for 32 values: h_i = silu_c(g_i) * u_i.
-__host__ __device__ inline void swiglu_block(const float* g, const float* u, int n, float (&h)[32]) {
+// Section 3 step 3 for 32 values: h_i = act(g_i, u_i) (swiglu_c, or swiglu_oai_c for gpt-oss's form).
+__host__ __device__ inline void swiglu_block(const float* g, const float* u, int n, const ExpertAct& act,
+                                             float (&h)[32]) {
 #pragma unroll
-  for (int i = 0; i < 32; ++i) h[i] = i < n ? silu_c(g[i]) * u[i] : 0.0f;
+  for (int i = 0; i < 32; ++i) h[i] = i < n ? expert_act(act, g[i], u[i]) : 0.0f;
 }
 
 // Enqueues the Q8_1 quantization of `rows` rows of n floats (n a multiple of 32; row r at x + r * x_stride) into
@@ -99,8 +101,10 @@ class Context;
 // The same on the context's stream, overlapped with the kernel before it (dependent_launch.cuh).
 void launch_quantize_q8_1(const Context& ctx, const float* x, int64_t x_stride, int64_t n, int64_t rows, void* out);
 
-// Enqueues h = silu_c(g) * u for `rows` rows of n values (g, u and h rows n floats apart); writes h as floats when
-// `h` is not null and as Q8_1 blocks (n a multiple of 32, n / 32 blocks per row) when `hq` is not null.
-void launch_swiglu(const float* g, const float* u, int64_t n, int64_t rows, float* h, void* hq, cudaStream_t stream);
+// Enqueues h = act(g, u) for `rows` rows of n values (g, u and h rows n floats apart; the biases are already in g
+// and u); writes h as floats when `h` is not null and as Q8_1 blocks (n a multiple of 32, n / 32 blocks per row)
+// when `hq` is not null.
+void launch_swiglu(const float* g, const float* u, int64_t n, int64_t rows, const ExpertAct& act, float* h, void* hq,
+                   cudaStream_t stream);
 
 }  // namespace strata::gpu

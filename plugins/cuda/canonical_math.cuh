@@ -1,6 +1,6 @@
 // Scalar pieces of docs/CANONICAL_ARITHMETIC.md written once for host and device: explicit fma, IEEE division,
-// binary16/bf16/E8M0 conversions, the four-way int8 dot, exp_c, silu_c and swiglu_c, operation for operation as
-// strata::format's. The host pass (tests/cuda_host) runs the same operations, so the host tests check the
+// binary16/bf16/E8M0 conversions, the four-way int8 dot, exp_c, silu_c, swiglu_c and swiglu_oai_c, operation for
+// operation as strata::format's. The host pass (tests/cuda_host) runs the same operations, so the host tests check the
 // arithmetic the kernels run. The plugin builds with --fmad=false: every fma below is explicit, every other
 // operation rounds alone. NaN results take x86's bits (x86_nan below), so byte comparisons with the CPU hold for
 // NaN and Inf inputs too.
@@ -199,5 +199,18 @@ __host__ __device__ __forceinline__ float silu_c(float x) {
 
 // silu_c(g) * u: the SwiGLU of section 3 step 3.
 __host__ __device__ __forceinline__ float swiglu_c(float g, float u) { return mul_x86(silu_c(g), u); }
+
+// gpt-oss's clamped SwiGLU (format::swiglu_oai_c, operation for operation): gc = min(g, limit), uc = clamp(u,
+// -limit, limit) by comparisons, so a NaN stays NaN (fminf would drop it); then (gc / (1 + exp_c(-(alpha * gc)))) *
+// (uc + 1). The negation flips the sign bit as x86 does.
+__host__ __device__ __forceinline__ float swiglu_oai_c(float g, float u, float alpha, float limit) {
+  const float gc = limit < g ? limit : g;
+  const float neg_limit = canon_from_bits(canon_bits(limit) ^ 0x80000000u);
+  const float lo = u < neg_limit ? neg_limit : u;
+  const float uc = limit < lo ? limit : lo;
+  const float ag = mul_x86(alpha, gc);
+  const float den = add_x86(1.0f, exp_c(canon_from_bits(canon_bits(ag) ^ 0x80000000u)));
+  return mul_x86(div_x86(gc, den), add_x86(uc, 1.0f));
+}
 
 }  // namespace strata::gpu

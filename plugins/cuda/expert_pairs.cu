@@ -28,7 +28,8 @@ struct PairPass {
   bool act_by_pair;            // activation row of a pair: its pair index (down) or its token (gate, up)
   float* out;                  // `rows` floats per pair, out_stride floats apart
   int64_t out_stride;
-  const float* pair_weight;    // when set, the output is pair_weight[pair] * dot
+  const float* pair_weight;    // when set, the output is pair_weight[pair] * (dot + bias)
+  const float* bias;           // nullptr, or the form's bias of this matrix: `rows` floats per expert id
 };
 
 __device__ inline uint32_t act_row_of(const PairPass& p, const PairItem& it, int t) {
@@ -41,7 +42,8 @@ __device__ inline void write_pair_outputs(const PairPass& p, const PairItem& it,
   for (int t = 0; t < NT; ++t) {
     if (t < n) {
       const uint32_t pair = it.pair[t];
-      const float v = p.pair_weight != nullptr ? p.pair_weight[pair] * y[t] : y[t];
+      const float yb = add_bias(y[t], p.bias, it.expert, p.rows, row);
+      const float v = p.pair_weight != nullptr ? p.pair_weight[pair] * yb : yb;
       p.out[static_cast<int64_t>(pair) * p.out_stride + row] = v;
     }
   }
@@ -171,13 +173,15 @@ void run_expert_plan(Context& ctx, const ExpertPlan& plan) {
   p.which = 0;
   p.w_stride = row_stride(plan.gate_type, plan.n_embd);
   p.out = g;
+  p.bias = plan.form.bias.gate;
   launch_pass(p, plan.gate_type, plan.pairs_per_item, plan.max_items, stream);
   p.which = 1;
   p.w_stride = row_stride(plan.up_type, plan.n_embd);
   p.out = u;
+  p.bias = plan.form.bias.up;
   launch_pass(p, plan.up_type, plan.pairs_per_item, plan.max_items, stream);
 
-  launch_swiglu(g, u, plan.n_ff, plan.n_pairs, h, hq, stream);
+  launch_swiglu(g, u, plan.n_ff, plan.n_pairs, plan.form.act, h, hq, stream);
 
   p.which = 2;
   p.w_stride = row_stride(plan.down_type, plan.n_ff);
@@ -190,6 +194,7 @@ void run_expert_plan(Context& ctx, const ExpertPlan& plan) {
   p.out = plan.rows;
   p.out_stride = plan.rows_stride;
   p.pair_weight = plan.pair_weight;
+  p.bias = plan.form.bias.down;
   launch_pass(p, plan.down_type, plan.pairs_per_item, plan.max_items, stream);
 
   if (plan.n_tok == 0 || plan.dst == nullptr) return;

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "context.hpp"
+#include "expert_form.cuh"
 
 namespace strata::gpu {
 
@@ -17,6 +18,7 @@ constexpr int kItemPairs = 8;
 struct PairItem {
   const uint8_t* mat[3];
   uint32_t n;
+  uint32_t expert;             // its id: the row of the form's biases
   uint32_t token[kItemPairs];  // the pair's row of x
   uint32_t pair[kItemPairs];   // the pair's index: its rows of the hidden and output buffers
 };
@@ -42,11 +44,12 @@ struct ExpertPlan {
   int64_t pre_stride;
   float* dst;                     // [n_embd] rows, dst_stride floats apart: per-token sums; NULL: rows only
   int64_t dst_stride;
+  ExpertForm form;                // biases (by PairItem::expert) and activation (backend 1.6)
 };
 
-// Enqueues the whole pipeline: Q8_1 of x (through the context's quantized-activation cache), gate and up rows,
-// SwiGLU (and its Q8_1), down rows weighted by the router weights into plan.rows, per-token sums into plan.dst
-// (unless it is NULL).
+// Enqueues the whole pipeline: Q8_1 of x (through the context's quantized-activation cache), gate and up rows
+// (+ their biases), the activation (and its Q8_1), down rows (+ bias) weighted by the router weights into
+// plan.rows, per-token sums into plan.dst (unless it is NULL).
 void run_expert_plan(Context& ctx, const ExpertPlan& plan);
 
 // Whether a weight type has an expert kernel, and the row alignment it needs (0: none).

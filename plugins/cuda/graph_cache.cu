@@ -37,6 +37,12 @@ std::vector<unsigned char> GraphCache::key_of(const strata_op* ops, size_t n_ops
     if (ops[i].kind == STRATA_OP_MOE_ROUTED && ops[i].extra != nullptr) {
       const auto* t = static_cast<const unsigned char*>(ops[i].extra);
       key.insert(key.end(), t, t + sizeof(strata_expert_table));
+      // The form (backend 1.6) is host memory too, read when the kernels are enqueued: its bias pointers and
+      // constants are in the graph's launches.
+      if (const strata_expert_form* f = static_cast<const strata_expert_table*>(ops[i].extra)->form) {
+        const auto* b = reinterpret_cast<const unsigned char*>(f);
+        key.insert(key.end(), b, b + sizeof(strata_expert_form));
+      }
     }
   }
   return key;

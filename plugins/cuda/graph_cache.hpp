@@ -1,7 +1,7 @@
 // Decode steps repeat the same op list token after token (positions and lengths are read from device memory), so
 // the list is captured once into a GPU graph and replayed. A list is captured the second time it is seen (the first
-// run sizes the scratch memory); graphs are keyed by the bytes of the op list (and of each MOE_ROUTED table), so
-// any change of shapes or addresses makes a new one. Ops whose meaning lives in host memory that changes between
+// run sizes the scratch memory); graphs are keyed by the bytes of the op list (and of each MOE_ROUTED table and
+// its expert form), so any change of shapes or addresses makes a new one. Ops whose meaning lives in host memory that changes between
 // calls (MOE's pair lists) are never captured. A list with a WAIT (a program that waits for its host) is never run
 // directly: enqueueing a thousand kernels one by one can block in the driver, and growing scratch memory
 // synchronizes, while the device waits for a host thread whose own calls would then wait too. It is captured at

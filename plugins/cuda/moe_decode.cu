@@ -5,13 +5,14 @@
 // what its time is made of at one token, so each kernel issues its independent loads together.
 // gate_up_kernel: block (c, p) owns rows 32c..32c+31 of pair p = t * k + j's gate and up matrices (64 dots). It
 // loads token t's x with the pair's id, quantizes x to Q8_1 in shared memory itself (32 lanes a block, the bits of
-// the Q8_1 launch, so the op needs no launch for it) while the expert's matrix pointers load; then h = silu_c(g) *
-// u for the 32 rows and their Q8_1 block, again by 32 lanes. One more block per token (row n_pairs + t of the
+// the Q8_1 launch, so the op needs no launch for it) while the expert's matrix pointers load; then h = act(g + bg,
+// u + bu) for the 32 rows (the form's biases and activation, expert_form.cuh) and their Q8_1 block, again by 32
+// lanes. One more block per token (row n_pairs + t of the
 // grid) writes the token's route table for down_kernel: its valid pairs in ascending expert id (stable for equal
 // ids) with their down matrices and route weights, so down_kernel reaches its weights in one round trip.
 // down_kernel: block (c, t) owns `rows` output rows (8 unless shared memory limits it) of token t; its dots are
-// (row, expert) for the token's experts in the table's order; then per row out = w1 * y1; out = out + w2 * y2;
-// ... in that order.
+// (row, expert) for the token's experts in the table's order, each + the form's down bias (y); then per row
+// out = w1 * y1; out = out + w2 * y2; ... in that order.
 // Precomputed rows (MOE_ROUTED's src3): a pair whose expert entry has no gate matrix is computed elsewhere. Its
 // gate_up block does nothing, the route table lists it by its src3 column instead of a dot, and down_kernel takes
 // that column's value in the pair's place of the sum; only the computed pairs have dots. With a ready flag (i[0] =
@@ -77,6 +78,7 @@ struct alignas(16) TokenRoutes {
   const uint8_t* down[kMaxK];  // the c-th computed pair's down matrix
   float weight[kMaxK];         // its route weight
   int act[kMaxK];              // its j (which of the token's h rows)
+  int expert[kMaxK];           // its expert id (the row of the form's down bias)
   int source[kMaxK];           // position q: c (its dots) when computed, -1 - j (src3 column t * k + j) when not
   int count;                   // positions 0..count-1 are written
   int computed;                // computed pairs 0..computed-1 are written
@@ -116,6 +118,7 @@ __device__ inline void write_token_routes(const Routes& r, int t, TokenRoutes& o
     out.down[dot] = down;
     out.weight[dot] = w;
     out.act[dot] = lane;
+    out.expert[dot] = id;
     out.source[place] = dot;
   } else if (id >= 0) {
     out.source[place] = -1 - lane;
@@ -181,7 +184,7 @@ template <class Dec>
 __global__ void __launch_bounds__(kGateUpThreads, kMoeMinBlocks) gate_up_kernel(Routes routes, const float* x, int64_t x_stride,
                                                                  int n_spans, uint64_t w_stride, int n_ff,
                                                                  int n_pairs, unsigned char* hq,
-                                                                 TokenRoutes* tables) {
+                                                                 TokenRoutes* tables, ExpertForm form) {
   extern __shared__ uint4 shared_words[];
   wait_for_inputs();  // before any read of the routes or x and any return (dependent_launch.cuh)
   start_dependents();
@@ -241,7 +244,14 @@ __global__ void __launch_bounds__(kGateUpThreads, kMoeMinBlocks) gate_up_kernel(
   if (threadIdx.x >= static_cast<unsigned>(kQ8Group)) return;
   const int n_blocks = n_ff / kGateUpRows;
   unsigned char* blk = hq + (static_cast<uint64_t>(p) * static_cast<uint64_t>(n_blocks) + blockIdx.x) * kQ8BlockBytes;
-  store_q8_1(silu_c(gu[i]) * gu[kGateUpRows + i], i, blk);
+  float g = gu[i], u = gu[kGateUpRows + i];
+  if (form.bias.gate != nullptr || form.bias.up != nullptr) {
+    // The id read again (a cached load) rather than held across the dots, whose registers are all in use.
+    const int e = valid_id(routes, t, j), row = static_cast<int>(blockIdx.x) * kGateUpRows + i;
+    g = add_bias(g, form.bias.gate, e, n_ff, row);
+    u = add_bias(u, form.bias.up, e, n_ff, row);
+  }
+  store_q8_1(expert_act(form.act, g, u), i, blk);
 }
 
 int gate_up_shared_bytes(int n_spans) {
@@ -256,7 +266,7 @@ __global__ void __launch_bounds__(kDownThreads, kMoeMinBlocks) down_kernel(const
                                                               int k, int n_spans, int rows_log2, uint64_t w_stride,
                                                               const float* pre, int64_t pre_stride, float* late_y,
                                                               int64_t n_embd, float* dst, int64_t dst_stride,
-                                                              bool rows_out) {
+                                                              bool rows_out, const float* down_bias) {
   extern __shared__ uint4 shared_words[];
   __shared__ TokenRoutes routes;
   __shared__ float y[kDownMaxRows * kMaxK];
@@ -303,7 +313,10 @@ __global__ void __launch_bounds__(kDownThreads, kMoeMinBlocks) down_kernel(const
         part, pitch);
   });
   __syncthreads();
-  block_reduce<kDownThreads>(n_dot << rows_log2, n_spans, part, pitch, [&](int d, float v) { y[d] = v; });
+  // The form's down bias joins each dot here, before the weight, the sums and late_y (the reference's y).
+  block_reduce<kDownThreads>(n_dot << rows_log2, n_spans, part, pitch, [&](int d, float v) {
+    y[d] = add_bias(v, down_bias, routes.expert[d >> rows_log2], n_embd, row0 + (d & (rows - 1)));
+  });
   __syncthreads();
   if (rows_out) {  // block-uniform
     if (tid < (n_dot << rows_log2)) {
@@ -435,12 +448,13 @@ bool run_moe_routed_decode(Context& ctx, const strata_op& op) {
   const auto row_stride = [](uint32_t type, int64_t n) {
     return format::row_bytes(static_cast<GgmlType>(type), static_cast<uint64_t>(n));
   };
+  const ExpertForm form = expert_form_of(table.form);
   with_decode_type(table.gate_type, [&](auto dec) {
     // Rows n_pairs .. n_pairs + n_tok - 1 of the grid: the tokens' route tables.
     const dim3 grid(static_cast<unsigned>(n_ff / kGateUpRows), static_cast<unsigned>(n_pairs + n_tok));
     launch_dependent(ctx, gate_up_kernel<decltype(dec)>, grid, kGateUpThreads, gate_up_shared_bytes(n_embd_spans),
         routes, static_cast<const float*>(x.data), static_cast<int64_t>(x.nb[1] / sizeof(float)), n_embd_spans,
-        row_stride(table.gate_type, n_embd), static_cast<int>(n_ff), static_cast<int>(n_pairs), hq, tables);
+        row_stride(table.gate_type, n_embd), static_cast<int>(n_ff), static_cast<int>(n_pairs), hq, tables, form);
     check_launch("MOE_ROUTED (decode: Q8_1 of x, gate, up, SwiGLU; route tables)");
   });
   with_decode_type(table.down_type, [&](auto dec) {
@@ -449,7 +463,8 @@ bool run_moe_routed_decode(Context& ctx, const strata_op& op) {
                      down_shared_bytes(n_ff_spans, static_cast<int>(k), 1 << rows_log2),
             tables, hq, static_cast<int>(k), n_ff_spans, rows_log2, row_stride(table.down_type, n_ff),
             static_cast<const float*>(pre.data), static_cast<int64_t>(pre.nb[1] / sizeof(float)), late_y, n_embd,
-            static_cast<float*>(d.data), static_cast<int64_t>(d.nb[1] / sizeof(float)), format::rows_out(op));
+            static_cast<float*>(d.data), static_cast<int64_t>(d.nb[1] / sizeof(float)), format::rows_out(op),
+            form.bias.down);
     check_launch("MOE_ROUTED (decode: down and sums)");
   });
   if (ready != nullptr) {

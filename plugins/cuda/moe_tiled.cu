@@ -1,8 +1,8 @@
 // The tiled MOE_ROUTED (moe_tiled.cuh). One block groups the pairs: pair p = t * k + j of a valid expert id goes
 // to its expert's list (ascending p), each expert's list is cut into tiles of up to kTileCols pairs, and each
 // token's pairs are sorted by expert id for the final sums. Then: Q8_1 of x (the context's cache), gate and up
-// tiles into g and u rows per pair, SwiGLU with its Q8_1 (launch_swiglu), down tiles weighted by the route weight
-// into a row per pair, and each token's rows summed in ascending expert id.
+// tiles into g and u rows per pair (+ the form's biases), the activation with its Q8_1 (launch_swiglu), down tiles
+// (+ bias) weighted by the route weight into a row per pair, and each token's rows summed in ascending expert id.
 // An expert whose entry has no gate matrix is computed elsewhere: the grouping gives it no tiles, and the sums read
 // its pairs' rows from src3 (pair_rows.cuh). Rows out (i[2] = 1): the down tiles write each pair's row to dst's
 // column t * k + j and nothing is summed.
@@ -229,14 +229,16 @@ bool run_moe_routed_tiled(Context& ctx, const strata_op& op) {
   job.act = static_cast<const unsigned char*>(xq);
   job.act_div = static_cast<int>(k);
   job.out_stride = n_ff;
+  const ExpertForm form = expert_form_of(table.form);
   for (int which = 0; which < 2; ++which) {
     const uint32_t type = which == 0 ? table.gate_type : table.up_type;
     job.which = which;
     job.w_stride = row_stride(type, n_embd);
     job.out = gu + which * hidden;
+    job.bias = which == 0 ? form.bias.gate : form.bias.up;
     launch_tiled(job, type, max_tiles, stream);
   }
-  launch_swiglu(gu, gu + hidden, n_ff, n_pairs, nullptr, hq, stream);
+  launch_swiglu(gu, gu + hidden, n_ff, n_pairs, form.act, nullptr, hq, stream);
 
   job.which = 2;
   job.w_stride = row_stride(table.down_type, n_ff);
@@ -247,6 +249,7 @@ bool run_moe_routed_tiled(Context& ctx, const strata_op& op) {
   job.out = rows_out ? static_cast<float*>(d.data) : rows;
   job.out_stride = rows_out ? static_cast<int64_t>(d.nb[1] / sizeof(float)) : n_embd;
   job.pair_weight = g.pair_weight;
+  job.bias = form.bias.down;
   launch_tiled(job, table.down_type, max_tiles, stream);
   if (rows_out) return true;
 

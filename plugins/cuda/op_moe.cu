@@ -2,7 +2,7 @@
 // core/src/reference/op_moe.cpp). The op's index arrays are host memory: the plan (items of up to eight pairs of
 // one expert, each token's pairs in ascending expert id) is built here and copied to the device with one
 // asynchronous copy. That copy is why MOE is never captured into a graph (graph_cache.cu); x, rows, dst and the
-// expert matrices are device memory.
+// expert matrices are device memory, and so are the biases of the op's form (backend 1.6, expert_form.cuh).
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -11,6 +11,7 @@
 #include "expert_pairs.cuh"
 #include "matvec.cuh"
 #include "ops.hpp"
+#include "strata/format/expert_form.hpp"
 #include "strata/format/tensor_checks.hpp"
 
 namespace strata::gpu {
@@ -48,6 +49,7 @@ Check check_moe(const strata_op& op) {
     return std::string("dst rows are not float-aligned");
   }
   if (m.n_embd == 0 || m.n_ff == 0) return std::string("n_embd and n_ff must be positive");
+  if (auto why = format::check_expert_form(m.form)) return why;
   if (m.n_experts == 0) return std::nullopt;
   if (m.expert_ids == nullptr || m.weights == nullptr || m.token_offsets == nullptr) {
     return std::string("expert_ids, weights and token_offsets must be set");
@@ -110,6 +112,7 @@ void run_moe(Context& ctx, const strata_op& op) {
         it.mat[0] = static_cast<const uint8_t*>(w.gate);
         it.mat[1] = static_cast<const uint8_t*>(w.up);
         it.mat[2] = static_cast<const uint8_t*>(w.down);
+        it.expert = m.expert_ids[e];
         items.push_back(it);
       }
       PairItem& it = items.back();
@@ -164,6 +167,7 @@ void run_moe(Context& ctx, const strata_op& op) {
   plan.pre_stride = 0;
   plan.dst = dst;
   plan.dst_stride = dst_stride;
+  plan.form = expert_form_of(m.form);
   run_expert_plan(ctx, plan);
 }
 

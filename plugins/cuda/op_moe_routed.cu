@@ -6,6 +6,7 @@
 // takes src3; its ready flag, i[0] = 1, only the decode path). Rows out (i[2] = 1) writes each computed pair's row
 // to dst's column t * k + j and sums nothing. Which path runs depends on the window's shape and types alone, never
 // on the mode or on which entries are NULL, so a pair's row has the same bytes in a rows-out op and a summing one.
+// The table's form (backend 1.6: biases and SwiGLU-OAI, expert_form.cuh) reaches every path's kernels.
 #include <string>
 
 #include "expert_pairs.cuh"
@@ -15,6 +16,7 @@
 #include "ops.hpp"
 #include "pair_rows.cuh"
 #include "scratch_carve.hpp"
+#include "strata/format/expert_form.hpp"
 #include "strata/format/flag_ops.hpp"
 #include "strata/format/moe_routed_modes.hpp"
 #include "strata/format/tensor_checks.hpp"
@@ -88,6 +90,7 @@ __global__ void __launch_bounds__(kGroupThreads) group_routes_kernel(
         it.mat[0] = static_cast<const uint8_t*>(w.gate);
         it.mat[1] = static_cast<const uint8_t*>(w.up);
         it.mat[2] = static_cast<const uint8_t*>(w.down);
+        it.expert = static_cast<uint32_t>(e);
         const int left = expert_count[e] - seen;
         it.n = static_cast<uint32_t>(left < per_item ? left : per_item);
       }
@@ -144,6 +147,7 @@ Check check_moe_routed(const strata_op& op) {
   const strata_tensor &x = op.src[0], &ids = op.src[1], &w = op.src[2], &d = op.dst;
   if (table.n_embd == 0 || table.n_ff == 0 || table.n_expert == 0) return std::string("n_embd, n_ff and n_expert must be positive");
   if (table.experts == nullptr) return std::string("the expert table has no experts array");
+  if (auto why = format::check_expert_form(table.form)) return why;
   if (auto e = check_weight_type(table.gate_type, table.n_embd, "gate")) return e;
   if (auto e = check_weight_type(table.up_type, table.n_embd, "up")) return e;
   if (auto e = check_weight_type(table.down_type, table.n_ff, "down")) return e;
@@ -241,6 +245,7 @@ void run_moe_routed(Context& ctx, const strata_op& op) {
   plan.pre_stride = static_cast<int64_t>(op.src[3].nb[1] / sizeof(float));
   plan.dst = rows_out ? nullptr : static_cast<float*>(d.data);
   plan.dst_stride = static_cast<int64_t>(d.nb[1] / sizeof(float));
+  plan.form = expert_form_of(table.form);
   run_expert_plan(ctx, plan);
 }
 
