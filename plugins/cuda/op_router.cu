@@ -41,8 +41,8 @@ Check check_router(const strata_op& op) {
     return "src0 (logits) has " + std::to_string(n_expert) + " experts (at most " + std::to_string(kRouterMaxExperts) + ")";
   }
   if (k < 1 || k > n_expert) return "i[0] (k) " + std::to_string(k) + " must be within 1.." + std::to_string(n_expert);
-  if (op.i[1] != 0 && op.i[1] != 1)
-    return "i[1] (gating) " + std::to_string(op.i[1]) + " (known: 0 softmax, 1 sigmoid)";
+  if (op.i[1] < 0 || op.i[1] > 2)
+    return "i[1] (gating) " + std::to_string(op.i[1]) + " (known: 0 softmax, 1 sigmoid, 2 softmax over the chosen)";
   if (ids.ne[0] != k || ids.ne[1] != logits.ne[1])
     return "dst (ids) must be [k, n_tok] = [" + std::to_string(k) + ", " + std::to_string(logits.ne[1]) + "]";
   if (weights.ne[0] != k || weights.ne[1] != logits.ne[1])

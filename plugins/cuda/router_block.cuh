@@ -2,7 +2,8 @@
 // (fuse_router.cu, whose last block routes the logits the launch just wrote), so both give the same bits.
 //
 // Per token, the k experts with the largest gate probability (+ selection bias) and their weights: p_e =
-// softmax(l)_e or sigmoid(l_e); order by p_e + bias_e descending, ties to the lower expert id (the reference's
+// softmax(l)_e or sigmoid(l_e), or l_e itself (gating 2, whose weights are then the softmax over the k chosen
+// logits); order by p_e + bias_e descending, ties to the lower expert id (the reference's
 // stable sort); weight = p_e [/ sum of the k chosen p, summed in rank order] * f[0]. T is the arithmetic: float by
 // default (exp_c; softmax: m = max l, p_e = exp_c(l_e - m) / total with total summed in the block's fixed order
 // (each thread its experts in order, the warp's xor butterfly, the warps in order); sigmoid: 1 / (1 + exp_c(-l)),
@@ -39,6 +40,7 @@ struct RouterArgs {
   uint64_t l_stride, id_stride, w_stride;
   int n_expert, k;
   bool sigmoid, normalize;
+  bool chosen_softmax;  // gating 2 (gpt-oss): the logits choose, the weights are the softmax over the chosen k
   float factor;
 };
 
@@ -56,6 +58,7 @@ inline RouterArgs router_args(const strata_op& op) {
           op.i[0],
           op.i[1] == 1,
           op.i[2] != 0,
+          op.i[1] == 2,
           op.f[0]};
 }
 
@@ -126,7 +129,7 @@ __device__ __forceinline__ void route_token(const RouterArgs& a, int64_t token, 
   if (a.sigmoid) {
 #pragma unroll
     for (int j = 0; j < P; ++j) p[j] = router_div(T(1), T(1) + router_exp(-p[j]));
-  } else {
+  } else if (!a.chosen_softmax) {  // gating 2 chooses by the logits themselves (block-uniform: no barrier skipped)
     T m = p[0];
 #pragma unroll
     for (int j = 1; j < P; ++j) m = router_max(m, p[j]);
@@ -180,13 +183,23 @@ __device__ __forceinline__ void route_token(const RouterArgs& a, int64_t token, 
   __syncthreads();
   if (!active) return;
   // Every writing thread sums the chosen in rank order itself (the same bits in each): no further barrier.
+  // Gating 2: chosen[j] are logits; weight_j = exp(c_j - c_0) / (sum over the chosen, rank order), c_0 the first
+  // chosen's (the reference's shift), each exp evaluated the same way wherever it is needed.
+  T soft = 1;
+  if (a.chosen_softmax && tid < a.k) {
+    soft = 0;
+    for (int j = 0; j < a.k; ++j) soft += router_exp(chosen[j] - chosen[0]);
+  }
+  const auto chosen_weight = [&](int j) {
+    return a.chosen_softmax ? router_div(router_exp(chosen[j] - chosen[0]), soft) : chosen[j];
+  };
   T norm = 1;
   if (a.normalize && tid < a.k) {
     norm = 0;
-    for (int j = 0; j < a.k; ++j) norm += chosen[j];
+    for (int j = 0; j < a.k; ++j) norm += chosen_weight(j);
   }
   for (int j = tid; j < a.k; j += n_threads) {
-    T v = chosen[j];
+    T v = chosen_weight(j);
     if (a.normalize) v = router_div(v, norm);
     w[j] = static_cast<float>(v * static_cast<T>(a.factor));
   }
