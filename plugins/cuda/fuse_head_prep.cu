@@ -52,6 +52,7 @@ struct HeadJob {
 struct HeadPrepArgs {
   HeadJob job[kMaxJobs];
   RopeFreqs freq;  // the ropes' one table (their parameters are equal): doubles for the _f64ref kernel
+  float mscale;    // their YaRN attn_factor on cos and sin (1 without)
 };
 
 __device__ __forceinline__ const float* row_at(const char* base, uint64_t unit, uint64_t tok, int u, int64_t t) {
@@ -112,10 +113,12 @@ __device__ __forceinline__ void head_prep(const HeadPrepArgs& a) {
       rope_pair_index(k, j.n_rot, j.neox, ia, ib);
       float ya, yb;
       if constexpr (sizeof(T) == sizeof(double)) {
-        rope_rotate(r[ia], r[ib], static_cast<double>(p), static_cast<double>(j.rope_scale), a.freq.d[k], ya, yb);
+        rope_rotate(r[ia], r[ib], static_cast<double>(p), static_cast<double>(j.rope_scale), a.freq.d[k], ya, yb,
+                    static_cast<double>(a.mscale));
       } else {
         float sn, cs;
         rope_sincos_f(p, j.rope_scale, a.freq.f.hi[k], a.freq.f.lo[k], sn, cs);
+        rope_mscale_f(a.mscale, sn, cs);
         rope_rotate_f(r[ia], r[ib], sn, cs, ya, yb);
       }
       r[ia] = ya;
@@ -156,8 +159,13 @@ constexpr uint64_t kF32 = sizeof(float);
 
 bool rows_apart(const strata_tensor& t, int64_t n) { return t.nb[1] >= static_cast<uint64_t>(n) * kF32; }
 
+// One table and one scaling serve both ropes: mode, n_rot, base, scale and YaRN's four floats equal.
 bool same_rope_params(const strata_op& a, const strata_op& b) {
-  return a.i[0] == b.i[0] && a.i[1] == b.i[1] && a.f[0] == b.f[0] && a.f[1] == b.f[1];
+  if (a.i[0] != b.i[0] || a.i[1] != b.i[1]) return false;
+  for (int f = 0; f < 6; ++f) {
+    if (a.f[f] != b.f[f]) return false;
+  }
+  return true;
 }
 
 // A [norm] + rope chain whose rows can be prepared one (head, token) per group.
@@ -297,7 +305,7 @@ size_t fuse_head_prep(Context& ctx, const strata_op* ops, size_t i, size_t n) {
     job.rope_unit = rope.dst.nb[1];
     job.rope_tok = rope.dst.nb[2];
     job.rope_pos = static_cast<const int32_t*>(rope.src[1].data);
-    job.rope_scale = rope.f[1];
+    job.rope_scale = rope_scaling(rope.f).pos_scale;
     job.n_rot = rope.i[1];
     job.neox = rope.i[0] == kRopeModeNeox;
     jt[c].reads[0] = &src;
@@ -335,7 +343,10 @@ size_t fuse_head_prep(Context& ctx, const strata_op* ops, size_t i, size_t n) {
   const int n_jobs = chains + lones;
   if (!same_tokens || n_tok <= 0 || !jobs_independent(jt, n_jobs)) return 0;
   const bool f64 = ctx.options().canonical_double;
-  if (chains > 0) rope_fill_freqs(a.freq, ropes[0]->f[0], ropes[0]->i[1], f64);
+  if (chains > 0) {
+    rope_fill_freqs(a.freq, ropes[0]->f, ropes[0]->i[1], f64);
+    a.mscale = rope_scaling(ropes[0]->f).mscale;
+  }
 
   forget_quantized_writes(ctx, ops + i, used);
   const dim3 grid(static_cast<unsigned>((max_units + kGroups - 1) / kGroups), static_cast<unsigned>(n_tok),

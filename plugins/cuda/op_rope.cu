@@ -3,7 +3,7 @@
 // by default in float with a float-float angle (rope_sincos_f); with canonical_double in double rounded to float
 // once, the same bits as the reference: theta = (pos * freq_scale) * inv_freq_p, sincos_d,
 // (a, b) -> (a cos - b sin, a sin + b cos). Mode 0 pairs (2p, 2p + 1), mode 2 (neox) pairs (p, p + n_rot / 2);
-// values from n_rot on are copied. One block per (head, token); positions are read on the device.
+// values from n_rot on are copied. YaRN (f[2..5]): the frequencies and scales of format::RopeAngles. One block per (head, token); positions are read on the device.
 #include <string>
 
 #include "ops.hpp"
@@ -27,7 +27,8 @@ struct RopeArgs {
   int64_t head_dim;
   int n_rot;
   bool neox;
-  float scale;
+  float scale;   // RopeAngles' pos_scale: freq_scale, or 1 with YaRN
+  float mscale;  // YaRN's attn_factor on cos and sin (1 without)
   RopeFreqs freq;  // doubles for rope_heads_f64ref, hi/lo floats for rope_heads
 };
 
@@ -45,10 +46,12 @@ __device__ __forceinline__ void rope_block(const RopeArgs& a) {
     rope_pair_index(k, a.n_rot, a.neox, ia, ib);
     // In place (dst == src0) is safe: this thread alone reads and writes ia and ib.
     if constexpr (sizeof(T) == sizeof(double)) {
-      rope_rotate(x[ia], x[ib], static_cast<double>(pos), static_cast<double>(a.scale), a.freq.d[k], y[ia], y[ib]);
+      rope_rotate(x[ia], x[ib], static_cast<double>(pos), static_cast<double>(a.scale), a.freq.d[k], y[ia], y[ib],
+                  static_cast<double>(a.mscale));
     } else {
       float s, c;
       rope_sincos_f(pos, a.scale, a.freq.f.hi[k], a.freq.f.lo[k], s, c);
+      rope_mscale_f(a.mscale, s, c);
       rope_rotate_f(x[ia], x[ib], s, c, y[ia], y[ib]);
     }
   }
@@ -94,9 +97,11 @@ void run_rope(Context& ctx, const strata_op& op) {
   a.head_dim = x.ne[0];
   a.n_rot = op.i[1];
   a.neox = op.i[0] == kModeNeox;
-  a.scale = op.f[1];
+  const RopeScaling scaling = rope_scaling(op.f);
+  a.scale = scaling.pos_scale;
+  a.mscale = scaling.mscale;
   const bool f64 = ctx.options().canonical_double;
-  rope_fill_freqs(a.freq, op.f[0], a.n_rot, f64);
+  rope_fill_freqs(a.freq, op.f, a.n_rot, f64);
   const dim3 grid(static_cast<unsigned>(x.ne[1]), static_cast<unsigned>(x.ne[2]));
   (f64 ? rope_heads_f64ref : rope_heads)<<<grid, kBlock, 0, ctx.stream()>>>(a);
   check_launch("ROPE");

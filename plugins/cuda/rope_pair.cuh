@@ -7,6 +7,9 @@
 //     products), then float polynomials; (a, b) -> fma(a, c, -(b * s)), fma(a, s, b * c).
 // The host passes inv_freq_k (pow in double, the one libm of the process) as a double table, or as the float pair
 // hi = (float)inv, lo = (float)(inv - hi) (rope_inv_freq_pair).
+// YaRN (backend 1.6, format::RopeAngles): the table holds freq_k (inv_freq_k with YaRN's mix, in double on the
+// host), `scale` is RopeAngles' pos_scale (1 with YaRN), and cos and sin are multiplied by mscale (attn_factor) before
+// the rotation, in double or in float. Without YaRN the table, the scale and mscale = 1 give the bits of before.
 #pragma once
 
 #include <cstdint>
@@ -28,10 +31,11 @@ union RopeFreqs {
   } f;
 };
 
-// Fills the table for n_rot / 2 pairs (host code).
-inline void rope_fill_freqs(RopeFreqs& t, float freq_base, int n_rot, bool f64) {
+// Fills the table for n_rot / 2 pairs from a ROPE op's floats f[0..5] (host code).
+inline void rope_fill_freqs(RopeFreqs& t, const float* f, int n_rot, bool f64) {
+  const format::RopeAngles angles(f);
   for (int k = 0; k < n_rot / 2; ++k) {
-    const double inv = format::rope_inv_freq(static_cast<double>(freq_base), k, n_rot);
+    const double inv = angles.freq(static_cast<double>(f[0]), k, n_rot);
     if (f64) {
       t.d[k] = inv;
     } else {
@@ -39,6 +43,22 @@ inline void rope_fill_freqs(RopeFreqs& t, float freq_base, int n_rot, bool f64) 
       t.f.lo[k] = static_cast<float>(inv - static_cast<double>(t.f.hi[k]));
     }
   }
+}
+
+// The same without YaRN: freq_base alone.
+inline void rope_fill_freqs(RopeFreqs& t, float freq_base, int n_rot, bool f64) {
+  const float f[6] = {freq_base, 1.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  rope_fill_freqs(t, f, n_rot, f64);
+}
+
+// The angle's position scale and the cos/sin factor of a ROPE op (format::RopeAngles; both exact as floats: f[1]
+// or 1, f[3] or 1).
+struct RopeScaling {
+  float pos_scale, mscale;
+};
+inline RopeScaling rope_scaling(const float* f) {
+  const format::RopeAngles angles(f);
+  return {static_cast<float>(angles.pos_scale), static_cast<float>(angles.mscale)};
 }
 
 __host__ __device__ __forceinline__ void rope_pair_index(int k, int n_rot, bool neox, int& ia, int& ib) {
@@ -49,9 +69,11 @@ __host__ __device__ __forceinline__ void rope_pair_index(int k, int n_rot, bool 
 // ---- double (canonical_double) ----
 
 __host__ __device__ __forceinline__ void rope_rotate(float xa, float xb, double pos, double scale, double inv_freq,
-                                                     float& ya, float& yb) {
+                                                     float& ya, float& yb, double mscale = 1.0) {
   double s, c;
   format::sincos_d(pos * scale * inv_freq, &s, &c);
+  s = s * mscale;
+  c = c * mscale;
   const double va = static_cast<double>(xa);
   const double vb = static_cast<double>(xb);
   ya = static_cast<float>(va * c - vb * s);
@@ -126,6 +148,12 @@ __host__ __device__ __forceinline__ void rope_sincos_f(int32_t pos, float scale,
     case 2: s_out = -sr; c_out = -cr; break;
     default: s_out = -cr; c_out = sr; break;
   }
+}
+
+// YaRN's attn_factor on rope_sincos_f's results (1: unchanged bits).
+__host__ __device__ __forceinline__ void rope_mscale_f(float mscale, float& s, float& c) {
+  s = s * mscale;
+  c = c * mscale;
 }
 
 __host__ __device__ __forceinline__ void rope_rotate_f(float xa, float xb, float s, float c, float& ya, float& yb) {
