@@ -35,7 +35,16 @@ struct Operands {
   int head_dim, n_head, group, n_tok, n_ctx;
   int vec4;  // the caches' columns allow loads of 4 values at once (alignment checked on the host)
   double scale;
+  // Backend 1.6 (gpt-oss): a sliding window (0: none; W: a token at position p sees keys p - W + 1 .. p only) and
+  // the sinks (nullptr, or one logit per q head in the softmax's denominator, with no value row).
+  int window;
+  const float* sinks;
 };
+
+// The first key a token at position p sees.
+__host__ __device__ __forceinline__ int window_first_key(int p, int window) {
+  return window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
+}
 
 template <Cache kCache>
 __host__ __device__ __forceinline__ float cache_value(const char* col, int64_t i) {

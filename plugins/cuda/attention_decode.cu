@@ -1,7 +1,8 @@
 // ATTENTION for a few tokens (decode): split-K ("flash decoding"). The grid is fixed by the shapes and the cache's
 // capacity (a graph replays one launch for every decode step): n_split blocks per (q heads of a kv head, token).
-// On the device each token's positions 0..p are cut into n_split chunks of whole kTile tiles (at least one tile),
-// so the work spreads over the blocks whatever p is; blocks whose chunk starts past p exit at once. A block keeps,
+// On the device each token's positions 0..p (lo..p in a sliding window) are cut into n_split chunks of whole kTile
+// tiles (at least one tile), so the work spreads over the blocks whatever p is; blocks whose chunk starts past p
+// exit at once. A block keeps,
 // per q head, a running max, sum of exp and unnormalised weighted values over its tiles (an online softmax); the
 // combine merges the chunks per (head, token). Regrouping the sums over positions moves the double by ~1e-16
 // relative (docs/CANONICAL_ARITHMETIC.md section 6 allows it); the scores are the reference's bits.
@@ -102,8 +103,10 @@ __global__ void STRATA_SPLIT_BOUNDS attention_split_f64ref(DecodeArgs a) {
   start_dependents();
   const int32_t p = o.pos[t];
   if (p < 0 || p >= o.n_ctx) return;  // the combine marks such a token
-  const int chunk = split_chunk(p, a.n_split);
-  const int begin = split * chunk;
+  // The token's keys lo..p (a sliding window's, or all) cut into the splits' chunks.
+  const int lo = window_first_key(p, o.window);
+  const int chunk = split_chunk(p - lo, a.n_split);
+  const int begin = lo + split * chunk;
   if (begin > p) return;
   const int end = min(begin + chunk, p + 1);
   const int tid = static_cast<int>(threadIdx.x), lane = tid % kWarp, warp = tid / kWarp;
@@ -211,7 +214,8 @@ __global__ void STRATA_SPLIT_BOUNDS attention_split_f64ref(DecodeArgs a) {
   }
 }
 
-// One block per (head, token): out = sum_c exp(m_c - M) acc_c / sum_c exp(m_c - M) l_c, in double. The sum over
+// One block per (head, token): out = sum_c exp(m_c - M) acc_c / (sum_c exp(m_c - M) l_c [+ exp(sink - M)]), in
+// double, M the largest m_c (and the sink). The sum over
 // the chunks c is cut into kThreads / head_dim slices (threads otherwise idle), each a chain with many loads in
 // flight, then the slices are added.
 __global__ void __launch_bounds__(kThreads) attention_combine_f64ref(DecodeArgs a) {
@@ -236,11 +240,17 @@ __global__ void __launch_bounds__(kThreads) attention_combine_f64ref(DecodeArgs 
     }
     return;
   }
-  const int used = p / split_chunk(p, a.n_split) + 1;
+  const int lo = window_first_key(p, o.window);
+  const int used = (p - lo) / split_chunk(p - lo, a.n_split) + 1;
   const int64_t row = (static_cast<int64_t>(t) * o.n_head + h) * a.n_split;
   double m = -INFINITY;
   for (int c = tid; c < used; c += kThreads) m = fmax(m, a.part_ml[2 * (row + c)]);
   m = block_max(m, partial);
+  // The sink (a logit without a value row): M = max(max score, sink) as the reference's std::max, and its term
+  // joins the denominator after the chunks'.
+  const bool sink = o.sinks != nullptr;
+  const double sink_logit = sink ? static_cast<double>(o.sinks[h]) : 0.0;
+  if (sink) m = m < sink_logit ? sink_logit : m;
   double total = 0.0;
   for (int c = tid; c < used; c += kThreads) {
     const double w = exp(a.part_ml[2 * (row + c)] - m);
@@ -248,6 +258,7 @@ __global__ void __launch_bounds__(kThreads) attention_combine_f64ref(DecodeArgs 
     total = total + w * a.part_ml[2 * (row + c) + 1];
   }
   total = block_sum(total, partial);  // its barriers also publish weight[]
+  if (sink) total = total + exp(sink_logit - m);
   const int D = o.head_dim, slices = value_replicas(D);
   if (tid < slices * D) {
     const int d = tid % D, slice = tid / D;

@@ -79,7 +79,7 @@ __global__ void __launch_bounds__(kChunk) attention_flash_rows(Args a) {
   }
   for (int d = tid; d < D; d += kChunk) q[d] = q_row(o, t, h)[d];
   const int64_t koff = static_cast<int64_t>(h / o.group) * D;
-  const int lo = first_key(pos, a.window);
+  const int lo = window_first_key(pos, a.window);
   float M = -INFINITY, L = 0.0f;
   float O[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // value indices tid, tid + 64, ... (head_dim <= 256)
   float m_seg = -INFINITY, l_seg = 0.0f, o_seg[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -151,8 +151,8 @@ Args make_args(const Operands& o) {
   a.seg_keys = segment_keys(o.n_ctx);
   a.n_seg = static_cast<int>((o.n_ctx + a.seg_keys - 1) / a.seg_keys);
   a.row_tiles = static_cast<int>((static_cast<int64_t>(o.n_tok) * o.group + 15) / 16);
-  a.window = 0;
-  a.sinks = nullptr;
+  a.window = o.window;
+  a.sinks = o.sinks;
   a.scale_log2 = static_cast<float>(o.scale) * kLog2e;
   // 16-byte loads: the values' offsets (kv head * head_dim + 8 k halves) and the columns 16-byte aligned.
   const auto aligned16 = [](const void* p, uint64_t stride) {

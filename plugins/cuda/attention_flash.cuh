@@ -15,9 +15,10 @@
 // Two kernels run that definition: tiles (prefill: 64 query rows a block, walking every chunk its rows see and
 // folding each segment into its running total as it ends) and split (a few tokens: a warp per segment, the
 // states to scratch) with its combine (a block per row folds the segments; the running maxima by a prefix-max
-// scan, exact in any order, so only the cheap sums are a chain). Hooks for the architectures to come: `window`
-// (sliding windows: keys below p - window + 1 masked, their chunks and segments skipped) and `sinks` (a logit per q
-// head folded in last as a segment with l = 1, O = 0); K and V head sizes share one template parameter today.
+// scan, exact in any order, so only the cheap sums are a chain). gpt-oss's ATTENTION (backend 1.6, set from the op
+// by op_attention.cu): `window` (sliding windows: keys below p - window + 1 masked, their chunks and segments
+// skipped) and `sinks` (a logit per q head folded in last as a segment with l = 1, O = 0); K and V head sizes share
+// one template parameter today.
 //
 // The kernels' bodies are __host__ __device__: on the device the warp's collectives (ldmatrix, mma.sync, shuffles,
 // barriers) are the instructions; on the host they call an emulator (tests/cuda_host/attention_flash_test.cu runs
@@ -50,8 +51,8 @@ struct Args {
   int seg_keys;        // keys per segment, a multiple of kChunk
   int n_seg;           // segments the cache's capacity holds
   int row_tiles;       // 16-row tiles per kv head (split path)
-  int window;          // 0: every key up to the position; W: keys p - W + 1 .. p
-  const float* sinks;  // nullptr, or one logit per q head
+  int window;          // 0: every key up to the position; W: keys p - W + 1 .. p (make_args: the op's, o.window)
+  const float* sinks;  // nullptr, or one logit per q head (make_args: o.sinks)
   float scale_log2;    // scale * log2(e), rounded once on the host
   float* part;         // split path: per (token, head, segment) a record of m, l, 2 unused, O[kDp]
   unsigned char* q8;   // split path: nullptr, or the output rows' Q8_1 copy
@@ -256,9 +257,6 @@ __host__ __device__ __forceinline__ void copy8(void* dst, const void* src) {
 }
 
 // ---- the definition's pieces ---------------------------------------------------------------------------------------
-
-// The lowest key a row at position p sees.
-__host__ __device__ __forceinline__ int first_key(int p, int window) { return window > 0 ? imax(0, p - window + 1) : 0; }
 
 // A segment's state folded into the total: the weights of the old total (a) and of the segment (b), and what
 // happens: 0, the segment is empty (nothing changes); 1, the first non-empty one (taken as it is); 2, a fold.
@@ -473,7 +471,7 @@ __host__ __device__ __forceinline__ void row_bounds(const Args& a, int64_t row0,
   for (int r = 0; r < 2; ++r) {
     const int p = row_position(a.o, row0 + lane / 4 + 8 * r);
     hi[r] = p;
-    lo[r] = p < 0 ? 1 : first_key(p, a.window);
+    lo[r] = p < 0 ? 1 : window_first_key(p, a.window);
   }
 }
 
@@ -678,7 +676,7 @@ __host__ __device__ inline void combine_body(const Args& a, const Place& at, uns
     out_value = quiet_nan();
     return;
   }
-  const int s_first = first_key(p, a.window) / a.seg_keys, s_last = p / a.seg_keys;
+  const int s_first = window_first_key(p, a.window) / a.seg_keys, s_last = p / a.seg_keys;
   const float* recs = a.part + (static_cast<int64_t>(t) * o.n_head + h) * a.n_seg * record_floats(kDp);
   float M = -INFINITY, L = 0.0f, O = 0.0f;
   const int d = tid;

@@ -6,7 +6,8 @@
 // each staged value serves many dots), 16-byte loads of 2 terms.
 // Then an online softmax per row (keys past a row's position masked out) and the weighted values, each thread
 // kRows/8 rows x kT value indices, in double. Rows are finished in the block: no partials, no combine. Tiles past
-// every row's position are never loaded (causal skipping); the grid depends on the shapes only.
+// every row's position, or below every row's sliding window (backend 1.6), are never loaded (causal skipping); the
+// grid depends on the shapes only. The sinks (1.6) join each row's denominator at the end.
 #include "attention_paths.hpp"
 #include "ops.hpp"
 #include "warp_reduce.cuh"
@@ -81,8 +82,13 @@ __global__ void __launch_bounds__(kThreads, 1) attention_tiled_f64ref(Operands o
     qs[r * kS + permuted_index<kT>(d)] = static_cast<double>(x);
   }
   __syncthreads();
-  int last = -1;
-  for (int r = 0; r < kRows; ++r) last = max(last, rpos[r]);
+  // Keys first..last cover every row's (a sliding window's start, from its tile's start, at the lowest).
+  int last = -1, first = o.n_ctx;
+  for (int r = 0; r < kRows; ++r) {
+    last = max(last, rpos[r]);
+    if (rpos[r] >= 0) first = min(first, window_first_key(rpos[r], o.window));
+  }
+  first = first / kTk * kTk;
 
   // Scores: squads tile the kRows x kTk scores; a thread computes rows s_row + {0, 8} x keys s_key + {0, 4, ...}.
   constexpr int kRowSquads = kRows / 16, kKeySquads = kSquads / kRowSquads;
@@ -102,7 +108,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_tiled_f64ref(Operands o
     for (int i = 0; i < kT; ++i) acc[a][i] = 0.0;
   }
 
-  for (int j0 = 0; j0 <= last; j0 += kTk) {
+  for (int j0 = first; j0 <= last; j0 += kTk) {
     const int n = min(kTk, last + 1 - j0);
     __syncthreads();  // the previous tile's keys, values and weights are used up
     load_columns<kCache, kT>(o.k, o.k_stride, koff, D, j0, n, o.vec4 != 0, ks, kS);
@@ -120,14 +126,15 @@ __global__ void __launch_bounds__(kThreads, 1) attention_tiled_f64ref(Operands o
     }
     __syncthreads();
     {
-      // Keys past the tile's end or the row's position get weight 0 (a score of -inf).
+      // Keys past the tile's end or the row's position, or below its window, get weight 0 (a score of -inf).
       const int pr = rpos[m_row];
+      const int lo = pr >= 0 ? window_first_key(pr, o.window) : 0;
       double sv[kPerThread];
       double mx = -INFINITY;
 #pragma unroll
       for (int u = 0; u < kPerThread; ++u) {
         const int jj = m_sub + kTpr * u;
-        sv[u] = jj < n && j0 + jj <= pr ? sc[m_row * kSc + jj] : -INFINITY;
+        sv[u] = jj < n && j0 + jj <= pr && j0 + jj >= lo ? sc[m_row * kSc + jj] : -INFINITY;
         mx = fmax(mx, sv[u]);
       }
       for (int m = 1; m < kTpr; m *= 2) mx = fmax(mx, shfl_xor_double(mx, m));
@@ -178,12 +185,21 @@ __global__ void __launch_bounds__(kThreads, 1) attention_tiled_f64ref(Operands o
     auto* out = reinterpret_cast<float*>(o.dst + static_cast<uint64_t>(gr / G) * o.d_stride) +
                 static_cast<int64_t>(kvh * G + static_cast<int>(gr % G)) * D;
     const bool bad = rpos[r] < 0;
-    const double total = l_run[r];
+    double total = l_run[r], rescale = 1.0;
+    if (o.sinks != nullptr && !bad) {
+      // The sink: M = max(m, sink) as the reference's std::max; the keys' terms rescaled to it (exactly 1 when
+      // the sink is not above m), and exp(sink - M) added to the denominator after them.
+      const double sink = static_cast<double>(o.sinks[kvh * G + static_cast<int>(gr % G)]);
+      const double m = m_run[r];
+      const double big = m < sink ? sink : m;
+      rescale = exp(m - big);
+      total = total * rescale + exp(sink - big);
+    }
 #pragma unroll
     for (int i = 0; i < kT; ++i) {
       const int d = lane + kLanes * i;
       // A position outside the cache (the host's checks rule it out): NaN, visibly wrong, rather than stale memory.
-      if (d < D) out[d] = bad ? __int_as_float(0x7fc00000) : static_cast<float>(acc[a][i] / total);
+      if (d < D) out[d] = bad ? __int_as_float(0x7fc00000) : static_cast<float>(acc[a][i] * rescale / total);
     }
   }
 }

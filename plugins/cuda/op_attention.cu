@@ -5,6 +5,10 @@
 // (section 6): s_j = scale * (q . k_j) in the 32-lane order (the reference's bits), e_j = exp(s_j - max s),
 // out = (sum_j e_j v_j) / (sum_j e_j), on two paths chosen from the shapes: query tiles when the tokens' rows fill
 // enough blocks (prefill), else split-K over the positions (decode and short windows).
+// Backend 1.6 (gpt-oss) on every path: i[2] a sliding window (a token at p sees keys p - W + 1 .. p), src4 the sinks
+// (a logit per q head in the softmax's denominator, no value row); the fusion writing the output's Q8_1 copy
+// (fuse_attention_q8.cu) runs these same paths, so it carries both.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -21,6 +25,12 @@ constexpr int kMaxHeadDim = 256;
 // Fewer prefill blocks than this leave most multiprocessors idle while each block walks all the positions:
 // split-K spreads such a window better.
 constexpr int64_t kMinPrefillBlocks = 32;
+
+// src4, the sinks, when the op's struct holds it and it is set (plugin_api.h), else nullptr.
+const strata_tensor* sinks_of(const strata_op& op) {
+  if (op.struct_size < offsetof(strata_op, src4) + sizeof(strata_tensor) || op.src4.data == nullptr) return nullptr;
+  return &op.src4;
+}
 
 // The caches' columns allow loads of 4 values at once (16 bytes of f32, 8 of f16; q8_0 blocks hold 32 values).
 bool vector_loads(const strata_tensor& k, const strata_tensor& v, int64_t head_dim) {
@@ -74,6 +84,14 @@ Check check_attention(const strata_op& op) {
     return "dst must be [head_dim * n_head, n_tok] = [" + std::to_string(head_dim * n_head) + ", " +
            std::to_string(n_tok) + "]";
   }
+  if (op.i[2] < 0) return "i[2] (sliding window) must be 0 or positive, not " + std::to_string(op.i[2]);
+  if (const strata_tensor* sinks = sinks_of(op)) {
+    if (auto e = format::check_rows(*sinks, "src4 (sinks)", GgmlType::F32)) return e;
+    if (sinks->ne[0] != n_head) {
+      return "src4 (sinks) must hold one logit per q head (" + std::to_string(n_head) + "), not " +
+             std::to_string(sinks->ne[0]);
+    }
+  }
   return std::nullopt;
 }
 
@@ -83,6 +101,7 @@ attention::Operands operands(const strata_op& op) {
   const strata_tensor &q = op.src[0], &k = op.src[1], &v = op.src[2], &pos = op.src[3], &d = op.dst;
   const int64_t head_dim = q.ne[0], n_head = op.i[0], n_kv_head = op.i[1], n_tok = q.ne[2], n_ctx = k.ne[1];
   const int64_t group = n_head / n_kv_head;
+  const strata_tensor* sinks = sinks_of(op);
   return attention::Operands{static_cast<const char*>(q.data),
                              q.nb[1],
                              q.nb[2],
@@ -99,7 +118,9 @@ attention::Operands operands(const strata_op& op) {
                              static_cast<int>(n_tok),
                              static_cast<int>(n_ctx),
                              vector_loads(k, v, head_dim) ? 1 : 0,
-                             static_cast<double>(op.f[0])};
+                             static_cast<double>(op.f[0]),
+                             static_cast<int>(op.i[2]),
+                             sinks != nullptr ? static_cast<const float*>(sinks->data) : nullptr};
 }
 
 attention::Cache cache_of(const strata_op& op) {
