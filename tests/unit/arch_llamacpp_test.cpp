@@ -269,6 +269,30 @@ void hybrid_equals_plain(const std::string& name) {
   }
 }
 
+// A window's logits are the one-token steps' bit for bit (verify windows depend on it), on every backend: with
+// gpt-oss's sliding-window layers, sinks and expert forms, across the window's 16-key band (64 tokens).
+TEST(ArchLlamaCpp, GptOssWindowEqualsOneTokenSteps) {
+  for (const std::string name : {"gpt-oss-tiny-s1", "gpt-oss-yarn-tiny-s1"}) {
+    if (!have(name)) GTEST_SKIP() << arch_dir() << "/" << name << ": not here; skipped";
+    const std::vector<TokenId> tokens =
+        reference(name).at("teacher_forced").at("tokens").get<std::vector<TokenId>>();
+    for (const std::string& backend : strata::test::backends_under_test()) {
+      SCOPED_TRACE(name + " on " + backend);
+      auto e = strata::test::open_engine(arch_dir() + "/" + name + ".gguf", backend, arch_settings());
+      const size_t n_vocab = e->model().hparams().n_vocab;
+      const std::span<const float> window = e->feed_window(0, tokens);
+      const std::vector<float> all(window.begin(), window.end());
+      e->cut(0, 0);
+      size_t differ = 0;
+      for (size_t p = 0; p < tokens.size(); ++p) {
+        const std::span<const float> step = e->feed(0, std::span<const TokenId>(&tokens[p], 1));
+        differ += std::memcmp(step.data(), all.data() + p * n_vocab, n_vocab * sizeof(float)) != 0 ? 1 : 0;
+      }
+      EXPECT_EQ(differ, 0u) << "positions whose logits differ between the window and one-token steps";
+    }
+  }
+}
+
 TEST(ArchLlamaCpp, Glm4MoeHybridEqualsThePlainCpuEngine) { hybrid_equals_plain("glm4moe-tiny-s1"); }
 // gpt-oss: the experts' biases live with the dense weights on the device, the pool reads the file's copy; both the
 // device's MOE_ROUTED and the pool's rows carry the SwiGLU-OAI form; sliding-window layers and sinks on the device.
