@@ -6,9 +6,11 @@
 // and in chunks of 37 and 64 tokens, and compares the bytes. Depths cross many segments (the split path's unit),
 // the capacities give three segment sizes, and the head sizes take every tensor-core tile width (32, 64, 128; 8 is
 // padded) and the portable kernel (256). Every output is also checked against the reference backend (double) by
-// NMSE, so that equal bytes are also right ones.
+// NMSE, so that equal bytes are also right ones. gpt-oss's shapes (backend 1.6) add a sliding window (i[2]; the
+// columns below every checked position's window are poisoned like those past the last) and sinks (src4).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -34,10 +36,13 @@ struct Shape {
   GgmlType cache;
   int64_t head_dim, n_head, n_kv_head, n_ctx;
   int64_t first, count;  // the positions checked: first .. first + count - 1 (the caches hold 0 .. first + count - 1)
+  int32_t window = 0;    // ATTENTION's i[2]: 0, or a sliding window of this many keys
+  bool sinks = false;    // a sink logit per q head (src4)
   std::string describe() const {
     return std::string(cache == GgmlType::F16 ? "f16" : "q8_0") + " head_dim " + std::to_string(head_dim) + ", " +
            std::to_string(n_head) + "/" + std::to_string(n_kv_head) + " heads, n_ctx " + std::to_string(n_ctx) +
-           ", positions " + std::to_string(first) + ".." + std::to_string(first + count - 1);
+           ", positions " + std::to_string(first) + ".." + std::to_string(first + count - 1) +
+           (window > 0 ? ", window " + std::to_string(window) : "") + (sinks ? ", sinks" : "");
   }
 };
 
@@ -71,15 +76,23 @@ class Case {
       k[static_cast<size_t>(i)] = normal(rng);
       v[static_cast<size_t>(i)] = normal(rng);
     }
-    // Columns past the filled ones hold NaN (f16) or huge blocks: a kernel that let them into a sum would show.
-    for (int64_t i = kv_dim * filled; i < kv_dim * s.n_ctx; ++i) {
+    // Columns past the filled ones, and below the first checked position's sliding window, hold NaN (f16) or huge
+    // blocks: a kernel that let them into a sum would show.
+    const auto poison = [&](int64_t i) {
       k[static_cast<size_t>(i)] = s.cache == GgmlType::F16 ? NAN : 60000.0f;
       v[static_cast<size_t>(i)] = k[static_cast<size_t>(i)];
+    };
+    for (int64_t i = kv_dim * filled; i < kv_dim * s.n_ctx; ++i) poison(i);
+    if (s.window > 0) {
+      for (int64_t i = 0; i < kv_dim * std::max<int64_t>(0, s.first - s.window + 1); ++i) poison(i);
     }
     k_host_ = cache_bytes(s.cache, k, kv_dim, s.n_ctx);
     v_host_ = cache_bytes(s.cache, v, kv_dim, s.n_ctx);
     q_host_.resize(static_cast<size_t>(s.head_dim * s.n_head * s.count));
     for (float& x : q_host_) x = normal(rng);
+    // Sinks around the scores' size, so that some outweigh every key and some do not.
+    for (int64_t h = 0; h < s.n_head; ++h) sinks_host_.push_back(1.0f + 2.0f * normal(rng));
+    if (s.sinks) sinks_ = upload(sinks_host_.data(), sinks_host_.size() * sizeof(float));
     k_ = upload(k_host_.data(), k_host_.size());
     v_ = upload(v_host_.data(), v_host_.size());
     q_ = upload(q_host_.data(), q_host_.size() * sizeof(float));
@@ -130,6 +143,8 @@ class Case {
     o.i[0] = static_cast<int32_t>(s_.n_head);
     o.i[1] = static_cast<int32_t>(s_.n_kv_head);
     o.f[0] = 1.0f / std::sqrt(static_cast<float>(s_.head_dim));
+    o.i[2] = s_.window;
+    if (s_.sinks) o.src4 = strata::tensor_f32(k != nullptr ? sinks_host_.data() : sinks_, {s_.n_head});
     return o;
   }
   void* alloc(size_t bytes) {
@@ -147,10 +162,11 @@ class Case {
   strata::DeviceMemory& mem_;
   Shape s_;
   std::vector<unsigned char> k_host_, v_host_;
-  std::vector<float> q_host_;
+  std::vector<float> q_host_, sinks_host_;
   std::vector<int32_t> pos_host_;
   const unsigned char *k_ = nullptr, *v_ = nullptr;
   const float* q_ = nullptr;
+  const float* sinks_ = nullptr;
   const int32_t* pos_ = nullptr;
   float* out_ = nullptr;
   std::vector<void*> buffers_;
@@ -182,6 +198,13 @@ TEST(GpuAttentionWindows, EveryWindowGivesThePromptsBytes) {
       {GgmlType::F16, 32, 4, 4, 1024, 60, 40},         // 32 values a head, no grouping
       {GgmlType::Q8_0, 8, 8, 4, 512, 0, 100},          // stories260K's heads (padded to 32)
       {GgmlType::F16, 256, 4, 2, 1024, 200, 24},       // the portable kernel
+      // gpt-oss (backend 1.6): 64 heads of 64 over 8 kv heads, sliding layers of 128 keys with sinks, full layers
+      // with sinks; and the portable kernel with both.
+      {GgmlType::F16, 64, 64, 8, 4096, 1000, 70, 128, true},
+      {GgmlType::Q8_0, 64, 64, 8, 4096, 0, 300, 128, true},  // the window fills up from the first position
+      {GgmlType::F16, 64, 64, 8, 4096, 500, 60, 0, true},
+      {GgmlType::F16, 64, 64, 8, 4096, 700, 40, 128, false},
+      {GgmlType::F16, 256, 4, 2, 1024, 300, 24, 100, true},
   };
   for (const Shape& s : shapes) {
     SCOPED_TRACE(gpu + ": " + s.describe());
