@@ -6,6 +6,7 @@
 
 #include "pieces.hpp"
 #include "simd.hpp"
+#include "strata/format/expert_form.hpp"
 #include "strata/format/types.hpp"
 #include "vec_math.hpp"
 
@@ -94,13 +95,6 @@ void run_rows(const KernelTable& k, uint32_t type, const void* matrix, int64_t r
   }
 }
 
-STRATA_AVX2 void scale_row(float* row, int64_t n, float w) {
-  const __m256 wv = _mm256_set1_ps(w);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(row + i, _mm256_mul_ps(wv, _mm256_loadu_ps(row + i)));
-  for (; i < n; ++i) row[i] = w * row[i];
-}
-
 STRATA_AVX2 void add_row(float* acc, const float* row, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i), _mm256_loadu_ps(row + i)));
@@ -116,6 +110,7 @@ std::optional<std::string> check_moe_op(const Context& ctx, const strata_moe_op&
     return std::string("expert_ids, weights and token_offsets must be set");
   }
   if (m.token_offsets != nullptr && m.token_offsets[0] != 0) return std::string("token_offsets[0] must be 0");
+  if (auto why = format::check_expert_form(m.form)) return why;
   for (uint32_t e = 0; e < m.n_experts; ++e) {
     if (e > 0 && m.expert_ids[e] <= m.expert_ids[e - 1]) {
       return "expert_ids must be strictly ascending (entry " + std::to_string(e) + " is " +
@@ -189,7 +184,13 @@ void compute_expert_rows(Context& ctx, const strata_moe_op& m, float* rows) {
       for (int64_t t = r.begin; t < r.end; ++t) s.act.quantize(t, m.x + t * n_embd);
     }, small || m.n_tok < pool.parts());
   }
-  // 2. gate and up rows of every expert for its tokens, then SwiGLU on the same rows.
+  // The form's biases are indexed by expert id: a bias row of expert entry e from row r0 on (NULL: none).
+  const strata_expert_form* form = m.form;
+  const bool plain = format::form_is_plain(form);
+  const auto bias_at = [&](const float* bias, uint32_t e, int64_t len, int64_t r0) -> const float* {
+    return bias != nullptr ? bias + static_cast<size_t>(m.expert_ids[e]) * static_cast<size_t>(len) + r0 : nullptr;
+  };
+  // 2. gate and up rows of every expert for its tokens, then (biases and) the activation on the same rows.
   const ExpertPieces in_pieces = cut_experts(m, n_ff, pool.parts(), s.pieces, [&](uint32_t e) {
     return rb(m.weights[e].gate_type, m.n_embd) + rb(m.weights[e].up_type, m.n_embd);
   });
@@ -204,7 +205,16 @@ void compute_expert_rows(Context& ctx, const strata_moe_op& m, float* rows) {
       float* u_out = u + static_cast<size_t>(p0) * n_ff;
       run_rows(k, w.gate_type, w.gate, n_embd, r0, r1, in, np, g_out, n_ff);
       run_rows(k, w.up_type, w.up, n_embd, r0, r1, in, np, u_out, n_ff);
-      for (int t = 0; t < np; ++t) swiglu_row(g_out + t * n_ff + r0, u_out + t * n_ff + r0, g_out + t * n_ff + r0, r1 - r0);
+      if (plain) {
+        for (int t = 0; t < np; ++t) swiglu_row(g_out + t * n_ff + r0, u_out + t * n_ff + r0, g_out + t * n_ff + r0, r1 - r0);
+        return;
+      }
+      const float* bg = bias_at(form->gate_bias, e, n_ff, r0);
+      const float* bu = bias_at(form->up_bias, e, n_ff, r0);
+      for (int t = 0; t < np; ++t) {
+        float* g_row = g_out + t * n_ff + r0;
+        expert_hidden_row(g_row, u_out + t * n_ff + r0, bg, bu, form->activation, form->alpha, form->limit, g_row, r1 - r0);
+      }
     });
   }, small);
   // 3. Q8_1 of the hidden rows.
@@ -215,7 +225,7 @@ void compute_expert_rows(Context& ctx, const strata_moe_op& m, float* rows) {
       for (int64_t p = r.begin; p < r.end; ++p) s.hidden.quantize(p, h + p * n_ff);
     }, small || n_pairs < pool.parts());  // a row each at most: waking the workers would cost more
   }
-  // 4. down rows of every expert for its tokens, each output row times its route weight.
+  // 4. down rows of every expert for its tokens, each output row (plus its bias) times its route weight.
   const ExpertPieces down_pieces =
       cut_experts(m, n_embd, pool.parts(), s.pieces, [&](uint32_t e) { return rb(m.weights[e].down_type, m.n_ff); });
   pool.run(down_pieces.count(), [&](uint32_t piece, unsigned) {
@@ -227,7 +237,8 @@ void compute_expert_rows(Context& ctx, const strata_moe_op& m, float* rows) {
       const MatrixInputs in{h_q + p0, h_f + p0};
       float* out = rows + static_cast<size_t>(p0) * n_embd;
       run_rows(k, w.down_type, w.down, n_ff, r0, r1, in, np, out, n_embd);
-      for (int t = 0; t < np; ++t) scale_row(out + t * n_embd + r0, r1 - r0, m.route_weight[p0 + t]);
+      const float* bd = form != nullptr ? bias_at(form->down_bias, e, n_embd, r0) : nullptr;
+      for (int t = 0; t < np; ++t) bias_scale_row(out + t * n_embd + r0, bd, m.route_weight[p0 + t], r1 - r0);
     });
   }, small);
 }

@@ -1,6 +1,6 @@
 // The experts of one MoE window (strata_moe_op), expert-grouped, with the canonical arithmetic of
-// docs/CANONICAL_ARITHMETIC.md section 3: for each listed expert and its tokens, gate/up -> SwiGLU (exp_c) ->
-// Q8_1 requantization -> down -> weighted row. Shared by the MOE op (which then sums each token's rows in
+// docs/CANONICAL_ARITHMETIC.md section 3: for each listed expert and its tokens, gate/up (+ the form's biases) ->
+// SwiGLU or SwiGLU-OAI (exp_c; moe.form) -> Q8_1 requantization -> down (+ bias) -> weighted row. Shared by the MOE op (which then sums each token's rows in
 // ascending expert id) and the expert pool (which hands back the rows unsummed).
 #pragma once
 

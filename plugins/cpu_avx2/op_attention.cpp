@@ -3,9 +3,12 @@
 // (token, head), in double and rounded to float once (docs/CANONICAL_ARITHMETIC.md section 6, as the
 // reference): s_j = scale * (q . k_j) in the 32-lane order, e_j = exp(s_j - max s), out = (sum_j e_j v_j) /
 // (sum_j e_j) with both sums over ascending j. Heads share kv heads in groups of n_head / n_kv_head. Workers
-// split the (token, head) pairs.
+// split the (token, head) pairs. Backend 1.6 (gpt-oss): i[2] = W > 0 limits token t to columns pos_t - W < j <=
+// pos_t; src4 f32 [n_head] sinks: the max takes sink_h too, and exp(sink_h - max) joins the denominator after
+// the columns (no value row).
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 
 #include "ops.hpp"
@@ -39,6 +42,17 @@ void load_head(const strata_tensor& cache, int64_t j, int64_t kv_head, int64_t h
   }
 }
 
+// The first cache column a token at position `pos` sees: 0, or pos - W + 1 under a sliding window W.
+int64_t first_column(int32_t pos, int64_t window) {
+  return window > 0 ? std::max<int64_t>(0, static_cast<int64_t>(pos) - window + 1) : 0;
+}
+
+// The sinks tensor (src4) when the op's struct_size covers it and it has data, else NULL.
+const strata_tensor* attention_sinks(const strata_op& op) {
+  const bool covered = op.struct_size >= offsetof(strata_op, src4) + sizeof(strata_tensor);
+  return covered && op.src4.data != nullptr ? &op.src4 : nullptr;
+}
+
 }  // namespace
 
 Check check_attention(const strata_op& op) {
@@ -49,6 +63,13 @@ Check check_attention(const strata_op& op) {
   const int64_t head_dim = q.ne[0], n_head = op.i[0], n_kv_head = op.i[1];
   if (n_head <= 0 || n_kv_head <= 0 || n_head % n_kv_head != 0) {
     return "n_head " + std::to_string(n_head) + " must be a positive multiple of n_kv_head " + std::to_string(n_kv_head);
+  }
+  if (op.i[2] < 0) return "i[2] (sliding window) must be 0 (none) or positive, not " + std::to_string(op.i[2]);
+  if (const strata_tensor* s = attention_sinks(op)) {
+    if (auto e = check_rows(*s, "src4 (sinks)", format::GgmlType::F32)) return e;
+    if (s->ne[0] != n_head || row_count(*s) != 1) {
+      return "src4 (sinks) must be one f32 row of n_head = " + std::to_string(n_head) + " values";
+    }
   }
   if (q.ne[1] != n_head || q.ne[3] != 1) return std::string("q must be [head_dim, n_head, n_tok]");
   for (const strata_tensor* c : {&k, &v}) {
@@ -74,6 +95,9 @@ void run_attention(Context& ctx, const strata_op& op) {
   const int64_t head_dim = q.ne[0], n_head = op.i[0], group = n_head / op.i[1], n_tok = q.ne[2];
   const int64_t n_ctx = k.ne[1];
   const double scale = static_cast<double>(op.f[0]);
+  const int64_t window = op.i[2];
+  const strata_tensor* sink_tensor = attention_sinks(op);
+  const auto* sinks = sink_tensor != nullptr ? static_cast<const float*>(sink_tensor->data) : nullptr;
   const auto* p = static_cast<const int32_t*>(pos.data);
   for (int64_t t = 0; t < n_tok; ++t) {
     if (p[t] < 0 || p[t] >= n_ctx) {
@@ -93,20 +117,24 @@ void run_attention(Context& ctx, const strata_op& op) {
     for (int64_t item = begin; item < end; ++item) {
       const int64_t t = item / n_head, h = item % n_head, kvh = h / group;
       const float* qh = row_ptr<const float>(q, t * n_head + h);
-      const int64_t len = static_cast<int64_t>(p[t]) + 1;
+      const int64_t first = first_column(p[t], window);
+      const int64_t len = static_cast<int64_t>(p[t]) + 1 - first;
       for (int64_t j = 0; j < len; ++j) {
-        load_head(k, j, kvh, head_dim, row);
+        load_head(k, first + j, kvh, head_dim, row);
         scores[j] = scale * dot32_d(qh, row, head_dim);
       }
-      const double mx = *std::max_element(scores, scores + len);
+      double mx = *std::max_element(scores, scores + len);
+      const double sink = sinks != nullptr ? static_cast<double>(sinks[h]) : 0.0;
+      if (sinks != nullptr) mx = std::max(mx, sink);
       double total = 0.0;
       for (int64_t j = 0; j < len; ++j) {
         scores[j] = std::exp(scores[j] - mx);
         total = total + scores[j];
       }
+      if (sinks != nullptr) total = total + std::exp(sink - mx);
       std::fill(acc, acc + head_dim, 0.0);
       for (int64_t j = 0; j < len; ++j) {
-        load_head(v, j, kvh, head_dim, row);
+        load_head(v, first + j, kvh, head_dim, row);
         axpy_d(scores[j], row, acc, head_dim);
       }
       div_to_float(acc, total, row_ptr<float>(d, t) + h * head_dim, head_dim);
@@ -117,8 +145,9 @@ void run_attention(Context& ctx, const strata_op& op) {
     body(0, 0, items);
     return;
   }
-  // An item reads a cache prefix: its cost, roughly, the k and v bytes of the longest one.
-  const int64_t longest = *std::max_element(p, p + n_tok) + int64_t{1};
+  // An item reads a run of cache columns: its cost, roughly, the k and v bytes of the longest one.
+  int64_t longest = 1;
+  for (int64_t t = 0; t < n_tok; ++t) longest = std::max(longest, p[t] + int64_t{1} - first_column(p[t], window));
   const uint64_t item_cost = static_cast<uint64_t>(longest) * static_cast<uint64_t>(head_dim) * 2 * sizeof(float);
   const Pieces pieces = cut(items, item_cost, parts);
   ctx.pool().run(pieces.count(), [&](uint32_t piece, unsigned slot) {

@@ -79,7 +79,8 @@ Check check_moe_routed(const Context& ctx, const strata_op& op) {
   const strata_expert_weights types{table.experts, table.experts, table.experts, table.gate_type, table.up_type,
                                     table.down_type, 0};
   const strata_moe_op probe{table.n_embd, table.n_ff, static_cast<uint32_t>(n_tok), 1, &id, &types,
-                            offsets, offsets, nullptr, static_cast<const float*>(op.src[0].data), nullptr};
+                            offsets, offsets, nullptr, static_cast<const float*>(op.src[0].data), nullptr,
+                            table.form};
   return check_moe_op(ctx, probe, false);
 }
 

@@ -2,7 +2,9 @@
 // mode 0 rotates adjacent pairs (x[2i], x[2i+1]), mode 2 (neox) the halves (x[i], x[i + n_rot/2]); values past
 // n_rot are copied. In double, rounded to float once (docs/CANONICAL_ARITHMETIC.md section 6): the angle of
 // pair i is (pos * freq_scale) * rope_inv_freq(i), its sine and cosine sincos_d's, so the bits equal every
-// device's.
+// device's. Backend 1.6's YaRN (f[2] ext_factor, f[3] attn_factor, f[4..5] the correction range): the angle is
+// (pos * pos_scale) * freq_i and sine and cosine are multiplied by mscale, all from format::RopeAngles (without
+// YaRN pos_scale is freq_scale and freq_i rope_inv_freq(i), the arithmetic above).
 #include <vector>
 
 #include "ops.hpp"
@@ -37,17 +39,22 @@ void run_rope(Context& ctx, const strata_op& op) {
   const strata_tensor &x = op.src[0], &pos = op.src[1], &d = op.dst;
   const int64_t head_dim = x.ne[0], n_head = x.ne[1], n_tok = x.ne[2];
   const int mode = op.i[0], n_rot = op.i[1], half = n_rot / 2;
-  const double base = static_cast<double>(op.f[0]), freq_scale = static_cast<double>(op.f[1]);
+  const double base = static_cast<double>(op.f[0]);
+  const format::RopeAngles angles(op.f);
   const auto* positions = static_cast<const int32_t*>(pos.data);
-  std::vector<double> inv_freq(static_cast<size_t>(half));
-  for (int i = 0; i < half; ++i) inv_freq[static_cast<size_t>(i)] = format::rope_inv_freq(base, i, n_rot);
+  std::vector<double> freq(static_cast<size_t>(half));
+  for (int i = 0; i < half; ++i) freq[static_cast<size_t>(i)] = angles.freq(base, i, n_rot);
   for_items(ctx, n_tok, head_dim * n_head * 2, [&](int64_t b, int64_t e) {
     std::vector<double> cos_t(static_cast<size_t>(half)), sin_t(static_cast<size_t>(half));
     for (int64_t t = b; t < e; ++t) {
-      const double p = static_cast<double>(positions[t]) * freq_scale;
+      const double p = static_cast<double>(positions[t]) * angles.pos_scale;
       for (int i = 0; i < half; ++i) {
-        format::sincos_d(p * inv_freq[static_cast<size_t>(i)], &sin_t[static_cast<size_t>(i)],
-                         &cos_t[static_cast<size_t>(i)]);
+        double& s = sin_t[static_cast<size_t>(i)];
+        double& c = cos_t[static_cast<size_t>(i)];
+        format::sincos_d(p * freq[static_cast<size_t>(i)], &s, &c);
+        // Times 1 when attn_factor is 0 or 1: exact, so plain rope keeps its bits.
+        s = s * angles.mscale;
+        c = c * angles.mscale;
       }
       for (int64_t h = 0; h < n_head; ++h) {
         const float* in = row_ptr<const float>(x, t * n_head + h);

@@ -3,7 +3,9 @@
 // exp(e_i - m) summed over ascending i, one division per value. ROUTER: probabilities by softmax or sigmoid
 // (1 / (1 + exp(-x))), selection by probability plus the optional bias, top k by descending score (ties: the lower
 // id first), weights = the selected experts' probabilities, optionally divided by their sum (rank order), times
-// f[0]. The rows are short (experts, attention-sized rows): scalar double with the libm exp.
+// f[0]. Gating 2 (gpt-oss, backend 1.6): the logits themselves select, and the chosen experts' weights are the
+// softmax over their k logits alone, exp(c_j - c_0) / (their sum in rank order), c_0 the first chosen; then the
+// normalising and f[0] as above. The rows are short (experts, attention-sized rows): scalar double with the libm exp.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -29,6 +31,19 @@ void softmax_row(const float* x, double s, double* p, int64_t n) {
     total = total + p[i];
   }
   for (int64_t i = 0; i < n; ++i) p[i] = p[i] / total;
+}
+
+// Gating 2: the chosen experts' logits p[order[0..k)] become their softmax, exp(c_j - c_0) over the sum in rank
+// order (c_0 the first chosen's logit), in double.
+void softmax_chosen(const int32_t* order, int k, double* p) {
+  const double top = p[order[0]];
+  std::vector<double> e(static_cast<size_t>(k));
+  double total = 0.0;
+  for (int j = 0; j < k; ++j) {
+    e[static_cast<size_t>(j)] = std::exp(p[order[j]] - top);
+    total = total + e[static_cast<size_t>(j)];
+  }
+  for (int j = 0; j < k; ++j) p[order[j]] = e[static_cast<size_t>(j)] / total;
 }
 
 }  // namespace
@@ -62,7 +77,9 @@ Check check_router(const strata_op& op) {
   const int k = op.i[0];
   const int64_t n_expert = logits.ne[0];
   if (k <= 0 || k > n_expert) return "k " + std::to_string(k) + " must be within 1.." + std::to_string(n_expert);
-  if (op.i[1] != 0 && op.i[1] != 1) return "gating " + std::to_string(op.i[1]) + " (known: 0 softmax, 1 sigmoid)";
+  if (op.i[1] < 0 || op.i[1] > 2) {
+    return "gating " + std::to_string(op.i[1]) + " (known: 0 softmax, 1 sigmoid, 2 softmax over the chosen)";
+  }
   if (ids.ne[0] != k || ids.ne[1] != logits.ne[1] || weights.ne[0] != k || weights.ne[1] != logits.ne[1]) {
     return std::string("dst and src2 must be [k, n_tok]");
   }
@@ -76,7 +93,8 @@ Check check_router(const strata_op& op) {
 void run_router(Context& ctx, const strata_op& op) {
   const strata_tensor &logits = op.src[0], &bias = op.src[1], &weights = op.src[2], &ids = op.dst;
   const int k = op.i[0];
-  const bool sigmoid = op.i[1] == 1, normalize = op.i[2] != 0;
+  const int gating = op.i[1];
+  const bool normalize = op.i[2] != 0;
   const double wscale = static_cast<double>(op.f[0]);
   const int64_t n = logits.ne[0];
   const auto* b = static_cast<const float*>(bias.data);
@@ -85,8 +103,10 @@ void run_router(Context& ctx, const strata_op& op) {
     std::vector<int32_t> order(static_cast<size_t>(n));
     for (int64_t t = lo; t < hi; ++t) {
       const float* x = row_ptr<const float>(logits, t);
-      if (sigmoid) {
+      if (gating == 1) {
         for (int64_t i = 0; i < n; ++i) prob[static_cast<size_t>(i)] = 1.0 / (1.0 + std::exp(-static_cast<double>(x[i])));
+      } else if (gating == 2) {
+        for (int64_t i = 0; i < n; ++i) prob[static_cast<size_t>(i)] = static_cast<double>(x[i]);
       } else {
         softmax_row(x, 1.0, prob.data(), n);
       }
@@ -99,6 +119,7 @@ void run_router(Context& ctx, const strata_op& op) {
         const double sa = rank_key(score[static_cast<size_t>(a)]), sc = rank_key(score[static_cast<size_t>(c)]);
         return sa > sc || (sa == sc && a < c);
       });
+      if (gating == 2) softmax_chosen(order.data(), k, prob.data());
       int32_t* id_out = row_ptr<int32_t>(ids, t);
       float* w_out = row_ptr<float>(weights, t);
       double sum = 0.0;

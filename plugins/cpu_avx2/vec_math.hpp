@@ -72,8 +72,25 @@ STRATA_INLINE_AVX2 __m256 silu_c8(__m256 x) {
 
 STRATA_INLINE_AVX2 __m256 swiglu_c8(__m256 g, __m256 u) { return _mm256_mul_ps(silu_c8(g), u); }
 
+// format::swiglu_oai_c lane for lane: gc = min(g, limit), uc = clamp(u, -limit, limit), then
+// (gc / (1 + exp_c(-(alpha * gc)))) * (uc + 1). min_ps(a, b) is `a < b ? a : b` and max_ps(a, b) `a > b ? a : b`,
+// the scalar ternaries exactly: with the bound first, a NaN g or u fails the comparison and passes through.
+STRATA_INLINE_AVX2 __m256 swiglu_oai_c8(__m256 g, __m256 u, __m256 alpha, __m256 limit, __m256 neg_limit) {
+  const __m256 gc = _mm256_min_ps(limit, g);
+  const __m256 uc = _mm256_min_ps(limit, _mm256_max_ps(neg_limit, u));
+  const __m256 e = exp_c8(_mm256_xor_ps(_mm256_mul_ps(alpha, gc), _mm256_set1_ps(-0.0f)));
+  const __m256 s = _mm256_div_ps(gc, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+  return _mm256_mul_ps(s, _mm256_add_ps(uc, _mm256_set1_ps(1.0f)));
+}
+
 // swiglu over n floats: out[i] = silu_c(g[i]) * u[i] (out may alias g or u).
 STRATA_AVX2 void swiglu_row(const float* g, const float* u, float* out, int64_t n);
+// An expert's hidden row (strata_expert_form): out[i] = act(g[i] + bg[i], u[i] + bu[i]), each bias added only when
+// given (NULL: none); act SwiGLU (activation 0) or SwiGLU-OAI with alpha and limit (1). out may alias g or u.
+STRATA_AVX2 void expert_hidden_row(const float* g, const float* u, const float* bg, const float* bu, uint32_t activation,
+                                   float alpha, float limit, float* out, int64_t n);
+// row[i] = w * (row[i] + b[i]): a down row's bias (b may be NULL: w * row[i]) and its route weight.
+STRATA_AVX2 void bias_scale_row(float* row, const float* b, float w, int64_t n);
 // exp_c over n floats.
 STRATA_AVX2 void exp_row(const float* x, float* out, int64_t n);
 
