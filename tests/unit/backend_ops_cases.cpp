@@ -164,16 +164,54 @@ struct MulMatCase : OpCase {
   }
 };
 
+// An expert form of a case (backend 1.6, strata_expert_form): none, gpt-oss's SwiGLU-OAI (alpha 1.702, limit 7)
+// with gate, up and down biases, the same with a NaN in one gate bias and one up bias (the clamps must keep a NaN
+// g or u: a min or max with the operands the other way round turns it into the limit), or plain SwiGLU with the
+// three biases only.
+enum class Form { None, OaiBiases, OaiNan, Biases };
+
+const char* form_name(Form f) {
+  return f == Form::OaiBiases ? "oai_biases" : f == Form::OaiNan ? "oai_biases_nan" : "biases";
+}
+
+// The form's biases cover expert ids 0..n_expert-1. Gate and up biases of sigma 6 put many g and u past +-7, so
+// SwiGLU-OAI's clamps are hit on both sides (and g's upper one); down biases are of the rows' own scale.
+const strata_expert_form* make_form(Form f, Instance& inst, std::mt19937& rng, int64_t n_embd, int64_t n_ff,
+                                    uint32_t n_expert) {
+  if (f == Form::None) return nullptr;
+  strata_expert_form form{};
+  form.activation = f == Form::Biases ? STRATA_EXPERT_SWIGLU : STRATA_EXPERT_SWIGLU_OAI;
+  form.alpha = 1.702f;
+  form.limit = 7.0f;
+  std::vector<float> gate = normal_floats(rng, static_cast<size_t>(n_ff) * n_expert, 6.0f);
+  std::vector<float> up = normal_floats(rng, static_cast<size_t>(n_ff) * n_expert, 6.0f);
+  if (f == Form::OaiNan) {
+    // Expert 4's row 3 (g) and expert 5's row 7 (u): ids the MOE cases list.
+    gate[static_cast<size_t>(4 * n_ff + 3)] = std::numeric_limits<float>::quiet_NaN();
+    up[static_cast<size_t>(5 * n_ff + 7)] = std::numeric_limits<float>::quiet_NaN();
+  }
+  form.gate_bias = inst.keep(std::move(gate));
+  form.up_bias = inst.keep(std::move(up));
+  form.down_bias = inst.keep(normal_floats(rng, static_cast<size_t>(n_embd) * n_expert, 0.5f));
+  return inst.keep(std::vector<strata_expert_form>{form});
+}
+
 struct MoeCase : OpCase {
   GgmlType in_type, down_type;
   int64_t n_embd, n_ff, n_tok, k;
   bool with_rows;
-  MoeCase(GgmlType in, GgmlType down, int64_t embd, int64_t ff, int64_t tok, int64_t top_k, bool rows)
-      : in_type(in), down_type(down), n_embd(embd), n_ff(ff), n_tok(tok), k(top_k), with_rows(rows) {}
+  Form form;
+  MoeCase(GgmlType in, GgmlType down, int64_t embd, int64_t ff, int64_t tok, int64_t top_k, bool rows,
+          Form f = Form::None)
+      : in_type(in), down_type(down), n_embd(embd), n_ff(ff), n_tok(tok), k(top_k), with_rows(rows), form(f) {}
   std::string vars() const override {
-    return vars_of("MOE", kv("gate_up", tname(in_type)), kv("down", tname(down_type)), kv("n_embd", n_embd),
-                   kv("n_ff", n_ff), kv("n_tok", n_tok), kv("k", k), kv("rows", with_rows ? "yes" : "no"));
+    std::string v = vars_of("MOE", kv("gate_up", tname(in_type)), kv("down", tname(down_type)), kv("n_embd", n_embd),
+                            kv("n_ff", n_ff), kv("n_tok", n_tok), kv("k", k), kv("rows", with_rows ? "yes" : "no"));
+    if (form != Form::None) v.insert(v.size() - 1, "," + kv("form", form_name(form)));
+    return v;
   }
+  // A NaN bias makes its experts' rows NaN: compared by value (NaN at the same places), no error allowed.
+  double max_nmse() const override { return 0.0; }
   Instance build(std::mt19937& rng) const override {
     Instance inst;
     // Six listed experts out of 16 ids (ascending); the last one gets no tokens.
@@ -213,8 +251,10 @@ struct MoeCase : OpCase {
     m.token_index = inst.keep(index);
     m.route_weight = inst.keep(route);
     m.x = inst.keep(normal_floats(rng, static_cast<size_t>(n_embd * n_tok)));
-    inst.outputs.push_back(f32_output("dst", n_embd * n_tok, Compare::Bytes));
-    if (with_rows) inst.outputs.push_back(f32_output("moe.rows", n_embd * static_cast<int64_t>(index.size()), Compare::Bytes));
+    m.form = make_form(form, inst, rng, n_embd, n_ff, 16);
+    const Compare cmp = form == Form::OaiNan ? Compare::Nmse : Compare::Bytes;
+    inst.outputs.push_back(f32_output("dst", n_embd * n_tok, cmp));
+    if (with_rows) inst.outputs.push_back(f32_output("moe.rows", n_embd * static_cast<int64_t>(index.size()), cmp));
     // Each bind gets its own descriptor (with its own rows pointer) at a stable address.
     auto bound_ops = std::make_shared<std::deque<strata_moe_op>>();
     inst.owned.push_back(bound_ops);
@@ -258,9 +298,11 @@ struct MoeRoutedCase : OpCase {
   bool repeats;
   Precomputed pre;
   RoutedOut out;
+  Form form;
   MoeRoutedCase(GgmlType in, GgmlType down, int64_t embd, int64_t ff, int64_t tok, int64_t top_k, bool rep = false,
-                Precomputed p = Precomputed::None, RoutedOut o = RoutedOut::Sums)
-      : in_type(in), down_type(down), n_embd(embd), n_ff(ff), n_tok(tok), k(top_k), repeats(rep), pre(p), out(o) {}
+                Precomputed p = Precomputed::None, RoutedOut o = RoutedOut::Sums, Form f = Form::None)
+      : in_type(in), down_type(down), n_embd(embd), n_ff(ff), n_tok(tok), k(top_k), repeats(rep), pre(p), out(o),
+        form(f) {}
   std::string vars() const override {
     std::string v = vars_of("MOE_ROUTED", kv("gate_up", tname(in_type)), kv("down", tname(down_type)),
                             kv("n_embd", n_embd), kv("n_ff", n_ff), kv("n_tok", n_tok), kv("k", k));
@@ -269,6 +311,7 @@ struct MoeRoutedCase : OpCase {
     if (pre == Precomputed::EveryThird) v.insert(v.size() - 1, std::string(",") + null_entries + "=every_third");
     if (pre == Precomputed::FirstToken) v.insert(v.size() - 1, std::string(",") + null_entries + "=first_token");
     if (out == RoutedOut::Rows) v.insert(v.size() - 1, ",out=rows");
+    if (form != Form::None) v.insert(v.size() - 1, "," + kv("form", form_name(form)));
     return v;
   }
   Instance build(std::mt19937& rng) const override {
@@ -308,7 +351,8 @@ struct MoeRoutedCase : OpCase {
                             : inst.keep(normal_floats(rng, static_cast<size_t>(n_embd * k * n_tok)));
     strata_expert_table table{static_cast<uint32_t>(n_embd), static_cast<uint32_t>(n_ff), kExperts,
                               static_cast<uint32_t>(in_type), static_cast<uint32_t>(in_type),
-                              static_cast<uint32_t>(down_type), inst.keep(entries)};
+                              static_cast<uint32_t>(down_type), inst.keep(entries), nullptr};
+    table.form = make_form(form, inst, rng, n_embd, n_ff, kExperts);
     const strata_expert_table* t = inst.keep(std::vector<strata_expert_table>{table});
     const int32_t* id_data = inst.keep(ids);
     const float* w_data = inst.keep(route);
@@ -444,20 +488,36 @@ struct ElementwiseCase : OpCase {
   }
 };
 
+// ROPE's frequencies: f[0] freq_base, f[1] freq_scale, and backend 1.6's YaRN f[2] ext_factor, f[3] attn_factor,
+// f[4..5] the correction range. The default is the plain rope of the cases before YaRN.
+struct RopeFreqs {
+  float base = 1000000.0f, freq_scale = 1.0f, ext = 0.0f, attn = 0.0f, lo = 0.0f, hi = 0.0f;
+  bool yarn() const { return ext != 0.0f || attn != 0.0f; }
+};
+
 struct RopeCase : OpCase {
   int mode;
   int64_t head_dim, n_head, n_tok;
   int n_rot;
   uint32_t max_pos;  // positions below it
-  RopeCase(int m, int64_t hd, int64_t nh, int64_t nt, int nr, uint32_t mp = 40000)
-      : mode(m), head_dim(hd), n_head(nh), n_tok(nt), n_rot(nr), max_pos(mp) {}
+  RopeFreqs freqs;
+  RopeCase(int m, int64_t hd, int64_t nh, int64_t nt, int nr, uint32_t mp = 40000, RopeFreqs fr = {})
+      : mode(m), head_dim(hd), n_head(nh), n_tok(nt), n_rot(nr), max_pos(mp), freqs(fr) {}
   std::string vars() const override {
+    std::string v;
     if (max_pos != 40000) {
-      return vars_of("ROPE", kv("mode", mode), kv("head_dim", head_dim), kv("n_head", n_head), kv("n_tok", n_tok),
-                     kv("n_rot", n_rot), kv("max_pos", max_pos));
+      v = vars_of("ROPE", kv("mode", mode), kv("head_dim", head_dim), kv("n_head", n_head), kv("n_tok", n_tok),
+                  kv("n_rot", n_rot), kv("max_pos", max_pos));
+    } else {
+      v = vars_of("ROPE", kv("mode", mode), kv("head_dim", head_dim), kv("n_head", n_head), kv("n_tok", n_tok),
+                  kv("n_rot", n_rot));
     }
-    return vars_of("ROPE", kv("mode", mode), kv("head_dim", head_dim), kv("n_head", n_head), kv("n_tok", n_tok),
-                   kv("n_rot", n_rot));
+    if (freqs.yarn()) {
+      v.insert(v.size() - 1, "," + vars_of("yarn", kv("base", freqs.base), kv("freq_scale", freqs.freq_scale),
+                                           kv("ext", freqs.ext), kv("attn", freqs.attn), kv("lo", freqs.lo),
+                                           kv("hi", freqs.hi)));
+    }
+    return v;
   }
   // Canonical (section 6: host-side inverse frequencies, sincos_d): the bytes must match. A GPU's float rope
   // (float-float angle, rope_sincos_f) is within a few ulp: NMSE.
@@ -472,6 +532,7 @@ struct RopeCase : OpCase {
     inst.outputs.push_back(float_op(f32_output("dst", head_dim * n_head * n_tok, Compare::Bytes), Compare::Nmse));
     const int md = mode, nr = n_rot;
     const int64_t hd = head_dim, nh = n_head, nt = n_tok;
+    const RopeFreqs fr = freqs;
     inst.bind = [=](const std::vector<void*>& out) {
       strata_op op{};
       op.struct_size = sizeof op;
@@ -481,8 +542,12 @@ struct RopeCase : OpCase {
       op.dst = tensor_f32(static_cast<float*>(out[0]), {hd, nh, nt});
       op.i[0] = md;
       op.i[1] = nr;
-      op.f[0] = 1000000.0f;
-      op.f[1] = 1.0f;
+      op.f[0] = fr.base;
+      op.f[1] = fr.freq_scale;
+      op.f[2] = fr.ext;
+      op.f[3] = fr.attn;
+      op.f[4] = fr.lo;
+      op.f[5] = fr.hi;
       return op;
     };
     return inst;
@@ -598,19 +663,32 @@ struct KvStoreCase : OpCase {
   }
 };
 
+// Backend 1.6 (gpt-oss): a sliding window (i[2]) and per-head sink logits (src4).
+struct AttentionExtras {
+  int64_t window = 0;  // 0: none
+  bool sinks = false;
+};
+
 struct AttentionCase : OpCase {
   GgmlType type;
   int64_t head_dim, n_head, n_kv_head, n_ctx, n_tok;
   int64_t first;  // the tokens' positions first, first + 1, ...; negative: see build
-  AttentionCase(GgmlType t, int64_t hd, int64_t nh, int64_t nkv, int64_t nc, int64_t nt, int64_t f = -1)
-      : type(t), head_dim(hd), n_head(nh), n_kv_head(nkv), n_ctx(nc), n_tok(nt), first(f) {}
+  AttentionExtras extras;
+  AttentionCase(GgmlType t, int64_t hd, int64_t nh, int64_t nkv, int64_t nc, int64_t nt, int64_t f = -1,
+                AttentionExtras x = {})
+      : type(t), head_dim(hd), n_head(nh), n_kv_head(nkv), n_ctx(nc), n_tok(nt), first(f), extras(x) {}
   std::string vars() const override {
+    std::string v;
     if (first >= 0) {
-      return vars_of("ATTENTION", kv("cache", tname(type)), kv("head_dim", head_dim), kv("n_head", n_head),
-                     kv("n_kv_head", n_kv_head), kv("n_ctx", n_ctx), kv("n_tok", n_tok), kv("first", first));
+      v = vars_of("ATTENTION", kv("cache", tname(type)), kv("head_dim", head_dim), kv("n_head", n_head),
+                  kv("n_kv_head", n_kv_head), kv("n_ctx", n_ctx), kv("n_tok", n_tok), kv("first", first));
+    } else {
+      v = vars_of("ATTENTION", kv("cache", tname(type)), kv("head_dim", head_dim), kv("n_head", n_head),
+                  kv("n_kv_head", n_kv_head), kv("n_ctx", n_ctx), kv("n_tok", n_tok));
     }
-    return vars_of("ATTENTION", kv("cache", tname(type)), kv("head_dim", head_dim), kv("n_head", n_head),
-                   kv("n_kv_head", n_kv_head), kv("n_ctx", n_ctx), kv("n_tok", n_tok));
+    if (extras.window > 0) v.insert(v.size() - 1, "," + kv("window", extras.window));
+    if (extras.sinks) v.insert(v.size() - 1, ",sinks=yes");
+    return v;
   }
   // Double rounded once (section 6), but not bytes: a device may order the double sums differently and its libm
   // exp may differ in the last bit; either moves a float only next to a rounding boundary (a last-bit difference
@@ -630,9 +708,12 @@ struct AttentionCase : OpCase {
     }
     if (first < 0) pos[0] = 2;
     const int32_t* ps = inst.keep(pos);
+    // Sinks around the scores' scale (|s| of a few units): some heads' sinks dominate, some hardly count.
+    const float* sinks = extras.sinks ? inst.keep(normal_floats(rng, static_cast<size_t>(n_head), 3.0f)) : nullptr;
     inst.outputs.push_back(f32_output("dst", head_dim * n_head * n_tok, Compare::Nmse));
     const GgmlType t = type;
     const int64_t hd = head_dim, nh = n_head, nkv = n_kv_head, nc = n_ctx, nt = n_tok;
+    const int32_t window = static_cast<int32_t>(extras.window);
     inst.bind = [=](const std::vector<void*>& out) {
       strata_op op{};
       op.struct_size = sizeof op;
@@ -644,6 +725,8 @@ struct AttentionCase : OpCase {
       op.dst = tensor_f32(static_cast<float*>(out[0]), {hd * nh, nt});
       op.i[0] = static_cast<int32_t>(nh);
       op.i[1] = static_cast<int32_t>(nkv);
+      op.i[2] = window;
+      if (sinks != nullptr) op.src4 = tensor_f32(sinks, {nh});
       op.f[0] = 1.0f / std::sqrt(static_cast<float>(hd));
       return op;
     };
@@ -655,10 +738,11 @@ struct AttentionCase : OpCase {
 // are recomputed here in double: the backend's expert at rank j must score within kRouterTie of the reference's
 // expert at rank j (so wherever neighbouring scores are further apart than float error, the ids are exactly the
 // reference's, and only near-ties may swap), every id in range and once; its weights compare by NMSE with the
-// double formula applied to the experts it chose (p_e [/ the chosen p summed in rank order] * factor).
+// double formula applied to the experts it chose (p_e [/ the chosen p summed in rank order] * factor). Gating 2:
+// the scores are the logits (plus bias) and p of the chosen is the softmax over their logits alone.
 constexpr double kRouterTie = 1e-5;  // float error of a score is about 1e-7
 
-std::string router_float_check(const float* l, const float* bias, int64_t ne, int64_t k, int64_t nt, bool sigmoid,
+std::string router_float_check(const float* l, const float* bias, int64_t ne, int64_t k, int64_t nt, int gating,
                                bool normalize, float factor, const std::vector<unsigned char>& want_ids,
                                const std::vector<unsigned char>& got_ids, const std::vector<unsigned char>& got_w) {
   std::vector<int32_t> want(static_cast<size_t>(k * nt)), got(static_cast<size_t>(k * nt));
@@ -669,8 +753,10 @@ std::string router_float_check(const float* l, const float* bias, int64_t ne, in
   for (int64_t t = 0; t < nt; ++t) {
     const float* row = l + t * ne;
     std::vector<double> p(static_cast<size_t>(ne)), s(static_cast<size_t>(ne));
-    if (sigmoid) {
+    if (gating == 1) {
       for (int64_t e = 0; e < ne; ++e) p[e] = 1.0 / (1.0 + std::exp(-static_cast<double>(row[e])));
+    } else if (gating == 2) {
+      for (int64_t e = 0; e < ne; ++e) p[e] = static_cast<double>(row[e]);
     } else {
       double m = -std::numeric_limits<double>::infinity(), total = 0.0;
       for (int64_t e = 0; e < ne; ++e) m = std::max(m, static_cast<double>(row[e]));
@@ -692,8 +778,16 @@ std::string router_float_check(const float* l, const float* bias, int64_t ne, in
         return at.str();
       }
       swapped += g != r;
-      norm += p[g];
     }
+    if (gating == 2) {
+      // The chosen experts' weights: the softmax over their logits.
+      const double top = p[got[t * k]];
+      std::vector<double> e(static_cast<size_t>(k));
+      double total = 0.0;
+      for (int64_t j = 0; j < k; ++j) total += (e[j] = std::exp(p[got[t * k + j]] - top));
+      for (int64_t j = 0; j < k; ++j) p[got[t * k + j]] = e[j] / total;
+    }
+    for (int64_t j = 0; j < k; ++j) norm += p[got[t * k + j]];
     for (int64_t j = 0; j < k; ++j) {
       const double v = p[got[t * k + j]];
       expect[t * k + j] = static_cast<float>((normalize ? v / norm : v) * static_cast<double>(factor));
@@ -711,12 +805,15 @@ struct RouterCase : OpCase {
   int64_t n_expert, k, n_tok;
   int gating;
   bool normalize, bias;
-  RouterCase(int64_t ne, int64_t k_, int64_t nt, int g, bool n, bool b)
-      : n_expert(ne), k(k_), n_tok(nt), gating(g), normalize(n), bias(b) {}
+  bool ties;  // every token's logits tie across the choice's edge (ranks k-1 and k) and within it (ranks 0 and 1)
+  RouterCase(int64_t ne, int64_t k_, int64_t nt, int g, bool n, bool b, bool t = false)
+      : n_expert(ne), k(k_), n_tok(nt), gating(g), normalize(n), bias(b), ties(t) {}
   std::string vars() const override {
-    return vars_of("ROUTER", kv("n_expert", n_expert), kv("k", k), kv("n_tok", n_tok),
-                   kv("gating", gating == 0 ? "softmax" : "sigmoid"), kv("normalize", normalize ? "yes" : "no"),
-                   kv("bias", bias ? "yes" : "no"));
+    const char* gate = gating == 0 ? "softmax" : gating == 1 ? "sigmoid" : "softmax_of_chosen";
+    std::string v = vars_of("ROUTER", kv("n_expert", n_expert), kv("k", k), kv("n_tok", n_tok), kv("gating", gate),
+                            kv("normalize", normalize ? "yes" : "no"), kv("bias", bias ? "yes" : "no"));
+    if (ties) v.insert(v.size() - 1, ",ties=yes");
+    return v;
   }
   // Double rounded once (section 6), but not bytes: a device may order the double sums differently and its libm
   // exp may differ in the last bit; either moves a float only next to a rounding boundary (a last-bit difference
@@ -724,7 +821,19 @@ struct RouterCase : OpCase {
   double max_nmse() const override { return 1e-16; }
   Instance build(std::mt19937& rng) const override {
     Instance inst;
-    const float* l = inst.keep(normal_floats(rng, static_cast<size_t>(n_expert * n_tok), 2.0f));
+    std::vector<float> logits = normal_floats(rng, static_cast<size_t>(n_expert * n_tok), 2.0f);
+    if (ties) {
+      // Each token's logit at rank k-1 copied to its rank k (the lower id must win) and rank 0's to rank 1.
+      for (int64_t t = 0; t < n_tok; ++t) {
+        float* row = logits.data() + t * n_expert;
+        std::vector<int64_t> rank(static_cast<size_t>(n_expert));
+        for (int64_t e = 0; e < n_expert; ++e) rank[static_cast<size_t>(e)] = e;
+        std::sort(rank.begin(), rank.end(), [&](int64_t a, int64_t b) { return row[a] > row[b]; });
+        row[rank[static_cast<size_t>(k)]] = row[rank[static_cast<size_t>(k - 1)]];
+        row[rank[1]] = row[rank[0]];
+      }
+    }
+    const float* l = inst.keep(logits);
     const float* b = bias ? inst.keep(normal_floats(rng, static_cast<size_t>(n_expert), 0.1f)) : nullptr;
     Output ids;
     ids.name = "dst (ids)";
@@ -735,7 +844,7 @@ struct RouterCase : OpCase {
     const int g = gating, norm = normalize ? 1 : 0;
     inst.float_check = [=](const std::vector<std::vector<unsigned char>>& want,
                            const std::vector<std::vector<unsigned char>>& got) {
-      return router_float_check(l, b, ne, kk, nt, g == 1, norm != 0, 2.5f, want[0], got[0], got[1]);
+      return router_float_check(l, b, ne, kk, nt, g, norm != 0, 2.5f, want[0], got[0], got[1]);
     };
     inst.bind = [=](const std::vector<void*>& out) {
       strata_op op{};
@@ -967,6 +1076,58 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
   // keeps it in float-float). At the end, so the cases before keep their seeds.
   c.push_back(std::make_shared<RopeCase>(2, 128, 4, 6, 128, 262145));
   c.push_back(std::make_shared<RopeCase>(0, 64, 2, 5, 64, 262145));
+  // Backend 1.6 (gpt-oss), after the cases before so that their seeds stay. Attention with a sliding window of 16
+  // over 40 positions (token 0 at position 2, inside its window's start), a window longer than every position,
+  // per-head sinks alone and with either window, on each cache type; then a prefill window whose every token's
+  // window starts at another column (gpt-oss: 64 heads over 8 kv heads, head_dim 64).
+  for (GgmlType t : {GgmlType::F16, GgmlType::Q8_0, GgmlType::F32}) {
+    c.push_back(std::make_shared<AttentionCase>(t, 64, 4, 2, 40, 6, -1, AttentionExtras{16, false}));
+    c.push_back(std::make_shared<AttentionCase>(t, 64, 4, 2, 40, 6, -1, AttentionExtras{64, false}));
+    c.push_back(std::make_shared<AttentionCase>(t, 64, 4, 2, 40, 6, -1, AttentionExtras{0, true}));
+    c.push_back(std::make_shared<AttentionCase>(t, 64, 4, 2, 40, 6, -1, AttentionExtras{16, true}));
+    c.push_back(std::make_shared<AttentionCase>(t, 64, 4, 2, 40, 6, -1, AttentionExtras{64, true}));
+  }
+  c.push_back(std::make_shared<AttentionCase>(GgmlType::F16, 64, 64, 8, 300, 40, 0, AttentionExtras{16, true}));
+  c.push_back(std::make_shared<AttentionCase>(GgmlType::F16, 64, 8, 1, 2000, 3, 1990, AttentionExtras{128, true}));
+  // YaRN: gpt-oss-like (neox, n_rot 32 of head_dim 64, base 150000, freq_scale 1/32, ext 1, attn_factor 1.3466,
+  // correction range 4..9) and deepseek-like (adjacent pairs, n_rot 16, base 10000, freq_scale 1/40, range 2..6,
+  // attn_factor 1), positions up to 4096; and attn_factor alone (ext 0).
+  c.push_back(std::make_shared<RopeCase>(2, 64, 4, 6, 32, 4096, RopeFreqs{150000.0f, 1.0f / 32, 1.0f, 1.3466f, 4.0f, 9.0f}));
+  c.push_back(std::make_shared<RopeCase>(0, 16, 5, 6, 16, 4096, RopeFreqs{10000.0f, 1.0f / 40, 1.0f, 1.0f, 2.0f, 6.0f}));
+  c.push_back(std::make_shared<RopeCase>(2, 64, 3, 4, 64, 4096, RopeFreqs{10000.0f, 0.5f, 0.0f, 1.25f, 0.0f, 0.0f}));
+  // Gating 2 (gpt-oss's router: the logits choose, the weights are the softmax over the k chosen): 4 of 12 with and
+  // without ties, normalised and with a selection bias, and gpt-oss-20b's 4 of 32.
+  c.push_back(std::make_shared<RouterCase>(12, 4, 5, 2, false, false));
+  c.push_back(std::make_shared<RouterCase>(12, 4, 5, 2, false, false, true));
+  c.push_back(std::make_shared<RouterCase>(12, 4, 5, 2, true, true, true));
+  c.push_back(std::make_shared<RouterCase>(32, 4, 3, 2, false, false));
+  // Expert forms: SwiGLU-OAI with all three biases over float and quantized experts (F32 with partial vectors of
+  // rows, MXFP4 as gpt-oss ships, Q8_0, Q4_K), and the biases alone; on MOE (rows out too) and MOE_ROUTED (sums,
+  // precomputed rows, rows out).
+  const Form oai = Form::OaiBiases;
+  const std::pair<GgmlType, GgmlType> form_types[] = {{GgmlType::MXFP4, GgmlType::MXFP4},
+                                                      {GgmlType::Q8_0, GgmlType::Q8_0},
+                                                      {GgmlType::Q4_K, GgmlType::Q4_K}};
+  c.push_back(std::make_shared<MoeCase>(GgmlType::F32, GgmlType::F32, 203, 90, 5, 3, true, oai));
+  for (const auto& [in, down] : form_types) c.push_back(std::make_shared<MoeCase>(in, down, 512, 256, 7, 3, true, oai));
+  c.push_back(std::make_shared<MoeCase>(GgmlType::Q4_K, GgmlType::Q6_K, 512, 256, 5, 2, false, Form::Biases));
+  c.push_back(std::make_shared<MoeCase>(GgmlType::F32, GgmlType::F32, 203, 90, 7, 4, true, Form::OaiNan));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::F32, GgmlType::F32, 203, 90, 6, 4, false, Precomputed::None,
+                                              RoutedOut::Sums, oai));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::MXFP4, GgmlType::MXFP4, 256, 160, 1, 4, false,
+                                              Precomputed::None, RoutedOut::Sums, oai));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::MXFP4, GgmlType::MXFP4, 256, 160, 40, 4, false,
+                                              Precomputed::None, RoutedOut::Sums, oai));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q8_0, GgmlType::Q8_0, 256, 96, 4, 5, true, Precomputed::None,
+                                              RoutedOut::Sums, oai));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q4_K, 512, 256, 33, 4, false,
+                                              Precomputed::None, RoutedOut::Sums, oai));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q4_K, 512, 256, 8, 4, false, every_third,
+                                              RoutedOut::Sums, oai));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::MXFP4, GgmlType::MXFP4, 256, 160, 20, 3, false, every_third,
+                                              rows, oai));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q8_0, GgmlType::Q8_0, 256, 96, 4, 5, true, Precomputed::None,
+                                              RoutedOut::Sums, Form::Biases));
   return c;
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <exception>
 #include <sstream>
@@ -181,12 +182,19 @@ class DeviceMirror {
     for (strata_tensor& t : op.src) {
       if (t.data != nullptr && !is_output(t.data)) t.data = upload(t.data, extent(t));
     }
+    // Backend 1.6: ATTENTION's sinks.
+    if (op.struct_size >= offsetof(strata_op, src4) + sizeof(strata_tensor) && op.src4.data != nullptr) {
+      op.src4.data = upload(op.src4.data, extent(op.src4));
+    }
     if (op.kind == STRATA_OP_MOE && op.extra != nullptr) {
       moe_ = *static_cast<const strata_moe_op*>(op.extra);
       weights_.assign(moe_.weights, moe_.weights + moe_.n_experts);
       for (strata_expert_weights& w : weights_) w = mirror_expert(w, moe_.n_embd, moe_.n_ff);
       moe_.weights = weights_.data();
       moe_.x = static_cast<const float*>(upload(moe_.x, sizeof(float) * moe_.n_embd * moe_.n_tok));
+      // The form's biases are indexed by expert id: as many experts as the largest listed id needs.
+      const uint32_t n_ids = moe_.n_experts > 0 ? moe_.expert_ids[moe_.n_experts - 1] + 1 : 0;
+      moe_.form = mirror_form(moe_.form, moe_.n_embd, moe_.n_ff, n_ids);
       op.extra = &moe_;  // the pair lists stay in host memory (plugin_api.h); rows was bound to the device
     }
     if (op.kind == STRATA_OP_MOE_ROUTED && op.extra != nullptr) {
@@ -195,6 +203,7 @@ class DeviceMirror {
       for (strata_expert_weights& w : weights_) w = mirror_expert(w, table_.n_embd, table_.n_ff);
       table_.experts = static_cast<const strata_expert_weights*>(
           upload(weights_.data(), weights_.size() * sizeof(strata_expert_weights)));
+      table_.form = mirror_form(table_.form, table_.n_embd, table_.n_ff, table_.n_expert);
       op.extra = &table_;
     }
   }
@@ -211,6 +220,18 @@ class DeviceMirror {
     w.down = mirror(w.down, bytes(w.down_type, n_ff, n_embd));
     return w;
   }
+  // A form (host memory, as plugin_api.h has it) whose biases are copied to the device; NULL stays NULL.
+  const strata_expert_form* mirror_form(const strata_expert_form* f, uint32_t n_embd, uint32_t n_ff, uint32_t n_expert) {
+    if (f == nullptr) return nullptr;
+    form_ = *f;
+    const auto bias = [&](const float* b, uint32_t len) {
+      return b != nullptr ? static_cast<const float*>(upload(b, sizeof(float) * len * n_expert)) : nullptr;
+    };
+    form_.gate_bias = bias(f->gate_bias, n_ff);
+    form_.up_bias = bias(f->up_bias, n_ff);
+    form_.down_bias = bias(f->down_bias, n_embd);
+    return &form_;
+  }
   void check(strata_status* st, const char* what) {
     if (st != nullptr) {
       const auto [code, message] = take_status(st);
@@ -221,6 +242,7 @@ class DeviceMirror {
   std::vector<void*> buffers_;
   strata_moe_op moe_{};
   strata_expert_table table_{};
+  strata_expert_form form_{};
   std::vector<strata_expert_weights> weights_;
 };
 

@@ -2,9 +2,13 @@
 // format library's own functions for the canonical parts), and its refusals of bad operands.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
+#include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "strata/error.hpp"
@@ -340,7 +344,7 @@ TEST(ReferenceOps, MoeSumsWeightedRowsInAscendingExpertOrder) {
   const float route_weight[] = {0.75f, 0.25f, 0.5f};
   std::vector<float> rows(n_embd * 3), dst(n_embd * 3, 123.0f);
   strata_moe_op m{static_cast<uint32_t>(n_embd), static_cast<uint32_t>(n_ff), 3, 2, expert_ids, weights,
-                  offsets, token_index, route_weight, x.data(), rows.data()};
+                  offsets, token_index, route_weight, x.data(), rows.data(), nullptr};
   strata_op op = make_op(STRATA_OP_MOE);
   op.dst = tensor_f32(dst.data(), {n_embd, 3});
   op.extra = &m;
@@ -371,7 +375,7 @@ TEST(ReferenceOps, MoeRoutedRowsOutWritesEachComputedPairsColumn) {
   ex.weights[1].gate = ex.weights[1].up = ex.weights[1].down = nullptr;  // expert 1: computed elsewhere
   const auto q8 = static_cast<uint32_t>(GgmlType::Q8_0);
   const strata_expert_table table{static_cast<uint32_t>(n_embd), static_cast<uint32_t>(n_ff), 3, q8, q8, q8,
-                                  ex.weights.data()};
+                                  ex.weights.data(), nullptr};
   const std::vector<float> x = ramp(n_embd * n_tok, 0.15f, -1.5f);
   const std::vector<int32_t> ids = {2, 0, 1, 2, 0, 1};
   const std::vector<float> weights = {0.5f, 0.25f, 0.75f, 0.125f, 1.0f, 0.5f};
@@ -465,7 +469,7 @@ TEST(ReferenceOps, MoeRoutedPrecomputedRowsInExpertOrder) {
     w.gate_type = w.up_type = w.down_type = static_cast<uint32_t>(GgmlType::Q8_0);
   }
   const auto q8 = static_cast<uint32_t>(GgmlType::Q8_0);
-  const strata_expert_table table{static_cast<uint32_t>(n), static_cast<uint32_t>(n), 4, q8, q8, q8, entries.data()};
+  const strata_expert_table table{static_cast<uint32_t>(n), static_cast<uint32_t>(n), 4, q8, q8, q8, entries.data(), nullptr};
   const std::vector<float> x = ramp(n);
   const std::vector<int32_t> ids = {3, 0, 2};  // ascending id order: j = 1, 2, 0
   const std::vector<float> weights = {0.5f, 0.25f, 0.125f};
@@ -494,6 +498,339 @@ TEST(ReferenceOps, MoeRoutedPrecomputedRowsInExpertOrder) {
     ADD_FAILURE() << "a routed entry with a NULL gate ran without src3";
   } catch (const strata::Error& e) {
     EXPECT_NE(std::string(e.what()).find("expert 0"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+
+// ---- backend 1.6 (gpt-oss): sliding windows, sinks, YaRN, gating 2, expert forms --------------------------------
+
+namespace {
+
+// Attention of one token over an F32 cache: head_dim 32, two query heads over one kv head.
+struct SmallAttention {
+  static constexpr int64_t hd = 32, nh = 2, n_ctx = 12;
+  std::vector<float> q, k, v, out;
+  std::vector<int32_t> pos;
+  explicit SmallAttention(int32_t p) : q(ramp(hd * nh, 0.05f, -0.5f)), k(ramp(hd * n_ctx, 0.09f, -1.0f)),
+                                       v(ramp(hd * n_ctx, 0.3f, -3.0f)), out(hd * nh), pos{p} {
+    for (size_t i = 0; i < k.size(); ++i) k[i] *= 1.0f + 0.01f * static_cast<float>(i % 13);  // columns differ
+  }
+  strata_op op() {
+    strata_op o = make_op(STRATA_OP_ATTENTION);
+    o.src[0] = tensor_f32(q.data(), {hd, nh, 1});
+    o.src[1] = make_tensor(k.data(), GgmlType::F32, {hd, n_ctx});
+    o.src[2] = make_tensor(v.data(), GgmlType::F32, {hd, n_ctx});
+    o.src[3] = tensor_i32(pos.data(), {1});
+    o.dst = tensor_f32(out.data(), {hd * nh, 1});
+    o.i[0] = static_cast<int32_t>(nh);
+    o.i[1] = 1;
+    o.f[0] = 0.25f;
+    return o;
+  }
+  // By hand in double: softmax over columns [first, last] (plus a sink logit when given) of the scaled scores.
+  std::vector<double> by_hand(int64_t first, int64_t last, const float* sinks) const {
+    std::vector<double> r(hd * nh);
+    for (int64_t h = 0; h < nh; ++h) {
+      std::vector<double> s;
+      for (int64_t j = first; j <= last; ++j) {
+        double dot = 0;
+        for (int64_t d = 0; d < hd; ++d) dot += static_cast<double>(q[h * hd + d]) * static_cast<double>(k[j * hd + d]);
+        s.push_back(0.25 * dot);
+      }
+      double m = *std::max_element(s.begin(), s.end());
+      if (sinks != nullptr) m = std::max(m, static_cast<double>(sinks[h]));
+      double z = sinks != nullptr ? std::exp(static_cast<double>(sinks[h]) - m) : 0.0;
+      for (double x : s) z += std::exp(x - m);
+      for (int64_t d = 0; d < hd; ++d) {
+        double acc = 0;
+        for (int64_t j = first; j <= last; ++j) acc += std::exp(s[j - first] - m) * static_cast<double>(v[j * hd + d]);
+        r[h * hd + d] = acc / z;
+      }
+    }
+    return r;
+  }
+};
+
+void expect_near_all(const std::vector<float>& got, const std::vector<double>& want, double tol, const char* what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(static_cast<double>(got[i]), want[i], tol) << what << " " << i;
+}
+
+TEST(ReferenceOps, AttentionWindowSeesOnlyItsColumns) {
+  SmallAttention a(9);
+  strata_op op = a.op();
+  op.i[2] = 4;  // columns 6..9
+  run_reference(op);
+  expect_near_all(a.out, a.by_hand(6, 9, nullptr), 1e-5, "window 4 at position 9");
+  const std::vector<float> windowed = a.out;
+  // The same four columns as a cache of their own, seen whole from position 3: the same bytes.
+  SmallAttention b(3);
+  b.k.assign(a.k.begin() + 6 * a.hd, a.k.begin() + 10 * a.hd);
+  b.v.assign(a.v.begin() + 6 * a.hd, a.v.begin() + 10 * a.hd);
+  strata_op whole = b.op();
+  whole.src[1] = make_tensor(b.k.data(), GgmlType::F32, {b.hd, 4});
+  whole.src[2] = make_tensor(b.v.data(), GgmlType::F32, {b.hd, 4});
+  run_reference(whole);
+  EXPECT_EQ(0, std::memcmp(windowed.data(), b.out.data(), windowed.size() * sizeof(float)));
+  // A window longer than the position is no window, bit for bit; and the window differs from none.
+  op.i[2] = 50;
+  run_reference(op);
+  const std::vector<float> long_window = a.out;
+  op.i[2] = 0;
+  run_reference(op);
+  EXPECT_EQ(0, std::memcmp(long_window.data(), a.out.data(), a.out.size() * sizeof(float)));
+  EXPECT_NE(0, std::memcmp(windowed.data(), a.out.data(), a.out.size() * sizeof(float)));
+  op.i[2] = -1;
+  EXPECT_THROW(run_reference(op), strata::Error);
+}
+
+TEST(ReferenceOps, AttentionSinksJoinTheDenominator) {
+  SmallAttention a(7);
+  strata_op op = a.op();
+  const std::vector<float> sinks = {0.7f, 3.5f};
+  op.src4 = tensor_f32(sinks.data(), {2});
+  run_reference(op);
+  expect_near_all(a.out, a.by_hand(0, 7, sinks.data()), 1e-5, "sinks");
+  // With a window too: the sink joins the window's columns.
+  op.i[2] = 3;
+  run_reference(op);
+  expect_near_all(a.out, a.by_hand(5, 7, sinks.data()), 1e-5, "sinks and window 3");
+  op.i[2] = 0;
+  // A sink of -1e30 weighs nothing: no sink, bit for bit; so does a src4 past the op's struct_size.
+  strata_op plain = a.op();
+  run_reference(plain);
+  const std::vector<float> none = a.out;
+  const std::vector<float> tiny = {-1e30f, -1e30f};
+  op.src4 = tensor_f32(tiny.data(), {2});
+  run_reference(op);
+  EXPECT_EQ(0, std::memcmp(none.data(), a.out.data(), none.size() * sizeof(float)));
+  strata_op old_size = a.op();
+  old_size.struct_size = static_cast<uint32_t>(offsetof(strata_op, src4));
+  old_size.src4 = tensor_f32(sinks.data(), {2});
+  run_reference(old_size);
+  EXPECT_EQ(0, std::memcmp(none.data(), a.out.data(), none.size() * sizeof(float)));
+  // One sink per query head, f32.
+  const std::vector<float> three = {0, 0, 0};
+  op.src4 = tensor_f32(three.data(), {3});
+  EXPECT_THROW(run_reference(op), strata::Error);
+}
+
+TEST(ReferenceOps, RopeYarnByHandAndWithoutExtension) {
+  // One neox head of 8 values, n_rot 8, base 10000, pos 7: the ramp over pairs 0..3 with lo 1, hi 3 gives
+  // mix {1, 1, 0.5, 0}, so pair p turns by pos * inv_p * (0.25 * (1 - mix) + mix); sin and cos times 1.5.
+  const std::vector<float> x = {0.5f, -1.0f, 2.0f, 0.25f, 1.5f, 0.75f, -0.5f, 3.0f};
+  const std::vector<int32_t> pos = {7};
+  std::vector<float> dst(8);
+  strata_op op = make_op(STRATA_OP_ROPE);
+  op.src[0] = tensor_f32(x.data(), {8, 1, 1});
+  op.src[1] = tensor_i32(pos.data(), {1});
+  op.dst = tensor_f32(dst.data(), {8, 1, 1});
+  op.i[0] = 2;
+  op.i[1] = 8;
+  op.f[0] = 10000.0f;
+  op.f[1] = 0.25f;
+  op.f[2] = 1.0f;
+  op.f[3] = 1.5f;
+  op.f[4] = 1.0f;
+  op.f[5] = 3.0f;
+  run_reference(op);
+  const double mix[4] = {1, 1, 0.5, 0};
+  for (int p = 0; p < 4; ++p) {
+    const double th = 7.0 * std::pow(10000.0, -2.0 * p / 8) * (0.25 * (1 - mix[p]) + mix[p]);
+    const double a = x[p], b = x[p + 4];
+    EXPECT_NEAR(static_cast<double>(dst[p]), 1.5 * (a * std::cos(th) - b * std::sin(th)), 1e-5) << p;
+    EXPECT_NEAR(static_cast<double>(dst[p + 4]), 1.5 * (a * std::sin(th) + b * std::cos(th)), 1e-5) << p;
+  }
+  // ext_factor 0 is the plain rope bit for bit, whatever the correction range; attn_factor 2 doubles every
+  // rotated value exactly (a power of two) and leaves the rest.
+  strata_op plain = op;
+  plain.f[2] = plain.f[3] = plain.f[4] = plain.f[5] = 0.0f;
+  const std::vector<float> x10 = {0.5f, -1.0f, 2.0f, 0.25f, 1.5f, 0.75f, -0.5f, 3.0f, 9.0f, -9.0f};
+  const std::vector<int32_t> far = {3001};
+  for (strata_op* o : {&op, &plain}) {
+    o->src[0] = tensor_f32(x10.data(), {10, 1, 1});
+    o->src[1] = tensor_i32(far.data(), {1});
+  }
+  std::vector<float> want(10), got(10);
+  plain.dst = tensor_f32(want.data(), {10, 1, 1});
+  run_reference(plain);
+  op.dst = tensor_f32(got.data(), {10, 1, 1});
+  op.f[2] = 0.0f;
+  op.f[3] = 0.0f;
+  run_reference(op);
+  EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)));
+  op.f[3] = 2.0f;
+  run_reference(op);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(fmt::f32_bits(got[i]), fmt::f32_bits(2.0f * want[i])) << i;
+  EXPECT_EQ(got[8], 9.0f);
+  EXPECT_EQ(got[9], -9.0f);
+}
+
+TEST(ReferenceOps, RouterGatingTwoSoftmaxesTheChosenLogits) {
+  // Experts 1 and 5 tie at 2.0, 7 and 11 at 1.0 across the choice's edge: ties go to the lower id.
+  const std::vector<float> logits = {0.1f, 2.0f, -1.0f, 3.0f, 0.5f, 2.0f, -2.0f, 1.0f, 0.0f, -3.0f, -0.5f, 1.0f};
+  std::vector<int32_t> ids(4);
+  std::vector<float> w(4);
+  strata_op op = make_op(STRATA_OP_ROUTER);
+  op.src[0] = tensor_f32(logits.data(), {12, 1});
+  op.dst = tensor_i32(ids.data(), {4, 1});
+  op.src[2] = tensor_f32(w.data(), {4, 1});
+  op.i[0] = 4;
+  op.i[1] = 2;
+  op.f[0] = 1.0f;
+  run_reference(op);
+  EXPECT_EQ(ids, (std::vector<int32_t>{3, 1, 5, 7}));
+  const double z = std::exp(3.0) + 2 * std::exp(2.0) + std::exp(1.0);
+  const double want[4] = {std::exp(3.0) / z, std::exp(2.0) / z, std::exp(2.0) / z, std::exp(1.0) / z};
+  double sum = 0;
+  for (int j = 0; j < 4; ++j) {
+    EXPECT_NEAR(static_cast<double>(w[j]), want[j], 1e-7) << j;
+    sum += static_cast<double>(w[j]);
+  }
+  EXPECT_NEAR(sum, 1.0, 1e-6);
+  // Normalising changes nothing beyond rounding; the factor scales.
+  op.i[2] = 1;
+  op.f[0] = 2.0f;
+  run_reference(op);
+  for (int j = 0; j < 4; ++j) EXPECT_NEAR(static_cast<double>(w[j]), 2 * want[j], 2e-7) << j;
+  // A selection bias picks expert 0 first; the weights are still the softmax over the chosen logits.
+  const std::vector<float> bias = {5.0f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  op.src[1] = tensor_f32(bias.data(), {12});
+  op.i[2] = 0;
+  op.f[0] = 1.0f;
+  run_reference(op);
+  EXPECT_EQ(ids, (std::vector<int32_t>{0, 3, 1, 5}));
+  const double zb = std::exp(static_cast<double>(0.1f)) + std::exp(3.0) + 2 * std::exp(2.0);
+  EXPECT_NEAR(static_cast<double>(w[0]), std::exp(static_cast<double>(0.1f)) / zb, 1e-7);
+  EXPECT_NEAR(static_cast<double>(w[1]), std::exp(3.0) / zb, 1e-7);
+  op.i[1] = 3;
+  EXPECT_THROW(run_reference(op), strata::Error);
+}
+
+TEST(ReferenceOps, SwigluOaiClampsAndPropagatesNan) {
+  const float alpha = 1.702f, limit = 7.0f;
+  const auto by_hand = [&](double g, double u) {
+    const double gc = std::min(g, 7.0), uc = std::clamp(u, -7.0, 7.0);
+    return gc / (1 + std::exp(-static_cast<double>(alpha) * gc)) * (uc + 1);
+  };
+  for (const auto& [g, u] : std::vector<std::pair<float, float>>{{0.5f, -0.25f}, {-3.0f, 2.0f}, {6.5f, -6.5f},
+                                                                   {-10.0f, 3.0f}, {12.0f, 30.0f}, {9.0f, -40.0f}}) {
+    const double want = by_hand(g, u);
+    EXPECT_NEAR(static_cast<double>(fmt::swiglu_oai_c(g, u, alpha, limit)), want, 1e-6 * std::max(1.0, std::fabs(want)))
+        << g << ", " << u;
+  }
+  // Past the limit the clamped value itself, bit for bit (g only from above).
+  EXPECT_EQ(fmt::f32_bits(fmt::swiglu_oai_c(12.0f, 1.0f, alpha, limit)), fmt::f32_bits(fmt::swiglu_oai_c(7.0f, 1.0f, alpha, limit)));
+  EXPECT_EQ(fmt::f32_bits(fmt::swiglu_oai_c(2.0f, 30.0f, alpha, limit)), fmt::f32_bits(fmt::swiglu_oai_c(2.0f, 7.0f, alpha, limit)));
+  EXPECT_EQ(fmt::f32_bits(fmt::swiglu_oai_c(2.0f, -30.0f, alpha, limit)), fmt::f32_bits(fmt::swiglu_oai_c(2.0f, -7.0f, alpha, limit)));
+  EXPECT_NE(fmt::f32_bits(fmt::swiglu_oai_c(-12.0f, 1.0f, alpha, limit)), fmt::f32_bits(fmt::swiglu_oai_c(-7.0f, 1.0f, alpha, limit)));
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_TRUE(std::isnan(fmt::swiglu_oai_c(nan, 1.0f, alpha, limit)));
+  EXPECT_TRUE(std::isnan(fmt::swiglu_oai_c(1.0f, nan, alpha, limit)));
+  EXPECT_TRUE(std::isnan(fmt::swiglu_oai_c(nan, nan, alpha, limit)));
+}
+
+// A MOE op over experts 0 and 2 of `ex` for tokens (1, 0) and 0, under `form`; returns the rows.
+std::vector<float> moe_rows(const Experts& ex, int64_t n_embd, int64_t n_ff, const std::vector<float>& x,
+                            const float* route, const strata_expert_form* form) {
+  const uint32_t expert_ids[] = {0, 2};
+  const strata_expert_weights weights[] = {ex.weights[0], ex.weights[2]};
+  const uint32_t offsets[] = {0, 2, 3};
+  const uint32_t token_index[] = {1, 0, 0};
+  std::vector<float> rows(n_embd * 3), dst(n_embd * 2);
+  strata_moe_op m{static_cast<uint32_t>(n_embd), static_cast<uint32_t>(n_ff), 2, 2, expert_ids, weights,
+                  offsets, token_index, route, x.data(), rows.data(), form};
+  strata_op op = make_op(STRATA_OP_MOE);
+  op.dst = tensor_f32(dst.data(), {n_embd, 2});
+  op.extra = &m;
+  run_reference(op);
+  return rows;
+}
+
+TEST(ReferenceOps, ExpertFormWithoutEffectIsNoForm) {
+  const int64_t n_embd = 64, n_ff = 32;
+  const Experts ex = make_experts(3, n_embd, n_ff);
+  const std::vector<float> x = ramp(n_embd * 2, 0.15f, -1.5f);
+  const float ones[] = {1.0f, 1.0f, 1.0f};
+  const std::vector<float> plain = moe_rows(ex, n_embd, n_ff, x, ones, nullptr);
+  // SwiGLU with zero biases, or with none: no form, bit for bit.
+  const std::vector<float> zeros_ff(n_ff * 3, 0.0f), zeros_embd(n_embd * 3, 0.0f);
+  const strata_expert_form zero{STRATA_EXPERT_SWIGLU, 0, 0, 0, zeros_ff.data(), zeros_ff.data(), zeros_embd.data()};
+  const strata_expert_form empty{STRATA_EXPERT_SWIGLU, 1.702f, 7.0f, 0, nullptr, nullptr, nullptr};
+  for (const strata_expert_form* f : {&zero, &empty}) {
+    const std::vector<float> rows = moe_rows(ex, n_embd, n_ff, x, ones, f);
+    EXPECT_EQ(0, std::memcmp(plain.data(), rows.data(), plain.size() * sizeof(float)));
+  }
+  // A down bias alone, with route weight 1: each row is the plain row plus its expert's bias (float addition).
+  std::vector<float> down(n_embd * 3);
+  for (size_t i = 0; i < down.size(); ++i) down[i] = 0.01f * static_cast<float>(i % 17) - 0.05f;
+  const strata_expert_form down_only{STRATA_EXPERT_SWIGLU, 0, 0, 0, nullptr, nullptr, down.data()};
+  const std::vector<float> biased = moe_rows(ex, n_embd, n_ff, x, ones, &down_only);
+  const uint32_t pair_expert[] = {0, 0, 2};
+  for (int p = 0; p < 3; ++p) {
+    for (int64_t d = 0; d < n_embd; ++d) {
+      const float want = plain[p * n_embd + d] + down[pair_expert[p] * n_embd + d];
+      ASSERT_EQ(fmt::f32_bits(want), fmt::f32_bits(biased[p * n_embd + d])) << "pair " << p << " value " << d;
+    }
+  }
+  // Forms no backend computes are refused by name.
+  const strata_expert_form unknown{5, 1.702f, 7.0f, 0, nullptr, nullptr, nullptr};
+  const strata_expert_form no_limit{STRATA_EXPERT_SWIGLU_OAI, 1.702f, 0.0f, 0, nullptr, nullptr, nullptr};
+  for (const strata_expert_form* f : {&unknown, &no_limit}) {
+    try {
+      moe_rows(ex, n_embd, n_ff, x, ones, f);
+      ADD_FAILURE() << "a bad form was accepted";
+    } catch (const strata::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("expert form"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// F32 experts (float dot products, no requantization) by hand in double: g and u with their biases, gpt-oss's
+// clamped activation, the down product with its bias, times the route weight. The biases push g past the limit
+// and u past it on both sides, so every clamp is taken.
+TEST(ReferenceOps, ExpertFormSwigluOaiByHandOverFloatExperts) {
+  const int64_t n_embd = 16, n_ff = 8;
+  const std::vector<float> gate = ramp(n_ff * n_embd, 0.04f, -0.4f), up = ramp(n_ff * n_embd, 0.05f, -0.5f);
+  const std::vector<float> down = ramp(n_embd * n_ff, 0.03f, -0.3f), x = ramp(n_embd, 0.2f, -2.0f);
+  const std::vector<float> bg = {9, -2, 0.5f, 11, -9, 3, 0, 6.5f}, bu = {-12, 10, 0, 1, 8, -8, 0.5f, -1};
+  std::vector<float> bd(n_embd);
+  for (int64_t d = 0; d < n_embd; ++d) bd[d] = 0.1f * static_cast<float>(d) - 0.7f;
+  const auto f32 = static_cast<uint32_t>(GgmlType::F32);
+  const strata_expert_weights w{gate.data(), up.data(), down.data(), f32, f32, f32, 0};
+  const strata_expert_form form{STRATA_EXPERT_SWIGLU_OAI, 1.702f, 7.0f, 0, bg.data(), bu.data(), bd.data()};
+  const uint32_t id = 0, offsets[] = {0, 1}, token = 0;
+  const float route = 0.5f;
+  std::vector<float> rows(n_embd), dst(n_embd);
+  const strata_moe_op m{static_cast<uint32_t>(n_embd), static_cast<uint32_t>(n_ff), 1, 1, &id, &w, offsets, &token,
+                        &route, x.data(), rows.data(), &form};
+  strata_op op = make_op(STRATA_OP_MOE);
+  op.dst = tensor_f32(dst.data(), {n_embd, 1});
+  op.extra = &m;
+  run_reference(op);
+  std::vector<double> h(n_ff);
+  int clamped_g = 0, clamped_u_hi = 0, clamped_u_lo = 0;
+  for (int64_t r = 0; r < n_ff; ++r) {
+    double g = bg[r], u = bu[r];
+    for (int64_t i = 0; i < n_embd; ++i) {
+      g += static_cast<double>(gate[r * n_embd + i]) * static_cast<double>(x[i]);
+      u += static_cast<double>(up[r * n_embd + i]) * static_cast<double>(x[i]);
+    }
+    clamped_g += g > 7;
+    clamped_u_hi += u > 7;
+    clamped_u_lo += u < -7;
+    const double gc = std::min(g, 7.0), uc = std::clamp(u, -7.0, 7.0);
+    h[r] = gc / (1 + std::exp(-1.702 * gc)) * (uc + 1);
+  }
+  ASSERT_GT(clamped_g, 0);
+  ASSERT_GT(clamped_u_hi, 0);
+  ASSERT_GT(clamped_u_lo, 0);
+  for (int64_t d = 0; d < n_embd; ++d) {
+    double y = bd[d];
+    for (int64_t r = 0; r < n_ff; ++r) y += static_cast<double>(down[d * n_ff + r]) * h[r];
+    EXPECT_NEAR(static_cast<double>(rows[d]), 0.5 * y, 1e-4 * std::max(1.0, std::fabs(y))) << d;
+    EXPECT_EQ(dst[d], rows[d]) << d;
   }
 }
 
