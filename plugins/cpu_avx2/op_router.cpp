@@ -80,6 +80,8 @@ Check check_router(const strata_op& op) {
   if (op.i[1] < 0 || op.i[1] > 2) {
     return "gating " + std::to_string(op.i[1]) + " (known: 0 softmax, 1 sigmoid, 2 softmax over the chosen)";
   }
+  // DeepSeek-V3's expert groups (i[3] n_group, i[4] topk_group) are not computed here yet: refused, not ignored.
+  if (op.i[3] > 1) return "expert groups (i[3] = " + std::to_string(op.i[3]) + ") are not computed by cpu_avx2";
   if (ids.ne[0] != k || ids.ne[1] != logits.ne[1] || weights.ne[0] != k || weights.ne[1] != logits.ne[1]) {
     return std::string("dst and src2 must be [k, n_tok]");
   }
