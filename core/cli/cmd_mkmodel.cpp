@@ -113,11 +113,12 @@ int cmd_mkmodel(const Args& args) {
   ArgParser p("strata mkmodel", "--out FILE [--arch A] [--shape S] [--quant Q] [--seed N] [dimension flags...]\n"
               "       strata mkmodel --upcycle DENSE.gguf --experts E --top-k K [--seed N] --out FILE",
               "Writes a synthetic GGUF with llama.cpp's tensor names and keys: random weights drawn directly in each\n"
-              "block format (zero-mean, rms 1/sqrt(row width); norms 1), deterministic for a seed whatever the thread\n"
-              "count. --upcycle turns a dense llama model into a Mixtral-style MoE whose experts are byte copies of\n"
-              "its FFN and whose router is seeded random, so its output equals the dense model's.\n"
+              "block format (zero-mean, rms 1/sqrt(row width); norms 1; biases, sinks and routing biases small),\n"
+              "deterministic for a seed whatever the thread count. --upcycle turns a dense llama model into a\n"
+              "Mixtral-style MoE whose experts are byte copies of its FFN and whose router is seeded random, so its\n"
+              "output equals the dense model's.\n"
               "Quant presets:" + preset_help());
-  std::string out, arch_text = "qwen3moe", shape = "tiny", quant_text = "q4_k_m", vocab, skew, upcycle_path, name;
+  std::string out, arch_text = "qwen3moe", shape = "tiny", quant_text, vocab, skew, upcycle_path, name;
   std::map<std::string, long long> dims;
   std::optional<double> rope_theta, rms_eps;
   uint64_t seed = 1;
@@ -126,9 +127,16 @@ int cmd_mkmodel(const Args& args) {
   bool progress = false, dry_run = false, list = false;
 
   p.option("--out", "FILE", "the GGUF to write", &out);
-  p.option("--arch", "A", "llama or qwen3moe (default qwen3moe)", &arch_text);
-  p.option("--shape", "S", mkmodel::shape_names() + " (default tiny)", &shape);
-  p.option("--quant", "Q", preset_list() + " (default q4_k_m)", &quant_text);
+  p.option("--arch", "A",
+           "llama, qwen3moe, gpt-oss or glm4moe (default qwen3moe; the gpt-oss-* and glm-* shapes set their own)",
+           &arch_text);
+  p.option("--shape", "S",
+           mkmodel::shape_names() +
+               " (default tiny). --layers N cuts a shape to N decoder blocks: glm-4.5-air and glm-4.6 keep their "
+               "nextn (MTP) block after the N (block_count N+1) and at most N-1 of their leading dense blocks, so "
+               "that a cut keeps at least one MoE block; gpt-oss keeps its sliding-window blocks on the even indices",
+           &shape);
+  p.option("--quant", "Q", preset_list() + " (default: mxfp4_moe for gpt-oss, q4_k_m otherwise)", &quant_text);
   p.option("--seed", "N", "random seed (default 1)",
            [&](const std::string& v) { seed = static_cast<uint64_t>(parse_int("--seed", v, 0, LLONG_MAX)); });
   struct Dim {
@@ -140,7 +148,7 @@ int cmd_mkmodel(const Args& args) {
       {"--layers", "blocks", 1},
       {"--embd", "hidden size (embedding_length)", 1},
       {"--ff", "dense FFN width (feed_forward_length; llama with experts: each expert's width)", 1},
-      {"--expert-ff", "routed expert width (qwen3moe expert_feed_forward_length)", 1},
+      {"--expert-ff", "routed expert width (expert_feed_forward_length of qwen3moe, gpt-oss, glm4moe)", 1},
       {"--heads", "query heads", 1},
       {"--kv-heads", "key/value heads", 1},
       {"--head-dim", "head size (key_length = value_length)", 2},
@@ -201,22 +209,33 @@ int cmd_mkmodel(const Args& args) {
     return 0;
   }
 
-  const auto arch = arch_from_name(arch_text);
-  if (!arch || (*arch != Arch::Llama && *arch != Arch::Qwen3Moe)) {
-    throw UsageError("--arch '" + arch_text + "': mkmodel writes llama or qwen3moe");
+  // A shape made for one architecture brings it; --arch may only repeat it.
+  const std::optional<Arch> shape_arch = mkmodel::shape_arch(shape);
+  const auto arch = p.given("--arch") || !shape_arch ? arch_from_name(arch_text) : shape_arch;
+  if (!arch || (*arch != Arch::Llama && *arch != Arch::Qwen3Moe && *arch != Arch::GptOss && *arch != Arch::Glm4Moe)) {
+    throw UsageError("--arch '" + arch_text + "': mkmodel writes llama, qwen3moe, gpt-oss or glm4moe");
   }
   std::optional<ModelSpec> spec = mkmodel::shape_preset(shape, *arch);
+  if (!spec && shape_arch) {
+    throw UsageError("--shape " + shape + " is a " + std::string(arch_name(*shape_arch)) + " shape; drop --arch " +
+                     arch_text + " or pick another shape");
+  }
+  if (!spec && (shape == "qwen3-30b-a3b" || shape == "qwen3-235b-a22b")) {
+    throw UsageError("--shape " + shape + " is for --arch llama or qwen3moe, not " + arch_text);
+  }
   if (!spec) throw UsageError("--shape '" + shape + "' is not one of " + mkmodel::shape_names());
-  const auto quant = mkmodel::quant_preset_from_name(quant_text);
-  if (!quant) throw UsageError("--quant '" + quant_text + "' is not one of " + preset_list());
-  spec->quant = *quant;
+  if (p.given("--quant")) {
+    const auto quant = mkmodel::quant_preset_from_name(quant_text);
+    if (!quant) throw UsageError("--quant '" + quant_text + "' is not one of " + preset_list());
+    spec->quant = *quant;
+  }
   spec->seed = seed;
   spec->name = name;
 
   auto dim = [&](const char* flag, uint32_t& field) {
     if (auto it = dims.find(flag); it != dims.end()) field = static_cast<uint32_t>(it->second);
   };
-  dim("--layers", spec->n_layer);
+  if (auto it = dims.find("--layers"); it != dims.end()) mkmodel::set_layers(*spec, static_cast<uint32_t>(it->second));
   dim("--embd", spec->n_embd);
   dim("--ff", spec->n_ff);
   dim("--heads", spec->n_head);

@@ -25,6 +25,7 @@ enum class QuantPreset {
   IQ3_S,       // llama.cpp's IQ3_S recipe
   IQ2_XS,      // llama.cpp's IQ2_XS recipe
   UD_Q4_K_XL,  // a mix in the spirit of Unsloth's dynamic Q4_K_XL (see quant_recipe.cpp)
+  MXFP4_MOE,   // llama.cpp's MXFP4_MOE: expert stacks MXFP4, every other weight Q8_0 (gpt-oss's published files)
 };
 
 struct PresetInfo {
@@ -39,12 +40,13 @@ const PresetInfo& preset_info(QuantPreset preset);
 std::optional<QuantPreset> quant_preset_from_name(std::string_view name);
 
 // What to generate. Dimensions follow llama.cpp's keys; for llama with experts, n_ff is each expert's width.
+// Architectures: llama, qwen3moe, gpt-oss and glm4moe.
 struct ModelSpec {
   Arch arch = Arch::Qwen3Moe;
-  uint32_t n_layer = 0;
+  uint32_t n_layer = 0;   // decoder blocks; block_count is n_layer + n_layer_nextn
   uint32_t n_embd = 0;
-  uint32_t n_ff = 0;      // feed_forward_length (dense FFN; qwen3moe records it although no tensor uses it)
-  uint32_t n_ff_exp = 0;  // expert_feed_forward_length (qwen3moe)
+  uint32_t n_ff = 0;      // feed_forward_length (dense FFN; qwen3moe and gpt-oss record it although no tensor uses it)
+  uint32_t n_ff_exp = 0;  // expert_feed_forward_length (qwen3moe, gpt-oss, glm4moe)
   uint32_t n_head = 0;
   uint32_t n_head_kv = 0;
   uint32_t head_dim = 0;
@@ -54,6 +56,17 @@ struct ModelSpec {
   uint32_t n_ctx = 0;
   float rope_theta = 10000.0f;
   float rms_eps = 1e-6f;
+  float rope_fraction = 1.0f;  // rotated share of each head (glm4moe: partial_rotary_factor 0.5); n_rot = head_dim x it
+  float yarn_factor = 0.0f;    // rope.scaling.factor of YaRN scaling (gpt-oss: 32); 0: no rope scaling keys
+  uint32_t yarn_orig_ctx = 0;  // rope.scaling.original_context_length (gpt-oss: 4096)
+  uint32_t sliding_window = 0;  // gpt-oss: attention.sliding_window (every other block, from block 0)
+  bool attn_bias = false;       // attn_q/k/v biases (gpt-oss and glm4moe; gpt-oss's attn_output bias always)
+  bool qk_norm = false;         // glm4moe: attn_q_norm/attn_k_norm (qwen3moe always has them)
+  uint32_t n_expert_shared = 0;     // glm4moe: expert_shared_count (each n_ff_exp wide)
+  uint32_t n_layer_dense_lead = 0;  // glm4moe: leading_dense_block_count (n_ff-wide SwiGLU blocks)
+  uint32_t n_layer_nextn = 0;       // glm4moe: nextn_predict_layers, MTP blocks after the n_layer decoder blocks
+  float expert_weights_scale = 0.0f;  // glm4moe: expert_weights_scale (routed_scaling_factor); 0: not written
+  bool expert_weights_norm = false;   // glm4moe: expert_weights_norm (norm_topk_prob)
   QuantPreset quant = QuantPreset::Q4_K_M;
   uint64_t seed = 1;
   std::string vocab_file;    // copy the tokenizer of this GGUF; empty: a built-in vocabulary of n_vocab tokens
@@ -61,9 +74,18 @@ struct ModelSpec {
   std::string name;          // general.name; empty: derived from the shape
 };
 
-// The named shapes: "tiny", "qwen3-30b-a3b", "qwen3-235b-a22b"; nullopt for another name.
+// The named shapes: "tiny" (any architecture), "qwen3-30b-a3b" and "qwen3-235b-a22b" (llama or qwen3moe),
+// "gpt-oss-20b" and "gpt-oss-120b" (gpt-oss only), "glm-4.5-air" and "glm-4.6" (glm4moe only); nullopt for another
+// name or a shape of another architecture. Each shape carries its default quant preset (mxfp4_moe for gpt-oss,
+// q4_k_m otherwise).
 std::optional<ModelSpec> shape_preset(std::string_view name, Arch arch);
+// The architecture a shape is made for (gpt-oss-20b: gpt-oss); nullopt for tiny and the qwen3 shapes.
+std::optional<Arch> shape_arch(std::string_view name);
 std::string shape_names();
+
+// Cuts (or extends) a spec to n decoder blocks, as `--layers N` does: glm4moe keeps its nextn (MTP) blocks after
+// the n, and at most n - 1 of its leading dense blocks, so that every cut keeps at least one MoE decoder block.
+void set_layers(ModelSpec& spec, uint32_t n);
 
 // One tensor of the planned file.
 struct PlannedTensor {

@@ -208,6 +208,22 @@ void draw_iq4_nl(Rng& r, float d, uint8_t* out) {
   store(out, b);
 }
 
+// MXFP4: E2M1 codes (a sign bit and 8 magnitudes, so random nibbles are zero-mean) under a power-of-two scale
+// 2^(e-128). d is rarely a power of two, so each block takes one of the two powers around it, the lower with the
+// probability that makes the mean square exactly d's: p lo^2 + (1 - p) (2 lo)^2 = d^2.
+void draw_mxfp4(Rng& r, float d, uint8_t* out) {
+  block_mxfp4 b;
+  int exp = 0;
+  const double m = std::frexp(static_cast<double>(d), &exp);  // d = m 2^exp, m in [0.5, 1)
+  const double ratio = 2.0 * m;                                // d / lo with lo = 2^(exp-1)
+  const double p_lo = (4.0 - ratio * ratio) / 3.0;
+  const int lo = exp - 1 + 128;
+  const int e = r.uniform() < p_lo ? lo : lo + 1;
+  b.e = static_cast<uint8_t>(std::clamp(e, 2, 254));
+  fill(r, b.qs);
+  store(out, b);
+}
+
 using DrawBlock = void (*)(Rng&, float, uint8_t*);
 
 DrawBlock block_drawer(GgmlType type) {
@@ -223,6 +239,7 @@ DrawBlock block_drawer(GgmlType type) {
     case GgmlType::IQ2_XS: return draw_iq2_xs;
     case GgmlType::IQ3_S: return draw_iq3_s;
     case GgmlType::IQ4_NL: return draw_iq4_nl;
+    case GgmlType::MXFP4: return draw_mxfp4;
     default: return nullptr;
   }
 }

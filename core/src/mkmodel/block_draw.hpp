@@ -15,7 +15,7 @@ using format::GgmlType;
 inline constexpr uint64_t kPlainGroup = 256;
 
 // Whether draw_blocks can write `type`: F32, F16, BF16, Q4_0, Q5_0, Q5_1, Q8_0, Q2_K, Q4_K, Q5_K, Q6_K, IQ2_XS,
-// IQ3_S, IQ4_NL (every type of the presets and of llama.cpp's fallbacks for them).
+// IQ3_S, IQ4_NL, MXFP4 (every type of the presets and of llama.cpp's fallbacks for them).
 bool can_draw(GgmlType type);
 
 // Writes elements [first, first + count) of a tensor of `type` whose decoded values have root mean square `rms`.

@@ -1,7 +1,9 @@
 #include "model_plan.hpp"
 
 #include <cmath>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "quant_recipe.hpp"
 #include "strata/arch.hpp"
@@ -17,16 +19,27 @@ constexpr uint32_t kMaxExperts = 512;
 
 Error bad(const std::string& what) { return Error("mkmodel: " + what); }
 
+// llama.cpp's int(head_dim * partial_rotary_factor).
+uint32_t rope_dims(const ModelSpec& s) {
+  return static_cast<uint32_t>(static_cast<double>(s.head_dim) * static_cast<double>(s.rope_fraction));
+}
+
 void check_positive(uint32_t v, const char* flag) {
   if (v == 0) throw bad(std::string(flag) + " must be at least 1");
 }
 
+bool arch_supported(Arch a) {
+  return a == Arch::Llama || a == Arch::Qwen3Moe || a == Arch::GptOss || a == Arch::Glm4Moe;
+}
+
 void check_spec(const ModelSpec& s) {
-  if (s.arch != Arch::Llama && s.arch != Arch::Qwen3Moe) {
-    throw bad("--arch " + std::string(arch_name(s.arch)) + ": mkmodel writes llama and qwen3moe models");
+  if (!arch_supported(s.arch)) {
+    throw bad("--arch " + std::string(arch_name(s.arch)) + ": mkmodel writes llama, qwen3moe, gpt-oss and glm4moe models");
   }
   check_positive(s.n_layer, "--layers");
-  if (s.n_layer > kMaxLayers) throw bad("--layers " + std::to_string(s.n_layer) + ": llama.cpp allows at most 512");
+  if (s.n_layer + s.n_layer_nextn > kMaxLayers) {
+    throw bad("--layers " + std::to_string(s.n_layer) + ": llama.cpp allows at most 512 blocks");
+  }
   check_positive(s.n_embd, "--embd");
   check_positive(s.n_head, "--heads");
   check_positive(s.n_head_kv, "--kv-heads");
@@ -36,11 +49,15 @@ void check_spec(const ModelSpec& s) {
     throw bad("--kv-heads " + std::to_string(s.n_head_kv) + " must divide --heads " + std::to_string(s.n_head));
   }
   if (s.head_dim % 2 != 0) throw bad("--head-dim " + std::to_string(s.head_dim) + " must be even (rope pairs)");
-  if (s.arch == Arch::Qwen3Moe) {
-    check_positive(s.n_expert, "--experts (qwen3moe has only expert layers)");
+  const std::string a(arch_name(s.arch));
+  if (s.arch != Arch::Llama) {
+    const std::string why = s.arch == Arch::Glm4Moe ? "glm4moe needs experts" : a + " has only expert layers";
+    check_positive(s.n_expert, ("--experts (" + why + ")").c_str());
     check_positive(s.n_ff_exp, "--expert-ff");
   }
-  check_positive(s.n_ff, s.arch == Arch::Llama ? "--ff" : "--ff (recorded as qwen3moe.feed_forward_length)");
+  check_positive(s.n_ff, s.arch == Arch::Llama    ? "--ff"
+                         : s.arch == Arch::Glm4Moe ? "--ff (the leading dense blocks' width)"
+                                                   : ("--ff (recorded as " + a + ".feed_forward_length)").c_str());
   if (s.n_expert > kMaxExperts) throw bad("--experts " + std::to_string(s.n_expert) + ": llama.cpp allows at most 512");
   if (s.n_expert > 0 && (s.n_expert_used == 0 || s.n_expert_used > s.n_expert)) {
     throw bad("--experts-used " + std::to_string(s.n_expert_used) + " must be between 1 and --experts " +
@@ -50,6 +67,26 @@ void check_spec(const ModelSpec& s) {
   if (!(s.router_skew >= 0.0 && s.router_skew <= 8.0)) throw bad("--router-skew zipf:S takes S between 0 and 8");
   if (!(s.rope_theta > 0.0f)) throw bad("--rope-theta must be positive");
   if (!(s.rms_eps > 0.0f)) throw bad("--rms-eps must be positive");
+  if (!(s.rope_fraction > 0.0f && s.rope_fraction <= 1.0f)) throw bad("rope_fraction must be in (0, 1]");
+  if (rope_dims(s) < 2 || rope_dims(s) % 2 != 0) {
+    throw bad("--head-dim " + std::to_string(s.head_dim) + ": its rotated part (" + std::to_string(rope_dims(s)) +
+              " dims) must be even and at least 2");
+  }
+  if (s.yarn_factor < 0.0f) throw bad("yarn_factor must not be negative");
+  // The architecture-only fields, refused elsewhere rather than silently dropped.
+  const bool gpt_oss = s.arch == Arch::GptOss, glm = s.arch == Arch::Glm4Moe;
+  if (gpt_oss && s.sliding_window == 0) throw bad("gpt-oss needs a sliding window (attention.sliding_window)");
+  if (!gpt_oss && s.sliding_window != 0) throw bad("a sliding window is gpt-oss's (the arch reads no such key)");
+  if (!glm && (s.n_expert_shared != 0 || s.n_layer_dense_lead != 0 || s.n_layer_nextn != 0 || s.qk_norm ||
+               s.expert_weights_scale != 0.0f || s.rope_fraction != 1.0f)) {
+    throw bad("shared experts, leading dense blocks, nextn blocks, optional q/k norms, expert_weights_scale and "
+              "partial rotary are written for glm4moe only");
+  }
+  if (s.attn_bias && !gpt_oss && !glm) throw bad("attention biases are written for gpt-oss and glm4moe only");
+  if (glm && s.n_layer_dense_lead > s.n_layer) {
+    throw bad("leading dense blocks (" + std::to_string(s.n_layer_dense_lead) + ") are more than --layers " +
+              std::to_string(s.n_layer));
+  }
   if (s.vocab_file.empty() && s.n_vocab < min_builtin_vocab(s.arch)) {
     throw bad("--vocab " + std::to_string(s.n_vocab) + ": the built-in vocabulary needs at least " +
               std::to_string(min_builtin_vocab(s.arch)) + " tokens");
@@ -81,7 +118,7 @@ void set_keys(const ModelSpec& s, gguf::Writer& w) {
   w.set_string("general.name", s.name.empty() ? default_name(s) : s.name);
   w.set_u32("general.file_type", preset_info(s.quant).file_type);
   if (s.quant != QuantPreset::F32) w.set_u32("general.quantization_version", 2);
-  w.set_u32(a + ".block_count", s.n_layer);
+  w.set_u32(a + ".block_count", s.n_layer + s.n_layer_nextn);
   w.set_u32(a + ".context_length", s.n_ctx);
   w.set_u32(a + ".embedding_length", s.n_embd);
   w.set_u32(a + ".feed_forward_length", s.n_ff);
@@ -91,12 +128,28 @@ void set_keys(const ModelSpec& s, gguf::Writer& w) {
   w.set_f32(a + ".attention.layer_norm_rms_epsilon", s.rms_eps);
   w.set_u32(a + ".attention.key_length", s.head_dim);
   w.set_u32(a + ".attention.value_length", s.head_dim);
-  if (s.arch == Arch::Llama) w.set_u32(a + ".rope.dimension_count", s.head_dim);
+  // llama.cpp's converters write the rotary width for llama and for glm4moe (partial rotary).
+  if (s.arch == Arch::Llama || s.arch == Arch::Glm4Moe) w.set_u32(a + ".rope.dimension_count", rope_dims(s));
+  if (s.yarn_factor > 0.0f) {
+    w.set_string(a + ".rope.scaling.type", "yarn");
+    w.set_f32(a + ".rope.scaling.factor", s.yarn_factor);
+    w.set_u32(a + ".rope.scaling.original_context_length", s.yarn_orig_ctx > 0 ? s.yarn_orig_ctx : s.n_ctx);
+  }
   if (s.n_expert > 0) {
     w.set_u32(a + ".expert_count", s.n_expert);
     w.set_u32(a + ".expert_used_count", s.n_expert_used);
   }
-  if (s.arch == Arch::Qwen3Moe) w.set_u32(a + ".expert_feed_forward_length", s.n_ff_exp);
+  if (s.arch != Arch::Llama) w.set_u32(a + ".expert_feed_forward_length", s.n_ff_exp);
+  if (s.arch == Arch::GptOss) w.set_u32(a + ".attention.sliding_window", s.sliding_window);
+  if (s.arch == Arch::Glm4Moe) {
+    // The keys of convert_hf_to_gguf.py's Glm4MoeModel, in its order.
+    w.set_u32(a + ".expert_shared_count", s.n_expert_shared);
+    w.set_u32(a + ".leading_dense_block_count", s.n_layer_dense_lead);
+    w.set_u32(a + ".expert_gating_func", static_cast<uint32_t>(GatingFunc::Sigmoid));
+    if (s.expert_weights_scale > 0.0f) w.set_f32(a + ".expert_weights_scale", s.expert_weights_scale);
+    w.set_bool(a + ".expert_weights_norm", s.expert_weights_norm);
+    w.set_u32(a + ".nextn_predict_layers", s.n_layer_nextn);
+  }
   // How the file was made, so that it can be made again.
   w.set_u64("strata.mkmodel.seed", s.seed);
   w.set_string("strata.mkmodel.quant", preset_info(s.quant).name);
@@ -105,6 +158,32 @@ void set_keys(const ModelSpec& s, gguf::Writer& w) {
 
 bool is_norm(const std::string& name) { return name.find("norm.weight") != std::string::npos; }
 bool is_router(const std::string& name) { return name.find("ffn_gate_inp.weight") != std::string::npos; }
+bool ends_with(const std::string& s, std::string_view tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// Which of the architecture's optional tensors the file carries: output.weight always (no shape ties it), the
+// q/k/v biases and the q/k norms when the spec asks for them. Fused forms (attn_qkv, ffn_gate_up_exps) and the
+// nextn blocks' optional head copies never.
+bool keep_tensor(const ModelSpec& s, const TensorSpec& t) {
+  if (t.required || t.name == "output.weight") return true;
+  const bool qkv_bias = ends_with(t.name, ".attn_q.bias") || ends_with(t.name, ".attn_k.bias") ||
+                        ends_with(t.name, ".attn_v.bias");
+  const bool qk_norm = ends_with(t.name, ".attn_q_norm.weight") || ends_with(t.name, ".attn_k_norm.weight");
+  return (s.attn_bias && qkv_bias) || (s.qk_norm && qk_norm);
+}
+
+// The spread of the tensors that are no matrices (F32 vectors). Modest next to what they are added to, so that the
+// random model behaves: attention and expert biases 0.02 beside projections of unit rms; the router bias 0.1 beside
+// logits of unit rms (every expert still gets chosen); exp_probs_b 0.01 beside sigmoid scores spread about 0.2 (the
+// choice follows the logits); attention sinks 0.5 beside scores of unit rms (a sink takes a modest share).
+std::optional<float> vector_rms(const std::string& name) {
+  if (ends_with(name, ".attn_sinks.weight")) return 0.5f;
+  if (ends_with(name, ".exp_probs_b.bias")) return 0.01f;
+  if (ends_with(name, ".ffn_gate_inp.bias")) return 0.1f;
+  if (ends_with(name, ".bias")) return 0.02f;
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -122,7 +201,7 @@ Plan build_model(const ModelSpec& spec, gguf::Writer& w, std::vector<TensorFill>
   plan.hparams = read_hparams(gguf::File::from_memory(w.to_bytes({}), "mkmodel").metadata());
 
   std::vector<TensorSpec> specs = expected_tensors(plan.hparams);
-  std::erase_if(specs, [](const TensorSpec& t) { return !t.required && t.name != "output.weight"; });
+  std::erase_if(specs, [&spec](const TensorSpec& t) { return !keep_tensor(spec, t); });
   const std::vector<format::GgmlType> types = choose_types(spec.quant, plan.hparams, specs);
 
   fills.clear();
@@ -133,6 +212,9 @@ Plan build_model(const ModelSpec& spec, gguf::Writer& w, std::vector<TensorFill>
     TensorFill f;
     if (is_norm(t.name)) {
       f.kind = TensorFill::Kind::Ones;
+    } else if (const auto rms = vector_rms(t.name)) {
+      f.kind = TensorFill::Kind::Random;
+      f.rms = *rms;
     } else {
       // Unit gain per matrix: a row of n inputs with values of rms 1/sqrt(n) keeps unit-rms activations at unit
       // rms, so the residual stream grows only with the square root of the depth.

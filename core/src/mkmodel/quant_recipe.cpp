@@ -11,7 +11,7 @@ namespace {
 
 using format::GgmlType;
 
-constexpr std::array<PresetInfo, 7> kPresets = {{
+constexpr std::array<PresetInfo, 8> kPresets = {{
     {QuantPreset::F32, "f32", 0, "every tensor F32"},
     {QuantPreset::Q8_0, "q8_0", 7, "every weight Q8_0; norms and router F32"},
     {QuantPreset::Q4_K_M, "q4_k_m", 15,
@@ -25,6 +25,9 @@ constexpr std::array<PresetInfo, 7> kPresets = {{
     {QuantPreset::UD_Q4_K_XL, "ud-q4_k_xl", 15,
      "attention Q8_0; expert gate/up Q4_K; expert down Q5_K (Q6_K on the 'more bits' layers); token_embd Q4_K; "
      "output Q6_K"},
+    {QuantPreset::MXFP4_MOE, "mxfp4_moe", 38,
+     "llama.cpp's MXFP4_MOE (gpt-oss's published files): expert stacks MXFP4; every other weight, embeddings and "
+     "output included, Q8_0; router, norms, biases and sinks F32"},
 }};
 
 // llama.cpp's tensor categories (by name, in its order of tests).
@@ -126,6 +129,13 @@ GgmlType iq2_xs(Category c, const HParams& hp, Counters& k) {
 
 bool routed_expert(const TensorSpec& t) { return contains(t.name, "_exps."); }
 
+// llama.cpp's LLAMA_FTYPE_MOSTLY_MXFP4_MOE: the output Q8_0, then every tensor with a third dimension above 1 (the
+// expert stacks) MXFP4 and every other quantized one Q8_0.
+GgmlType mxfp4_moe(Category c, const TensorSpec& t) {
+  if (c == Category::Output) return GgmlType::Q8_0;
+  return t.ne.size() >= 3 && t.ne[2] > 1 ? GgmlType::MXFP4 : GgmlType::Q8_0;
+}
+
 GgmlType q4_k_q8_0(const TensorSpec& t) { return routed_expert(t) ? GgmlType::Q4_K : GgmlType::Q8_0; }
 
 GgmlType ud_q4_k_xl(Category c, const TensorSpec& t, Counters& k) {
@@ -199,6 +209,7 @@ std::vector<GgmlType> choose_types(QuantPreset preset, const HParams& hp, const 
       case QuantPreset::IQ3_S: type = iq3_s(c, hp, k); break;
       case QuantPreset::IQ2_XS: type = iq2_xs(c, hp, k); break;
       case QuantPreset::UD_Q4_K_XL: type = ud_q4_k_xl(c, t, k); break;
+      case QuantPreset::MXFP4_MOE: type = mxfp4_moe(c, t); break;
     }
     // llama.cpp keeps an output row that K-quant blocks do not divide at Q8_0.
     if (c == Category::Output && t.ne[0] % format::traits(type).block_elems != 0) type = GgmlType::Q8_0;

@@ -1,4 +1,5 @@
 // The named model shapes of `strata mkmodel --shape`.
+#include <algorithm>
 #include <string>
 
 #include "strata/mkmodel.hpp"
@@ -25,9 +26,126 @@ ModelSpec qwen3(uint32_t layers, uint32_t embd, uint32_t heads, uint32_t ff, uin
   return s;
 }
 
+// What every gpt-oss file has whatever its size: biases on q/k/v (and on attn_output, the router and the experts,
+// which the architecture requires anyway), a 128-token sliding window on the even blocks, YaRN rope scaling by 32
+// over the 4096 positions of pre-training, rms eps 1e-5, and MXFP4 experts.
+void gpt_oss_traits(ModelSpec& s) {
+  s.arch = Arch::GptOss;
+  s.attn_bias = true;
+  s.sliding_window = 128;
+  s.rope_theta = 150000.0f;
+  s.yarn_factor = 32.0f;
+  s.yarn_orig_ctx = 4096;
+  s.rms_eps = 1e-5f;
+  s.quant = QuantPreset::MXFP4_MOE;
+}
+
+// gpt-oss's published shapes. The numbers are config.json's of openai/gpt-oss-20b and openai/gpt-oss-120b, as
+// llama.cpp's convert_hf_to_gguf.py (GptOssModel and the TextModel base) turns them into GGUF keys:
+//   num_hidden_layers 24 / 36                       -> gpt-oss.block_count
+//   hidden_size 2880                                -> embedding_length
+//   intermediate_size 2880                          -> feed_forward_length and expert_feed_forward_length
+//   num_attention_heads 64, num_key_value_heads 8   -> attention.head_count, attention.head_count_kv
+//   head_dim 64                                     -> attention.key_length, attention.value_length
+//   num_local_experts 32 / 128, num_experts_per_tok 4 -> expert_count, expert_used_count
+//   vocab_size 201088                               -> the vocabulary's length
+//   max_position_embeddings 131072                  -> context_length
+//   rope_theta 150000                               -> rope.freq_base
+//   rope_scaling {rope_type yarn, factor 32, original_max_position_embeddings 4096}
+//                                                   -> rope.scaling.type, .factor, .original_context_length
+//   sliding_window 128, layer_types sliding/full alternating from layer 0 -> attention.sliding_window
+//   rms_norm_eps 1e-5                               -> attention.layer_norm_rms_epsilon
+// Where each was read (the `search` tool, 2025 copies of the configs): the 20b's from a model-inspector report of
+// openai/gpt-oss-20b's config.json (ParagEkbote/hf-model-inspector) and keras-hub's gpt_oss_20b_en preset (32
+// experts, top-4, head_dim 64, layer_norm_epsilon 1e-5); the 120b's from openai/gpt-oss-120b's original/config.json
+// (a duplicate at witflag/AlphaMind: 36 layers, 128 experts, 4 per token, the same widths, sliding_window 128,
+// initial_context_length 4096, rope_theta 150000, rope_scaling_factor 32) and a 20b-to-120b config.json diff
+// (num_hidden_layers 24 -> 36, num_local_experts 32 -> 128, nothing else); the keys from convert_hf_to_gguf.py's
+// GptOssModel (add_sliding_window, add_expert_feed_forward_length, and YaRN type/factor/original context).
+ModelSpec gpt_oss(uint32_t layers, uint32_t experts) {
+  ModelSpec s;
+  gpt_oss_traits(s);
+  s.n_layer = layers;
+  s.n_embd = 2880;
+  s.n_ff = 2880;
+  s.n_ff_exp = 2880;
+  s.n_head = 64;
+  s.n_head_kv = 8;
+  s.head_dim = 64;
+  s.n_expert = experts;
+  s.n_expert_used = 4;
+  s.n_vocab = 201088;
+  s.n_ctx = 131072;
+  return s;
+}
+
+// What every GLM-4.5/4.6 file has: q/k/v biases (attention_bias true), rotary on half of each head
+// (partial_rotary_factor 0.5 -> rope.dimension_count = head_dim / 2), one shared expert, one nextn (MTP) block
+// after the decoder blocks (num_nextn_predict_layers 1; llama.cpp writes block_count = num_hidden_layers + 1 and
+// glm4moe.nextn_predict_layers 1), sigmoid gating with the exp_probs_b selection bias (llama.cpp writes
+// expert_gating_func 2), renormalised top-k weights (norm_topk_prob true -> expert_weights_norm), rope_theta 1e6,
+// rms_norm_eps 1e-5, and vocab_size 151552.
+void glm4moe_traits(ModelSpec& s) {
+  s.arch = Arch::Glm4Moe;
+  s.attn_bias = true;
+  s.rope_fraction = 0.5f;
+  s.n_expert_shared = 1;
+  s.n_layer_nextn = 1;
+  s.expert_weights_norm = true;
+  s.rope_theta = 1e6f;
+  s.rms_eps = 1e-5f;
+}
+
+// GLM's published shapes, config.json of zai-org/GLM-4.5-Air and zai-org/GLM-4.6 as llama.cpp's
+// convert_hf_to_gguf.py (Glm4MoeModel) writes them: num_hidden_layers (+ the nextn block) -> block_count,
+// hidden_size -> embedding_length, intermediate_size -> feed_forward_length (the dense blocks),
+// moe_intermediate_size -> expert_feed_forward_length, n_routed_experts -> expert_count, num_experts_per_tok ->
+// expert_used_count, n_shared_experts -> expert_shared_count, first_k_dense_replace -> leading_dense_block_count,
+// routed_scaling_factor -> expert_weights_scale, head_dim -> key_length/value_length, max_position_embeddings ->
+// context_length; use_qk_norm decides attn_q_norm/attn_k_norm.
+//                  layers hidden  ff     expert_ff experts top-k dense_lead heads kv head_dim scale qk_norm context
+//   GLM-4.5-Air    46+1   4096    10944  1408      128     8     1          96    8  128      1.0   false   131072
+//   GLM-4.6        92+1   5120    12288  1536      160     8     3          96    8  128      2.5   true    202752
+// Where each was read (the `search` tool): GLM-4.5-Air's from the config.json of PrimeIntellect/INTELLECT-3-Base
+// (a GLM-4.5-Air-Base continuation that keeps its config: every field above, attention_bias true, rope_theta 1e6,
+// rms_norm_eps 1e-5, vocab_size 151552) and NVIDIA Megatron-Bridge's GLM 4.5 page; GLM-4.6's from the config.json
+// of RedHatAI/GLM-4.6-NVFP4 and inference-optimization/GLM-4.6-FP8-dynamic (quantized copies of zai-org/GLM-4.6:
+// 92 layers, hidden 5120, intermediate 12288, moe 1536, 160 experts, 1 shared, top-8, first_k_dense_replace 3,
+// 96/8 heads of 128, max_position_embeddings 202752, partial_rotary_factor 0.5, norm_topk_prob true) with
+// routed_scaling_factor 2.5, use_qk_norm true, rope_theta 1e6 and rms_norm_eps 1e-5 from zai-org's GLM-4.7
+// config.json (the same architecture; GLM-4.6's own as quoted in a GLM-4.6 write-up agrees) and Megatron's GLM-4.5
+// 355B recipe (2.5x scaling, QK layernorm); the keys from convert_hf_to_gguf.py's Glm4MoeModel.set_gguf_parameters.
+ModelSpec glm4moe(uint32_t layers, uint32_t embd, uint32_t ff, uint32_t expert_ff, uint32_t experts,
+                  uint32_t dense_lead, float scale, bool qk_norm, uint32_t context) {
+  ModelSpec s;
+  glm4moe_traits(s);
+  s.n_layer = layers;
+  s.n_embd = embd;
+  s.n_ff = ff;
+  s.n_ff_exp = expert_ff;
+  s.n_head = 96;
+  s.n_head_kv = 8;
+  s.head_dim = 128;
+  s.n_expert = experts;
+  s.n_expert_used = 8;
+  s.n_layer_dense_lead = dense_lead;
+  s.expert_weights_scale = scale;
+  s.qk_norm = qk_norm;
+  s.n_vocab = 151552;
+  s.n_ctx = context;
+  return s;
+}
+
 }  // namespace
 
+std::optional<Arch> shape_arch(std::string_view name) {
+  if (name == "gpt-oss-20b" || name == "gpt-oss-120b") return Arch::GptOss;
+  if (name == "glm-4.5-air" || name == "glm-4.6") return Arch::Glm4Moe;
+  return std::nullopt;
+}
+
 std::optional<ModelSpec> shape_preset(std::string_view name, Arch arch) {
+  if (const auto only = shape_arch(name); only && *only != arch) return std::nullopt;
   std::optional<ModelSpec> s;
   if (name == "tiny") {
     // A few MB: every row width is a multiple of 256, so every block type divides it.
@@ -45,10 +163,32 @@ std::optional<ModelSpec> shape_preset(std::string_view name, Arch arch) {
     s->n_ctx = 4096;
     s->rope_theta = arch == Arch::Llama ? 10000.0f : 1e6f;
     s->rms_eps = arch == Arch::Llama ? 1e-5f : 1e-6f;
+    if (arch == Arch::GptOss) {
+      // gpt-oss's traits (window, YaRN, biases, MXFP4 experts) at the tiny size.
+      gpt_oss_traits(*s);
+      s->n_ff = s->n_ff_exp;
+    } else if (arch == Arch::Glm4Moe) {
+      // glm4moe's traits at the tiny size, with GLM-4.6's q/k norms and routed scaling: 4 decoder blocks, the first
+      // dense, and a nextn block.
+      glm4moe_traits(*s);
+      s->n_layer_dense_lead = 1;
+      s->qk_norm = true;
+      s->expert_weights_scale = 2.5f;
+    }
   } else if (name == "qwen3-30b-a3b") {
+    if (arch != Arch::Llama && arch != Arch::Qwen3Moe) return std::nullopt;
     s = qwen3(48, 2048, 32, 6144, 768);
   } else if (name == "qwen3-235b-a22b") {
+    if (arch != Arch::Llama && arch != Arch::Qwen3Moe) return std::nullopt;
     s = qwen3(94, 4096, 64, 12288, 1536);
+  } else if (name == "gpt-oss-20b") {
+    s = gpt_oss(24, 32);
+  } else if (name == "gpt-oss-120b") {
+    s = gpt_oss(36, 128);
+  } else if (name == "glm-4.5-air") {
+    s = glm4moe(46, 4096, 10944, 1408, 128, 1, 1.0f, false, 131072);
+  } else if (name == "glm-4.6") {
+    s = glm4moe(92, 5120, 12288, 1536, 160, 3, 2.5f, true, 202752);
   }
   if (s) {
     s->arch = arch;
@@ -58,6 +198,13 @@ std::optional<ModelSpec> shape_preset(std::string_view name, Arch arch) {
   return s;
 }
 
-std::string shape_names() { return "tiny, qwen3-30b-a3b, qwen3-235b-a22b"; }
+std::string shape_names() {
+  return "tiny, qwen3-30b-a3b, qwen3-235b-a22b, gpt-oss-20b, gpt-oss-120b, glm-4.5-air, glm-4.6";
+}
+
+void set_layers(ModelSpec& spec, uint32_t n) {
+  spec.n_layer = n;
+  if (spec.arch == Arch::Glm4Moe && n > 0) spec.n_layer_dense_lead = std::min(spec.n_layer_dense_lead, n - 1);
+}
 
 }  // namespace strata::mkmodel

@@ -17,8 +17,9 @@ std::vector<std::vector<float>> router_row_scales(const ModelSpec& spec, const P
   std::vector<std::vector<float>> scales;
   if (spec.router_skew == 0.0) return scales;
   const uint32_t n_embd = plan.hparams.n_embd, n_expert = plan.hparams.n_expert;
-  for (size_t i = 0; i < fills.size(); ++i) {
-    if (fills[i].kind != TensorFill::Kind::Router || fills[i].layer != 0) continue;
+  // Calibrated on the first router (block 0's, or the first MoE block's after glm4moe's leading dense blocks).
+  for (size_t i = 0; i < fills.size() && scales.empty(); ++i) {
+    if (fills[i].kind != TensorFill::Kind::Router) continue;
     std::vector<float> rows(static_cast<size_t>(n_embd) * n_expert);
     draw_elements(format::GgmlType::F32, fills[i].rms, spec.seed, i, 0, rows.size(),
                   reinterpret_cast<uint8_t*>(rows.data()));
