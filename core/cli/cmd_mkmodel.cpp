@@ -130,12 +130,7 @@ int cmd_mkmodel(const Args& args) {
   p.option("--arch", "A",
            "llama, qwen3moe, gpt-oss or glm4moe (default qwen3moe; the gpt-oss-* and glm-* shapes set their own)",
            &arch_text);
-  p.option("--shape", "S",
-           mkmodel::shape_names() +
-               " (default tiny). --layers N cuts a shape to N decoder blocks: glm-4.5-air and glm-4.6 keep their "
-               "nextn (MTP) block after the N (block_count N+1) and at most N-1 of their leading dense blocks, so "
-               "that a cut keeps at least one MoE block; gpt-oss keeps its sliding-window blocks on the even indices",
-           &shape);
+  p.option("--shape", "S", mkmodel::shape_names() + " (default tiny)", &shape);
   p.option("--quant", "Q", preset_list() + " (default: mxfp4_moe for gpt-oss, q4_k_m otherwise)", &quant_text);
   p.option("--seed", "N", "random seed (default 1)",
            [&](const std::string& v) { seed = static_cast<uint64_t>(parse_int("--seed", v, 0, LLONG_MAX)); });
@@ -145,7 +140,10 @@ int cmd_mkmodel(const Args& args) {
     long long min;
   };
   const Dim dim_flags[] = {
-      {"--layers", "blocks", 1},
+      {"--layers",
+       "decoder blocks; a glm4moe shape cut to N keeps its nextn (MTP) block after them (block_count N+1) and at "
+       "most N-1 of its leading dense blocks (one MoE block at least); gpt-oss's even blocks stay sliding-window",
+       1},
       {"--embd", "hidden size (embedding_length)", 1},
       {"--ff", "dense FFN width (feed_forward_length; llama with experts: each expert's width)", 1},
       {"--expert-ff", "routed expert width (expert_feed_forward_length of qwen3moe, gpt-oss, glm4moe)", 1},
