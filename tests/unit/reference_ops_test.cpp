@@ -638,7 +638,7 @@ TEST(ReferenceOps, RopeYarnByHandAndWithoutExtension) {
   const double mix[4] = {1, 1, 0.5, 0};
   for (int p = 0; p < 4; ++p) {
     const double th = 7.0 * std::pow(10000.0, -2.0 * p / 8) * (0.25 * (1 - mix[p]) + mix[p]);
-    const double a = x[p], b = x[p + 4];
+    const double a = static_cast<double>(x[p]), b = static_cast<double>(x[p + 4]);
     EXPECT_NEAR(static_cast<double>(dst[p]), 1.5 * (a * std::cos(th) - b * std::sin(th)), 1e-5) << p;
     EXPECT_NEAR(static_cast<double>(dst[p + 4]), 1.5 * (a * std::sin(th) + b * std::cos(th)), 1e-5) << p;
   }
@@ -716,7 +716,7 @@ TEST(ReferenceOps, SwigluOaiClampsAndPropagatesNan) {
   };
   for (const auto& [g, u] : std::vector<std::pair<float, float>>{{0.5f, -0.25f}, {-3.0f, 2.0f}, {6.5f, -6.5f},
                                                                    {-10.0f, 3.0f}, {12.0f, 30.0f}, {9.0f, -40.0f}}) {
-    const double want = by_hand(g, u);
+    const double want = by_hand(static_cast<double>(g), static_cast<double>(u));
     EXPECT_NEAR(static_cast<double>(fmt::swiglu_oai_c(g, u, alpha, limit)), want, 1e-6 * std::max(1.0, std::fabs(want)))
         << g << ", " << u;
   }
@@ -812,7 +812,7 @@ TEST(ReferenceOps, ExpertFormSwigluOaiByHandOverFloatExperts) {
   std::vector<double> h(n_ff);
   int clamped_g = 0, clamped_u_hi = 0, clamped_u_lo = 0;
   for (int64_t r = 0; r < n_ff; ++r) {
-    double g = bg[r], u = bu[r];
+    double g = static_cast<double>(bg[r]), u = static_cast<double>(bu[r]);
     for (int64_t i = 0; i < n_embd; ++i) {
       g += static_cast<double>(gate[r * n_embd + i]) * static_cast<double>(x[i]);
       u += static_cast<double>(up[r * n_embd + i]) * static_cast<double>(x[i]);
@@ -827,7 +827,7 @@ TEST(ReferenceOps, ExpertFormSwigluOaiByHandOverFloatExperts) {
   ASSERT_GT(clamped_u_hi, 0);
   ASSERT_GT(clamped_u_lo, 0);
   for (int64_t d = 0; d < n_embd; ++d) {
-    double y = bd[d];
+    double y = static_cast<double>(bd[d]);
     for (int64_t r = 0; r < n_ff; ++r) y += static_cast<double>(down[d * n_ff + r]) * h[r];
     EXPECT_NEAR(static_cast<double>(rows[d]), 0.5 * y, 1e-4 * std::max(1.0, std::fabs(y))) << d;
     EXPECT_EQ(dst[d], rows[d]) << d;
