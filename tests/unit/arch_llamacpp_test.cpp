@@ -203,6 +203,15 @@ TEST(ArchLlamaCpp, GptOssExactWithAnF32Cache) {
   run_file_exact("gpt-oss-yarn-tiny-s1");
 }
 TEST(ArchLlamaCpp, Glm4MoeExactWithAnF32Cache) { run_file_exact("glm4moe-tiny-s1"); }
+
+// deepseek2 (DeepSeek-V3 form): latent attention absorbed, the latent as the cache, expert groups, sigmoid routing
+// with the selection bias, shared experts; the YaRN file moves the score scale.
+TEST(ArchLlamaCpp, Deepseek2AgreesWithLlamaCpp) { run_file("deepseek2-tiny-s1"); }
+TEST(ArchLlamaCpp, Deepseek2YarnAgreesWithLlamaCpp) { run_file("deepseek2-yarn-tiny-s1"); }
+TEST(ArchLlamaCpp, Deepseek2ExactWithAnF32Cache) {
+  run_file_exact("deepseek2-tiny-s1");
+  run_file_exact("deepseek2-yarn-tiny-s1");
+}
 TEST(ArchLlamaCpp, Qwen3MoeExactWithAnF32Cache) { run_file_exact("qwen3moe-tiny-s1"); }
 
 // The control: qwen3moe was built before these files existed.

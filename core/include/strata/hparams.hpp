@@ -65,6 +65,7 @@ struct HParams {
   bool expert_weights_norm = false;   // renormalize the k chosen weights to sum to 1
   float expert_weights_scale = 1.0f;  // multiplies the chosen weights (a stored 0 means 1)
   GatingFunc gating = GatingFunc::Softmax;
+  uint32_t n_expert_groups = 0, n_group_used = 0;  // DeepSeek-V3's group-limited routing (0: none)
 
   // DeepSeek-style multi-head latent attention.
   uint32_t q_lora_rank = 0;     // 0: a plain attn_q

@@ -20,12 +20,15 @@ class KvCache {
   // other types or a zero size.
   // With `first_layer` and `held` (runtime.layer_split), memory only for layers [first_layer, first_layer + held)
   // of the n_layer: a card's own layers; another layer's matrices are refused.
+  // With value_view > 0 (deepseek2's latent attention) there is no value matrix: values() is the keys' first
+  // value_view columns (a view, rows the keys' stride), and the memory is half.
   KvCache(uint32_t n_layer, uint32_t kv_dim, uint32_t n_ctx, uint32_t n_slots, format::GgmlType type,
-          DeviceMemory* mem = nullptr, uint32_t first_layer = 0, uint32_t held = UINT32_MAX);
+          DeviceMemory* mem = nullptr, uint32_t first_layer = 0, uint32_t held = UINT32_MAX, uint32_t value_view = 0);
 
   // The bytes such a cache takes for `held` layers (64-bit throughout: 262,144 positions x 48 layers of q8_0 are
   // 12.75 GiB).
-  static uint64_t bytes_for(uint32_t held, uint32_t kv_dim, uint32_t n_ctx, uint32_t n_slots, format::GgmlType type);
+  static uint64_t bytes_for(uint32_t held, uint32_t kv_dim, uint32_t n_ctx, uint32_t n_slots, format::GgmlType type,
+                            uint32_t value_view = 0);
 
   format::GgmlType type() const { return type_; }
   uint32_t n_layer() const { return n_layer_; }
@@ -53,6 +56,7 @@ class KvCache {
   format::GgmlType type_;
   uint32_t n_layer_, kv_dim_, n_ctx_;
   uint32_t first_layer_ = 0, held_ = 0;  // the layers with memory here
+  uint32_t value_view_ = 0;              // > 0: values are the keys' first columns (no matrix of their own)
   uint64_t column_bytes_, matrix_bytes_, bytes_;
   Buffer<unsigned char> data_;
   std::vector<uint32_t> length_;

@@ -256,6 +256,9 @@ class Model {
   uint64_t file_bytes() const;
   // The KV cache width of a layer (keys and values alike here).
   uint32_t kv_dim() const;
+  // deepseek2's latent attention: the values are the cache's first kv_value_view() key columns (no value matrix);
+  // 0 for every other model.
+  uint32_t kv_value_view() const;
 
   // Activations for windows of up to max_tokens tokens, keeping the logits of up to max_logit_rows of them, in
   // host memory (mem null) or in a device's.

@@ -35,7 +35,9 @@
  *                    src3's ready flag (first 8-byte boundary) get the device's clock (TIMESTAMP's) as the flag is
  *                    raised, as the wait ends, and as the sums start waiting on the ready flag: a program's hand-offs
  *                    timed on the device with no launch of their own.
- *   backend 1.6      gpt-oss's ops: strata_op.src4 (appended; ATTENTION's sinks); ATTENTION's i[2] sliding window;
+ *   backend 1.6      gpt-oss's and deepseek2's ops: strata_op.src4 (appended; ATTENTION's sinks); ATTENTION's i[2]
+ *                    sliding window and value heads of their own size; MUL_MAT over a stack of matrices (per head);
+ *                    ROUTER's expert groups (i[3], i[4]);
  *                    ROPE's YaRN (f[2] ext_factor, f[3] attn_factor, f[4..5] correction range); ROUTER's gating 2
  *                    (top-k by logit, weights softmaxed over the chosen); strata_expert_form (expert biases and the
  *                    clamped SwiGLU-OAI) through strata_moe_op.form and strata_expert_table.form (appended).
@@ -185,7 +187,10 @@ typedef struct strata_tensor {
 typedef enum strata_op_kind {
   STRATA_OP_GET_ROWS = 1,    /* dst f32 [n_embd, n_tok] = src0 (table [n_embd, n_vocab], any type) rows at src1 (i32 [n_tok]) */
   STRATA_OP_RMS_NORM = 2,    /* dst f32 = src0 f32 [n, rows] * (1/sqrt(mean(x^2) + f[0] eps)) * src1 f32 [n] */
-  STRATA_OP_MUL_MAT = 3,     /* dst f32 [n_out, n_tok] = src0 (weight [n_in, n_out], any type) x src1 f32 [n_in, n_tok] */
+  STRATA_OP_MUL_MAT = 3,     /* dst f32 [n_out, n_tok] = src0 (weight [n_in, n_out], any type) x src1 f32 [n_in, n_tok];
+                              * 1.6: src0 ne[2] = B > 1, a stack of B matrices (nb[2] apart): src1 f32 [n_in, B, n_tok]
+                              * and dst f32 [n_out, B, n_tok], dst[:, b, t] = matrix b x src1[:, b, t] (per-head
+                              * products: deepseek2's absorbed attention) */
   STRATA_OP_ADD = 4,         /* dst = src0 + src1 (same shape, or src1 one row broadcast) */
   STRATA_OP_MUL = 5,         /* dst = src0 * src1 (same shape, or src1 one row broadcast) */
   STRATA_OP_SWIGLU = 6,      /* dst = silu(src0) * src1 (canonical: exp_c, one division) */
@@ -201,11 +206,17 @@ typedef enum strata_op_kind {
                               * src1 (k cache) and src2 (v cache) [head_dim * n_kv_head, n_ctx], causal at positions src3
                               * (i32 [n_tok]: token t sees cache columns 0..pos_t); i[0] n_head, i[1] n_kv_head, f[0] scale.
                               * 1.6: i[2] a sliding window W (0: none): token t sees columns pos_t - W < j <= pos_t only;
+                              * value heads may differ in size from key heads (deepseek2's latent attention): dv =
+                              * src2.ne[0] / n_kv_head, dst f32 [dv * n_head, n_tok]; src2 may be a view of src1's
+                              * first columns (rows nb[1] apart, the keys' stride);
                               * src4 (when op.struct_size covers it and src4.data is not NULL) f32 [n_head] sink logits:
                               * head h's softmax denominator gains exp(sink_h) (unscaled), no value row */
   STRATA_OP_ROUTER = 10,     /* src0 logits f32 [n_expert, n_tok] -> dst i32 ids [k, n_tok] and src2 f32 weights [k, n_tok]
                               * (an output); i[0] k, i[1] gating (0 softmax, 1 sigmoid, 2 (1.6) the k largest logits
                               * chosen, their weights the softmax over those k logits alone), i[2] normalize top-k weights;
+                              * 1.6: i[3] n_group > 1 with i[4] topk_group: the experts form n_group equal groups of
+                              * consecutive ids, a group's score is the sum of its two largest p_e + bias_e, and only
+                              * the topk_group best groups (ties to the lower group) are eligible (DeepSeek-V3);
                               * f[0] weight scale; src1 optional f32 [n_expert] selection bias (or data NULL) */
   STRATA_OP_MOE = 11,        /* experts of a window: `extra` is a strata_moe_op; dst f32 [n_embd, n_tok] = for each token the
                               * sum of its experts' weighted rows in ascending expert id (canonical arithmetic) */

@@ -115,7 +115,8 @@ experts::DeviceRoom planned_room(const Model& model, const DeviceMemory& mem, co
       room.dense_bytes += t.n_bytes;
     }
   }
-  room.kv_bytes = KvCache::bytes_for(own_kv_layers(model, s), model.kv_dim(), s.context, s.slots, s.kv_type);
+  room.kv_bytes = KvCache::bytes_for(own_kv_layers(model, s), model.kv_dim(), s.context, s.slots, s.kv_type,
+                                     model.kv_value_view());
   room.kv_what = kv_shape(s);
   room.activation_bytes = activation_bytes(model, s);
   return room;
@@ -249,7 +250,7 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
         return std::make_unique<DeviceWeights>(*model_, *backend_->device_memory(), *where, first_layers_);
       }()),
       kv_(model_->hparams().n_layer, model_->kv_dim(), settings.context, settings.slots, settings.kv_type,
-          backend_->device_memory(), 0, first_layers_.end),
+          backend_->device_memory(), 0, first_layers_.end, model_->kv_value_view()),
       act_(model_->make_activations(std::max<uint32_t>(settings.batch, 1), logit_rows(settings),
                                     backend_->device_memory())) {
   if (peer_backend_ != nullptr && peer_backend_->device_memory() != nullptr)
@@ -322,7 +323,8 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
   second_->weights = std::make_unique<DeviceWeights>(
       *model_, mem, hybrid ? WeightsOnDevice::Dense : WeightsOnDevice::All, second_->layers);
   second_->kv = std::make_unique<KvCache>(n_layer, model_->kv_dim(), settings.context, settings.slots, settings.kv_type,
-                                          &mem, settings_.layer_split, n_layer - settings_.layer_split);
+                                          &mem, settings_.layer_split, n_layer - settings_.layer_split,
+                                          model_->kv_value_view());
   second_->act = model_->make_activations(std::max<uint32_t>(settings.batch, 1), logit_rows(settings), &mem);
   if (hybrid) {
     second_->hybrid = make_hybrid(*peer_backend_, second_->act, BalancerRef{},

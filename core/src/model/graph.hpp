@@ -52,8 +52,24 @@ std::unique_ptr<Model::Graph> make_qwen3moe_graph();
 std::unique_ptr<Model::Graph> make_glm4moe_graph();
 std::unique_ptr<Model::Graph> make_qwen2moe_graph();
 std::unique_ptr<Model::Graph> make_gpt_oss_graph();
+std::unique_ptr<Model::Graph> make_deepseek2_graph();
 
 namespace graph {
+
+// Op builders the blocks share. `rows_of`: the first width x n floats of a buffer as [width, n].
+strata_tensor rows_of(const Buffer<float>& buf, int64_t width, int64_t n);
+void rms_norm(std::vector<strata_op>& ops, const strata_tensor& dst, const strata_tensor& src, const strata_tensor& w,
+              float eps);
+// dst = w x, then + bias when there is one.
+void linear(std::vector<strata_op>& ops, const GraphContext& ctx, const strata_tensor& dst, Tensor w,
+            const strata_tensor& x, Tensor bias);
+// x = x + y.
+void add_into(std::vector<strata_op>& ops, const strata_tensor& x, const strata_tensor& y);
+// The window's positions, i32 [n_tok].
+strata_tensor positions(const GraphContext& ctx);
+// dst = ROPE(src) at the window's positions with the spec's mode, n_rot, base, scale and YaRN.
+void rope(std::vector<strata_op>& ops, const strata_tensor& dst, const strata_tensor& src, const AttentionSpec& s,
+          const GraphContext& ctx);
 
 // A weight the model needs (the arch check has made sure it is there), or an optional one.
 Tensor need(const gguf::Model& file, uint32_t il, const char* stem, const char* suffix = "weight");

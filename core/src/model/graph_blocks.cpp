@@ -28,7 +28,6 @@ std::vector<Stage> StageList::take() { return std::move(stages_); }
 strata_tensor GraphContext::weight(Tensor t) const { return device != nullptr ? device->tensor(*t) : tensor_of(*t); }
 
 namespace graph {
-namespace {
 
 strata_tensor rows_of(const Buffer<float>& buf, int64_t width, int64_t n) { return tensor_f32(buf.data(), {width, n}); }
 
@@ -69,6 +68,25 @@ void add_into(std::vector<strata_op>& ops, const strata_tensor& x, const strata_
 
 strata_tensor positions(const GraphContext& ctx) { return tensor_i32(ctx.act.positions.data(), {ctx.n_tok}); }
 
+void rope(std::vector<strata_op>& ops, const strata_tensor& dst, const strata_tensor& src, const AttentionSpec& s,
+          const GraphContext& ctx) {
+  strata_op rope = new_op(STRATA_OP_ROPE);
+  rope.dst = dst;
+  rope.src[0] = src;
+  rope.src[1] = positions(ctx);
+  rope.i[0] = s.rope_mode;
+  rope.i[1] = static_cast<int32_t>(s.n_rot);
+  rope.f[0] = s.rope_freq_base;
+  rope.f[1] = s.rope_freq_scale;
+  rope.f[2] = s.rope_ext_factor;
+  rope.f[3] = s.rope_mscale;
+  rope.f[4] = s.rope_corr_lo;
+  rope.f[5] = s.rope_corr_hi;
+  ops.push_back(rope);
+}
+
+namespace {
+
 // Per-head norm (when the layer has one) and RoPE of q or k: [head_dim, heads, n] from `buf`, ending in one of
 // the two buffers; returns the tensor holding the result.
 strata_tensor norm_and_rope(std::vector<strata_op>& ops, Buffer<float>& buf, Buffer<float>& alt,
@@ -81,19 +99,8 @@ strata_tensor norm_and_rope(std::vector<strata_op>& ops, Buffer<float>& buf, Buf
              ctx.weight(head_norm), ctx.hp.rms_eps);
     std::swap(cur, other);
   }
-  strata_op rope = new_op(STRATA_OP_ROPE);
-  rope.dst = tensor_f32(other->data(), {hd, heads, ctx.n_tok});
-  rope.src[0] = tensor_f32(cur->data(), {hd, heads, ctx.n_tok});
-  rope.src[1] = positions(ctx);
-  rope.i[0] = s.rope_mode;
-  rope.i[1] = static_cast<int32_t>(s.n_rot);
-  rope.f[0] = s.rope_freq_base;
-  rope.f[1] = s.rope_freq_scale;
-  rope.f[2] = s.rope_ext_factor;
-  rope.f[3] = s.rope_mscale;
-  rope.f[4] = s.rope_corr_lo;
-  rope.f[5] = s.rope_corr_hi;
-  ops.push_back(rope);
+  rope(ops, tensor_f32(other->data(), {hd, heads, ctx.n_tok}), tensor_f32(cur->data(), {hd, heads, ctx.n_tok}), s,
+       ctx);
   return tensor_f32(other->data(), {hd * heads, ctx.n_tok});
 }
 
@@ -300,6 +307,8 @@ void emit_moe_ffn(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, 
   route.i[1] = r.gating == GatingFunc::Sigmoid ? 1 : r.gating == GatingFunc::SoftmaxWeight ? 2 : 0;
   route.i[2] = r.normalize ? 1 : 0;
   route.f[0] = r.scale;
+  route.i[3] = static_cast<int32_t>(r.n_group);
+  route.i[4] = static_cast<int32_t>(r.topk_group);
   ops.push_back(route);
   // The routed sum lands in `out`; the shared expert's output (computed beside the routing, in `shared_out`) is
   // added to it, then `out` to the residual stream: out = routed, out = out + shared, x = x + out

@@ -205,6 +205,8 @@ void read_deepseek2(const Keys& keys, HParams& hp) {
   const bool glm_lite = (hp.n_layer == 47 || hp.n_layer == 48) && hp.n_vocab == 154880;
   hp.gating = read_gating(keys, glm_lite ? GatingFunc::Sigmoid : GatingFunc::Softmax);
   hp.n_layer_nextn = keys.u32_or("nextn_predict_layers", 0);
+  hp.n_expert_groups = keys.u32_or("expert_group_count", 0);
+  hp.n_group_used = keys.u32_or("expert_group_used_count", 0);
   const uint32_t head_k = hp.is_mla() ? hp.head_dim_k_mla : hp.head_dim_k;
   if (head_k <= hp.n_rot) {
     throw keys.invalid("rope.dimension_count", std::to_string(hp.n_rot) + " leaves no un-rotated part of the " +

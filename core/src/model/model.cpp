@@ -22,9 +22,10 @@ std::unique_ptr<Model::Graph> graph_for(const HParams& hp, const std::string& fi
     case Arch::Glm4Moe: return make_glm4moe_graph();
     case Arch::Qwen2Moe: return make_qwen2moe_graph();
     case Arch::GptOss: return make_gpt_oss_graph();
+    case Arch::Deepseek2: return make_deepseek2_graph();
     default:
       throw Error(file + ": architecture " + std::string(arch_name(hp.arch)) +
-                  " is recognised, but its forward pass is not built yet (llama, qwen3moe, qwen2moe, glm4moe and gpt-oss are)");
+                  " is recognised, but its forward pass is not built yet (llama, qwen3moe, qwen2moe, glm4moe, gpt-oss and deepseek2 are)");
   }
 }
 
@@ -46,7 +47,7 @@ void require_f32(Tensor t, const std::string& file) {
 
 // What the op set (plugin_api.h backend 1.0) cannot express yet, refused by name rather than computed wrongly.
 void require_expressible(const HParams& hp, const ModelWeights& w, const std::string& file) {
-  if (hp.head_dim_k != hp.head_dim_v) {
+  if (hp.head_dim_k != hp.head_dim_v && !hp.is_mla()) {
     throw Error(file + ": key heads of " + std::to_string(hp.head_dim_k) + " and value heads of " +
                 std::to_string(hp.head_dim_v) + " differ; the attention op takes one head size");
   }
@@ -71,8 +72,12 @@ void require_expressible(const HParams& hp, const ModelWeights& w, const std::st
       require_matrix(t, file);
     }
     if (lw.has_experts()) {
-      if (lw.routing.n_group > 0) {
-        throw Error(file + ": grouped routing (expert_group_count) is not supported yet");
+      const RoutingSpec& r = lw.routing;
+      if (r.n_group > 1 && (r.n_expert % r.n_group != 0 || r.topk_group == 0 || r.topk_group > r.n_group ||
+                            r.k > r.topk_group * (r.n_expert / r.n_group))) {
+        throw Error(file + ": expert_group_count " + std::to_string(r.n_group) + " and expert_group_used_count " +
+                    std::to_string(r.topk_group) + " cannot choose " + std::to_string(r.k) + " of " +
+                    std::to_string(r.n_expert) + " experts");
       }
     }
   }
@@ -129,6 +134,7 @@ uint64_t Model::file_bytes() const {
 }
 
 uint32_t Model::kv_dim() const { return hp_.n_embd_k_gqa(); }
+uint32_t Model::kv_value_view() const { return hp_.arch == Arch::Deepseek2 && hp_.is_mla() ? hp_.kv_lora_rank : 0; }
 
 Activations Model::make_activations(uint32_t max_tokens, uint32_t max_logit_rows, DeviceMemory* mem) const {
   if (max_tokens == 0 || max_logit_rows == 0) throw Error("a window needs room for at least one token");
@@ -138,6 +144,7 @@ Activations Model::make_activations(uint32_t max_tokens, uint32_t max_logit_rows
     if (lw.ffn_gate != nullptr) ffn = std::max(ffn, static_cast<uint32_t>(lw.ffn_gate->ne[1]));
     if (lw.shared.gate != nullptr) ffn = std::max(ffn, static_cast<uint32_t>(lw.shared.gate->ne[1]));
   }
+  ffn = std::max(ffn, hp_.q_lora_rank);  // deepseek2's query LoRA passes through the FFN buffers
   const bool shared = std::any_of(weights_.layers.begin(), weights_.layers.end(),
                                   [](const LayerWeights& lw) { return lw.shared.gate != nullptr; });
   const size_t k = std::max<uint32_t>(hp_.n_expert_used, 1);

@@ -8,7 +8,9 @@
 //   group the positions differently). Head h fills dst[h * head_dim, (h + 1) * head_dim) of column t.
 // Backend 1.6: i[2] = W > 0, a sliding window: only columns P - W < j <= P; src4 (when struct_size covers it and
 // its data is set) f32 [n_head] sinks: M = max(max_j s_j, sink_h) and the denominator gains exp(sink_h - M), added
-// after the columns' terms; the sink has no value row.
+// after the columns' terms; the sink has no value row. Value heads have dv = src2.ne[0] / n_kv_head values (dk = q's
+// head size otherwise), and src2 may be a view of src1's first columns (deepseek2: the latent is key and value);
+// head h then fills dst[h * dv, (h + 1) * dv).
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -41,16 +43,18 @@ void attention(const strata_op& op) {
     const GgmlType ct = tensor_type(*c);
     require(ct == GgmlType::F16 || ct == GgmlType::Q8_0 || ct == GgmlType::F32, name, "a cache", *c,
             "f16, q8_0 or f32");
-    require(c->ne[0] == head_dim * n_kv_head, name, "a cache", *c,
-            "[" + std::to_string(head_dim * n_kv_head) + ", n_ctx]");
     require_contiguous_rows(name, "a cache", *c);
   }
+  require(kc.ne[0] == head_dim * n_kv_head, name, "src1 (k cache)", kc,
+          "[" + std::to_string(head_dim * n_kv_head) + ", n_ctx]");
+  require(vc.ne[0] > 0 && vc.ne[0] % n_kv_head == 0, name, "src2 (v cache)", vc, "[dv * n_kv_head, n_ctx]");
+  const int64_t value_dim = vc.ne[0] / n_kv_head;
   require(kc.ne[1] == vc.ne[1], name, "src2 (v cache)", vc, "as many columns as the k cache");
   require_type(name, "src3 (positions)", pos, GgmlType::I32);
   require(pos.ne[0] == q.ne[2], name, "src3 (positions)", pos, "one position per token");
   require_type(name, "dst", dst, GgmlType::F32);
-  require(dst.ne[0] == head_dim * n_head && dst.ne[1] == q.ne[2], name, "dst", dst,
-          "[" + std::to_string(head_dim * n_head) + ", " + std::to_string(q.ne[2]) + "]");
+  require(dst.ne[0] == value_dim * n_head && dst.ne[1] == q.ne[2], name, "dst", dst,
+          "[" + std::to_string(value_dim * n_head) + ", " + std::to_string(q.ne[2]) + "]");
   const int64_t window = op.i[2];
   require(window >= 0, name, "src0 (q)", q, "i[2] (sliding window) 0 or positive, not " + std::to_string(window));
   std::vector<float> sinks;
@@ -61,7 +65,7 @@ void attention(const strata_op& op) {
   }
   const double scale = static_cast<double>(op.f[0]);
   const int64_t group = n_head / n_kv_head;
-  std::vector<float> out(static_cast<size_t>(head_dim * n_head));
+  std::vector<float> out(static_cast<size_t>(value_dim * n_head));
   for (int64_t t = 0; t < q.ne[2]; ++t) {
     const int32_t p = read_i32(pos, t);
     if (p < 0 || p >= kc.ne[1]) {
@@ -78,6 +82,7 @@ void attention(const strata_op& op) {
     for (int64_t h = 0; h < n_head; ++h) {
       const std::vector<float> qh = read_row(q, h, t);
       const size_t off = static_cast<size_t>((h / group) * head_dim);
+      const size_t voff = static_cast<size_t>((h / group) * value_dim);
       std::vector<double> s(keys.size());
       for (size_t j = 0; j < s.size(); ++j) s[j] = scale * format::dot32_d(qh.data(), keys[j].data() + off, head_dim);
       const double sink = sinks.empty() ? 0.0 : static_cast<double>(sinks[static_cast<size_t>(h)]);
@@ -89,10 +94,10 @@ void attention(const strata_op& op) {
         total = total + v;
       }
       if (!sinks.empty()) total = total + std::exp(sink - max_s);
-      for (size_t d = 0; d < static_cast<size_t>(head_dim); ++d) {
+      for (size_t d = 0; d < static_cast<size_t>(value_dim); ++d) {
         double acc = 0.0;
-        for (size_t j = 0; j < s.size(); ++j) acc = acc + s[j] * static_cast<double>(values[j][off + d]);
-        out[static_cast<size_t>(h * head_dim) + d] = static_cast<float>(acc / total);
+        for (size_t j = 0; j < s.size(); ++j) acc = acc + s[j] * static_cast<double>(values[j][voff + d]);
+        out[static_cast<size_t>(h * value_dim) + d] = static_cast<float>(acc / total);
       }
     }
     write_row(dst, out.data(), t);

@@ -7,11 +7,16 @@
 //   p_e = softmax(l)_e or 1 / (1 + exp(-l_e))
 //   the chosen experts are the k largest p_e + bias_e, largest first, ties to the lower expert id
 //   weight = p_e (the bias only selects), then / sum of the k weights (when normalising), then * f[0]
-// Gating 2: p_e = l_e for the choice; the chosen logits c_0 >= c_1 ... (largest first) weigh
-//   exp(c_j - c_0) / (sum over j of exp(c_j - c_0), ascending j), then the normalising and f[0] as above.
+// Groups (i[3] = n_group > 1, i[4] = topk_group): the experts are n_group groups of consecutive ids; a group's score
+// is the sum of its two largest p_e + bias_e (its one when a group has one expert), the topk_group best groups are
+// kept (ties to the lower group), and only their experts can be chosen.
+// Gating 2: p_e = l_e for the choice; the chosen logits c_0, c_1, ... in the order chosen (c_0 the largest when
+// there is no selection bias) weigh exp(c_j - c_0) / (sum over j of exp(c_j - c_0), ascending j), then the
+// normalising and f[0] as above.
 // and the weights are rounded to float.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -38,6 +43,12 @@ void router(const strata_op& op) {
           "at least i[0] = k experts (k = " + std::to_string(k) + ")");
   require(gating >= 0 && gating <= 2, name, "src0 (logits)", logits,
           "i[1] (gating) 0, 1 or 2, not " + std::to_string(gating));
+  const int64_t n_group = op.i[3] > 1 ? op.i[3] : 1;
+  const int64_t topk_group = op.i[4];
+  require(n_group == 1 || (n_expert % n_group == 0 && topk_group >= 1 && topk_group <= n_group &&
+                           k <= topk_group * (n_expert / n_group)),
+          name, "src0 (logits)", logits,
+          "i[3] (groups) dividing the experts, with i[4] (groups kept) in 1..groups holding at least k experts");
   require_type(name, "dst (ids)", ids, GgmlType::I32);
   require(ids.ne[0] == k && ids.ne[1] == n_tok, name, "dst (ids)", ids,
           "[" + std::to_string(k) + ", " + std::to_string(n_tok) + "]");
@@ -70,9 +81,33 @@ void router(const strata_op& op) {
     const auto score = [&](int32_t e) {
       return p[static_cast<size_t>(e)] + (b.empty() ? 0.0 : static_cast<double>(b[static_cast<size_t>(e)]));
     };
-    std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) { return score(x) > score(y); });
+    if (n_group > 1) {
+      // Each group's score, then every expert of a group outside the best topk_group is ranked last.
+      const int64_t per = n_expert / n_group;
+      std::vector<double> group_score(static_cast<size_t>(n_group));
+      for (int64_t gi = 0; gi < n_group; ++gi) {
+        std::vector<double> sc;
+        for (int64_t e = gi * per; e < (gi + 1) * per; ++e) sc.push_back(score(static_cast<int32_t>(e)));
+        std::sort(sc.begin(), sc.end(), std::greater<>());
+        group_score[static_cast<size_t>(gi)] = sc.size() >= 2 ? sc[0] + sc[1] : sc[0];
+      }
+      std::vector<int64_t> groups(static_cast<size_t>(n_group));
+      std::iota(groups.begin(), groups.end(), int64_t{0});
+      std::stable_sort(groups.begin(), groups.end(), [&](int64_t x, int64_t y) {
+        return group_score[static_cast<size_t>(x)] > group_score[static_cast<size_t>(y)];
+      });
+      std::vector<bool> kept(static_cast<size_t>(n_group), false);
+      for (int64_t r = 0; r < topk_group; ++r) kept[static_cast<size_t>(groups[static_cast<size_t>(r)])] = true;
+      std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) {
+        const bool kx = kept[static_cast<size_t>(x / per)], ky = kept[static_cast<size_t>(y / per)];
+        if (kx != ky) return kx;
+        return score(x) > score(y);
+      });
+    } else {
+      std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) { return score(x) > score(y); });
+    }
     if (gating == 2) {
-      // Softmax over the chosen: the largest chosen logit is the first (ties went to the lower id).
+      // Softmax over the chosen, shifted by the first chosen logit (the largest without a selection bias).
       const double top = p[static_cast<size_t>(order[0])];
       std::vector<double> chosen(static_cast<size_t>(k));
       double total = 0.0;
