@@ -29,14 +29,17 @@ __global__ void quantize_q8_1_kernel(const float* x, int64_t x_stride, int64_t b
 }
 
 __global__ void swiglu_kernel(const float* g, const float* u, int64_t n, int64_t blocks_per_row, int64_t rows,
-                              ExpertAct act, float* h, void* hq) {
+                              ExpertAct act, RowBiases bias, float* h, void* hq) {
   const int64_t index = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (index >= blocks_per_row * rows) return;
   const int64_t row = index / blocks_per_row, blk = index % blocks_per_row;
   const int64_t first = row * n + 32 * blk;
   const int valid = static_cast<int>(n - 32 * blk < 32 ? n - 32 * blk : 32);
   float v[32];
-  swiglu_block(g + first, u + first, valid, act, v);
+  const int e = bias.row_expert != nullptr ? bias.row_expert[row] : -1;
+  const float* bg = e >= 0 && bias.gate != nullptr ? bias.gate + e * n + 32 * blk : nullptr;
+  const float* bu = e >= 0 && bias.up != nullptr ? bias.up + e * n + 32 * blk : nullptr;
+  swiglu_block(g + first, u + first, valid, act, v, bg, bu);
   if (h != nullptr) {
 #pragma unroll
     for (int i = 0; i < 32; ++i) {
@@ -69,11 +72,11 @@ void launch_quantize_q8_1(const Context& ctx, const float* x, int64_t x_stride, 
 }
 
 void launch_swiglu(const float* g, const float* u, int64_t n, int64_t rows, const ExpertAct& act, float* h, void* hq,
-                   cudaStream_t stream) {
+                   cudaStream_t stream, const RowBiases& bias) {
   const int64_t blocks_per_row = (n + 31) / 32;
   const int64_t items = blocks_per_row * rows;
   if (items == 0) return;
-  swiglu_kernel<<<grid_for(items), kThreads, 0, stream>>>(g, u, n, blocks_per_row, rows, act, h, hq);
+  swiglu_kernel<<<grid_for(items), kThreads, 0, stream>>>(g, u, n, blocks_per_row, rows, act, bias, h, hq);
   check_launch("swiglu");
 }
 

@@ -86,11 +86,20 @@ __device__ inline void group_store_q8_1(float x, int i, unsigned char* blk) {
 }
 #endif
 
-// Section 3 step 3 for 32 values: h_i = act(g_i, u_i) (swiglu_c, or swiglu_oai_c for gpt-oss's form).
+// Section 3 step 3 for 32 values: h_i = act(g_i, u_i) (swiglu_c, or swiglu_oai_c for gpt-oss's form); with bg
+// (resp. bu), the form's biases of these 32 rows, g_i + bg_i (resp. u_i + bu_i) first (section 3.2 step 2).
 __host__ __device__ inline void swiglu_block(const float* g, const float* u, int n, const ExpertAct& act,
-                                             float (&h)[32]) {
+                                             float (&h)[32], const float* bg = nullptr, const float* bu = nullptr) {
 #pragma unroll
-  for (int i = 0; i < 32; ++i) h[i] = i < n ? expert_act(act, g[i], u[i]) : 0.0f;
+  for (int i = 0; i < 32; ++i) {
+    if (i < n) {
+      const float gi = bg != nullptr ? add_x86(g[i], bg[i]) : g[i];
+      const float ui = bu != nullptr ? add_x86(u[i], bu[i]) : u[i];
+      h[i] = expert_act(act, gi, ui);
+    } else {
+      h[i] = 0.0f;
+    }
+  }
 }
 
 // Enqueues the Q8_1 quantization of `rows` rows of n floats (n a multiple of 32; row r at x + r * x_stride) into
@@ -104,7 +113,14 @@ void launch_quantize_q8_1(const Context& ctx, const float* x, int64_t x_stride, 
 // Enqueues h = act(g, u) for `rows` rows of n values (g, u and h rows n floats apart; the biases are already in g
 // and u); writes h as floats when `h` is not null and as Q8_1 blocks (n a multiple of 32, n / 32 blocks per row)
 // when `hq` is not null.
+// With `bias` set, the form's gate and up biases are added here (the tiled experts' path: its product kernel has no
+// registers to spare for them): row r of g and u is expert bias.row_expert[r]'s (< 0: a row nobody reads).
+struct RowBiases {
+  const int* row_expert;
+  const float* gate;  // [n, n_expert] or nullptr
+  const float* up;
+};
 void launch_swiglu(const float* g, const float* u, int64_t n, int64_t rows, const ExpertAct& act, float* h, void* hq,
-                   cudaStream_t stream);
+                   cudaStream_t stream, const RowBiases& bias = RowBiases{nullptr, nullptr, nullptr});
 
 }  // namespace strata::gpu

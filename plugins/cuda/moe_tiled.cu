@@ -1,8 +1,9 @@
 // The tiled MOE_ROUTED (moe_tiled.cuh). One block groups the pairs: pair p = t * k + j of a valid expert id goes
 // to its expert's list (ascending p), each expert's list is cut into tiles of up to kTileCols pairs, and each
 // token's pairs are sorted by expert id for the final sums. Then: Q8_1 of x (the context's cache), gate and up
-// tiles into g and u rows per pair (+ the form's biases), the activation with its Q8_1 (launch_swiglu), down tiles
-// (+ bias) weighted by the route weight into a row per pair, and each token's rows summed in ascending expert id.
+// tiles into g and u rows per pair, the activation (+ the form's gate and up biases first) with its Q8_1
+// (launch_swiglu), down tiles weighted by the route weight (with a down bias: + bias, then weighted, by
+// finish_down_kernel) into a row per pair, and each token's rows summed in ascending expert id.
 // An expert whose entry has no gate matrix is computed elsewhere: the grouping gives it no tiles, and the sums read
 // its pairs' rows from src3 (pair_rows.cuh). Rows out (i[2] = 1): the down tiles write each pair's row to dst's
 // column t * k + j and nothing is summed.
@@ -142,6 +143,21 @@ int group_shared_bytes(int n_expert) {
   return (4 + segments_for(n_expert)) * n_expert * static_cast<int>(sizeof(int));
 }
 
+// The form's down bias (backend 1.6) on this path, after the down tiles wrote each computed pair's dot unweighted:
+// row = weight * (dot + bd), the other paths' operations in their order (the tiled product has no registers to spare
+// for it). Pairs no tile computed (an invalid id, an expert computed elsewhere) are not touched.
+__global__ void finish_down_kernel(float* out, int64_t out_stride, int64_t n_embd, const int* pair_expert,
+                                   const strata_expert_weights* experts, const float* pair_weight,
+                                   const float* down_bias) {
+  const int64_t r = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
+  const int64_t p = blockIdx.x;
+  if (r >= n_embd) return;
+  const int e = pair_expert[p];
+  if (e < 0 || experts[e].gate == nullptr) return;
+  float* row = out + p * out_stride;
+  row[r] = pair_weight[p] * add_bias(row[r], down_bias, e, n_embd, r);
+}
+
 // dst row t = token t's weighted rows in ascending expert id: the first, then + each next (zeros for none); a pair
 // computed elsewhere adds src3's column (pair_rows.cuh).
 __global__ void sum_token_rows_kernel(const float* rows, int64_t n_embd, const float* pre, int64_t pre_stride, int k,
@@ -235,10 +251,10 @@ bool run_moe_routed_tiled(Context& ctx, const strata_op& op) {
     job.which = which;
     job.w_stride = row_stride(type, n_embd);
     job.out = gu + which * hidden;
-    job.bias = which == 0 ? form.bias.gate : form.bias.up;
     launch_tiled(job, type, max_tiles, stream);
   }
-  launch_swiglu(gu, gu + hidden, n_ff, n_pairs, form.act, nullptr, hq, stream);
+  launch_swiglu(gu, gu + hidden, n_ff, n_pairs, form.act, nullptr, hq, stream,
+                RowBiases{g.pair_expert, form.bias.gate, form.bias.up});
 
   job.which = 2;
   job.w_stride = row_stride(table.down_type, n_ff);
@@ -248,9 +264,16 @@ bool run_moe_routed_tiled(Context& ctx, const strata_op& op) {
   job.act_div = 1;
   job.out = rows_out ? static_cast<float*>(d.data) : rows;
   job.out_stride = rows_out ? static_cast<int64_t>(d.nb[1] / sizeof(float)) : n_embd;
-  job.pair_weight = g.pair_weight;
-  job.bias = form.bias.down;
+  // With a down bias the tiles write the dots and finish_down_kernel adds the bias and weighs them.
+  job.pair_weight = form.bias.down != nullptr ? nullptr : g.pair_weight;
   launch_tiled(job, table.down_type, max_tiles, stream);
+  if (form.bias.down != nullptr && n_pairs > 0) {
+    constexpr int kFinishThreads = 128;
+    const dim3 grid(static_cast<unsigned>(n_pairs), static_cast<unsigned>((n_embd + kFinishThreads - 1) / kFinishThreads));
+    finish_down_kernel<<<grid, kFinishThreads, 0, stream>>>(job.out, job.out_stride, n_embd, g.pair_expert,
+                                                            table.experts, g.pair_weight, form.bias.down);
+    check_launch("MOE_ROUTED (the form's down bias)");
+  }
   if (rows_out) return true;
 
   constexpr int kSumThreads = 128;

@@ -211,10 +211,6 @@ __device__ __forceinline__ void tiled_body(TiledJob p) {
   }
 
   if (warp != 0) return;
-  // The tile's expert's row of the form's bias, looked up only now and kept as an offset from the argument: a
-  // pointer held across the span loop, or through this unrolled epilogue, spills.
-  const bool biased = p.bias != nullptr && p.tiles != nullptr;
-  const int bias_row = biased ? static_cast<int>(p.tiles[blockIdx.y].expert) * p.rows : 0;
 #pragma unroll
   for (int m = 0; m < kTileM; ++m) {
 #pragma unroll
@@ -225,8 +221,7 @@ __device__ __forceinline__ void tiled_body(TiledJob p) {
         const int c = 8 * n + frag_c_col(lane, i);
         if (row < p.rows && c < n_cols) {
           const uint32_t o = col_out[c];
-          const float y = biased ? add_x86(acc[m][n][i], p.bias[bias_row + row]) : acc[m][n][i];
-          const float v = p.pair_weight != nullptr ? p.pair_weight[o] * y : y;
+          const float v = p.pair_weight != nullptr ? p.pair_weight[o] * acc[m][n][i] : acc[m][n][i];
           p.out[static_cast<int64_t>(o) * p.out_stride + row] = v;
         }
       }

@@ -29,8 +29,7 @@ struct TiledJob {
   int which;                             // 0 gate, 1 up, 2 down
   const uint32_t* pairs;                 // pair ids grouped by expert
   int act_div;                           // a pair's activation row is pair / act_div; its out row the pair
-  const float* pair_weight;              // when set: out = pair_weight[pair] * (dot + bias)
-  const float* bias;                     // with tiles: nullptr, or `rows` floats per expert id added to each dot
+  const float* pair_weight;              // when set: out = pair_weight[pair] * dot
 };
 
 // Whether `type` has a tiled kernel on this device (int8 MMAs need sm_80; none in the HIP build).

@@ -152,17 +152,25 @@ TEST(CudaExpertForm, BiasesJoinWhereTheReferenceAddsThem) {
   const uint64_t in_row = strata::format::row_bytes(GgmlType::Q8_0, n_embd);
   const uint64_t ff_row = strata::format::row_bytes(GgmlType::Q8_0, n_ff);
   const auto xq = quantize(x);
-  std::vector<float> g(n_ff), u(n_ff), h(n_ff);
+  std::vector<float> gd(n_ff), ud(n_ff), g(n_ff), u(n_ff), h(n_ff);
   for (int64_t r = 0; r < n_ff; ++r) {
-    const float gd = strata::format::canonical_dot(GgmlType::Q8_0, gate.data() + r * in_row, xq.data(), n_embd);
-    const float ud = strata::format::canonical_dot(GgmlType::Q8_0, up.data() + r * in_row, xq.data(), n_embd);
-    g[static_cast<size_t>(r)] = strata::gpu::add_bias(gd, f.bias.gate, expert, n_ff, r);
-    u[static_cast<size_t>(r)] = strata::gpu::add_bias(ud, f.bias.up, expert, n_ff, r);
+    const auto i = static_cast<size_t>(r);
+    gd[i] = strata::format::canonical_dot(GgmlType::Q8_0, gate.data() + r * in_row, xq.data(), n_embd);
+    ud[i] = strata::format::canonical_dot(GgmlType::Q8_0, up.data() + r * in_row, xq.data(), n_embd);
+    // The pair and decode paths: the biases join the dots as they are written.
+    g[i] = strata::gpu::add_bias(gd[i], f.bias.gate, expert, n_ff, r);
+    u[i] = strata::gpu::add_bias(ud[i], f.bias.up, expert, n_ff, r);
   }
   for (int64_t b = 0; b < n_ff / 32; ++b) {
-    float blk[32];
+    float blk[32], tiled[32];
     strata::gpu::swiglu_block(g.data() + 32 * b, u.data() + 32 * b, 32, f.act, blk);
-    for (int i = 0; i < 32; ++i) h[static_cast<size_t>(32 * b + i)] = blk[i];
+    // The tiled path: the dots as they are, the biases added by the activation's block (launch_swiglu's RowBiases).
+    strata::gpu::swiglu_block(gd.data() + 32 * b, ud.data() + 32 * b, 32, f.act, tiled,
+                              f.bias.gate + expert * n_ff + 32 * b, f.bias.up + expert * n_ff + 32 * b);
+    for (int i = 0; i < 32; ++i) {
+      ASSERT_EQ(f32_bits(tiled[i]), f32_bits(blk[i])) << "row " << 32 * b + i;
+      h[static_cast<size_t>(32 * b + i)] = blk[i];
+    }
   }
   const auto hq = quantize(h);
   for (int64_t r = 0; r < n_embd; ++r) {
