@@ -243,22 +243,25 @@ __global__ void __launch_bounds__(kThreads) attention_combine_f64ref(DecodeArgs 
   const int lo = window_first_key(p, o.window);
   const int used = (p - lo) / split_chunk(p - lo, a.n_split) + 1;
   const int64_t row = (static_cast<int64_t>(t) * o.n_head + h) * a.n_split;
+  // The sink (a logit without a value row) is one more record after the chunks', (m, l) = (sink, 1) with no values:
+  // it joins the maximum (as the reference's std::max, NaN aside) and the denominator through the same loads and exp
+  // as the chunks' (a second exp, or selects of doubles, spilled on sm_120).
+  __shared__ double sink_ml[2];
+  const int records = used + (o.sinks != nullptr ? 1 : 0);
+  if (o.sinks != nullptr && tid == 0) sink_ml[0] = static_cast<double>(o.sinks[h]), sink_ml[1] = 1.0;
+  __syncthreads();
+  const auto record = [&](int c) { return c < used ? a.part_ml + 2 * (row + c) : sink_ml; };
   double m = -INFINITY;
-  for (int c = tid; c < used; c += kThreads) m = fmax(m, a.part_ml[2 * (row + c)]);
+  for (int c = tid; c < records; c += kThreads) m = fmax(m, record(c)[0]);
   m = block_max(m, partial);
-  // The sink (a logit without a value row): M = max(max score, sink) as the reference's std::max, and its term
-  // joins the denominator after the chunks'.
-  const bool sink = o.sinks != nullptr;
-  const double sink_logit = sink ? static_cast<double>(o.sinks[h]) : 0.0;
-  if (sink) m = m < sink_logit ? sink_logit : m;
   double total = 0.0;
-  for (int c = tid; c < used; c += kThreads) {
-    const double w = exp(a.part_ml[2 * (row + c)] - m);
-    weight[c] = w;
-    total = total + w * a.part_ml[2 * (row + c) + 1];
+  for (int c = tid; c < records; c += kThreads) {
+    const double* ml = record(c);
+    const double w = exp(ml[0] - m);
+    if (c < used) weight[c] = w;
+    total = total + w * ml[1];
   }
   total = block_sum(total, partial);  // its barriers also publish weight[]
-  if (sink) total = total + exp(sink_logit - m);
   const int D = o.head_dim, slices = value_replicas(D);
   if (tid < slices * D) {
     const int d = tid % D, slice = tid / D;
