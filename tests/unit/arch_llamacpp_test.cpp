@@ -307,5 +307,7 @@ TEST(ArchLlamaCpp, Glm4MoeHybridEqualsThePlainCpuEngine) { hybrid_equals_plain("
 // device's MOE_ROUTED and the pool's rows carry the SwiGLU-OAI form; sliding-window layers and sinks on the device.
 TEST(ArchLlamaCpp, GptOssHybridEqualsThePlainCpuEngine) { hybrid_equals_plain("gpt-oss-f32exp-tiny-s1"); }
 TEST(ArchLlamaCpp, GptOssMxfp4HybridEqualsThePlainCpuEngine) { hybrid_equals_plain("gpt-oss-tiny-s1"); }
+// deepseek2: the latent cache, the per-head stacks and the grouped router on the device, the experts placed.
+TEST(ArchLlamaCpp, Deepseek2HybridEqualsThePlainCpuEngine) { hybrid_equals_plain("deepseek2-tiny-s1"); }
 
 }  // namespace
