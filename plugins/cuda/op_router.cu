@@ -43,6 +43,10 @@ Check check_router(const strata_op& op) {
   if (k < 1 || k > n_expert) return "i[0] (k) " + std::to_string(k) + " must be within 1.." + std::to_string(n_expert);
   if (op.i[1] < 0 || op.i[1] > 2)
     return "i[1] (gating) " + std::to_string(op.i[1]) + " (known: 0 softmax, 1 sigmoid, 2 softmax over the chosen)";
+  // Backend 1.6's expert groups (DeepSeek-V3) are not computed here yet: refused by name, never ignored.
+  if (op.i[3] > 1) {
+    return "i[3] (expert groups) " + std::to_string(op.i[3]) + ": grouped routing is not implemented on the GPU";
+  }
   if (ids.ne[0] != k || ids.ne[1] != logits.ne[1])
     return "dst (ids) must be [k, n_tok] = [" + std::to_string(k) + ", " + std::to_string(logits.ne[1]) + "]";
   if (weights.ne[0] != k || weights.ne[1] != logits.ne[1])
