@@ -3,6 +3,7 @@
 // loaders give the defaults), so a GGUF that llama.cpp loads reads the same here.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -12,7 +13,7 @@
 
 namespace strata {
 
-enum class Arch { Llama, Qwen3Moe, Qwen2Moe, Deepseek2, GptOss, Glm4Moe };
+enum class Arch { Llama, Qwen3Moe, Qwen2Moe, Deepseek2, GptOss, Glm4Moe, Qwen3VlMoe };
 
 // The `general.architecture` string: "llama", "qwen3moe", "qwen2moe", "deepseek2", "gpt-oss", "glm4moe".
 std::string_view arch_name(Arch arch);
@@ -72,6 +73,11 @@ struct HParams {
   uint32_t kv_lora_rank = 0;
   uint32_t head_dim_k_mla = 0;  // attention.key_length_mla (0 in older GGUFs: then head_dim_k)
   uint32_t head_dim_v_mla = 0;
+
+  // Qwen3-VL (qwen3vlmoe): interleaved M-RoPE over (t, row, column, e) with these pair counts, and the layers after
+  // which an image token's deepstack parts are added to the residual stream.
+  std::array<uint32_t, 4> rope_sections{};
+  uint32_t n_deepstack = 0;
 
   // Sliding-window attention (gpt-oss): every swa_period-th layer (the last of each period) attends fully.
   uint32_t sliding_window = 0;

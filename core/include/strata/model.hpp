@@ -39,7 +39,8 @@ struct AttentionSpec {
   uint32_t n_head = 0, n_head_kv = 0;
   uint32_t head_dim = 0;      // of queries and keys (and values: the ATTENTION op has one head size)
   float scale = 0.0f;         // applied to q.k: 1/sqrt(head_dim) unless the architecture says otherwise
-  int rope_mode = 0;          // 0 adjacent pairs (llama), 2 neox halves (qwen3moe)
+  int rope_mode = 0;          // 0 adjacent pairs (llama), 2 neox halves (qwen3moe), 40 interleaved M-RoPE (qwen3vl)
+  std::array<uint32_t, 4> rope_sections{};  // mode 40: pairs per position component (t, row, column, e)
   uint32_t n_rot = 0;
   float rope_freq_base = 10000.0f, rope_freq_scale = 1.0f;
   // YaRN (the ROPE op's f[2..5]): ext_factor 0 = off; mscale multiplies cos and sin; the correction range lo..hi.

@@ -200,7 +200,12 @@ typedef enum strata_op_kind {
                               * 0 reads as 1), f[4] and f[5] the correction range lo, hi (the host floors and ceils them):
                               * with ext_factor != 0, pair p's frequency is inv_freq_p * (freq_scale * (1 - mix) + mix),
                               * mix = ext_factor * (1 - clamp((p - lo) / max(0.001, hi - lo), 0, 1)), and the angle is
-                              * pos * that (core/src/reference/op_rope.cpp says it in full) */
+                              * pos * that (core/src/reference/op_rope.cpp says it in full);
+                              * 1.6 interleaved M-RoPE (Qwen3-VL): i[0] = 40 (neox pairs), i[2..5] the pairs given to
+                              * the position components (t, row, column, e); src1 i32 [n_tok, 4] holds the components
+                              * component-major (or [n_tok]: a text token, (p, p, p, 0)); pair k takes row when
+                              * k % 3 == 1 && k < 3 i[3], column when k % 3 == 2 && k < 3 i[4], t when k % 3 == 0 &&
+                              * k < 3 i[2], e otherwise */
   STRATA_OP_KV_STORE = 8,    /* dst (cache [kv_dim, n_ctx], f16 or q8_0) columns at src1 (i32 [n_tok] positions) = src0 f32 [kv_dim, n_tok] */
   STRATA_OP_ATTENTION = 9,   /* dst f32 [head_dim * n_head, n_tok] = attention of src0 (q f32 [head_dim, n_head, n_tok]) over
                               * src1 (k cache) and src2 (v cache) [head_dim * n_kv_head, n_ctx], causal at positions src3

@@ -83,6 +83,7 @@ std::vector<TensorSpec> expected_tensors(const HParams& hp) {
     case Arch::Deepseek2: return arch_detail::deepseek2_tensors(hp);
     case Arch::GptOss: return arch_detail::gpt_oss_tensors(hp);
     case Arch::Glm4Moe: return arch_detail::glm4moe_tensors(hp);
+    case Arch::Qwen3VlMoe: return arch_detail::qwen3moe_tensors(hp);  // the same tensors; M-RoPE is in the keys
   }
   return {};
 }

@@ -53,6 +53,7 @@ std::unique_ptr<Model::Graph> make_glm4moe_graph();
 std::unique_ptr<Model::Graph> make_qwen2moe_graph();
 std::unique_ptr<Model::Graph> make_gpt_oss_graph();
 std::unique_ptr<Model::Graph> make_deepseek2_graph();
+std::unique_ptr<Model::Graph> make_qwen3vlmoe_graph();
 
 namespace graph {
 

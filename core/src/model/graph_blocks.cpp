@@ -82,6 +82,7 @@ void rope(std::vector<strata_op>& ops, const strata_tensor& dst, const strata_te
   rope.f[3] = s.rope_mscale;
   rope.f[4] = s.rope_corr_lo;
   rope.f[5] = s.rope_corr_hi;
+  for (size_t i = 0; i < s.rope_sections.size(); ++i) rope.i[2 + i] = static_cast<int32_t>(s.rope_sections[i]);
   ops.push_back(rope);
 }
 

@@ -1,5 +1,6 @@
 #include "strata/hparams.hpp"
 
+#include <algorithm>
 #include <array>
 #include <string>
 
@@ -12,13 +13,14 @@ struct ArchName {
   Arch arch;
   std::string_view name;
 };
-constexpr std::array<ArchName, 6> kArchNames = {{
+constexpr std::array<ArchName, 7> kArchNames = {{
     {Arch::Llama, "llama"},
     {Arch::Qwen3Moe, "qwen3moe"},
     {Arch::Qwen2Moe, "qwen2moe"},
     {Arch::Deepseek2, "deepseek2"},
     {Arch::GptOss, "gpt-oss"},
     {Arch::Glm4Moe, "glm4moe"},
+    {Arch::Qwen3VlMoe, "qwen3vlmoe"},
 }};
 
 // Reads `<arch>.<field>` keys with the architecture's prefix and turns absence into messages that name the key.
@@ -178,6 +180,34 @@ void read_qwen3moe(const Keys& keys, HParams& hp) {
   hp.gating = GatingFunc::Softmax;
 }
 
+// qwen3moe plus interleaved M-RoPE (its four sections are required, as llama.cpp requires them) and deepstack.
+void read_qwen3vlmoe(const gguf::Metadata& md, const Keys& keys, HParams& hp) {
+  read_qwen3moe(keys, hp);
+  const gguf::KeyValue* kv = md.find(keys.key("rope.dimension_sections"));
+  if (kv == nullptr) throw keys.missing("rope.dimension_sections");
+  const auto arr = kv->value.as_array();
+  const auto sections = arr ? arr->to_i32() : std::nullopt;
+  if (!sections || sections->size() != 4 ||
+      std::any_of(sections->begin(), sections->end(), [](int32_t v) { return v < 0; })) {
+    throw keys.invalid("rope.dimension_sections", kv->value.describe() + ", expected 4 non-negative integers");
+  }
+  uint32_t total = 0;
+  for (size_t i = 0; i < 4; ++i) total += hp.rope_sections[i] = static_cast<uint32_t>((*sections)[i]);
+  if (total == 0 || total > hp.n_rot / 2) {
+    throw keys.invalid("rope.dimension_sections", "sums to " + std::to_string(total) + "; expected 1.." +
+                                                      std::to_string(hp.n_rot / 2) + " rotary pairs");
+  }
+  if (hp.n_rot != hp.head_dim_k) {
+    throw keys.invalid("rope.dimension_count", std::to_string(hp.n_rot) + " must equal the head size " +
+                                                   std::to_string(hp.head_dim_k));
+  }
+  hp.n_deepstack = keys.u32_or("n_deepstack_layers", 0);
+  if (hp.n_deepstack >= hp.n_layer) {
+    throw keys.invalid("n_deepstack_layers", std::to_string(hp.n_deepstack) + " of " + std::to_string(hp.n_layer) +
+                                                 " blocks");
+  }
+}
+
 void read_qwen2moe(const Keys& keys, HParams& hp) {
   require_experts(keys, hp);
   hp.n_ff_exp = qwen_expert_ff(keys, hp);
@@ -279,6 +309,7 @@ HParams read_hparams(const gguf::Metadata& md) {
     case Arch::Deepseek2: read_deepseek2(keys, hp); break;
     case Arch::GptOss: read_gpt_oss(keys, hp); break;
     case Arch::Glm4Moe: read_glm4moe(keys, hp); break;
+    case Arch::Qwen3VlMoe: read_qwen3vlmoe(md, keys, hp); break;
   }
   if (hp.n_expert_used > hp.n_expert) {
     throw keys.invalid("expert_used_count", std::to_string(hp.n_expert_used) + " is more than expert_count " +

@@ -23,6 +23,7 @@ std::unique_ptr<Model::Graph> graph_for(const HParams& hp, const std::string& fi
     case Arch::Qwen2Moe: return make_qwen2moe_graph();
     case Arch::GptOss: return make_gpt_oss_graph();
     case Arch::Deepseek2: return make_deepseek2_graph();
+    case Arch::Qwen3VlMoe: return make_qwen3vlmoe_graph();
     default:
       throw Error(file + ": architecture " + std::string(arch_name(hp.arch)) +
                   " is recognised, but its forward pass is not built yet (llama, qwen3moe, qwen2moe, glm4moe, gpt-oss and deepseek2 are)");

@@ -9,6 +9,10 @@
 // freq_p = inv_freq_p * (freq_scale * (1 - mix) + mix), mix = ext_factor * (1 - clamp((p - lo) / max(0.001, hi -
 // lo), 0, 1)) (format::RopeAngles, double); cos and sin are multiplied by attn_factor (f[3], 0 reads as 1) before
 // the rotation. Values at n_rot and beyond are copied unchanged.
+// Mode 40, interleaved M-RoPE (Qwen3-VL): neox pairs, and pair k's position is one of four components (t, row,
+// column, e) of the token, src1 [n_tok, 4] component-major (or [n_tok]: (p, p, p, 0)): row when k % 3 == 1 and
+// k < 3 s1, column when k % 3 == 2 and k < 3 s2, t when k % 3 == 0 and k < 3 s0, e otherwise (s = i[2..5], the
+// sections; pairs are counted modulo their sum).
 #include <cmath>
 #include <string>
 #include <vector>
@@ -18,6 +22,19 @@
 #include "strata/format/canonical_double.hpp"
 
 namespace strata::reference {
+namespace {
+
+constexpr int kModeImrope = 40;  // ggml's GGML_ROPE_TYPE_IMROPE
+
+// Which position component (0 t, 1 row, 2 column, 3 e) drives pair `sector` under interleaved M-RoPE.
+int imrope_component(int sector, const int (&s)[4]) {
+  if (sector % 3 == 1 && sector < 3 * s[1]) return 1;
+  if (sector % 3 == 2 && sector < 3 * s[2]) return 2;
+  if (sector % 3 == 0 && sector < 3 * s[0]) return 0;
+  return 3;
+}
+
+}  // namespace
 
 void rope(const strata_op& op) {
   const char* name = "ROPE";
@@ -33,24 +50,39 @@ void rope(const strata_op& op) {
   require(pos.ne[0] == x.ne[2], name, "src1 (positions)", pos,
           "one position per token (" + std::to_string(x.ne[2]) + ")");
   require(dst.ne[0] == x.ne[0] && dst.ne[1] == x.ne[1] && dst.ne[2] == x.ne[2], name, "dst", dst, "src0's shape");
-  require(mode == 0 || mode == 2, name, "src0", x, "i[0] (mode) 0 or 2, not " + std::to_string(mode));
+  require(mode == 0 || mode == 2 || mode == kModeImrope, name, "src0", x,
+          "i[0] (mode) 0, 2 or 40, not " + std::to_string(mode));
+  const int sections[4] = {op.i[2], op.i[3], op.i[4], op.i[5]};
+  const int section_sum = sections[0] + sections[1] + sections[2] + sections[3];
+  if (mode == kModeImrope) {
+    require(sections[0] >= 0 && sections[1] >= 0 && sections[2] >= 0 && sections[3] >= 0 && section_sum > 0, name,
+            "src0", x, "i[2..5] (M-RoPE sections) non-negative with a positive sum");
+    require(pos.ne[1] == 1 || pos.ne[1] == 4, name, "src1 (positions)", pos, "[n_tok] or [n_tok, 4]");
+  }
   require(n_rot > 0 && n_rot % 2 == 0 && n_rot <= x.ne[0], name, "src0", x,
           "i[1] (n_rot) even and at most head_dim, not " + std::to_string(n_rot));
   const double base = static_cast<double>(op.f[0]);
   const format::RopeAngles angles(op.f);
   const int half = n_rot / 2;
   for (int64_t t = 0; t < x.ne[2]; ++t) {
-    const double p = static_cast<double>(read_i32(pos, t));
+    // The token's position components (t, row, column, e); plain modes use the first.
+    double comp[4];
+    for (int c = 0; c < 4; ++c) {
+      comp[c] = mode == kModeImrope && pos.ne[1] == 4 ? static_cast<double>(read_i32(pos, t, c))
+                : mode == kModeImrope && c == 3       ? 0.0
+                                                      : static_cast<double>(read_i32(pos, t));
+    }
     for (int64_t h = 0; h < x.ne[1]; ++h) {
       std::vector<float> row = read_row(x, h, t);
       for (int k = 0; k < half; ++k) {
+        const double p = mode == kModeImrope ? comp[imrope_component(k % section_sum, sections)] : comp[0];
         const double theta = p * angles.pos_scale * angles.freq(base, k, n_rot);
         double sin_t = 0.0, cos_t = 0.0;
         format::sincos_d(theta, &sin_t, &cos_t);
         sin_t = sin_t * angles.mscale;
         cos_t = cos_t * angles.mscale;
         const size_t ia = mode == 0 ? static_cast<size_t>(2 * k) : static_cast<size_t>(k);
-        const size_t ib = mode == 0 ? static_cast<size_t>(2 * k + 1) : static_cast<size_t>(k + half);
+        const size_t ib = mode == 0 ? static_cast<size_t>(2 * k + 1) : static_cast<size_t>(k + half);  // neox, M-RoPE
         const double a = static_cast<double>(row[ia]);
         const double b = static_cast<double>(row[ib]);
         row[ia] = static_cast<float>(a * cos_t - b * sin_t);

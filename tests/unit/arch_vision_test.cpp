@@ -1,0 +1,115 @@
+// Qwen3-VL MoE's text model (qwen3vlmoe) against llama.cpp on ../shared/data/vision (relative to the source tree;
+// its README gives the keys, the interleaved M-RoPE and the tolerances): the text-only control, 8 prompt ids and 16
+// greedy steps. A text token's position components are (p, p, p, 0), so M-RoPE differs from qwen3moe's NeoX RoPE
+// only in the pairs that take the fourth component (here pair 31, never rotated): the README puts the exact-F32
+// engines' agreement at ~1e-6. The reference backend with an F32 cache (as llama.cpp ran) must match every id with
+// top-5 logits within 1e-4; every backend under test with the F16 cache must match the ids, or diverge only at a
+// step whose reference margin is below twice the error measured there. Skipped where the folder is missing.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "engine_backends.hpp"
+
+namespace {
+
+using strata::TokenId;
+
+std::string vision_dir() { return std::string(STRATA_SOURCE_DIR) + "/../shared/data/vision"; }
+std::string text_model() { return vision_dir() + "/qwen3vlmoe-tiny-s1.gguf"; }
+
+bool have_data() {
+  return std::filesystem::exists(text_model()) && std::filesystem::exists(vision_dir() + "/vl-tiny-s1.json");
+}
+
+nlohmann::json reference_json() {
+  std::ifstream in(vision_dir() + "/vl-tiny-s1.json");
+  return nlohmann::json::parse(in);
+}
+
+strata::EngineSettings vision_settings() {
+  strata::EngineSettings s;
+  s.context = 256;
+  s.batch = 256;
+  s.threads = 2;
+  return s;
+}
+
+// Greedy from the control's prompt; returns how many ids matched before the end or a near-tie, and the largest
+// top-5 error seen.
+struct Greedy {
+  int matched = 0;
+  int near_tie = -1;
+  double max_error = 0.0;
+};
+
+Greedy run_text_only(strata::Engine& e, const nlohmann::json& t, const std::string& what) {
+  Greedy g;
+  const std::vector<TokenId> prompt = t.at("prompt").get<std::vector<TokenId>>();
+  const std::vector<TokenId> want = t.at("generated").get<std::vector<TokenId>>();
+  std::span<const float> logits = e.feed(0, prompt);
+  for (size_t s = 0; s < want.size(); ++s) {
+    const nlohmann::json& step = t.at("steps").at(s);
+    double err = 0.0;
+    for (size_t i = 0; i < 5; ++i) {
+      const double d = static_cast<double>(logits[step.at("top5_ids")[i].get<size_t>()]) -
+                       step.at("top5_logits")[i].get<double>();
+      err = std::max(err, std::abs(d));
+    }
+    g.max_error = std::max(g.max_error, err);
+    const auto got = static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    if (got != want[s]) {
+      const double margin = t.at("top1_margin").at(s).get<double>();
+      EXPECT_LT(margin, 2.0 * err) << what << ": step " << s << " picks " << got << ", llama.cpp " << want[s]
+                                   << " (margin " << margin << ", our error there " << err << ")";
+      g.near_tie = static_cast<int>(s);
+      break;
+    }
+    ++g.matched;
+    if (s + 1 < want.size()) logits = e.feed(0, std::span<const TokenId>(&want[s], 1));
+  }
+  std::cout << what << ": text-only greedy " << g.matched << "/" << want.size() << " ids equal"
+            << (g.near_tie >= 0 ? " (a near-tie at step " + std::to_string(g.near_tie) + ")" : std::string())
+            << ", top-5 error <= " << g.max_error << "\n";
+  return g;
+}
+
+TEST(ArchVision, TextOnlyControlAgreesWithLlamaCpp) {
+  if (!have_data()) GTEST_SKIP() << vision_dir() << ": not here (the shared vision data is in CI's workspace); skipped";
+  const nlohmann::json j = reference_json();
+  for (const std::string& backend : strata::test::backends_under_test()) {
+    auto e = strata::test::open_engine(text_model(), backend, vision_settings());
+    EXPECT_EQ(e->model().hparams().n_vocab, j.at("n_vocab").get<size_t>());
+    run_text_only(*e, j.at("text_only"), "qwen3vlmoe on " + backend);
+  }
+}
+
+TEST(ArchVision, TextOnlyExactWithAnF32Cache) {
+  if (!have_data()) GTEST_SKIP() << vision_dir() << ": not here; skipped";
+  strata::EngineSettings s = vision_settings();
+  s.kv_type = strata::format::GgmlType::F32;
+  auto e = strata::test::open_engine(text_model(), "reference", s);
+  const Greedy g = run_text_only(*e, reference_json().at("text_only"), "qwen3vlmoe on reference, f32 cache");
+  EXPECT_EQ(g.near_tie, -1);
+  EXPECT_EQ(g.matched, 16);
+  EXPECT_LE(g.max_error, 1e-4);
+}
+
+// The keys llama.cpp requires: the four M-RoPE sections and the deepstack count.
+TEST(ArchVision, ReadsTheMropeSectionsAndDeepstack) {
+  if (!have_data()) GTEST_SKIP() << vision_dir() << ": not here; skipped";
+  const auto m = strata::Model::load(text_model());
+  const strata::HParams& hp = m->hparams();
+  EXPECT_EQ(hp.arch, strata::Arch::Qwen3VlMoe);
+  EXPECT_EQ(hp.rope_sections, (std::array<uint32_t, 4>{12, 10, 10, 0}));
+  EXPECT_EQ(hp.n_deepstack, 2u);
+}
+
+}  // namespace
