@@ -117,7 +117,7 @@ class Deepseek2Graph final : public Model::Graph {
     if (hp.rope_scaling == RopeScaling::Yarn && s.rope_ext_factor != 0.0f) {
       const float mscale = 1.0f + hp.yarn_log_mul * std::log(1.0f / hp.rope_freq_scale);
       s.scale = mscale * mscale / std::sqrt(static_cast<float>(m.q_head()));
-      s.rope_mscale = 1.0f;
+      s.rope_mscale = hp.rope_attn_factor;  // llama.cpp cancels YaRN's growth of cos and sin for deepseek2
     }
     return s;
   }

@@ -151,8 +151,10 @@ AttentionSpec attention_spec(const HParams& hp, int rope_mode) {
   s.rope_freq_base = hp.rope_freq_base;
   s.rope_freq_scale = hp.rope_freq_scale;
   if (hp.rope_scaling == RopeScaling::Yarn) {
-    // llama.cpp's YaRN: ext_factor 1 unless the file says otherwise; the correction range from beta_fast and
-    // beta_slow over the original context, floored and ceiled; cos and sin grow by 1 + 0.1 ln(1 / freq_scale).
+    // llama.cpp's YaRN (34af94cd, llama-context.cpp): ext_factor 1 unless the file says otherwise; the correction
+    // range from beta_fast and beta_slow over the original context, floored and ceiled; cos and sin grow by
+    // 1 + 0.1 ln(factor) times rope.scaling.attn_factor (its yarn_attn_factor is recomputed there, so the file's
+    // rope.scaling.yarn_attn_factor does not enter).
     s.rope_ext_factor = hp.yarn_ext_factor < 0.0f ? 1.0f : hp.yarn_ext_factor;
     const auto corr_dim = [&](float beta) {
       return static_cast<float>(hp.n_rot) *
@@ -161,9 +163,9 @@ AttentionSpec attention_spec(const HParams& hp, int rope_mode) {
     };
     s.rope_corr_lo = std::max(0.0f, std::floor(corr_dim(hp.yarn_beta_fast)));
     s.rope_corr_hi = std::min(static_cast<float>(hp.n_rot) - 1.0f, std::ceil(corr_dim(hp.yarn_beta_slow)));
-    s.rope_mscale = s.rope_ext_factor != 0.0f
-                        ? hp.yarn_attn_factor * (1.0f + 0.1f * std::log(1.0f / hp.rope_freq_scale))
-                        : hp.yarn_attn_factor;
+    const float factor = 1.0f / hp.rope_freq_scale;
+    s.rope_mscale = hp.rope_attn_factor * (s.rope_ext_factor != 0.0f && factor > 1.0f ? 1.0f + 0.1f * std::log(factor)
+                                                                                      : 1.0f);
   }
   return s;
 }
