@@ -42,6 +42,8 @@
  *                    (top-k by logit, weights softmaxed over the chosen); strata_expert_form (expert biases and the
  *                    clamped SwiGLU-OAI) through strata_moe_op.form and strata_expert_table.form (appended).
  *                    A backend that does not compute a form, a window, sinks or YaRN says so in supports_op.
+ *                    strata_op grew, and ops travel in arrays, so the host refuses a backend plugin below 1.6 and
+ *                    a plugin refuses op arrays whose struct_size is not its own sizeof(strata_op).
  *   expert_pool 1.0  worker_count; compute(moe): one weighted row per (token, expert), never a summed row.
  *   expert_pool 1.1  set_worker_limit(n): later calls use at most n workers (0: all again), so that another
  *                    process gets the other cores (POOL_HOLD); the rows' bytes do not change.

@@ -68,6 +68,11 @@ class PluginBackend final : public Backend {
     if (table_ == nullptr || table_->compute == nullptr || table_->supports_op == nullptr) {
       throw Error("plugin '" + name_ + "' does not provide the backend interface (family backend, version 1)");
     }
+    // Backend 1.6 appended a member to strata_op, and ops travel in arrays: an older plugin would misread them.
+    if (table_->header.minor < 6) {
+      throw Error("plugin '" + name_ + "' implements backend 1." + std::to_string(table_->header.minor) +
+                  ", older than this host's strata_op (backend 1.6); rebuild the plugin against this tree");
+    }
     const std::vector<DeviceSummary> devices = plugin_->devices();
     if (devices.empty()) throw Error("plugin '" + name_ + "' has no devices");
     device_ = devices.front().name;
