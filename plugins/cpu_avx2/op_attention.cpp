@@ -5,7 +5,9 @@
 // (sum_j e_j) with both sums over ascending j. Heads share kv heads in groups of n_head / n_kv_head. Workers
 // split the (token, head) pairs. Backend 1.6 (gpt-oss): i[2] = W > 0 limits token t to columns pos_t - W < j <=
 // pos_t; src4 f32 [n_head] sinks: the max takes sink_h too, and exp(sink_h - max) joins the denominator after
-// the columns (no value row).
+// the columns (no value row). Value heads may have their own size dv = src2.ne[0] / n_kv_head (deepseek2's latent
+// attention: src2 a view of src1's first columns, rows the keys' stride apart); head h then fills dst[h * dv, (h +
+// 1) * dv).
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -21,7 +23,7 @@
 namespace strata::cpu {
 namespace {
 
-// head_dim floats of one kv head in cache column j.
+// head_dim floats of one kv head in cache column j (head_dim: the key or the value head size).
 void load_head(const strata_tensor& cache, int64_t j, int64_t kv_head, int64_t head_dim, float* out) {
   const unsigned char* col = row_ptr<const unsigned char>(cache, j);
   if (is_type(cache, format::GgmlType::F16)) {
@@ -72,27 +74,32 @@ Check check_attention(const strata_op& op) {
     }
   }
   if (q.ne[1] != n_head || q.ne[3] != 1) return std::string("q must be [head_dim, n_head, n_tok]");
+  if (v.ne[0] < 1 || v.ne[0] % n_kv_head != 0) return std::string("src2 (v cache) columns are not dv * n_kv_head long");
+  const int64_t value_dim = v.ne[0] / n_kv_head;
   for (const strata_tensor* c : {&k, &v}) {
-    const char* what = c == &k ? "src1 (k cache)" : "src2 (v cache)";
+    const bool keys = c == &k;
+    const char* what = keys ? "src1 (k cache)" : "src2 (v cache)";
+    const int64_t dim = keys ? head_dim : value_dim;
     if (!is_type(*c, format::GgmlType::F16) && !is_type(*c, format::GgmlType::Q8_0) &&
         !is_type(*c, format::GgmlType::F32)) {
       return std::string(what) + " type " + type_name(c->type) + " (known: f16, q8_0, f32)";
     }
     if (auto e = check_matrix(*c, what)) return e;
-    if (c->ne[0] != head_dim * n_kv_head) return std::string(what) + " columns are not head_dim * n_kv_head long";
-    if (is_type(*c, format::GgmlType::Q8_0) && head_dim % 32 != 0) {
-      return std::string("a q8_0 cache needs head_dim to be a multiple of 32");
+    if (keys && c->ne[0] != head_dim * n_kv_head) return std::string(what) + " columns are not head_dim * n_kv_head long";
+    if (is_type(*c, format::GgmlType::Q8_0) && dim % 32 != 0) {
+      return std::string("a q8_0 cache needs its head size (") + what + ") to be a multiple of 32";
     }
   }
   if (k.ne[1] != v.ne[1]) return std::string("k and v caches have different lengths");
   if (row_count(pos) != 1 || pos.ne[0] != q.ne[2]) return std::string("src3 must hold one position per token");
-  if (d.ne[0] != head_dim * n_head || d.ne[1] != q.ne[2]) return std::string("dst must be [head_dim * n_head, n_tok]");
+  if (d.ne[0] != value_dim * n_head || d.ne[1] != q.ne[2]) return std::string("dst must be [dv * n_head, n_tok]");
   return std::nullopt;
 }
 
 void run_attention(Context& ctx, const strata_op& op) {
   const strata_tensor &q = op.src[0], &k = op.src[1], &v = op.src[2], &pos = op.src[3], &d = op.dst;
   const int64_t head_dim = q.ne[0], n_head = op.i[0], group = n_head / op.i[1], n_tok = q.ne[2];
+  const int64_t value_dim = v.ne[0] / op.i[1], widest = std::max(head_dim, value_dim);
   const int64_t n_ctx = k.ne[1];
   const double scale = static_cast<double>(op.f[0]);
   const int64_t window = op.i[2];
@@ -107,13 +114,13 @@ void run_attention(Context& ctx, const strata_op& op) {
     }
   }
   const unsigned parts = ctx.pool().parts();
-  // Per participant: the scores and the outputs in double, one decoded cache row in float.
-  const int64_t per_part = n_ctx + head_dim + (head_dim + 1) / 2 + 8;
+  // Per participant: the scores and the outputs in double, one decoded key or value head in float.
+  const int64_t per_part = n_ctx + value_dim + (widest + 1) / 2 + 8;
   double* work = ctx.scratch().work.as<double>(static_cast<size_t>(per_part) * parts);
   const auto body = [&](unsigned slot, int64_t begin, int64_t end) {
     double* scores = work + per_part * slot;
     double* acc = scores + n_ctx;
-    auto* row = reinterpret_cast<float*>(acc + head_dim);
+    auto* row = reinterpret_cast<float*>(acc + value_dim);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t t = item / n_head, h = item % n_head, kvh = h / group;
       const float* qh = row_ptr<const float>(q, t * n_head + h);
@@ -132,12 +139,12 @@ void run_attention(Context& ctx, const strata_op& op) {
         total = total + scores[j];
       }
       if (sinks != nullptr) total = total + std::exp(sink - mx);
-      std::fill(acc, acc + head_dim, 0.0);
+      std::fill(acc, acc + value_dim, 0.0);
       for (int64_t j = 0; j < len; ++j) {
-        load_head(v, first + j, kvh, head_dim, row);
-        axpy_d(scores[j], row, acc, head_dim);
+        load_head(v, first + j, kvh, value_dim, row);
+        axpy_d(scores[j], row, acc, value_dim);
       }
-      div_to_float(acc, total, row_ptr<float>(d, t) + h * head_dim, head_dim);
+      div_to_float(acc, total, row_ptr<float>(d, t) + h * value_dim, value_dim);
     }
   };
   const int64_t items = n_tok * n_head;
@@ -148,7 +155,7 @@ void run_attention(Context& ctx, const strata_op& op) {
   // An item reads a run of cache columns: its cost, roughly, the k and v bytes of the longest one.
   int64_t longest = 1;
   for (int64_t t = 0; t < n_tok; ++t) longest = std::max(longest, p[t] + int64_t{1} - first_column(p[t], window));
-  const uint64_t item_cost = static_cast<uint64_t>(longest) * static_cast<uint64_t>(head_dim) * 2 * sizeof(float);
+  const uint64_t item_cost = static_cast<uint64_t>(longest) * static_cast<uint64_t>(head_dim + value_dim) * sizeof(float);
   const Pieces pieces = cut(items, item_cost, parts);
   ctx.pool().run(pieces.count(), [&](uint32_t piece, unsigned slot) {
     const Range r = pieces.range(piece);
