@@ -5,7 +5,10 @@
 // id first), weights = the selected experts' probabilities, optionally divided by their sum (rank order), times
 // f[0]. Gating 2 (gpt-oss, backend 1.6): the logits themselves select, and the chosen experts' weights are the
 // softmax over their k logits alone, exp(c_j - c_0) / (their sum in rank order), c_0 the first chosen; then the
-// normalising and f[0] as above. The rows are short (experts, attention-sized rows): scalar double with the libm exp.
+// normalising and f[0] as above. Expert groups (DeepSeek-V3, backend 1.6: i[3] n_group > 1, i[4] topk_group): a
+// group of consecutive ids scores the sum of its two largest scores (its one for a one-expert group), the
+// topk_group best groups are kept (ties: the lower group), and the top k are taken among their experts only. The
+// rows are short (experts, attention-sized rows): scalar double with the libm exp.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -46,6 +49,34 @@ void softmax_chosen(const int32_t* order, int k, double* p) {
   for (int j = 0; j < k; ++j) p[order[j]] = e[static_cast<size_t>(j)] / total;
 }
 
+// Expert groups: kept[g] for the topk_group best of n_group groups of consecutive experts by the sum of their two
+// largest scores (ties to the lower group); group_score and groups are work space of n_group.
+void keep_best_groups(const double* score, int64_t n_expert, int64_t n_group, int64_t topk_group,
+                      std::vector<double>& group_score, std::vector<int32_t>& groups, std::vector<char>& kept) {
+  const int64_t per = n_expert / n_group;
+  for (int64_t g = 0; g < n_group; ++g) {
+    const double* s = score + g * per;
+    double first = s[0], second = -std::numeric_limits<double>::infinity();
+    for (int64_t i = 1; i < per; ++i) {
+      if (s[i] > first) {
+        second = first;
+        first = s[i];
+      } else if (s[i] > second) {
+        second = s[i];
+      }
+    }
+    // One addition of the two largest (commutative: the order the reference adds them in does not matter).
+    group_score[static_cast<size_t>(g)] = per >= 2 ? first + second : first;
+  }
+  std::iota(groups.begin(), groups.end(), 0);
+  std::partial_sort(groups.begin(), groups.begin() + topk_group, groups.end(), [&](int32_t a, int32_t c) {
+    const double sa = rank_key(group_score[static_cast<size_t>(a)]), sc = rank_key(group_score[static_cast<size_t>(c)]);
+    return sa > sc || (sa == sc && a < c);
+  });
+  std::fill(kept.begin(), kept.end(), 0);
+  for (int64_t r = 0; r < topk_group; ++r) kept[static_cast<size_t>(groups[static_cast<size_t>(r)])] = 1;
+}
+
 }  // namespace
 
 Check check_softmax(const strata_op& op) {
@@ -80,8 +111,13 @@ Check check_router(const strata_op& op) {
   if (op.i[1] < 0 || op.i[1] > 2) {
     return "gating " + std::to_string(op.i[1]) + " (known: 0 softmax, 1 sigmoid, 2 softmax over the chosen)";
   }
-  // DeepSeek-V3's expert groups (i[3] n_group, i[4] topk_group) are not computed here yet: refused, not ignored.
-  if (op.i[3] > 1) return "expert groups (i[3] = " + std::to_string(op.i[3]) + ") are not computed by cpu_avx2";
+  if (op.i[3] > 1) {
+    const int64_t n_group = op.i[3], topk_group = op.i[4];
+    if (n_expert % n_group != 0 || topk_group < 1 || topk_group > n_group || k > topk_group * (n_expert / n_group)) {
+      return "expert groups (i[3] = " + std::to_string(n_group) + ") must divide the " + std::to_string(n_expert) +
+             " experts, with i[4] (groups kept) " + std::to_string(topk_group) + " in 1..groups holding at least k";
+    }
+  }
   if (ids.ne[0] != k || ids.ne[1] != logits.ne[1] || weights.ne[0] != k || weights.ne[1] != logits.ne[1]) {
     return std::string("dst and src2 must be [k, n_tok]");
   }
@@ -100,9 +136,13 @@ void run_router(Context& ctx, const strata_op& op) {
   const double wscale = static_cast<double>(op.f[0]);
   const int64_t n = logits.ne[0];
   const auto* b = static_cast<const float*>(bias.data);
+  const int64_t n_group = op.i[3] > 1 ? op.i[3] : 1, topk_group = op.i[4], per_group = n / n_group;
   for_items(ctx, logits.ne[1], n * 16, [&](int64_t lo, int64_t hi) {
     std::vector<double> prob(static_cast<size_t>(n)), score(static_cast<size_t>(n));
     std::vector<int32_t> order(static_cast<size_t>(n));
+    std::vector<double> group_score(static_cast<size_t>(n_group));
+    std::vector<int32_t> groups(static_cast<size_t>(n_group));
+    std::vector<char> kept(static_cast<size_t>(n_group), 1);
     for (int64_t t = lo; t < hi; ++t) {
       const float* x = row_ptr<const float>(logits, t);
       if (gating == 1) {
@@ -116,8 +156,12 @@ void run_router(Context& ctx, const strata_op& op) {
         const double pi = prob[static_cast<size_t>(i)];
         score[static_cast<size_t>(i)] = b != nullptr ? pi + static_cast<double>(b[i]) : pi;
       }
+      if (n_group > 1) keep_best_groups(score.data(), n, n_group, topk_group, group_score, groups, kept);
       std::iota(order.begin(), order.end(), 0);
+      // Experts of the kept groups first (all are kept without groups), then by descending score, ties lower id.
       std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t c) {
+        const char ka = kept[static_cast<size_t>(a / per_group)], kc = kept[static_cast<size_t>(c / per_group)];
+        if (ka != kc) return ka > kc;
         const double sa = rank_key(score[static_cast<size_t>(a)]), sc = rank_key(score[static_cast<size_t>(c)]);
         return sa > sc || (sa == sc && a < c);
       });
