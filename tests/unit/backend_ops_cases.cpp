@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <sstream>
 
@@ -118,6 +119,22 @@ Output float_op(Output o, Compare on_float) {
 // order of pairs or angle gives far more than 1e-10.
 constexpr double kFloatOpNmse = 1e-10;
 
+// Strided float views as deepseek2's graph hands them (backend 1.6): rows of the source and of dst `src` and `dst`
+// floats apart (0: dense), every row evenly spaced (planes s * ne1 floats apart).
+struct RowStrides {
+  int64_t src = 0, dst = 0;
+  bool any() const { return src != 0 || dst != 0; }
+};
+
+// A float view [ne0, ne1, ne2] whose rows are s floats apart.
+strata_tensor strided_f32(const float* data, int64_t ne0, int64_t ne1, int64_t ne2, int64_t s) {
+  strata_tensor t = tensor_f32(data, {ne0, ne1, ne2});
+  t.nb[1] = static_cast<uint64_t>(s) * sizeof(float);
+  t.nb[2] = t.nb[1] * static_cast<uint64_t>(ne1);
+  t.nb[3] = t.nb[2] * static_cast<uint64_t>(ne2);
+  return t;
+}
+
 template <class... Args>
 std::string vars_of(const char* op, const Args&... kv) {
   std::ostringstream s;
@@ -158,6 +175,39 @@ struct MulMatCase : OpCase {
       op.src[0] = make_tensor(w, t, {ni, no});
       op.src[1] = tensor_f32(x, {ni, nt});
       op.dst = tensor_f32(static_cast<float*>(out[0]), {no, nt});
+      return op;
+    };
+    return inst;
+  }
+};
+
+// MUL_MAT over a stack of B matrices (backend 1.6, deepseek2's per-head K_b and V_b): weights [n_in, n_out, B], src1
+// [n_in, B, n_tok], dst [n_out, B, n_tok]. Strided: src1's columns pad_in floats past a row (deepseek2: the nope
+// part of each q head, rope values after it) and dst's pad_out past one (the latent part of each absorbed head).
+struct StackedMulMatCase : OpCase {
+  GgmlType type;
+  int64_t n_in, n_out, stack, n_tok, pad_in, pad_out;
+  StackedMulMatCase(GgmlType t, int64_t i, int64_t o, int64_t b, int64_t k, int64_t pi = 0, int64_t po = 0)
+      : type(t), n_in(i), n_out(o), stack(b), n_tok(k), pad_in(pi), pad_out(po) {}
+  std::string vars() const override {
+    return vars_of("MUL_MAT", kv("type", tname(type)), kv("n_in", n_in), kv("n_out", n_out), kv("stack", stack),
+                   kv("n_tok", n_tok), kv("pad_in", pad_in), kv("pad_out", pad_out));
+  }
+  Instance build(std::mt19937& rng) const override {
+    Instance inst;
+    const int64_t sx = n_in + pad_in, sd = n_out + pad_out;
+    const unsigned char* w = inst.keep(random_weights(type, stack * n_out, n_in, rng));
+    const float* x = inst.keep(normal_floats(rng, static_cast<size_t>(sx * stack * n_tok)));
+    inst.outputs.push_back(f32_output("dst", sd * stack * n_tok, Compare::Bytes));
+    const GgmlType t = type;
+    const int64_t ni = n_in, no = n_out, b = stack, nt = n_tok;
+    inst.bind = [=](const std::vector<void*>& out) {
+      strata_op op{};
+      op.struct_size = sizeof op;
+      op.kind = STRATA_OP_MUL_MAT;
+      op.src[0] = make_tensor(w, t, {ni, no, b});
+      op.src[1] = strided_f32(x, ni, b, nt, sx);
+      op.dst = strided_f32(static_cast<float*>(out[0]), no, b, nt, sd);
       return op;
     };
     return inst;
@@ -421,10 +471,14 @@ struct GetRowsCase : OpCase {
 struct RmsNormCase : OpCase {
   int64_t n, rows;
   bool weight, specials;
-  RmsNormCase(int64_t n_, int64_t r, bool w, bool s) : n(n_), rows(r), weight(w), specials(s) {}
+  RowStrides strides;  // the rows of a strided view (deepseek2: the first 64 values of 80-wide columns)
+  RmsNormCase(int64_t n_, int64_t r, bool w, bool s, RowStrides st = {})
+      : n(n_), rows(r), weight(w), specials(s), strides(st) {}
   std::string vars() const override {
-    return vars_of("RMS_NORM", kv("n", n), kv("rows", rows), kv("weight", weight ? "yes" : "no"),
-                   kv("nan_inf", specials ? "yes" : "no"));
+    std::string v = vars_of("RMS_NORM", kv("n", n), kv("rows", rows), kv("weight", weight ? "yes" : "no"),
+                            kv("nan_inf", specials ? "yes" : "no"));
+    if (strides.any()) v.insert(v.size() - 1, "," + kv("src_stride", strides.src) + "," + kv("dst_stride", strides.dst));
+    return v;
   }
   // Canonical (docs/CANONICAL_ARITHMETIC.md section 6): the bytes must match. With NaN and Inf inputs only the NaN
   // payloads may differ between devices, so those rows compare by value with no error allowed.
@@ -433,19 +487,21 @@ struct RmsNormCase : OpCase {
   double float_max_nmse() const override { return kFloatOpNmse; }
   Instance build(std::mt19937& rng) const override {
     Instance inst;
-    std::vector<float> xv = normal_floats(rng, static_cast<size_t>(n * rows));
+    const int64_t sx = strides.src != 0 ? strides.src : n, sd = strides.dst != 0 ? strides.dst : n;
+    std::vector<float> xv = normal_floats(rng, static_cast<size_t>(sx * rows));
     if (specials) add_specials(xv, rng);
     const float* x = inst.keep(xv);
     const float* w = weight ? inst.keep(normal_floats(rng, static_cast<size_t>(n))) : nullptr;
-    inst.outputs.push_back(float_op(f32_output("dst", n * rows, specials ? Compare::Nmse : Compare::Bytes), Compare::Nmse));
+    // A strided dst's gaps keep their fill bytes: the comparison covers them.
+    inst.outputs.push_back(float_op(f32_output("dst", sd * rows, specials ? Compare::Nmse : Compare::Bytes), Compare::Nmse));
     const int64_t nn = n, rr = rows;
     inst.bind = [=](const std::vector<void*>& out) {
       strata_op op{};
       op.struct_size = sizeof op;
       op.kind = STRATA_OP_RMS_NORM;
-      op.src[0] = tensor_f32(x, {nn, rr});
+      op.src[0] = strided_f32(x, nn, rr, 1, sx);
       op.src[1] = w != nullptr ? tensor_f32(w, {nn}) : no_tensor();
-      op.dst = tensor_f32(static_cast<float*>(out[0]), {nn, rr});
+      op.dst = strided_f32(static_cast<float*>(out[0]), nn, rr, 1, sd);
       op.f[0] = 1e-6f;
       return op;
     };
@@ -501,8 +557,10 @@ struct RopeCase : OpCase {
   int n_rot;
   uint32_t max_pos;  // positions below it
   RopeFreqs freqs;
-  RopeCase(int m, int64_t hd, int64_t nh, int64_t nt, int nr, uint32_t mp = 40000, RopeFreqs fr = {})
-      : mode(m), head_dim(hd), n_head(nh), n_tok(nt), n_rot(nr), max_pos(mp), freqs(fr) {}
+  RowStrides strides;  // heads of strided views (deepseek2: 16 rope values in 48- or 80-wide columns)
+  RopeCase(int m, int64_t hd, int64_t nh, int64_t nt, int nr, uint32_t mp = 40000, RopeFreqs fr = {},
+           RowStrides st = {})
+      : mode(m), head_dim(hd), n_head(nh), n_tok(nt), n_rot(nr), max_pos(mp), freqs(fr), strides(st) {}
   std::string vars() const override {
     std::string v;
     if (max_pos != 40000) {
@@ -517,6 +575,7 @@ struct RopeCase : OpCase {
                                            kv("ext", freqs.ext), kv("attn", freqs.attn), kv("lo", freqs.lo),
                                            kv("hi", freqs.hi)));
     }
+    if (strides.any()) v.insert(v.size() - 1, "," + kv("src_stride", strides.src) + "," + kv("dst_stride", strides.dst));
     return v;
   }
   // Canonical (section 6: host-side inverse frequencies, sincos_d): the bytes must match. A GPU's float rope
@@ -524,12 +583,13 @@ struct RopeCase : OpCase {
   double float_max_nmse() const override { return kFloatOpNmse; }
   Instance build(std::mt19937& rng) const override {
     Instance inst;
-    const float* x = inst.keep(normal_floats(rng, static_cast<size_t>(head_dim * n_head * n_tok)));
+    const int64_t sx = strides.src != 0 ? strides.src : head_dim, sd = strides.dst != 0 ? strides.dst : head_dim;
+    const float* x = inst.keep(normal_floats(rng, static_cast<size_t>(sx * n_head * n_tok)));
     std::vector<int32_t> pos(static_cast<size_t>(n_tok));
     for (auto& p : pos) p = static_cast<int32_t>(rng() % max_pos);
     if (max_pos != 40000) pos.back() = static_cast<int32_t>(max_pos - 1);
     const int32_t* ps = inst.keep(pos);
-    inst.outputs.push_back(float_op(f32_output("dst", head_dim * n_head * n_tok, Compare::Bytes), Compare::Nmse));
+    inst.outputs.push_back(float_op(f32_output("dst", sd * n_head * n_tok, Compare::Bytes), Compare::Nmse));
     const int md = mode, nr = n_rot;
     const int64_t hd = head_dim, nh = n_head, nt = n_tok;
     const RopeFreqs fr = freqs;
@@ -537,9 +597,9 @@ struct RopeCase : OpCase {
       strata_op op{};
       op.struct_size = sizeof op;
       op.kind = STRATA_OP_ROPE;
-      op.src[0] = tensor_f32(x, {hd, nh, nt});
+      op.src[0] = strided_f32(x, hd, nh, nt, sx);
       op.src[1] = tensor_i32(ps, {nt});
-      op.dst = tensor_f32(static_cast<float*>(out[0]), {hd, nh, nt});
+      op.dst = strided_f32(static_cast<float*>(out[0]), hd, nh, nt, sd);
       op.i[0] = md;
       op.i[1] = nr;
       op.f[0] = fr.base;
@@ -734,6 +794,56 @@ struct AttentionCase : OpCase {
   }
 };
 
+// ATTENTION with value heads of their own size (backend 1.6): dv != dk. Latent (deepseek2): one kv head, the values
+// a view of the key cache's first dv columns (rows the keys' stride apart); otherwise a separate value cache of
+// dv * n_kv_head columns.
+struct LatentAttentionCase : OpCase {
+  GgmlType type;
+  int64_t key_dim, value_dim, n_head, n_kv_head, n_ctx, n_tok;
+  bool latent;
+  LatentAttentionCase(GgmlType t, int64_t dk, int64_t dv, int64_t nh, int64_t nkv, int64_t nc, int64_t nt, bool l)
+      : type(t), key_dim(dk), value_dim(dv), n_head(nh), n_kv_head(nkv), n_ctx(nc), n_tok(nt), latent(l) {}
+  std::string vars() const override {
+    return vars_of("ATTENTION", kv("cache", tname(type)), kv("dk", key_dim), kv("dv", value_dim), kv("n_head", n_head),
+                   kv("n_kv_head", n_kv_head), kv("n_ctx", n_ctx), kv("n_tok", n_tok),
+                   kv("v", latent ? "view_of_k" : "own_cache"));
+  }
+  // As AttentionCase: double rounded once, the sums' order and exp's last bit may differ between devices.
+  double max_nmse() const override { return 1e-16; }
+  double float_max_nmse() const override { return 1e-5; }
+  Instance build(std::mt19937& rng) const override {
+    Instance inst;
+    const float* q = inst.keep(normal_floats(rng, static_cast<size_t>(key_dim * n_head * n_tok)));
+    const unsigned char* k = inst.keep(random_cache(type, key_dim * n_kv_head, n_ctx, rng));
+    const unsigned char* v = latent ? k : inst.keep(random_cache(type, value_dim * n_kv_head, n_ctx, rng));
+    // The window at the end of the context, and its first token near the start.
+    std::vector<int32_t> pos(static_cast<size_t>(n_tok));
+    for (int64_t t = 0; t < n_tok; ++t) pos[static_cast<size_t>(t)] = static_cast<int32_t>(n_ctx - n_tok + t);
+    pos[0] = 2;
+    const int32_t* ps = inst.keep(pos);
+    inst.outputs.push_back(f32_output("dst", value_dim * n_head * n_tok, Compare::Nmse));
+    const GgmlType t = type;
+    const int64_t dk = key_dim, dv = value_dim, nh = n_head, nkv = n_kv_head, nc = n_ctx, nt = n_tok;
+    const bool view = latent;
+    inst.bind = [=](const std::vector<void*>& out) {
+      strata_op op{};
+      op.struct_size = sizeof op;
+      op.kind = STRATA_OP_ATTENTION;
+      op.src[0] = tensor_f32(q, {dk, nh, nt});
+      op.src[1] = make_tensor(k, t, {dk * nkv, nc});
+      op.src[2] = make_tensor(v, t, {dv * nkv, nc});
+      if (view) op.src[2].nb[1] = op.src[1].nb[1];
+      op.src[3] = tensor_i32(ps, {nt});
+      op.dst = tensor_f32(static_cast<float*>(out[0]), {dv * nh, nt});
+      op.i[0] = static_cast<int32_t>(nh);
+      op.i[1] = static_cast<int32_t>(nkv);
+      op.f[0] = 1.0f / std::sqrt(static_cast<float>(dk));
+      return op;
+    };
+    return inst;
+  }
+};
+
 // ROUTER on a float_label (a GPU's float softmax or sigmoid, section 6). The reference's scores s_e = p_e + bias_e
 // are recomputed here in double: the backend's expert at rank j must score within kRouterTie of the reference's
 // expert at rank j (so wherever neighbouring scores are further apart than float error, the ids are exactly the
@@ -742,9 +852,33 @@ struct AttentionCase : OpCase {
 // the scores are the logits (plus bias) and p of the chosen is the softmax over their logits alone.
 constexpr double kRouterTie = 1e-5;  // float error of a score is about 1e-7
 
+// DeepSeek-V3's expert groups (backend 1.6): i[3] n_group (0: none), i[4] the groups kept.
+struct RouterGroups {
+  int64_t n_group = 0, keep = 0;
+};
+
+// Group g's score: the sum of its two largest scores (its one for a group of one).
+double group_score(const std::vector<double>& s, int64_t g, int64_t per) {
+  std::vector<double> v(s.begin() + g * per, s.begin() + (g + 1) * per);
+  std::sort(v.begin(), v.end(), std::greater<>());
+  return per >= 2 ? v[0] + v[1] : v[0];
+}
+
+// The groups' ranking by score, best first, ties to the lower group.
+std::vector<int64_t> rank_groups(const std::vector<double>& s, int64_t n_group) {
+  const int64_t per = static_cast<int64_t>(s.size()) / n_group;
+  std::vector<double> gs(static_cast<size_t>(n_group));
+  for (int64_t g = 0; g < n_group; ++g) gs[static_cast<size_t>(g)] = group_score(s, g, per);
+  std::vector<int64_t> order(static_cast<size_t>(n_group));
+  for (int64_t g = 0; g < n_group; ++g) order[static_cast<size_t>(g)] = g;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return gs[a] > gs[b]; });
+  return order;
+}
+
 std::string router_float_check(const float* l, const float* bias, int64_t ne, int64_t k, int64_t nt, int gating,
                                bool normalize, float factor, const std::vector<unsigned char>& want_ids,
-                               const std::vector<unsigned char>& got_ids, const std::vector<unsigned char>& got_w) {
+                               const std::vector<unsigned char>& got_ids, const std::vector<unsigned char>& got_w,
+                               RouterGroups groups = {}) {
   std::vector<int32_t> want(static_cast<size_t>(k * nt)), got(static_cast<size_t>(k * nt));
   std::memcpy(want.data(), want_ids.data(), want_ids.size());
   std::memcpy(got.data(), got_ids.data(), got_ids.size());
@@ -764,6 +898,14 @@ std::string router_float_check(const float* l, const float* bias, int64_t ne, in
       for (int64_t e = 0; e < ne; ++e) p[e] /= total;
     }
     for (int64_t e = 0; e < ne; ++e) s[e] = p[e] + (bias != nullptr ? static_cast<double>(bias[e]) : 0.0);
+    if (groups.n_group > 1) {
+      // An expert outside the kept groups scores -inf: choosing it is never a near-tie.
+      const std::vector<int64_t> ranked = rank_groups(s, groups.n_group);
+      const int64_t per = ne / groups.n_group;
+      for (size_t r = static_cast<size_t>(groups.keep); r < ranked.size(); ++r) {
+        for (int64_t e = ranked[r] * per; e < (ranked[r] + 1) * per; ++e) s[e] = -std::numeric_limits<double>::infinity();
+      }
+    }
     std::vector<bool> seen(static_cast<size_t>(ne), false);
     double norm = 0.0;
     for (int64_t j = 0; j < k; ++j) {
@@ -806,14 +948,33 @@ struct RouterCase : OpCase {
   int gating;
   bool normalize, bias;
   bool ties;  // every token's logits tie across the choice's edge (ranks k-1 and k) and within it (ranks 0 and 1)
-  RouterCase(int64_t ne, int64_t k_, int64_t nt, int g, bool n, bool b, bool t = false)
-      : n_expert(ne), k(k_), n_tok(nt), gating(g), normalize(n), bias(b), ties(t) {}
+  RouterGroups groups;  // with ties: groups tie across the kept groups' edge and at the top (sigmoid gating)
+  RouterCase(int64_t ne, int64_t k_, int64_t nt, int g, bool n, bool b, bool t = false, RouterGroups gr = {})
+      : n_expert(ne), k(k_), n_tok(nt), gating(g), normalize(n), bias(b), ties(t), groups(gr) {}
   std::string vars() const override {
     const char* gate = gating == 0 ? "softmax" : gating == 1 ? "sigmoid" : "softmax_of_chosen";
     std::string v = vars_of("ROUTER", kv("n_expert", n_expert), kv("k", k), kv("n_tok", n_tok), kv("gating", gate),
                             kv("normalize", normalize ? "yes" : "no"), kv("bias", bias ? "yes" : "no"));
+    if (groups.n_group > 1) v.insert(v.size() - 1, "," + kv("groups", groups.n_group) + "," + kv("keep", groups.keep));
     if (ties) v.insert(v.size() - 1, ",ties=yes");
     return v;
+  }
+  // Group ties (sigmoid: a score depends on its own logit and bias only): the biases repeat from group to group,
+  // and each token's best group is copied into its second and its last kept group into the first dropped one, so
+  // the lower group must win both ties, and the experts of the two best groups tie pairwise.
+  void tie_groups(std::vector<float>& logits, const float* b) const {
+    const int64_t per = n_expert / groups.n_group;
+    for (int64_t t = 0; t < n_tok; ++t) {
+      float* row = logits.data() + t * n_expert;
+      std::vector<double> sc(static_cast<size_t>(n_expert));
+      for (int64_t e = 0; e < n_expert; ++e) {
+        sc[static_cast<size_t>(e)] = 1.0 / (1.0 + std::exp(-static_cast<double>(row[e]))) + static_cast<double>(b[e]);
+      }
+      const std::vector<int64_t> ranked = rank_groups(sc, groups.n_group);
+      const auto copy = [&](int64_t from, int64_t to) { std::copy(row + from * per, row + (from + 1) * per, row + to * per); };
+      copy(ranked[0], ranked[1]);
+      copy(ranked[static_cast<size_t>(groups.keep - 1)], ranked[static_cast<size_t>(groups.keep)]);
+    }
   }
   // Double rounded once (section 6), but not bytes: a device may order the double sums differently and its libm
   // exp may differ in the last bit; either moves a float only next to a rounding boundary (a last-bit difference
@@ -822,7 +983,7 @@ struct RouterCase : OpCase {
   Instance build(std::mt19937& rng) const override {
     Instance inst;
     std::vector<float> logits = normal_floats(rng, static_cast<size_t>(n_expert * n_tok), 2.0f);
-    if (ties) {
+    if (ties && groups.n_group <= 1) {
       // Each token's logit at rank k-1 copied to its rank k (the lower id must win) and rank 0's to rank 1.
       for (int64_t t = 0; t < n_tok; ++t) {
         float* row = logits.data() + t * n_expert;
@@ -833,8 +994,16 @@ struct RouterCase : OpCase {
         row[rank[1]] = row[rank[0]];
       }
     }
+    const float* b = nullptr;
+    if (ties && groups.n_group > 1) {
+      std::vector<float> one = normal_floats(rng, static_cast<size_t>(n_expert / groups.n_group), 0.1f), all;
+      for (int64_t g = 0; g < groups.n_group; ++g) all.insert(all.end(), one.begin(), one.end());
+      b = inst.keep(all);
+      tie_groups(logits, b);
+    } else if (bias) {
+      b = inst.keep(normal_floats(rng, static_cast<size_t>(n_expert), 0.1f));
+    }
     const float* l = inst.keep(logits);
-    const float* b = bias ? inst.keep(normal_floats(rng, static_cast<size_t>(n_expert), 0.1f)) : nullptr;
     Output ids;
     ids.name = "dst (ids)";
     ids.bytes = static_cast<size_t>(k * n_tok) * sizeof(int32_t);
@@ -842,9 +1011,10 @@ struct RouterCase : OpCase {
     inst.outputs.push_back(float_op(f32_output("src2 (weights)", k * n_tok, Compare::Nmse), Compare::ByCase));
     const int64_t ne = n_expert, kk = k, nt = n_tok;
     const int g = gating, norm = normalize ? 1 : 0;
+    const RouterGroups gr = groups;
     inst.float_check = [=](const std::vector<std::vector<unsigned char>>& want,
                            const std::vector<std::vector<unsigned char>>& got) {
-      return router_float_check(l, b, ne, kk, nt, g, norm != 0, 2.5f, want[0], got[0], got[1]);
+      return router_float_check(l, b, ne, kk, nt, g, norm != 0, 2.5f, want[0], got[0], got[1], gr);
     };
     inst.bind = [=](const std::vector<void*>& out) {
       strata_op op{};
@@ -857,6 +1027,8 @@ struct RouterCase : OpCase {
       op.i[0] = static_cast<int32_t>(kk);
       op.i[1] = g;
       op.i[2] = norm;
+      op.i[3] = static_cast<int32_t>(gr.n_group);
+      op.i[4] = static_cast<int32_t>(gr.keep);
       op.f[0] = 2.5f;
       return op;
     };
@@ -1128,6 +1300,42 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
                                               rows, oai));
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q8_0, GgmlType::Q8_0, 256, 96, 4, 5, true, Precomputed::None,
                                               RoutedOut::Sums, Form::Biases));
+  // Backend 1.6 (deepseek2), after the cases before so that their seeds stay. MUL_MAT over stacks of 4 and 16
+  // matrices: the absorbed query's strided views (src1 columns 16 floats past the row, dst columns 16 past theirs:
+  // the tiny file's 64 + 16) and the dense V_b product, over F32, F16 and Q8_0; DeepSeek-V3's K_b (128 x 512 per head)
+  // for one token.
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0}) {
+    c.push_back(std::make_shared<StackedMulMatCase>(t, 32, 64, 4, 3, 16, 16));
+    c.push_back(std::make_shared<StackedMulMatCase>(t, 64, 32, 16, 5));
+    c.push_back(std::make_shared<StackedMulMatCase>(t, 96, 40, 16, 9, 32, 8));
+  }
+  c.push_back(std::make_shared<StackedMulMatCase>(GgmlType::Q8_0, 128, 512, 16, 1, 64, 64));
+  // Value heads narrower than key heads: the latent (one kv head, V the keys' first columns) of the tiny file (80 /
+  // 64) and of DeepSeek-V3 (576 / 512, q8_0 too), a decode step of 16 heads; and a separate value cache with dv
+  // below and above dk (two kv heads).
+  for (GgmlType t : {GgmlType::F16, GgmlType::F32}) {
+    c.push_back(std::make_shared<LatentAttentionCase>(t, 80, 64, 4, 1, 37, 5, true));
+  }
+  for (GgmlType t : {GgmlType::F16, GgmlType::Q8_0, GgmlType::F32}) {
+    c.push_back(std::make_shared<LatentAttentionCase>(t, 576, 512, 8, 1, 20, 3, true));
+  }
+  c.push_back(std::make_shared<LatentAttentionCase>(GgmlType::F16, 576, 512, 16, 1, 300, 1, true));
+  c.push_back(std::make_shared<LatentAttentionCase>(GgmlType::F16, 64, 32, 4, 2, 30, 3, false));
+  c.push_back(std::make_shared<LatentAttentionCase>(GgmlType::Q8_0, 64, 96, 4, 2, 30, 3, false));
+  // Expert groups: DeepSeek-V3's 256 experts in 8 groups of 32, 4 kept, k 8, sigmoid with a selection bias, with
+  // and without ties; softmax over 4 groups of 4 keeping 2; groups of one expert.
+  c.push_back(std::make_shared<RouterCase>(256, 8, 5, 1, true, true, false, RouterGroups{8, 4}));
+  c.push_back(std::make_shared<RouterCase>(256, 8, 5, 1, true, true, true, RouterGroups{8, 4}));
+  c.push_back(std::make_shared<RouterCase>(16, 4, 7, 0, false, false, false, RouterGroups{4, 2}));
+  c.push_back(std::make_shared<RouterCase>(8, 2, 3, 1, true, true, false, RouterGroups{8, 3}));
+  // RMS_NORM and ROPE on deepseek2's strided views: the latent (the first 64 of 80-wide columns), the key's rope part
+  // ([16, 1, n], rows 80 apart) and the query's ([16, n_head, n] from rows 48 apart into rows 80 apart), YaRN.
+  c.push_back(std::make_shared<RmsNormCase>(64, 5, true, false, RowStrides{80, 80}));
+  c.push_back(std::make_shared<RmsNormCase>(64, 3, true, true, RowStrides{80, 72}));
+  const RopeFreqs deepseek{10000.0f, 1.0f / 40, 1.0f, 1.0f, 2.0f, 6.0f};
+  c.push_back(std::make_shared<RopeCase>(0, 16, 1, 6, 16, 4096, deepseek, RowStrides{80, 80}));
+  c.push_back(std::make_shared<RopeCase>(0, 16, 4, 5, 16, 4096, deepseek, RowStrides{48, 80}));
+  c.push_back(std::make_shared<RopeCase>(2, 32, 3, 4, 16, 40000, RopeFreqs{}, RowStrides{40, 0}));
   return c;
 }
 
