@@ -102,6 +102,82 @@ TEST(ArchVision, TextOnlyExactWithAnF32Cache) {
   EXPECT_LE(g.max_error, 1e-4);
 }
 
+// The image prompt with llama.cpp's own image embeddings (image_embeddings.full): prefix, <|vision_start|>, the 12
+// image rows (M-RoPE positions (5, 5 + row, 5 + column, 0), deepstack parts added after blocks 0 and 1),
+// <|vision_end|> at t = 9, suffix at 10..13; then the logits at position 13 and 16 greedy ids against llama.cpp's.
+// This checks the text model's image path apart from the projector (tests/unit/vision_*).
+struct ImagePromptResult {
+  double max_logit_error = 0.0;
+  int greedy_matched = 0;
+  int near_tie = -1;
+};
+
+ImagePromptResult run_image_prompt(strata::Engine& e, const nlohmann::json& j, const std::string& what) {
+  ImagePromptResult r;
+  const nlohmann::json& p = j.at("prompt");
+  const nlohmann::json& emb = j.at("image_embeddings");
+  std::vector<float> rows;
+  for (const auto& row : emb.at("full")) {
+    for (const auto& v : row) rows.push_back(v.get<float>());
+  }
+  const std::vector<TokenId> prefix = p.at("prefix_ids").get<std::vector<TokenId>>();
+  const std::vector<TokenId> suffix = p.at("suffix_ids").get<std::vector<TokenId>>();
+  const TokenId start = p.at("chunks")[0].at("tokens")[0].get<TokenId>();
+  const TokenId end = p.at("chunks")[2].at("tokens")[0].get<TokenId>();
+  e.feed(0, prefix);
+  e.feed(0, std::span<const TokenId>(&start, 1));
+  strata::Engine::ImageTokens image;
+  image.rows = rows;
+  image.nx = p.at("chunks")[1].at("n_tokens_x").get<uint32_t>();
+  image.ny = p.at("chunks")[1].at("n_tokens_y").get<uint32_t>();
+  image.advance = p.at("chunks")[1].at("n_pos").get<uint32_t>();
+  e.feed_image(0, image);
+  e.feed(0, std::span<const TokenId>(&end, 1));
+  std::span<const float> logits = e.feed(0, suffix);
+  const std::vector<float> want = j.at("after_prompt").at("full_logits").get<std::vector<float>>();
+  for (size_t v = 0; v < want.size() && v < logits.size(); ++v) {
+    r.max_logit_error = std::max(r.max_logit_error, std::abs(static_cast<double>(logits[v]) - static_cast<double>(want[v])));
+  }
+  const nlohmann::json& g = j.at("greedy");
+  const std::vector<TokenId> ids = g.at("generated").get<std::vector<TokenId>>();
+  for (size_t s = 0; s < ids.size(); ++s) {
+    const auto got = static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    double err = 0.0;
+    const nlohmann::json& step = g.at("steps").at(s);
+    for (size_t i = 0; i < 5; ++i) {
+      err = std::max(err, std::abs(static_cast<double>(logits[step.at("top5_ids")[i].get<size_t>()]) -
+                                   step.at("top5_logits")[i].get<double>()));
+    }
+    if (got != ids[s]) {
+      const double margin = g.at("top1_margin").at(s).get<double>();
+      EXPECT_LT(margin, 2.0 * err) << what << ": step " << s << " picks " << got << ", llama.cpp " << ids[s];
+      r.near_tie = static_cast<int>(s);
+      break;
+    }
+    ++r.greedy_matched;
+    if (s + 1 < ids.size()) logits = e.feed(0, std::span<const TokenId>(&ids[s], 1));
+  }
+  std::cout << what << ": image prompt logits within " << r.max_logit_error << " of llama.cpp's, greedy "
+            << r.greedy_matched << "/" << ids.size() << "\n";
+  return r;
+}
+
+TEST(ArchVision, ImagePromptWithLlamaCppsEmbeddings) {
+  if (!have_data()) GTEST_SKIP() << vision_dir() << ": not here; skipped";
+  const nlohmann::json j = reference_json();
+  for (const std::string& backend : strata::test::backends_under_test()) {
+    auto e = strata::test::open_engine(text_model(), backend, vision_settings());
+    const ImagePromptResult r = run_image_prompt(*e, j, "qwen3vlmoe on " + backend);
+    EXPECT_LE(r.max_logit_error, 2e-2);  // the F16 cache's error (the text tests see 1e-3 on top-5 logits)
+  }
+  strata::EngineSettings s = vision_settings();
+  s.kv_type = strata::format::GgmlType::F32;
+  auto e = strata::test::open_engine(text_model(), "reference", s);
+  const ImagePromptResult r = run_image_prompt(*e, j, "qwen3vlmoe on reference, f32 cache");
+  EXPECT_LE(r.max_logit_error, 1e-4);
+  EXPECT_EQ(r.greedy_matched, 16);
+}
+
 // The keys llama.cpp requires: the four M-RoPE sections and the deepstack count.
 TEST(ArchVision, ReadsTheMropeSectionsAndDeepstack) {
   if (!have_data()) GTEST_SKIP() << vision_dir() << ": not here; skipped";

@@ -90,6 +90,16 @@ class Engine {
   // One window whose every token's logits are kept ([n_vocab] per token, token-major); at most
   // max_window_logits tokens (verify windows are short).
   std::span<const float> feed_window(uint32_t slot, std::span<const TokenId> tokens);
+  // An image's tokens (Qwen3-VL: the projector's rows, Model::input_width() floats each, raster order over an nx x ny
+  // grid) appended to `slot`'s sequence in windows of at most `batch` tokens. Token i takes the M-RoPE position
+  // (P, P + i / nx, P + i % nx, 0), P the next text position; the text after the image continues at P + advance
+  // (max(nx, ny)), while the cache holds nx x ny columns. Returns the last image token's logits.
+  struct ImageTokens {
+    std::span<const float> rows;
+    uint32_t nx = 0, ny = 0;
+    uint32_t advance = 0;
+  };
+  std::span<const float> feed_image(uint32_t slot, const ImageTokens& image);
   // One decode step of several sequences at once (runtime.slots): each entry's token is appended to its slot (each
   // slot at most once), all in one window, and each entry's logits come back in the same order ([n_vocab] per
   // entry, valid until the next call). A sequence's ids are the same as when it is fed alone.
@@ -164,6 +174,13 @@ class Engine {
   std::unique_ptr<DeviceWeights> device_weights_;
   KvCache kv_;
   Activations act_;
+  // M-RoPE: each slot's images (first cache column, tokens, position advance), so that a text token's t is its
+  // cache position minus what the images took beyond their advance.
+  struct ImageSpan {
+    uint32_t column = 0, n = 0, advance = 0;
+  };
+  std::vector<std::vector<ImageSpan>> images_;
+  int32_t rope_shift(uint32_t slot) const;
   std::unique_ptr<HybridMoe> hybrid_;  // destroyed before the above: it uses the activations and the device
   std::unique_ptr<SecondCard> second_;  // destroyed first: it shares hybrid_'s arena and the peer's device
   OpProfile* profile_ = nullptr;

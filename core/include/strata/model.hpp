@@ -129,6 +129,12 @@ struct Activations {
   uint32_t max_tokens = 0;
   std::vector<int32_t> host_tokens, host_positions;  // [max_tokens], what the window's ops read after upload
   Buffer<int32_t> tokens, positions;       // [max_tokens]
+  // M-RoPE models (Qwen3-VL): each token's four position components [max_tokens, 4] component-major, and an image
+  // window's input rows, part-major [1 + n_deepstack][max_tokens][n_embd] (empty otherwise).
+  Buffer<int32_t> rope_positions;
+  std::vector<int32_t> host_rope_positions;
+  Buffer<float> input_rows;
+  std::vector<float> host_input_rows;
   Buffer<float> x;                         // the residual stream [n_embd, n]
   Buffer<float> xn;                        // normed rows [n_embd, n]
   Buffer<float> q, k, v;                   // [n_head * head_dim, n], [n_head_kv * head_dim, n] twice
@@ -200,6 +206,12 @@ struct Window {
   uint32_t slot = 0;
   bool all_logits = false;  // logits of every token (verify windows), or of the last one only
   std::span<const SlotRun> runs = {};  // empty: one run, {slot, first_position, 0, tokens.size()}
+  // Qwen3-VL: an image's rows in place of the tokens' embeddings (tokens then only count the window), each row
+  // Model::input_width() floats: the main part, then each deepstack part. Empty for text.
+  std::span<const float> embeddings = {};
+  // M-RoPE models: the tokens' position components, component-major [4 * n] (t..., row..., column..., e...).
+  // Empty: (p, p, p, 0) from each token's cache position.
+  std::span<const int32_t> mrope_positions = {};
 
   // The runs, checked (they must tile the tokens in order, each slot once); one run when `runs` is empty.
   std::vector<SlotRun> slot_runs() const;
@@ -257,6 +269,10 @@ class Model {
   uint64_t file_bytes() const;
   // The KV cache width of a layer (keys and values alike here).
   uint32_t kv_dim() const;
+  // The width of a row fed in place of a token's embedding (Qwen3-VL images): n_embd x (1 + n_deepstack).
+  uint32_t input_width() const { return hp_.n_embd * (1 + hp_.n_deepstack); }
+  // Whether the model's RoPE takes four position components per token (interleaved M-RoPE).
+  bool mrope() const { return hp_.arch == Arch::Qwen3VlMoe; }
   // deepseek2's latent attention: the values are the cache's first kv_value_view() key columns (no value matrix);
   // 0 for every other model.
   uint32_t kv_value_view() const;
@@ -281,6 +297,9 @@ class Model {
 
  private:
   Model() = default;
+  // M-RoPE models: the window's position components and an image window's rows into act (uploaded); returns
+  // whether the window is an image's. Throws strata::Error for image inputs to another model or bad sizes.
+  bool stage_image_inputs(const Window& w, Activations& act, int64_t n) const;
   std::unique_ptr<gguf::Model> file_;
   std::unique_ptr<Tokenizer> tokenizer_;
   HParams hp_;

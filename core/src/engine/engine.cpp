@@ -350,6 +350,52 @@ Activations& Engine::head_act() { return second_ ? second_->act : act_; }
 void Engine::cut(uint32_t slot, uint32_t position) {
   kv_.cut(slot, position);
   if (second_) second_->kv->cut(slot, position);
+  if (slot < images_.size()) std::erase_if(images_[slot], [&](const ImageSpan& s) { return s.column >= position; });
+}
+
+int32_t Engine::rope_shift(uint32_t slot) const {
+  int32_t shift = 0;
+  if (slot < images_.size()) {
+    for (const ImageSpan& s : images_[slot]) shift += static_cast<int32_t>(s.n) - static_cast<int32_t>(s.advance);
+  }
+  return shift;
+}
+
+std::span<const float> Engine::feed_image(uint32_t slot, const ImageTokens& image) {
+  if (!model_->mrope()) {
+    throw Error("images need a Qwen3-VL model (qwen3vlmoe); " + model_->file().name() + " is " +
+                std::string(arch_name(model_->hparams().arch)));
+  }
+  const uint32_t n = image.nx * image.ny;
+  const size_t width = model_->input_width();
+  if (n == 0 || image.rows.size() != size_t{n} * width || image.advance == 0) {
+    throw Error("feed_image: " + std::to_string(image.rows.size()) + " floats for a " + std::to_string(image.nx) +
+                " x " + std::to_string(image.ny) + " grid; expected " + std::to_string(size_t{n} * width) + " (" +
+                std::to_string(width) + " per token) and a positive advance");
+  }
+  if (slot >= settings_.slots) throw Error("feed_image: slot " + std::to_string(slot) + " does not exist");
+  const uint32_t column = kv_.length(slot);
+  kv_.check_window(slot, column, n);
+  const auto p0 = static_cast<int32_t>(column) - rope_shift(slot);
+  const std::vector<TokenId> placeholders(std::min<size_t>(n, settings_.batch), 0);
+  std::vector<int32_t> pos;
+  for (uint32_t start = 0; start < n; start += settings_.batch) {
+    const uint32_t m = std::min<uint32_t>(settings_.batch, n - start);
+    pos.assign(4 * size_t{m}, 0);
+    for (uint32_t i = 0; i < m; ++i) {
+      const uint32_t k = start + i;
+      pos[i] = p0;
+      pos[m + i] = p0 + static_cast<int32_t>(k / image.nx);
+      pos[2 * size_t{m} + i] = p0 + static_cast<int32_t>(k % image.nx);
+    }
+    Window w{std::span<const TokenId>(placeholders.data(), m), kv_.length(slot), slot, false};
+    w.embeddings = image.rows.subspan(size_t{start} * width, size_t{m} * width);
+    w.mrope_positions = pos;
+    run(w);
+  }
+  if (images_.size() < settings_.slots) images_.resize(settings_.slots);
+  images_[slot].push_back(ImageSpan{column, n, image.advance});
+  return head_act().read_logits(model_->hparams().n_vocab, 1);
 }
 
 void Engine::reset_expert_counts() {
@@ -553,7 +599,22 @@ std::unique_ptr<Engine> Engine::from_launch(const config::Launch& launch) {
   return engine;
 }
 
-void Engine::run(const Window& w) {
+void Engine::run(const Window& given) {
+  // M-RoPE text windows: each token's t (= row = column) is its cache position less its slot's image shift.
+  std::vector<int32_t> mrope;
+  Window w = given;
+  if (model_->mrope() && w.mrope_positions.empty()) {
+    const size_t n = w.tokens.size();
+    mrope.assign(4 * n, 0);
+    for (const SlotRun& r : w.slot_runs()) {
+      const int32_t shift = rope_shift(r.slot);
+      for (uint32_t i = 0; i < r.n; ++i) {
+        const int32_t p = static_cast<int32_t>(r.first_position + i) - shift;
+        mrope[r.column + i] = mrope[n + r.column + i] = mrope[2 * n + r.column + i] = p;
+      }
+    }
+    w.mrope_positions = mrope;
+  }
   std::unique_lock<std::mutex> record_lock;
   if (recorder_) record_lock = std::unique_lock<std::mutex>(recorder_->counts_lock());
   const std::vector<SlotRun> runs = w.slot_runs();

@@ -73,7 +73,8 @@ void rope(std::vector<strata_op>& ops, const strata_tensor& dst, const strata_te
   strata_op rope = new_op(STRATA_OP_ROPE);
   rope.dst = dst;
   rope.src[0] = src;
-  rope.src[1] = positions(ctx);
+  // M-RoPE reads the window's four position components (component-major); the others the cache positions.
+  rope.src[1] = s.rope_mode == 40 ? tensor_i32(ctx.act.rope_positions.data(), {ctx.n_tok, 4}) : positions(ctx);
   rope.i[0] = s.rope_mode;
   rope.i[1] = static_cast<int32_t>(s.n_rot);
   rope.f[0] = s.rope_freq_base;

@@ -156,6 +156,12 @@ Activations Model::make_activations(uint32_t max_tokens, uint32_t max_logit_rows
   a.host_positions.resize(n);
   a.tokens = Buffer<int32_t>(n, mem);
   a.positions = Buffer<int32_t>(n, mem);
+  if (mrope()) {
+    a.rope_positions = Buffer<int32_t>(4 * n, mem);
+    a.host_rope_positions.resize(4 * n);
+    a.input_rows = Buffer<float>(size_t{input_width()} * n, mem);
+    a.host_input_rows.resize(a.input_rows.size());
+  }
   a.x = Buffer<float>(hp_.n_embd * n, mem);
   a.xn = Buffer<float>(hp_.n_embd * n, mem);
   a.q = Buffer<float>(size_t{hp_.n_embd_q()} * n, mem);
@@ -193,6 +199,49 @@ strata_op Activations::moe_routed(uint32_t n_embd, uint32_t k, uint32_t n, const
   op.dst = tensor_f32(out.data(), {n_embd, n});
   op.extra = table;
   return op;
+}
+
+bool Model::stage_image_inputs(const Window& w, Activations& act, int64_t n) const {
+  if (!mrope()) {
+    if (!w.embeddings.empty() || !w.mrope_positions.empty()) {
+      throw Error("image rows and M-RoPE positions are for Qwen3-VL models (qwen3vlmoe); this one is " +
+                  std::string(arch_name(hp_.arch)));
+    }
+    return false;
+  }
+  const auto nn = static_cast<size_t>(n);
+  int32_t* rp = act.host_rope_positions.data();
+  if (w.mrope_positions.empty()) {
+    for (size_t i = 0; i < nn; ++i) rp[i] = rp[nn + i] = rp[2 * nn + i] = act.host_positions[i];
+    std::fill_n(rp + 3 * nn, nn, 0);
+  } else if (w.mrope_positions.size() == 4 * nn) {
+    std::copy(w.mrope_positions.begin(), w.mrope_positions.end(), rp);
+  } else {
+    throw Error("a window of " + std::to_string(n) + " tokens has " + std::to_string(w.mrope_positions.size()) +
+                " M-RoPE position components; expected " + std::to_string(4 * nn));
+  }
+  const bool image = !w.embeddings.empty();
+  const size_t width = input_width(), parts = 1 + hp_.n_deepstack, embd = hp_.n_embd;
+  if (image) {
+    if (w.embeddings.size() != nn * width) {
+      throw Error("an image window of " + std::to_string(n) + " tokens has " + std::to_string(w.embeddings.size()) +
+                  " floats; expected " + std::to_string(nn * width) + " (" + std::to_string(width) + " per token)");
+    }
+    // Token-major rows [main | deepstack 0 | ...] into part-major blocks, each [n_embd, n].
+    for (size_t p = 0; p < parts; ++p) {
+      for (size_t t = 0; t < nn; ++t) {
+        std::copy_n(w.embeddings.data() + t * width + p * embd, embd, act.host_input_rows.data() + (p * nn + t) * embd);
+      }
+    }
+  }
+  if (act.mem != nullptr) {
+    act.mem->upload(act.rope_positions.data(), rp, 4 * nn * sizeof(int32_t));
+    if (image) act.mem->upload(act.input_rows.data(), act.host_input_rows.data(), nn * width * sizeof(float));
+  } else {
+    std::copy_n(rp, 4 * nn, act.rope_positions.data());
+    if (image) std::copy_n(act.host_input_rows.data(), nn * width, act.input_rows.data());
+  }
+  return image;
 }
 
 void Activations::upload_window(size_t n) {
@@ -255,20 +304,31 @@ std::vector<Stage> Model::build_window(const Window& w, Activations& act, const 
     for (uint32_t i = 0; i < r.n; ++i) act.host_positions[r.column + i] = static_cast<int32_t>(r.first_position + i);
   }
   act.upload_window(static_cast<size_t>(n));
+  const bool image = stage_image_inputs(w, act, n);
   const GraphContext ctx{hp_, act, kv, runs, n, device, placement};
   StageList stages;
+  // An image window's rows, part-major in input_rows: part 0 replaces the embeddings, part l + 1 is added after
+  // block l (deepstack).
+  const auto part = [&](uint32_t p) { return tensor_f32(act.input_rows.data() + size_t{p} * hp_.n_embd * n, {hp_.n_embd, n}); };
   if (layers.begin == 0) {
-    strata_op embed = new_op(STRATA_OP_GET_ROWS);
+    strata_op embed = new_op(image ? STRATA_OP_COPY : STRATA_OP_GET_ROWS);
     embed.dst = tensor_f32(act.x.data(), {hp_.n_embd, n});
-    embed.src[0] = ctx.weight(weights_.token_embd);
-    embed.src[1] = tensor_i32(act.tokens.data(), {n});
+    if (image) {
+      embed.src[0] = part(0);
+    } else {
+      embed.src[0] = ctx.weight(weights_.token_embd);
+      embed.src[1] = tensor_i32(act.tokens.data(), {n});
+    }
     stages.ops().push_back(embed);
   }
 
   // The trailing MTP blocks (nextn_predict_layers) are not part of plain decoding.
   const uint32_t n_main = hp_.n_layer_main();
   const uint32_t end = std::min(layers.end, n_main);
-  for (uint32_t il = layers.begin; il < end; ++il) graph_->emit_layer(il, weights_.layers[il], ctx, stages);
+  for (uint32_t il = layers.begin; il < end; ++il) {
+    graph_->emit_layer(il, weights_.layers[il], ctx, stages);
+    if (image && il < hp_.n_deepstack) graph::add_into(stages.ops(), tensor_f32(act.x.data(), {hp_.n_embd, n}), part(il + 1));
+  }
   if (end < n_main) return stages.take();  // the next card goes on from act.x
 
   // The head reads the last column only, unless every token's logits are wanted.
