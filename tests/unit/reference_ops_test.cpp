@@ -835,3 +835,151 @@ TEST(ReferenceOps, ExpertFormSwigluOaiByHandOverFloatExperts) {
 }
 
 }  // namespace
+
+// ---- backend 1.6 (deepseek2): stacks of matrices, value heads of their own size, expert groups -----------------
+
+namespace {
+
+// MUL_MAT over a stack of 3 matrices [64, 5] (Q8_0, F16, F32), src1 and dst strided views (columns 8 and 4 floats
+// past their rows): each plane equals a plain MUL_MAT of that matrix over a dense copy of its columns, bit for bit,
+// and the gaps of dst are not written.
+TEST(ReferenceOps, MulMatStackIsOnePlainProductPerMatrix) {
+  constexpr int64_t n_in = 64, n_out = 5, stack = 3, n_tok = 2, sx = n_in + 8, sd = n_out + 4;
+  const std::vector<float> wf = ramp(static_cast<size_t>(n_in * n_out * stack), 0.013f, -0.15f);
+  const std::vector<float> x = ramp(static_cast<size_t>(sx * stack * n_tok), 0.11f, -1.2f);
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::F16, GgmlType::F32}) {
+    const uint64_t row = fmt::row_bytes(type, n_in);
+    std::vector<unsigned char> w(row * n_out * stack);
+    for (int64_t r = 0; r < n_out * stack; ++r) {
+      const float* src = wf.data() + r * n_in;
+      unsigned char* out = w.data() + r * row;
+      if (type == GgmlType::Q8_0) {
+        fmt::quantize_row(type, src, out, n_in);
+      } else if (type == GgmlType::F16) {
+        for (int64_t i = 0; i < n_in; ++i) {
+          const uint16_t h = fmt::fp32_to_fp16(src[i]);
+          std::memcpy(out + 2 * i, &h, 2);
+        }
+      } else {
+        std::memcpy(out, src, row);
+      }
+    }
+    std::vector<float> dst(static_cast<size_t>(sd * stack * n_tok), -7.0f);
+    strata_op op = make_op(STRATA_OP_MUL_MAT);
+    op.src[0] = make_tensor(w.data(), type, {n_in, n_out, stack});
+    op.src[1] = tensor_f32(x.data(), {n_in, stack, n_tok});
+    op.src[1].nb[1] = sx * sizeof(float);
+    op.src[1].nb[2] = sx * stack * sizeof(float);
+    op.dst = tensor_f32(dst.data(), {n_out, stack, n_tok});
+    op.dst.nb[1] = sd * sizeof(float);
+    op.dst.nb[2] = sd * stack * sizeof(float);
+    run_reference(op);
+    for (int64_t b = 0; b < stack; ++b) {
+      std::vector<float> cols(static_cast<size_t>(n_in * n_tok)), plain(static_cast<size_t>(n_out * n_tok));
+      for (int64_t t = 0; t < n_tok; ++t) {
+        std::copy_n(x.begin() + (t * stack + b) * sx, n_in, cols.begin() + t * n_in);
+      }
+      strata_op one = make_op(STRATA_OP_MUL_MAT);
+      one.src[0] = make_tensor(w.data() + b * row * n_out, type, {n_in, n_out});
+      one.src[1] = tensor_f32(cols.data(), {n_in, n_tok});
+      one.dst = tensor_f32(plain.data(), {n_out, n_tok});
+      run_reference(one);
+      for (int64_t t = 0; t < n_tok; ++t) {
+        const float* got = dst.data() + (t * stack + b) * sd;
+        EXPECT_EQ(std::memcmp(got, plain.data() + t * n_out, n_out * sizeof(float)), 0)
+            << fmt::traits(type).name << " matrix " << b << " token " << t;
+        for (int64_t i = n_out; i < sd; ++i) EXPECT_EQ(got[i], -7.0f) << "a gap of dst was written";
+      }
+    }
+  }
+  // A src1 that is not one column per matrix is refused.
+  std::vector<float> w(n_in * n_out * stack), x2(n_in * 2), d2(n_out * 2);
+  strata_op bad = make_op(STRATA_OP_MUL_MAT);
+  bad.src[0] = make_tensor(w.data(), GgmlType::F32, {n_in, n_out, stack});
+  bad.src[1] = tensor_f32(x2.data(), {n_in, 2});
+  bad.dst = tensor_f32(d2.data(), {n_out, 2});
+  EXPECT_THROW(run_reference(bad), strata::Error);
+}
+
+// deepseek2's latent attention: one kv head of 80 (latent 64 + rope 16), four query heads, the values the cache's
+// first 64 columns as a view (rows the keys' stride apart). It equals the same attention with a separate value
+// cache holding those 64 columns, bit for bit, and dst is [64 * n_head, n_tok].
+TEST(ReferenceOps, AttentionWithValuesAViewOfTheKeysEqualsASeparateValueCache) {
+  constexpr int64_t dk = 80, dv = 64, nh = 4, n_ctx = 9, n_tok = 2;
+  const std::vector<float> q = ramp(dk * nh * n_tok, 0.04f, -0.4f);
+  std::vector<float> kf = ramp(dk * n_ctx, 0.09f, -1.0f);
+  for (size_t i = 0; i < kf.size(); ++i) kf[i] *= 1.0f + 0.01f * static_cast<float>(i % 13);  // columns differ
+  const std::vector<uint16_t> keys = f16_cache(kf);
+  std::vector<uint16_t> values(dv * n_ctx);
+  for (int64_t j = 0; j < n_ctx; ++j) std::copy_n(keys.begin() + j * dk, dv, values.begin() + j * dv);
+  const std::vector<int32_t> pos = {4, 8};
+  std::vector<float> viewed(dv * nh * n_tok), separate(dv * nh * n_tok);
+  strata_op op = make_op(STRATA_OP_ATTENTION);
+  op.src[0] = tensor_f32(q.data(), {dk, nh, n_tok});
+  op.src[1] = make_tensor(keys.data(), GgmlType::F16, {dk, n_ctx});
+  op.src[2] = make_tensor(keys.data(), GgmlType::F16, {dv, n_ctx});
+  op.src[2].nb[1] = op.src[1].nb[1];
+  op.src[3] = tensor_i32(pos.data(), {n_tok});
+  op.dst = tensor_f32(viewed.data(), {dv * nh, n_tok});
+  op.i[0] = static_cast<int32_t>(nh);
+  op.i[1] = 1;
+  op.f[0] = 0.1f;
+  run_reference(op);
+  op.src[2] = make_tensor(values.data(), GgmlType::F16, {dv, n_ctx});
+  op.dst = tensor_f32(separate.data(), {dv * nh, n_tok});
+  run_reference(op);
+  EXPECT_EQ(std::memcmp(viewed.data(), separate.data(), viewed.size() * sizeof(float)), 0);
+  // A dst of the key heads' width is refused.
+  std::vector<float> wide(dk * nh * n_tok);
+  op.dst = tensor_f32(wide.data(), {dk * nh, n_tok});
+  EXPECT_THROW(run_reference(op), strata::Error);
+}
+
+// Expert groups (DeepSeek-V3) by hand, with gating 2 so that the scores are the logits themselves: 8 experts in 4
+// groups of 2. Group scores (the two largest summed): g0 {3, -2} 1, g1 {1, 1} 2, g2 {2.5, -1} 1.5, g3 {1.5, 0.5} 2.
+TEST(ReferenceOps, RouterGroupsKeepTheBestGroupsByTheirTwoLargest) {
+  const std::vector<float> logits = {3.0f, -2.0f, 1.0f, 1.0f, 2.5f, -1.0f, 1.5f, 0.5f};
+  std::vector<int32_t> ids(3);
+  std::vector<float> w(3);
+  strata_op op = make_op(STRATA_OP_ROUTER);
+  op.src[0] = tensor_f32(logits.data(), {8, 1});
+  op.dst = tensor_i32(ids.data(), {3, 1});
+  op.src[2] = tensor_f32(w.data(), {3, 1});
+  op.i[0] = 3;
+  op.i[1] = 2;
+  op.i[3] = 4;
+  op.i[4] = 2;
+  op.f[0] = 1.0f;
+  // Keep 2: g1 and g3 (2 each); experts 0 and 4, the two largest logits, are out; 2 and 3 tie (the lower first).
+  run_reference(op);
+  EXPECT_EQ(ids, (std::vector<int32_t>{6, 2, 3}));
+  const double z = std::exp(0.0) + 2 * std::exp(-0.5);
+  EXPECT_NEAR(static_cast<double>(w[0]), 1.0 / z, 1e-7);
+  EXPECT_NEAR(static_cast<double>(w[1]), std::exp(-0.5) / z, 1e-7);
+  // Keep 1: g1 and g3 tie at 2, the lower group wins.
+  op.i[0] = 2;
+  op.i[4] = 1;
+  op.dst = tensor_i32(ids.data(), {2, 1});
+  op.src[2] = tensor_f32(w.data(), {2, 1});
+  run_reference(op);
+  EXPECT_EQ(ids[0], 2);
+  EXPECT_EQ(ids[1], 3);
+  // A bias of 1 on expert 7 makes g3 score 1.5 + 1.5 = 3: kept alone; 6 and 7 tie at 1.5 (the lower first), and the
+  // weights are the softmax over their logits (the bias only selects).
+  const std::vector<float> bias = {0, 0, 0, 0, 0, 0, 0, 1.0f};
+  op.src[1] = tensor_f32(bias.data(), {8});
+  run_reference(op);
+  EXPECT_EQ(ids[0], 6);
+  EXPECT_EQ(ids[1], 7);
+  EXPECT_NEAR(static_cast<double>(w[0]), 1.0 / (1.0 + std::exp(-1.0)), 1e-7);
+  // Groups that do not divide the experts, and kept groups holding fewer than k experts, are refused.
+  op.i[3] = 3;
+  EXPECT_THROW(run_reference(op), strata::Error);
+  op.i[3] = 4;
+  op.i[0] = 3;
+  op.dst = tensor_i32(ids.data(), {3, 1});
+  op.src[2] = tensor_f32(w.data(), {3, 1});
+  EXPECT_THROW(run_reference(op), strata::Error);
+}
+
+}  // namespace
