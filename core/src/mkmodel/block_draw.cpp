@@ -128,6 +128,33 @@ void draw_q2_K(Rng& r, float d, uint8_t* out) {
   store(out, b);
 }
 
+// Q3_K: value = d (sc - 32) q with q = low 2 bits minus 4 where the hmask bit is clear, so -4..3; the code -4
+// (low bits 0, hmask clear) becomes 0 by setting its hmask bit, so the codes run symmetrically over -3..3. The
+// sixteen 6-bit scales are 32 + 8..15, packed as the decoder reads them: low nibbles in bytes 0-7 (scale j and
+// j + 8 share byte j mod 8), the top two bits in bytes 8-11 (scale j at byte 8 + j % 4, bits 2 (j / 4)).
+void draw_q3_K(Rng& r, float d, uint8_t* out) {
+  block_q3_K b;
+  b.d = fp32_to_fp16(d);
+  fill(r, b.hmask);
+  fill(r, b.qs);
+  for (int half = 0; half < 2; ++half) {
+    for (int shift = 0; shift < 4; ++shift) {
+      const auto bit = static_cast<uint8_t>(1u << (4 * half + shift));
+      for (int l = 0; l < 32; ++l) {
+        if (((b.qs[32 * half + l] >> (2 * shift)) & 3) == 0) b.hmask[l] |= bit;
+      }
+    }
+  }
+  Bits bits(r);
+  std::memset(b.scales, 0, sizeof b.scales);
+  for (int j = 0; j < 16; ++j) {
+    const int sc = 32 + bits.sub_scale(8);
+    b.scales[j % 8] = static_cast<uint8_t>(b.scales[j % 8] | ((sc & 0x0f) << (4 * (j / 8))));
+    b.scales[8 + j % 4] = static_cast<uint8_t>(b.scales[8 + j % 4] | ((sc >> 4) << (2 * (j / 4))));
+  }
+  store(out, b);
+}
+
 // Q4_K/Q5_K's 12 bytes of eight 6-bit scales and mins (the layout the decoder's scale_min_k4 reads).
 void pack_scales_k4(const uint8_t (&sc)[8], const uint8_t (&m)[8], uint8_t (&out)[K_SCALE_SIZE]) {
   for (int j = 0; j < 4; ++j) {
@@ -233,6 +260,7 @@ DrawBlock block_drawer(GgmlType type) {
     case GgmlType::Q5_1: return draw_q5_1;
     case GgmlType::Q8_0: return draw_q8_0;
     case GgmlType::Q2_K: return draw_q2_K;
+    case GgmlType::Q3_K: return draw_q3_K;
     case GgmlType::Q4_K: return draw_q4_K;
     case GgmlType::Q5_K: return draw_q5_K;
     case GgmlType::Q6_K: return draw_q6_K;

@@ -14,7 +14,7 @@ using format::GgmlType;
 // Elements per random stream for plain types (F32, F16, BF16); quantized types use one stream per block.
 inline constexpr uint64_t kPlainGroup = 256;
 
-// Whether draw_blocks can write `type`: F32, F16, BF16, Q4_0, Q5_0, Q5_1, Q8_0, Q2_K, Q4_K, Q5_K, Q6_K, IQ2_XS,
+// Whether draw_blocks can write `type`: F32, F16, BF16, Q4_0, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ2_XS,
 // IQ3_S, IQ4_NL, MXFP4 (every type of the presets and of llama.cpp's fallbacks for them).
 bool can_draw(GgmlType type);
 
