@@ -128,7 +128,8 @@ int cmd_mkmodel(const Args& args) {
 
   p.option("--out", "FILE", "the GGUF to write", &out);
   p.option("--arch", "A",
-           "llama, qwen3moe, gpt-oss or glm4moe (default qwen3moe; the gpt-oss-* and glm-* shapes set their own)",
+           "llama, qwen3moe, gpt-oss, glm4moe or deepseek2 (default qwen3moe; the gpt-oss-*, glm-*, deepseek-v3 and "
+           "kimi-k2 shapes set their own)",
            &arch_text);
   p.option("--shape", "S", mkmodel::shape_names() + " (default tiny)", &shape);
   p.option("--quant", "Q", preset_list() + " (default: mxfp4_moe for gpt-oss, q4_k_m otherwise)", &quant_text);
@@ -141,18 +142,21 @@ int cmd_mkmodel(const Args& args) {
   };
   const Dim dim_flags[] = {
       {"--layers",
-       "decoder blocks; a glm4moe shape cut to N keeps its nextn (MTP) block after them (block_count N+1) and at "
-       "most N-1 of its leading dense blocks (one MoE block at least); gpt-oss's even blocks stay sliding-window",
+       "decoder blocks; a glm4moe or deepseek2 shape cut to N keeps its nextn (MTP) blocks after them (glm-4.6, "
+       "deepseek-v3: block_count N+1; kimi-k2 has none) and at most N-1 of its leading dense blocks (one MoE block "
+       "at least); gpt-oss's even blocks stay sliding-window",
        1},
       {"--embd", "hidden size (embedding_length)", 1},
       {"--ff", "dense FFN width (feed_forward_length; llama with experts: each expert's width)", 1},
-      {"--expert-ff", "routed expert width (expert_feed_forward_length of qwen3moe, gpt-oss, glm4moe)", 1},
+      {"--expert-ff", "routed expert width (expert_feed_forward_length of qwen3moe, gpt-oss, glm4moe, deepseek2)", 1},
       {"--heads", "query heads", 1},
       {"--kv-heads", "key/value heads", 1},
-      {"--head-dim", "head size (key_length = value_length)", 2},
+      {"--head-dim", "head size (key_length = value_length; deepseek2: the query/key head qk_nope + qk_rope)", 2},
       {"--experts", "routed experts (0: dense, llama only)", 0},
       {"--experts-used", "experts per token", 1},
       {"--context", "context_length", 1},
+      {"--nextn", "nextn (MTP) blocks after the decoder blocks, glm4moe and deepseek2 (0: none, as llama.cpp's "
+                  "deepseek2 converter writes DeepSeek-V3)", 0},
   };
   for (const Dim& d : dim_flags) {
     const std::string flag = d.flag;
@@ -210,8 +214,9 @@ int cmd_mkmodel(const Args& args) {
   // A shape made for one architecture brings it; --arch may only repeat it.
   const std::optional<Arch> shape_arch = mkmodel::shape_arch(shape);
   const auto arch = p.given("--arch") || !shape_arch ? arch_from_name(arch_text) : shape_arch;
-  if (!arch || (*arch != Arch::Llama && *arch != Arch::Qwen3Moe && *arch != Arch::GptOss && *arch != Arch::Glm4Moe)) {
-    throw UsageError("--arch '" + arch_text + "': mkmodel writes llama, qwen3moe, gpt-oss or glm4moe");
+  if (!arch || (*arch != Arch::Llama && *arch != Arch::Qwen3Moe && *arch != Arch::GptOss && *arch != Arch::Glm4Moe &&
+                *arch != Arch::Deepseek2)) {
+    throw UsageError("--arch '" + arch_text + "': mkmodel writes llama, qwen3moe, gpt-oss, glm4moe or deepseek2");
   }
   std::optional<ModelSpec> spec = mkmodel::shape_preset(shape, *arch);
   if (!spec && shape_arch) {
@@ -242,6 +247,7 @@ int cmd_mkmodel(const Args& args) {
   dim("--experts", spec->n_expert);
   dim("--experts-used", spec->n_expert_used);
   dim("--context", spec->n_ctx);
+  dim("--nextn", spec->n_layer_nextn);
   if (*arch == Arch::Llama) {
     // llama's experts are feed_forward_length wide: --expert-ff names the same number.
     if (dims.count("--expert-ff")) {

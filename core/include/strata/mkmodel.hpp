@@ -26,6 +26,7 @@ enum class QuantPreset {
   IQ2_XS,      // llama.cpp's IQ2_XS recipe
   UD_Q4_K_XL,  // a mix in the spirit of Unsloth's dynamic Q4_K_XL (see quant_recipe.cpp)
   MXFP4_MOE,   // llama.cpp's MXFP4_MOE: expert stacks MXFP4, every other weight Q8_0 (gpt-oss's published files)
+  Q2_K,        // llama.cpp's Q2_K recipe (Q2_K, with Q3_K for ffn_down and attn_output, Q6_K output)
 };
 
 struct PresetInfo {
@@ -40,7 +41,7 @@ const PresetInfo& preset_info(QuantPreset preset);
 std::optional<QuantPreset> quant_preset_from_name(std::string_view name);
 
 // What to generate. Dimensions follow llama.cpp's keys; for llama with experts, n_ff is each expert's width.
-// Architectures: llama, qwen3moe, gpt-oss and glm4moe.
+// Architectures: llama, qwen3moe, gpt-oss, glm4moe and deepseek2 (with multi-head latent attention).
 struct ModelSpec {
   Arch arch = Arch::Qwen3Moe;
   uint32_t n_layer = 0;   // decoder blocks; block_count is n_layer + n_layer_nextn
@@ -49,7 +50,7 @@ struct ModelSpec {
   uint32_t n_ff_exp = 0;  // expert_feed_forward_length (qwen3moe, gpt-oss, glm4moe)
   uint32_t n_head = 0;
   uint32_t n_head_kv = 0;
-  uint32_t head_dim = 0;
+  uint32_t head_dim = 0;  // deepseek2: the query/key head, qk_nope + qk_rope (attention.key_length_mla)
   uint32_t n_expert = 0;  // 0: dense (llama only)
   uint32_t n_expert_used = 0;
   uint32_t n_vocab = 0;
@@ -59,14 +60,24 @@ struct ModelSpec {
   float rope_fraction = 1.0f;  // rotated share of each head (glm4moe: partial_rotary_factor 0.5); n_rot = head_dim x it
   float yarn_factor = 0.0f;    // rope.scaling.factor of YaRN scaling (gpt-oss: 32); 0: no rope scaling keys
   uint32_t yarn_orig_ctx = 0;  // rope.scaling.original_context_length (gpt-oss: 4096)
+  float yarn_beta_fast = 0.0f;  // rope.scaling.yarn_beta_fast / _slow (deepseek2 shapes); 0: not written
+  float yarn_beta_slow = 0.0f;
+  float yarn_log_mul = 0.0f;    // rope.scaling.yarn_log_multiplier (deepseek2: 0.1 x mscale_all_dim); 0: not written
   uint32_t sliding_window = 0;  // gpt-oss: attention.sliding_window (every other block, from block 0)
   bool attn_bias = false;       // attn_q/k/v biases (gpt-oss and glm4moe; gpt-oss's attn_output bias always)
   bool qk_norm = false;         // glm4moe: attn_q_norm/attn_k_norm (qwen3moe always has them)
-  uint32_t n_expert_shared = 0;     // glm4moe: expert_shared_count (each n_ff_exp wide)
-  uint32_t n_layer_dense_lead = 0;  // glm4moe: leading_dense_block_count (n_ff-wide SwiGLU blocks)
-  uint32_t n_layer_nextn = 0;       // glm4moe: nextn_predict_layers, MTP blocks after the n_layer decoder blocks
-  float expert_weights_scale = 0.0f;  // glm4moe: expert_weights_scale (routed_scaling_factor); 0: not written
-  bool expert_weights_norm = false;   // glm4moe: expert_weights_norm (norm_topk_prob)
+  uint32_t n_expert_shared = 0;     // glm4moe, deepseek2: expert_shared_count (each n_ff_exp wide)
+  uint32_t n_layer_dense_lead = 0;  // glm4moe, deepseek2: leading_dense_block_count (n_ff-wide SwiGLU blocks)
+  uint32_t n_layer_nextn = 0;       // glm4moe, deepseek2: nextn_predict_layers, MTP blocks after the n_layer
+  float expert_weights_scale = 0.0f;  // glm4moe, deepseek2: expert_weights_scale (routed_scaling_factor); 0: none
+  bool expert_weights_norm = false;   // glm4moe, deepseek2: expert_weights_norm (norm_topk_prob)
+  // deepseek2's multi-head latent attention (llama.cpp's MLA keys; n_head_kv is 1) and group-limited routing.
+  uint32_t q_lora_rank = 0;      // attention.q_lora_rank; 0: a plain attn_q
+  uint32_t kv_lora_rank = 0;     // attention.kv_lora_rank
+  uint32_t qk_rope_dim = 0;      // rotated part of each query/key head (rope.dimension_count)
+  uint32_t v_head_dim = 0;       // attention.value_length_mla
+  uint32_t n_expert_groups = 0;  // expert_group_count (n_group); 0: not written
+  uint32_t n_group_used = 0;     // expert_group_used_count (topk_group)
   QuantPreset quant = QuantPreset::Q4_K_M;
   uint64_t seed = 1;
   std::string vocab_file;    // copy the tokenizer of this GGUF; empty: a built-in vocabulary of n_vocab tokens
@@ -75,16 +86,18 @@ struct ModelSpec {
 };
 
 // The named shapes: "tiny" (any architecture), "qwen3-30b-a3b" and "qwen3-235b-a22b" (llama or qwen3moe),
-// "gpt-oss-20b" and "gpt-oss-120b" (gpt-oss only), "glm-4.5-air" and "glm-4.6" (glm4moe only); nullopt for another
-// name or a shape of another architecture. Each shape carries its default quant preset (mxfp4_moe for gpt-oss,
-// q4_k_m otherwise).
+// "gpt-oss-20b" and "gpt-oss-120b" (gpt-oss only), "glm-4.5-air" and "glm-4.6" (glm4moe only), "deepseek-v3" and
+// "kimi-k2" (deepseek2 only); nullopt for another name or a shape of another architecture. Each shape carries its
+// default quant preset (mxfp4_moe for gpt-oss, q4_k_m otherwise).
 std::optional<ModelSpec> shape_preset(std::string_view name, Arch arch);
-// The architecture a shape is made for (gpt-oss-20b: gpt-oss); nullopt for tiny and the qwen3 shapes.
+// The architecture a shape is made for (gpt-oss-20b: gpt-oss, deepseek-v3: deepseek2); nullopt for tiny and the
+// qwen3 shapes.
 std::optional<Arch> shape_arch(std::string_view name);
 std::string shape_names();
 
-// Cuts (or extends) a spec to n decoder blocks, as `--layers N` does: glm4moe keeps its nextn (MTP) blocks after
-// the n, and at most n - 1 of its leading dense blocks, so that every cut keeps at least one MoE decoder block.
+// Cuts (or extends) a spec to n decoder blocks, as `--layers N` does: glm4moe and deepseek2 keep their nextn (MTP)
+// blocks after the n, and at most n - 1 of their leading dense blocks, so that every cut keeps at least one MoE
+// decoder block.
 void set_layers(ModelSpec& spec, uint32_t n);
 
 // One tensor of the planned file.

