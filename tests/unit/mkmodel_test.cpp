@@ -141,8 +141,8 @@ TEST(Mkmodel, EveryPresetTypeDecodesZeroMeanAtTheTargetRms) {
     check_weights(write(odd, "stats_odd.gguf"), seen);
   }
   for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
-                     GgmlType::Q2_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ2_XS, GgmlType::IQ3_S,
-                     GgmlType::IQ4_NL, GgmlType::MXFP4}) {
+                     GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ2_XS,
+                     GgmlType::IQ3_S, GgmlType::IQ4_NL, GgmlType::MXFP4}) {
     EXPECT_TRUE(seen.count(t)) << strata::format::traits(t).name << " was never generated";
   }
 }
@@ -226,7 +226,8 @@ TEST(Mkmodel, BadFlagsAreUsageErrors) {
       {"mkmodel --out x.gguf --qaunt q8_0", "unknown option '--qaunt'"},
       {"mkmodel --out x.gguf --quant q3_k", "--quant 'q3_k' is not one of f32, q8_0, q4_k_m"},
       {"mkmodel --out x.gguf --shape huge", "--shape 'huge' is not one of tiny, qwen3-30b-a3b, qwen3-235b-a22b"},
-      {"mkmodel --out x.gguf --arch deepseek2", "--arch 'deepseek2': mkmodel writes llama, qwen3moe, gpt-oss or glm4moe"},
+      {"mkmodel --out x.gguf --arch qwen2moe",
+       "--arch 'qwen2moe': mkmodel writes llama, qwen3moe, gpt-oss, glm4moe or deepseek2"},
       {"mkmodel --out x.gguf --heads 4 --kv-heads 3", "--kv-heads 3 must divide --heads 4"},
       {"mkmodel --out x.gguf --experts 4 --experts-used 5", "--experts-used 5 must be between 1 and --experts 4"},
       {"mkmodel --out x.gguf --experts 0", "--experts (qwen3moe has only expert layers) must be at least 1"},
