@@ -11,6 +11,8 @@ packages=(
   cmake ninja-build g++ pkg-config
   # core
   libboost-dev libyaml-cpp-dev nlohmann-json3-dev libcpp-httplib-dev
+  # images (core/src/vision): PNG and JPEG decoding
+  libpng-dev libjpeg-dev
   # the unit tests (built with everything else)
   libgtest-dev libgmock-dev
   # the HIP plugin (build-tested only: Debian's ROCm 5.2)
