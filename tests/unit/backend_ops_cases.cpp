@@ -157,15 +157,20 @@ std::string kv(const char* k, const T& v) {
 struct MulMatCase : OpCase {
   GgmlType type;
   int64_t n_in, n_out, n_tok;
-  MulMatCase(GgmlType t, int64_t i, int64_t o, int64_t k) : type(t), n_in(i), n_out(o), n_tok(k) {}
+  RowStrides strides;  // src1's and dst's columns as strided views (0: dense)
+  MulMatCase(GgmlType t, int64_t i, int64_t o, int64_t k, RowStrides st = {})
+      : type(t), n_in(i), n_out(o), n_tok(k), strides(st) {}
   std::string vars() const override {
-    return vars_of("MUL_MAT", kv("type", tname(type)), kv("n_in", n_in), kv("n_out", n_out), kv("n_tok", n_tok));
+    std::string v = vars_of("MUL_MAT", kv("type", tname(type)), kv("n_in", n_in), kv("n_out", n_out), kv("n_tok", n_tok));
+    if (strides.any()) v.insert(v.size() - 1, "," + kv("src_stride", strides.src) + "," + kv("dst_stride", strides.dst));
+    return v;
   }
   Instance build(std::mt19937& rng) const override {
     Instance inst;
+    const int64_t sx = strides.src != 0 ? strides.src : n_in, sd = strides.dst != 0 ? strides.dst : n_out;
     const unsigned char* w = inst.keep(random_weights(type, n_out, n_in, rng));
-    const float* x = inst.keep(normal_floats(rng, static_cast<size_t>(n_in * n_tok)));
-    inst.outputs.push_back(f32_output("dst", n_out * n_tok, Compare::Bytes));
+    const float* x = inst.keep(normal_floats(rng, static_cast<size_t>(sx * n_tok)));
+    inst.outputs.push_back(f32_output("dst", sd * n_tok, Compare::Bytes));
     const GgmlType t = type;
     const int64_t ni = n_in, no = n_out, nt = n_tok;
     inst.bind = [=](const std::vector<void*>& out) {
@@ -174,7 +179,9 @@ struct MulMatCase : OpCase {
       op.kind = STRATA_OP_MUL_MAT;
       op.src[0] = make_tensor(w, t, {ni, no});
       op.src[1] = tensor_f32(x, {ni, nt});
+      op.src[1].nb[1] = static_cast<uint64_t>(sx) * sizeof(float);
       op.dst = tensor_f32(static_cast<float*>(out[0]), {no, nt});
+      op.dst.nb[1] = static_cast<uint64_t>(sd) * sizeof(float);
       return op;
     };
     return inst;
@@ -690,13 +697,19 @@ std::vector<unsigned char> random_cache(GgmlType type, int64_t kv_dim, int64_t n
 struct KvStoreCase : OpCase {
   GgmlType type;
   int64_t kv_dim, n_ctx, n_tok;
-  KvStoreCase(GgmlType t, int64_t kd, int64_t nc, int64_t nt) : type(t), kv_dim(kd), n_ctx(nc), n_tok(nt) {}
+  int64_t src_stride;  // src0's columns this many floats apart (0: dense)
+  KvStoreCase(GgmlType t, int64_t kd, int64_t nc, int64_t nt, int64_t ss = 0)
+      : type(t), kv_dim(kd), n_ctx(nc), n_tok(nt), src_stride(ss) {}
   std::string vars() const override {
-    return vars_of("KV_STORE", kv("type", tname(type)), kv("kv_dim", kv_dim), kv("n_ctx", n_ctx), kv("n_tok", n_tok));
+    std::string v =
+        vars_of("KV_STORE", kv("type", tname(type)), kv("kv_dim", kv_dim), kv("n_ctx", n_ctx), kv("n_tok", n_tok));
+    if (src_stride != 0) v.insert(v.size() - 1, "," + kv("src_stride", src_stride));
+    return v;
   }
   Instance build(std::mt19937& rng) const override {
     Instance inst;
-    const float* x = inst.keep(normal_floats(rng, static_cast<size_t>(kv_dim * n_tok)));
+    const int64_t sx = src_stride != 0 ? src_stride : kv_dim;
+    const float* x = inst.keep(normal_floats(rng, static_cast<size_t>(sx * n_tok)));
     std::vector<int32_t> pos(static_cast<size_t>(n_ctx));
     for (size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<int32_t>(i);
     std::shuffle(pos.begin(), pos.end(), rng);
@@ -715,6 +728,7 @@ struct KvStoreCase : OpCase {
       op.struct_size = sizeof op;
       op.kind = STRATA_OP_KV_STORE;
       op.src[0] = tensor_f32(x, {kd, nt});
+      op.src[0].nb[1] = static_cast<uint64_t>(sx) * sizeof(float);
       op.src[1] = tensor_i32(ps, {nt});
       op.dst = make_tensor(out[0], t, {kd, nc});
       return op;
@@ -1336,6 +1350,10 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
   c.push_back(std::make_shared<RopeCase>(0, 16, 1, 6, 16, 4096, deepseek, RowStrides{80, 80}));
   c.push_back(std::make_shared<RopeCase>(0, 16, 4, 5, 16, 4096, deepseek, RowStrides{48, 80}));
   c.push_back(std::make_shared<RopeCase>(2, 32, 3, 4, 16, 40000, RopeFreqs{}, RowStrides{40, 0}));
+  // A plain MUL_MAT and KV_STORE over strided columns (quantized and float weights; f16 and q8_0 caches).
+  c.push_back(std::make_shared<MulMatCase>(GgmlType::Q8_0, 64, 37, 5, RowStrides{80, 48}));
+  c.push_back(std::make_shared<MulMatCase>(GgmlType::F16, 64, 37, 9, RowStrides{72, 40}));
+  for (GgmlType t : {GgmlType::F16, GgmlType::Q8_0}) c.push_back(std::make_shared<KvStoreCase>(t, 64, 13, 5, 80));
   return c;
 }
 
