@@ -39,6 +39,10 @@ struct Operands {
   // the sinks (nullptr, or one logit per q head in the softmax's denominator, with no value row).
   int window;
   const float* sinks;
+  // Backend 1.6 (deepseek2's latent attention): values per head, src2.ne[0] / n_kv_head. Only the portable rows
+  // kernel (attention_flash.cu) reads it; every other kernel runs value heads of head_dim values alone (its
+  // callers route or refuse other sizes) and places head h's output at h * head_dim.
+  int value_dim;
 };
 
 // The first key a token at position p sees.

@@ -59,8 +59,10 @@ __global__ void __launch_bounds__(kFlashThreads) attention_flash_combine(Args a)
 
 // ---- the portable path: the same definition, scalar float operations --------------------------------------------
 
-// A block per (token, head): kChunk threads, one key each for the scores, one value index each for O.
-template <Cache kCache>
+// A block per (token, head): kChunk threads, one key each for the scores, one value index each for O (value
+// indices tid + kChunk s, s < kSlots: value heads of up to kChunk * kSlots values). Key heads of head_dim values,
+// value heads of value_dim (deepseek2: 576 and 512), head h's output at h * value_dim of its token's row.
+template <Cache kCache, int kSlots>
 __global__ void __launch_bounds__(kChunk) attention_flash_rows(Args a) {
   extern __shared__ float rows_smem[];
   float* q = rows_smem;                 // [head_dim]
@@ -68,30 +70,35 @@ __global__ void __launch_bounds__(kChunk) attention_flash_rows(Args a) {
   __shared__ float red[kChunk];
   const Operands& o = a.o;
   const int h = static_cast<int>(blockIdx.x), t = static_cast<int>(blockIdx.y), tid = static_cast<int>(threadIdx.x);
-  const int D = o.head_dim;
+  const int D = o.head_dim, Dv = o.value_dim;
   wait_for_inputs();
   start_dependents();
   const int32_t pos = o.pos[t];
-  float* out = out_row(o, t, h);
+  float* out = reinterpret_cast<float*>(o.dst + static_cast<uint64_t>(t) * o.d_stride) + static_cast<int64_t>(h) * Dv;
   if (pos < 0 || pos >= o.n_ctx) {
-    for (int d = tid; d < D; d += kChunk) out[d] = __int_as_float(0x7fc00000);
+    for (int d = tid; d < Dv; d += kChunk) out[d] = __int_as_float(0x7fc00000);
     return;
   }
   for (int d = tid; d < D; d += kChunk) q[d] = q_row(o, t, h)[d];
   const int64_t koff = static_cast<int64_t>(h / o.group) * D;
+  const int64_t voff = static_cast<int64_t>(h / o.group) * Dv;
   const int lo = window_first_key(pos, a.window);
   float M = -INFINITY, L = 0.0f;
-  float O[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // value indices tid, tid + 64, ... (head_dim <= 256)
-  float m_seg = -INFINITY, l_seg = 0.0f, o_seg[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  float O[kSlots], o_seg[kSlots];  // value indices tid, tid + 64, ...
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k) O[k] = 0.0f, o_seg[k] = 0.0f;
+  float m_seg = -INFINITY, l_seg = 0.0f;
   const int chunks_per_seg = a.seg_keys / kChunk;
   auto close_segment = [&]() {
     const float m_new = fmaxf(M, m_seg);
     const Fold f = fold_weights(M, m_seg, m_new);
     L = fold_value(f, L, l_seg);
-    for (int k = 0; k < 4; ++k) O[k] = fold_value(f, O[k], o_seg[k]);
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) O[k] = fold_value(f, O[k], o_seg[k]);
     M = f.kind == 0 ? M : m_new;
     m_seg = -INFINITY, l_seg = 0.0f;
-    for (int k = 0; k < 4; ++k) o_seg[k] = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) o_seg[k] = 0.0f;
   };
   const int c_first = lo / kChunk, c_last = pos / kChunk;
   for (int c = c_first; c <= c_last; ++c) {
@@ -118,14 +125,15 @@ __global__ void __launch_bounds__(kChunk) attention_flash_rows(Args a) {
     for (int k = 0; k < kChunk; ++k) sum = add_rn(sum, p[k]);
     l_seg = add_rn(mul_rn(l_seg, alpha), sum);
     m_seg = m_new;
-    for (int k = 0; k < 4; ++k) {
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) {
       const int d = tid + kChunk * k;
-      if (d >= D) continue;
+      if (d >= Dv) continue;
       float acc = mul_rn(o_seg[k], alpha);
       for (int jj = 0; jj < kChunk; ++jj) {
         const int jk = c * kChunk + jj;
         if (jk < lo || jk > pos) continue;
-        acc = __fmaf_rn(p[jj], cache_value<kCache>(o.v + static_cast<uint64_t>(jk) * o.v_stride, koff + d), acc);
+        acc = __fmaf_rn(p[jj], cache_value<kCache>(o.v + static_cast<uint64_t>(jk) * o.v_stride, voff + d), acc);
       }
       o_seg[k] = acc;
     }
@@ -137,9 +145,10 @@ __global__ void __launch_bounds__(kChunk) attention_flash_rows(Args a) {
     fs = fold_weights(M, m_sink, fmaxf(M, m_sink));
     L = fold_value(fs, L, 1.0f);
   }
-  for (int k = 0; k < 4; ++k) {
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k) {
     const int d = tid + kChunk * k;
-    if (d < D) out[d] = div_c(a.sinks != nullptr ? sink_scaled(fs, O[k]) : O[k], L);
+    if (d < Dv) out[d] = div_c(a.sinks != nullptr ? sink_scaled(fs, O[k]) : O[k], L);
   }
 }
 
@@ -226,21 +235,25 @@ void launch_tc_for(Context& ctx, const Args& a, int n_kv_head, bool split) {
 template <Cache kCache>
 void launch_rows(Context& ctx, const Args& a) {
   const size_t bytes = sizeof(float) * static_cast<size_t>(a.o.head_dim + kChunk);
-  launch_dependent(ctx, attention_flash_rows<kCache>, dim3(static_cast<unsigned>(a.o.n_head), static_cast<unsigned>(a.o.n_tok)),
-                   kChunk, bytes, a);
+  static_assert(kRowsMaxValueDim == kChunk * kRowsMaxSlots && sizeof(float) * (kRowsMaxKeyDim + kChunk) <= 48 * 1024,
+                "the rows kernel's value slots and shared q");
+  auto* kernel = a.o.value_dim <= kChunk * 4 ? attention_flash_rows<kCache, 4> : attention_flash_rows<kCache, kRowsMaxSlots>;
+  launch_dependent(ctx, kernel, dim3(static_cast<unsigned>(a.o.n_head), static_cast<unsigned>(a.o.n_tok)), kChunk, bytes, a);
   check_launch("ATTENTION (portable rows)");
 }
 
 }  // namespace
 
-bool flash_tensor_cores(const Context& ctx, int64_t head_dim, Cache cache) {
+bool flash_tensor_cores(const Context& ctx, const Operands& o, Cache cache) {
 #if defined(STRATA_GPU_HIP)
   (void)ctx;
-  (void)head_dim;
+  (void)o;
   (void)cache;
   return false;
 #else
-  return head_dim <= 128 && cache != Cache::F32 && ctx.props().major >= 8;
+  // The tiles, split and combine kernels share one head size for keys and values (kDp): value heads of their own
+  // size (deepseek2) take the rows kernel.
+  return o.head_dim <= 128 && o.value_dim == o.head_dim && cache != Cache::F32 && ctx.props().major >= 8;
 #endif
 }
 
@@ -250,7 +263,7 @@ void run_flash(Context& ctx, const Operands& o, Cache cache, int n_kv_head, unsi
   Args a = make_args(o);
   a.q8 = q8;
 #if !defined(STRATA_GPU_HIP)
-  if (flash_tensor_cores(ctx, o.head_dim, cache)) {
+  if (flash_tensor_cores(ctx, o, cache)) {
     const bool split = flash_split(o);
     if (cache == Cache::F16) {
       launch_tc_for<Cache::F16>(ctx, a, n_kv_head, split);

@@ -12,16 +12,20 @@ namespace strata::gpu::attention {
 // The float path (attention_flash.cu). Windows of up to this many tokens take the split kernel and its combine;
 // longer ones the query tiles. Both compute the same bits: the choice is speed only.
 constexpr int kMaxFlashSplitTokens = 8;
-// Whether the tensor-core kernels serve this head size and cache on this device (f16 and q8_0 caches, heads up to
-// 128, sm_80 and later); else a portable scalar kernel does (f32 caches are the op tests' alone: the engine's KV
-// cache is f16 or q8_0).
-bool flash_tensor_cores(const Context& ctx, int64_t head_dim, Cache cache);
+// Whether the tensor-core kernels serve these heads and cache on this device (f16 and q8_0 caches, heads up to
+// 128, values heads as large as the keys', sm_80 and later); else a portable scalar kernel does (f32 caches are the
+// op tests' alone: the engine's KV cache is f16 or q8_0), for key heads up to kRowsMaxKeyDim values and value heads
+// up to kRowsMaxValueDim.
+bool flash_tensor_cores(const Context& ctx, const Operands& o, Cache cache);
+constexpr int kRowsMaxSlots = 8;  // value indices a thread of the rows kernel (64 threads)
+constexpr int kRowsMaxValueDim = 64 * kRowsMaxSlots;
+constexpr int kRowsMaxKeyDim = 1024;  // q in the rows kernel's shared memory
 // Whether a window takes the split kernel.
 bool flash_split(const Operands& o);
 // Runs the float path; `q8` (nullptr, or the output rows' Q8_1 copy) only where flash_writes_q8.
 void run_flash(Context& ctx, const Operands& o, Cache cache, int n_kv_head, unsigned char* q8);
 inline bool flash_writes_q8(const Context& ctx, const Operands& o, Cache cache) {
-  return flash_tensor_cores(ctx, o.head_dim, cache) && flash_split(o) && o.head_dim % 32 == 0;
+  return flash_tensor_cores(ctx, o, cache) && flash_split(o) && o.head_dim % 32 == 0;
 }
 
 // Decode: blocks per (split of the token's positions, q heads of a kv head, token), then a combine per (head,

@@ -7,7 +7,9 @@
 // enough blocks (prefill), else split-K over the positions (decode and short windows).
 // Backend 1.6 (gpt-oss) on every path: i[2] a sliding window (a token at p sees keys p - W + 1 .. p), src4 the sinks
 // (a logit per q head in the softmax's denominator, no value row); the fusion writing the output's Q8_1 copy
-// (fuse_attention_q8.cu) runs these same paths, so it carries both.
+// (fuse_attention_q8.cu) runs these same paths, so it carries both. Value heads of their own size (deepseek2's
+// latent attention: keys of 576 values, values their first 512, src2 a view of src1) take the portable rows kernel
+// (attention_flash.cu) in float; canonical_double refuses them (check_attention_f64ref).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -21,7 +23,7 @@ namespace {
 
 using format::GgmlType;
 
-constexpr int kMaxHeadDim = 256;
+constexpr int kMaxHeadDim = 256;  // the _f64ref kernels (canonical_double); the float path: attention_paths.hpp
 // Fewer prefill blocks than this leave most multiprocessors idle while each block walks all the positions:
 // split-K spreads such a window better.
 constexpr int64_t kMinPrefillBlocks = 32;
@@ -57,8 +59,18 @@ Check check_attention(const strata_op& op) {
   }
   if (q.ne[1] != n_head || q.ne[3] != 1)
     return "src0 (q) must be [head_dim, n_head = " + std::to_string(n_head) + ", n_tok]";
-  if (head_dim > kMaxHeadDim)
-    return "head_dim " + std::to_string(head_dim) + " is above " + std::to_string(kMaxHeadDim);
+  if (head_dim > attention::kRowsMaxKeyDim)
+    return "head_dim " + std::to_string(head_dim) + " is above " + std::to_string(attention::kRowsMaxKeyDim);
+  // Backend 1.6: value heads of their own size dv = src2.ne[0] / n_kv_head (deepseek2), src2 possibly a view of
+  // src1's first columns (the keys' column stride).
+  if (v.ne[0] <= 0 || v.ne[0] % n_kv_head != 0) {
+    return "src2 (v cache) columns of " + std::to_string(v.ne[0]) + " values are not n_kv_head = " +
+           std::to_string(n_kv_head) + " value heads";
+  }
+  const int64_t value_dim = v.ne[0] / n_kv_head;
+  if (value_dim > attention::kRowsMaxValueDim) {
+    return "value heads of " + std::to_string(value_dim) + " values are above " + std::to_string(attention::kRowsMaxValueDim);
+  }
   for (const strata_tensor* c : {&k, &v}) {
     const char* what = c == &k ? "src1 (k cache)" : "src2 (v cache)";
     if (!format::is_type(*c, GgmlType::F16) && !format::is_type(*c, GgmlType::Q8_0) &&
@@ -66,7 +78,7 @@ Check check_attention(const strata_op& op) {
       return std::string(what) + " is " + format::type_name(c->type) + " (known: f16, q8_0, f32)";
     }
     if (auto e = format::check_matrix(*c, what)) return e;
-    if (c->ne[0] != head_dim * n_kv_head) {
+    if (c == &k && c->ne[0] != head_dim * n_kv_head) {
       return std::string(what) + " columns must hold head_dim * n_kv_head = " + std::to_string(head_dim * n_kv_head) +
              " values, not " + std::to_string(c->ne[0]);
     }
@@ -80,10 +92,11 @@ Check check_attention(const strata_op& op) {
     return "src3 (positions) must hold one position per token (" + std::to_string(n_tok) + ")";
   }
   if (n_tok > 65535 || n_kv_head > 65535 || n_head > 65535) return std::string("more than 65535 tokens or heads");
-  if (d.ne[0] != head_dim * n_head || d.ne[1] != n_tok) {
-    return "dst must be [head_dim * n_head, n_tok] = [" + std::to_string(head_dim * n_head) + ", " +
+  if (d.ne[0] != value_dim * n_head || d.ne[1] != n_tok) {
+    return "dst must be [value_dim * n_head, n_tok] = [" + std::to_string(value_dim * n_head) + ", " +
            std::to_string(n_tok) + "]";
   }
+  if (reinterpret_cast<uintptr_t>(d.data) % 4 != 0 || d.nb[1] % 4 != 0) return std::string("dst is misaligned");
   if (op.i[2] < 0) return "i[2] (sliding window) must be 0 or positive, not " + std::to_string(op.i[2]);
   if (const strata_tensor* sinks = sinks_of(op)) {
     if (auto e = format::check_rows(*sinks, "src4 (sinks)", GgmlType::F32)) return e;
@@ -91,6 +104,20 @@ Check check_attention(const strata_op& op) {
       return "src4 (sinks) must hold one logit per q head (" + std::to_string(n_head) + "), not " +
              std::to_string(sinks->ne[0]);
     }
+  }
+  return std::nullopt;
+}
+
+Check check_attention_f64ref(const strata_op& op) {
+  const int64_t head_dim = op.src[0].ne[0], value_dim = op.src[2].ne[0] / op.i[1];
+  if (head_dim > kMaxHeadDim) {
+    return "head_dim " + std::to_string(head_dim) + " is above " + std::to_string(kMaxHeadDim) +
+           ", the most canonical_double's attention kernels (attention_decode.cu, attention_prefill.cu) take";
+  }
+  if (value_dim != head_dim) {
+    return "value heads of " + std::to_string(value_dim) + " values beside key heads of " + std::to_string(head_dim) +
+           ": canonical_double's attention kernels take value heads of the keys' size only (the float path "
+           "computes them)";
   }
   return std::nullopt;
 }
@@ -120,7 +147,8 @@ attention::Operands operands(const strata_op& op) {
                              vector_loads(k, v, head_dim) ? 1 : 0,
                              static_cast<double>(op.f[0]),
                              static_cast<int>(op.i[2]),
-                             sinks != nullptr ? static_cast<const float*>(sinks->data) : nullptr};
+                             sinks != nullptr ? static_cast<const float*>(sinks->data) : nullptr,
+                             static_cast<int>(v.ne[0] / n_kv_head)};
 }
 
 attention::Cache cache_of(const strata_op& op) {

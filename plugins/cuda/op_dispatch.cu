@@ -1,4 +1,5 @@
 // Which op runs where: check_op and run_op dispatch on strata_op_kind.
+#include "fusion_match.hpp"
 #include "ops.hpp"
 #include "strata/format/tensor_checks.hpp"
 
@@ -27,9 +28,46 @@ Check check_op(const strata_op& op) {
   return "unknown op kind " + std::to_string(op.kind);
 }
 
+Check check_op(const strata_op& op, const Options& options) {
+  if (Check why = check_op(op)) return why;
+  if (op.kind == STRATA_OP_ATTENTION && options.canonical_double) return check_attention_f64ref(op);
+  return std::nullopt;
+}
+
+Check check_strided_rows(const strata_tensor& t, const char* what, format::GgmlType type) {
+  if (!format::is_type(t, type)) return std::string(what) + " is " + format::type_name(t.type) + ", expected " + std::string(format::traits(type).name);
+  if (t.data == nullptr) return std::string(what) + " has no data";
+  for (int d = 0; d < 4; ++d) {
+    if (t.ne[d] < 1) return std::string(what) + " has ne[" + std::to_string(d) + "] = " + std::to_string(t.ne[d]);
+  }
+  const uint64_t e = format::traits(type).block_bytes;
+  if (t.nb[0] != e) return std::string(what) + " is not contiguous in dimension 0";
+  if (t.ne[3] != 1) return std::string(what) + " has a fourth dimension";
+  if (reinterpret_cast<uintptr_t>(t.data) % e != 0 || t.nb[1] % e != 0 || t.nb[2] % e != 0) {
+    return std::string(what) + " data or strides are misaligned";
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// Does `dst` meet the rows the cached Q8_1 copy was made from? Any overlap, not only the same start: views write
+// slices of wider rows (deepseek2's ROPE into the last 64 of each 576-wide column). A type without traits counts as
+// meeting them.
+bool writes_quantized(const QuantizedActivation& q, const strata_tensor& dst) {
+  if (q.src == nullptr || dst.data == nullptr) return false;
+  if (!format::type_traits(dst.type)) return true;
+  const auto lo = reinterpret_cast<uintptr_t>(q.src);
+  const uintptr_t hi = lo + static_cast<uintptr_t>(q.n_tok - 1) * q.row_stride + static_cast<uintptr_t>(q.n_in) * sizeof(float);
+  const ByteSpan d = byte_span(dst);
+  return d.lo != d.hi && d.lo < hi && lo < d.hi;
+}
+
+}  // namespace
+
 void run_op(Context& ctx, const strata_op& op) {
   // An op writing the rows MUL_MAT quantized last makes that copy stale.
-  if (op.dst.data == ctx.quantized().src) ctx.quantized() = {};
+  if (writes_quantized(ctx.quantized(), op.dst)) ctx.quantized() = {};
   switch (op.kind) {
     case STRATA_OP_GET_ROWS: return run_get_rows(ctx, op);
     case STRATA_OP_RMS_NORM: return run_rms_norm(ctx, op);
@@ -53,7 +91,7 @@ void run_op(Context& ctx, const strata_op& op) {
 
 void forget_quantized_writes(Context& ctx, const strata_op* ops, size_t count) {
   for (size_t j = 0; j < count; ++j) {
-    if (ops[j].dst.data == ctx.quantized().src) ctx.quantized() = {};
+    if (writes_quantized(ctx.quantized(), ops[j].dst)) ctx.quantized() = {};
   }
 }
 

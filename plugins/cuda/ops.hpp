@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "context.hpp"
+#include "strata/format/types.hpp"
 
 namespace strata::gpu {
 
@@ -26,6 +27,13 @@ void check_launch(const char* what);
 void check_cuda(cudaError_t err, const char* what);
 
 Check check_op(const strata_op& op);
+// The checks that depend on the instance's options (canonical_double's kernels compute fewer forms): check_op(op)
+// and then those; what enqueue and supports_op ask.
+Check check_op(const strata_op& op, const Options& options);
+
+// Why `t` is not a view of `type` elements (4 bytes: f32 or i32) with dimension 0 contiguous and rows and planes
+// at any aligned strides nb[1], nb[2] (dimension 3 of size 1), for kernels that address every row by both strides.
+Check check_strided_rows(const strata_tensor& t, const char* what, format::GgmlType type);
 void run_op(Context& ctx, const strata_op& op);
 // Runs ops[i] and maybe the ops after it as one fused launch (a pattern of fusions.cu); returns how many ops ran
 // (at least 1). Fusions only ever replace ops by kernels that give the same bytes as running them one by one.
@@ -68,6 +76,9 @@ void run_rope(Context& ctx, const strata_op& op);
 Check check_kv_store(const strata_op& op);
 void run_kv_store(Context& ctx, const strata_op& op);
 Check check_attention(const strata_op& op);
+// What canonical_double's `_f64ref` attention kernels refuse beyond check_attention (heads above 256, value heads
+// of their own size).
+Check check_attention_f64ref(const strata_op& op);
 void run_attention(Context& ctx, const strata_op& op);
 // Whether ATTENTION's path for these shapes can also write its output rows' Q8_1 copy; run_attention with `q8`
 // (only then) writes it there as launch_quantize_q8_1 would.

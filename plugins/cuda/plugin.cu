@@ -84,9 +84,9 @@ strata_status* device_info(void* c, uint32_t index, strata_device_info* out) {
   });
 }
 
-uint32_t supports_op(void*, uint32_t device, const strata_op* op) {
+uint32_t supports_op(void* c, uint32_t device, const strata_op* op) {
   try {
-    return device == 0 && op != nullptr && !check_op(*op) ? 1u : 0u;
+    return device == 0 && op != nullptr && !check_op(*op, static_cast<Instance*>(c)->ctx.options()) ? 1u : 0u;
   } catch (...) {
     return 0;
   }
@@ -107,7 +107,7 @@ strata_status* enqueue(void* c, uint32_t device, const strata_op* ops, size_t n_
                                  ": build the host and the plugin from one tree");
     }
     for (size_t i = 0; i < n_ops; ++i) {
-      if (Check why = check_op(ops[i])) {
+      if (Check why = check_op(ops[i], inst->ctx.options())) {
         return inst->ctx.error(STRATA_ERR_UNSUPPORTED, std::string(kName) + ": op " + std::to_string(i) + ": " + *why);
       }
     }
