@@ -3,6 +3,10 @@
 // (and not again when the previous MUL_MAT quantized the same rows: q, k and v share the normed x). One token:
 // block-wide dots (mul_mat_group.cuh); more: each warp decodes its row's spans once per pass of up to eight
 // tokens. Float weights read the float columns.
+// Backend 1.6: a stack of B matrices (src0 ne[2] = B, nb[2] apart; deepseek2's per-head products): src1
+// [n_in, B, n_tok] and dst [n_out, B, n_tok], views with rows nb[1] and planes nb[2] apart; column (b, t) times
+// matrix b, each exactly as a plain MUL_MAT's column (the same dot kernels, blockIdx.z the matrix; the Q8_1 copy
+// holds the columns token-major, row t * B + b).
 #include <cstdint>
 #include <string>
 
@@ -21,18 +25,32 @@ constexpr int kRowsPerBlock = 4;                           // quantized: one war
 constexpr int kThreads = kWarp * kRowsPerBlock;
 constexpr int kFloatRowsPerBlock = kThreads / kAccumulators;  // float: eight lanes per row
 
+// Where matrix b = blockIdx.z of a stack lies (all zero for one matrix): its weight plane, its first Q8_1 row (the
+// copy holds tok_rows rows a token, row t * tok_rows + b), its first dst value.
+struct StackPlanes {
+  uint64_t w_plane;   // bytes between the matrices
+  int tok_rows;       // Q8_1 rows a token (B; 1 without a stack)
+  int64_t x_plane;    // floats between src1's columns of consecutive matrices (float weights)
+  int64_t dst_plane;  // floats between dst's columns of consecutive matrices
+};
+
 template <class Dec, int NT>
 __global__ void __launch_bounds__(kThreads) mul_mat_q_kernel(const uint8_t* w, uint64_t w_stride, int rows,
                                                              int n_spans, const unsigned char* act, int n_tok,
-                                                             float* dst, int64_t dst_stride) {
+                                                             float* dst, int64_t dst_stride, StackPlanes sp) {
   const int row = static_cast<int>(blockIdx.x) * kRowsPerBlock + static_cast<int>(threadIdx.x) / kWarp;
   if (row >= rows) return;  // the whole warp leaves together
+  const int b = static_cast<int>(blockIdx.z);
+  w += static_cast<uint64_t>(b) * sp.w_plane;
+  dst += static_cast<int64_t>(b) * sp.dst_plane;
   const int t0 = static_cast<int>(blockIdx.y) * NT;
   const int n = n_tok - t0 < NT ? n_tok - t0 : NT;
   const uint64_t act_row = static_cast<uint64_t>(n_spans) * kQ8BlockBytes;
   const unsigned char* a[NT];
 #pragma unroll
-  for (int t = 0; t < NT; ++t) a[t] = act + static_cast<uint64_t>(t0 + (t < n ? t : 0)) * act_row;
+  for (int t = 0; t < NT; ++t) {
+    a[t] = act + (static_cast<uint64_t>(t0 + (t < n ? t : 0)) * static_cast<uint64_t>(sp.tok_rows) + b) * act_row;
+  }
   float out[NT];
   warp_dot_q<Dec, NT>(w + static_cast<uint64_t>(row) * w_stride, n_spans, a, n, out);
   if (threadIdx.x % kWarp == 0) {
@@ -46,7 +64,12 @@ __global__ void __launch_bounds__(kThreads) mul_mat_q_kernel(const uint8_t* w, u
 template <FloatWeight W, int NT>
 __global__ void __launch_bounds__(kThreads) mul_mat_f_kernel(const uint8_t* w, uint64_t w_stride, int rows,
                                                              int64_t n_in, const float* x, int64_t x_stride,
-                                                             int n_tok, float* dst, int64_t dst_stride) {
+                                                             int n_tok, float* dst, int64_t dst_stride,
+                                                             StackPlanes sp) {
+  const int b = static_cast<int>(blockIdx.z);
+  w += static_cast<uint64_t>(b) * sp.w_plane;
+  x += static_cast<int64_t>(b) * sp.x_plane;
+  dst += static_cast<int64_t>(b) * sp.dst_plane;
   const int group_row = static_cast<int>(blockIdx.x) * kFloatRowsPerBlock + static_cast<int>(threadIdx.x) / kAccumulators;
   const int row = group_row < rows ? group_row : rows - 1;  // every lane stays for the shuffles
   const int t0 = static_cast<int>(blockIdx.y) * NT;
@@ -85,10 +108,40 @@ Check check_alignment(const strata_tensor& t, const char* what, int align) {
   return std::nullopt;
 }
 
+// A stack of matrices (src0 ne[2] = B > 1): each matrix as one weight, src1 and dst strided views.
+Check check_mul_mat_stack(const strata_op& op) {
+  const strata_tensor &w = op.src[0], &x = op.src[1], &d = op.dst;
+  const int64_t stack = w.ne[2];
+  strata_tensor one = w;
+  one.ne[2] = 1;
+  if (auto e = format::check_matrix(one, "src0 (a weight of the stack)")) return e;
+  if (w.ne[3] != 1) return std::string("src0 (weight) has a fourth dimension");
+  const int align = decoder_alignment(w.type);
+  const bool is_float = with_float_weight(w.type, [](auto) {});
+  if (align == 0 && !is_float) return "src0 (weight) type " + format::type_name(w.type) + " has no GPU kernel";
+  const int w_align = is_float ? static_cast<int>(format::traits(static_cast<GgmlType>(w.type)).block_bytes) : align;
+  if (auto e = check_alignment(w, "src0 (weight)", w_align)) return e;
+  if (w.nb[2] % static_cast<unsigned>(w_align) != 0) return std::string("src0 (weight) matrices are misaligned (nb[2])");
+  if (auto e = check_strided_rows(x, "src1", GgmlType::F32)) return e;
+  if (auto e = check_strided_rows(d, "dst", GgmlType::F32)) return e;
+  if (x.ne[0] != w.ne[0] || x.ne[1] != stack) {
+    return "src1 must be [" + std::to_string(w.ne[0]) + ", " + std::to_string(stack) + ", n_tok] (a column per matrix)";
+  }
+  if (d.ne[0] != w.ne[1] || d.ne[1] != stack || d.ne[2] != x.ne[2]) {
+    return "dst must be [" + std::to_string(w.ne[1]) + ", " + std::to_string(stack) + ", " + std::to_string(x.ne[2]) + "]";
+  }
+  if (!is_float && w.ne[0] % 32 != 0) return std::string("src0 (weight) rows are not whole Q8_1 blocks of 32 values");
+  if (w.ne[1] > INT32_MAX || w.ne[0] > INT32_MAX || x.ne[2] > 65535 || stack > 65535 || x.ne[2] * stack > INT32_MAX) {
+    return std::string("shape too large for the GPU grid");
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Check check_mul_mat(const strata_op& op) {
   const strata_tensor &w = op.src[0], &x = op.src[1], &d = op.dst;
+  if (w.ne[2] > 1) return check_mul_mat_stack(op);
   if (auto e = format::check_matrix(w, "src0 (weight)")) return e;
   if (auto e = format::check_matrix(x, "src1", GgmlType::F32)) return e;
   if (auto e = format::check_matrix(d, "dst", GgmlType::F32)) return e;
@@ -106,7 +159,65 @@ Check check_mul_mat(const strata_op& op) {
   return std::nullopt;
 }
 
+namespace {
+
+// A stack of B matrices: the plain kernels with blockIdx.z the matrix (no staged, row-group or tiled path).
+void run_mul_mat_stack(Context& ctx, const strata_op& op) {
+  const strata_tensor &w = op.src[0], &x = op.src[1], &d = op.dst;
+  const int64_t n_in = w.ne[0], stack = w.ne[2], n_tok = x.ne[2];
+  const int rows = static_cast<int>(w.ne[1]);
+  const auto* wdata = static_cast<const uint8_t*>(w.data);
+  auto* dst = static_cast<float*>(d.data);
+  const auto* xdata = static_cast<const float*>(x.data);
+  StackPlanes sp{w.nb[2], static_cast<int>(stack), static_cast<int64_t>(x.nb[1] / sizeof(float)),
+                 static_cast<int64_t>(d.nb[1] / sizeof(float))};
+  const int64_t dst_stride = static_cast<int64_t>(d.nb[2] / sizeof(float));
+  const bool floating = with_float_weight(w.type, [&](auto wt) {
+    with_tokens_per_pass(n_tok, [&](auto nt) {
+      constexpr int NT = decltype(nt)::value;
+      const dim3 grid(blocks_for(rows, kFloatRowsPerBlock), blocks_for(n_tok, NT), static_cast<unsigned>(stack));
+      mul_mat_f_kernel<decltype(wt)::value, NT><<<grid, kThreads, 0, ctx.stream()>>>(
+          wdata, w.nb[1], rows, n_in, xdata, static_cast<int64_t>(x.nb[2] / sizeof(float)), static_cast<int>(n_tok),
+          dst, dst_stride, sp);
+      check_launch("MUL_MAT (stack, float weights)");
+    });
+  });
+  if (floating) return;
+
+  // The columns' Q8_1 copy, token-major (row t * B + b): one pass when the columns are evenly spaced (then it is
+  // also the copy a plain MUL_MAT over those rows would make), else a pass a token.
+  const uint64_t act_row = static_cast<uint64_t>(n_in / 32) * kQ8BlockBytes;
+  const int64_t n_rows = stack * n_tok;
+  auto* act = static_cast<unsigned char*>(ctx.scratch(ScratchSlot::ActQ8, act_row * static_cast<uint64_t>(n_rows)));
+  QuantizedActivation& cached = ctx.quantized();
+  const int64_t x_row = static_cast<int64_t>(x.nb[1] / sizeof(float));
+  if (n_tok == 1 || x.nb[2] == x.nb[1] * static_cast<uint64_t>(stack)) {
+    if (cached.src != x.data || cached.n_in != n_in || cached.n_tok != n_rows || cached.row_stride != x.nb[1]) {
+      launch_quantize_q8_1(xdata, x_row, n_in, n_rows, act, ctx.stream());
+      cached = {x.data, n_in, n_rows, x.nb[1]};
+    }
+  } else {
+    for (int64_t t = 0; t < n_tok; ++t) {
+      launch_quantize_q8_1(xdata + t * static_cast<int64_t>(x.nb[2] / sizeof(float)), x_row, n_in, stack,
+                           act + static_cast<uint64_t>(t * stack) * act_row, ctx.stream());
+    }
+    cached = {};
+  }
+  with_decoder(w.type, [&](auto dec) {
+    with_tokens_per_pass(n_tok, [&](auto nt) {
+      constexpr int NT = decltype(nt)::value;
+      const dim3 grid(blocks_for(rows, kRowsPerBlock), blocks_for(n_tok, NT), static_cast<unsigned>(stack));
+      mul_mat_q_kernel<decltype(dec), NT><<<grid, kThreads, 0, ctx.stream()>>>(
+          wdata, w.nb[1], rows, static_cast<int>(n_in / 32), act, static_cast<int>(n_tok), dst, dst_stride, sp);
+      check_launch("MUL_MAT (stack)");
+    });
+  });
+}
+
+}  // namespace
+
 void run_mul_mat(Context& ctx, const strata_op& op) {
+  if (op.src[0].ne[2] > 1) return run_mul_mat_stack(ctx, op);
   if (run_mul_mat_tiled(ctx, op)) return;
   const strata_tensor &w = op.src[0], &x = op.src[1], &d = op.dst;
   const int64_t n_in = w.ne[0], n_tok = x.ne[1];
@@ -134,7 +245,7 @@ void run_mul_mat(Context& ctx, const strata_op& op) {
       constexpr int NT = decltype(nt)::value;
       const dim3 grid(blocks_for(rows, kFloatRowsPerBlock), blocks_for(n_tok, NT));
       mul_mat_f_kernel<decltype(wt)::value, NT><<<grid, kThreads, 0, ctx.stream()>>>(
-          wdata, w.nb[1], rows, n_in, xdata, x_stride, static_cast<int>(n_tok), dst, dst_stride);
+          wdata, w.nb[1], rows, n_in, xdata, x_stride, static_cast<int>(n_tok), dst, dst_stride, StackPlanes{0, 1, 0, 0});
       check_launch("MUL_MAT (float weights)");
     });
   });
@@ -157,7 +268,7 @@ void run_mul_mat(Context& ctx, const strata_op& op) {
       const dim3 grid(blocks_for(rows, kRowsPerBlock), blocks_for(n_tok, NT));
       mul_mat_q_kernel<decltype(dec), NT><<<grid, kThreads, 0, ctx.stream()>>>(
           wdata, w.nb[1], rows, static_cast<int>(n_in / 32), static_cast<const unsigned char*>(act),
-          static_cast<int>(n_tok), dst, dst_stride);
+          static_cast<int>(n_tok), dst, dst_stride, StackPlanes{0, 1, 0, 0});
       check_launch("MUL_MAT");
     });
   });
