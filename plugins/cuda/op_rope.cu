@@ -3,7 +3,10 @@
 // by default in float with a float-float angle (rope_sincos_f); with canonical_double in double rounded to float
 // once, the same bits as the reference: theta = (pos * freq_scale) * inv_freq_p, sincos_d,
 // (a, b) -> (a cos - b sin, a sin + b cos). Mode 0 pairs (2p, 2p + 1), mode 2 (neox) pairs (p, p + n_rot / 2);
-// values from n_rot on are copied. YaRN (f[2..5]): the frequencies and scales of format::RopeAngles. One block per (head, token); positions are read on the device.
+// values from n_rot on are copied. YaRN (f[2..5]): the frequencies and scales of format::RopeAngles. Mode 40
+// (interleaved M-RoPE, Qwen3-VL): neox pairs, each pair's position one of the token's four components (rope_pair.cuh,
+// imrope_component; src1 [n_tok, 4] or [n_tok]). One block per (head, token); positions are read on the device.
+// Rows and tokens are nb[1] and nb[2] apart in src0 and dst (views: a slice of each wider column).
 #include <string>
 
 #include "ops.hpp"
@@ -30,6 +33,9 @@ struct RopeArgs {
   float scale;   // RopeAngles' pos_scale: freq_scale, or 1 with YaRN
   float mscale;  // YaRN's attn_factor on cos and sin (1 without)
   RopeFreqs freq;  // doubles for rope_heads_f64ref, hi/lo floats for rope_heads
+  bool imrope;           // mode 40: pair k's position from component imrope_component(k, sections)
+  RopeSections sections;
+  int64_t pos_comp;      // mode 40: int32s between src1's components (0: [n_tok], text positions)
 };
 
 // T is the arithmetic: float (rope_heads) or double (rope_heads_f64ref, canonical_double).
@@ -39,11 +45,12 @@ __device__ __forceinline__ void rope_block(const RopeArgs& a) {
   const auto* x =
       reinterpret_cast<const float*>(a.x + static_cast<uint64_t>(h) * a.x_head + static_cast<uint64_t>(t) * a.x_tok);
   auto* y = reinterpret_cast<float*>(a.dst + static_cast<uint64_t>(h) * a.d_head + static_cast<uint64_t>(t) * a.d_tok);
-  const int32_t pos = a.pos[t];
+  const int32_t pos0 = a.pos[t];
   const int half = a.n_rot / 2;
   for (int k = static_cast<int>(threadIdx.x); k < half; k += kBlock) {
     int ia, ib;
     rope_pair_index(k, a.n_rot, a.neox, ia, ib);
+    const int32_t pos = a.imrope ? imrope_position(a.pos, t, a.pos_comp, imrope_component(k, a.sections)) : pos0;
     // In place (dst == src0) is safe: this thread alone reads and writes ia and ib.
     if constexpr (sizeof(T) == sizeof(double)) {
       rope_rotate(x[ia], x[ib], static_cast<double>(pos), static_cast<double>(a.scale), a.freq.d[k], y[ia], y[ib],
@@ -65,18 +72,30 @@ __global__ void rope_heads_f64ref(RopeArgs a) { rope_block<double>(a); }
 
 Check check_rope(const strata_op& op) {
   const strata_tensor &x = op.src[0], &pos = op.src[1], &d = op.dst;
-  if (auto e = format::check_rows(x, "src0", GgmlType::F32)) return e;
+  // The kernel addresses head h of token t at h * nb[1] + t * nb[2] in src0 and dst: any view of whole floats.
+  if (auto e = check_strided_rows(x, "src0", GgmlType::F32)) return e;
   if (auto e = format::check_rows(pos, "src1 (positions)", GgmlType::I32)) return e;
-  if (auto e = format::check_rows(d, "dst", GgmlType::F32)) return e;
+  if (auto e = check_strided_rows(d, "dst", GgmlType::F32)) return e;
   if (x.ne[3] != 1 || d.ne[0] != x.ne[0] || d.ne[1] != x.ne[1] || d.ne[2] != x.ne[2] || d.ne[3] != 1) {
     return std::string("dst must have src0's shape [head_dim, n_head, n_tok]");
   }
-  if (format::row_count(pos) != 1 || pos.ne[0] != x.ne[2]) {
+  const int mode = op.i[0], n_rot = op.i[1];
+  if (mode != kModeAdjacent && mode != kModeNeox && mode != kRopeModeImrope) {
+    return "i[0] (mode) is " + std::to_string(mode) + " (known: 0, 2, 40)";
+  }
+  if (mode == kRopeModeImrope) {
+    if (op.i[2] < 0 || op.i[3] < 0 || op.i[4] < 0 || op.i[5] < 0 ||
+        static_cast<int64_t>(op.i[2]) + op.i[3] + op.i[4] + op.i[5] <= 0 ||
+        static_cast<int64_t>(op.i[2]) + op.i[3] + op.i[4] + op.i[5] > INT32_MAX / 3) {
+      return std::string("i[2..5] (M-RoPE sections) must be non-negative with a positive sum");
+    }
+    if ((pos.ne[1] != 1 && pos.ne[1] != 4) || pos.ne[2] != 1 || pos.ne[3] != 1 || pos.ne[0] != x.ne[2]) {
+      return "src1 (positions) must be [n_tok] or [n_tok, 4] (n_tok = " + std::to_string(x.ne[2]) + ")";
+    }
+  } else if (format::row_count(pos) != 1 || pos.ne[0] != x.ne[2]) {
     return "src1 (positions) must hold one position per token (" + std::to_string(x.ne[2]) + ")";
   }
   if (x.ne[1] > 65535 || x.ne[2] > 65535) return std::string("src0 has more than 65535 heads or tokens");
-  const int mode = op.i[0], n_rot = op.i[1];
-  if (mode != kModeAdjacent && mode != kModeNeox) return "i[0] (mode) is " + std::to_string(mode) + " (known: 0, 2)";
   if (n_rot <= 0 || n_rot % 2 != 0 || n_rot > x.ne[0]) {
     return "i[1] (n_rot) " + std::to_string(n_rot) + " must be even and within head_dim " + std::to_string(x.ne[0]);
   }
@@ -96,7 +115,12 @@ void run_rope(Context& ctx, const strata_op& op) {
   a.d_tok = d.nb[2];
   a.head_dim = x.ne[0];
   a.n_rot = op.i[1];
-  a.neox = op.i[0] == kModeNeox;
+  a.neox = op.i[0] == kModeNeox || op.i[0] == kRopeModeImrope;
+  a.imrope = op.i[0] == kRopeModeImrope;
+  if (a.imrope) {
+    a.sections = RopeSections{{op.i[2], op.i[3], op.i[4], op.i[5]}, op.i[2] + op.i[3] + op.i[4] + op.i[5]};
+    a.pos_comp = pos.ne[1] == 4 ? static_cast<int64_t>(pos.nb[1] / sizeof(int32_t)) : 0;
+  }
   const RopeScaling scaling = rope_scaling(op.f);
   a.scale = scaling.pos_scale;
   a.mscale = scaling.mscale;

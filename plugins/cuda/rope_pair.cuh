@@ -20,6 +20,7 @@
 namespace strata::gpu {
 
 constexpr int kRopeModeAdjacent = 0, kRopeModeNeox = 2;
+constexpr int kRopeModeImrope = 40;  // backend 1.6: interleaved M-RoPE (Qwen3-VL), neox pairs
 constexpr int kRopeMaxPairs = 128;  // n_rot <= 256: the inverse frequencies travel in the kernels' arguments
 
 // The kernels' table of inverse frequencies: doubles for the _f64ref kernels, hi/lo float pairs otherwise (1 KiB
@@ -64,6 +65,30 @@ inline RopeScaling rope_scaling(const float* f) {
 __host__ __device__ __forceinline__ void rope_pair_index(int k, int n_rot, bool neox, int& ia, int& ib) {
   ia = neox ? k : 2 * k;
   ib = neox ? k + n_rot / 2 : 2 * k + 1;
+}
+
+// ---- interleaved M-RoPE (mode 40, backend 1.6) ----
+// A token has four position components (t, row, column, e). Pair k takes, with sector = k % (s0 + s1 + s2 + s3):
+// row when sector % 3 == 1 && sector < 3 s1, column when sector % 3 == 2 && sector < 3 s2, t when
+// sector % 3 == 0 && sector < 3 s0, e otherwise. The rotation is neox's (pairs (k, k + n_rot / 2)).
+struct RopeSections {
+  int s[4];
+  int sum;  // > 0 (checked)
+};
+
+__host__ __device__ __forceinline__ int imrope_component(int k, const RopeSections& sec) {
+  const int sector = k % sec.sum;
+  if (sector % 3 == 1 && sector < 3 * sec.s[1]) return 1;
+  if (sector % 3 == 2 && sector < 3 * sec.s[2]) return 2;
+  if (sector % 3 == 0 && sector < 3 * sec.s[0]) return 0;
+  return 3;
+}
+
+// Component c of token t's position: src1 [n_tok, 4] component-major (`comp_stride` int32s between components),
+// or [n_tok] (comp_stride 0): a text token, (p, p, p, 0).
+__host__ __device__ __forceinline__ int32_t imrope_position(const int32_t* pos, int64_t t, int64_t comp_stride, int c) {
+  if (comp_stride == 0) return c == 3 ? 0 : pos[t];
+  return pos[t + static_cast<int64_t>(c) * comp_stride];
 }
 
 // ---- double (canonical_double) ----
