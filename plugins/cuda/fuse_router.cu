@@ -6,6 +6,7 @@
 // ScratchSlot::Counters; the block that finishes last routes every token of the window with the ROUTER kernel's
 // arithmetic (router_block.cuh) on the logits the blocks wrote. So the bytes of the logits, ids and weights are
 // those of the two ops run one by one, and a decode step saves the ROUTER's launch and its wait on the MUL_MAT.
+// A grouped router (backend 1.6's i[3] > 1, DeepSeek-V3) is not fused: it runs as its own op.
 #include <algorithm>
 
 #include "dependent_launch.cuh"
@@ -58,7 +59,7 @@ __device__ __forceinline__ void mul_mat_route(const StagedArgs& m, const RouterA
   const int n_threads = router_threads(r.n_expert, P);
   for (int t = 0; t < m.n_tok; ++t) {
     if (t > 0) __syncthreads();  // the previous token's shared memory is read to the end
-    route_token<T, P, const volatile float>(r, t, n_threads, smem, partial_max, partial_sum);
+    route_token<T, P, const volatile float, false>(r, t, n_threads, smem, partial_max, partial_sum);
   }
 }
 
@@ -96,7 +97,8 @@ size_t fuse_mul_mat_router(Context& ctx, const strata_op* ops, size_t i, size_t 
   const strata_tensor &w = mm.src[0], &x = mm.src[1], &logits = mm.dst;
   const strata_tensor &bias = route.src[1], &weights = route.src[2], &ids = route.dst;
   if (!same_tensor(logits, route.src[0]) || check_mul_mat(mm) || check_router(route)) return 0;
-  if (!with_float_weight(w.type, [](auto) {}) || x.ne[1] < 1 || w.ne[1] < 1) return 0;
+  if (route.i[3] > 1) return 0;  // expert groups: the ROUTER op's kernel (route_token's group code is left out here)
+  if (!with_float_weight(w.type, [](auto) {}) || x.ne[1] < 1 || w.ne[1] < 1 || w.ne[2] != 1) return 0;
   const StagedPlan plan = staged_plan(w, x);
   if (!plan.staged) return 0;
   // Each output apart from everything else the launch reads or writes (the ops' order is then the kernel's).
@@ -120,7 +122,7 @@ size_t fuse_mul_mat_router(Context& ctx, const strata_op* ops, size_t i, size_t 
                      static_cast<float*>(logits.data),
                      static_cast<int64_t>(logits.nb[1] / sizeof(float))};
   const RouterArgs r = router_args(route);
-  const size_t smem = std::max<size_t>(plan.shared_bytes, router_shared_bytes(r.n_expert, r.k));
+  const size_t smem = std::max<size_t>(plan.shared_bytes, router_shared_bytes(r));
   // Tokens a pass as the MUL_MAT's staged kernel takes them (tokens_per_pass: 1, 2 or 4 here).
   with_float_weight(w.type, [&](auto wt) {
     constexpr FloatWeight W = decltype(wt)::value;

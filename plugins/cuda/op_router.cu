@@ -43,9 +43,14 @@ Check check_router(const strata_op& op) {
   if (k < 1 || k > n_expert) return "i[0] (k) " + std::to_string(k) + " must be within 1.." + std::to_string(n_expert);
   if (op.i[1] < 0 || op.i[1] > 2)
     return "i[1] (gating) " + std::to_string(op.i[1]) + " (known: 0 softmax, 1 sigmoid, 2 softmax over the chosen)";
-  // Backend 1.6's expert groups (DeepSeek-V3) are not computed here yet: refused by name, never ignored.
+  // Backend 1.6's expert groups (DeepSeek-V3).
   if (op.i[3] > 1) {
-    return "i[3] (expert groups) " + std::to_string(op.i[3]) + ": grouped routing is not implemented on the GPU";
+    const int64_t n_group = op.i[3], topk_group = op.i[4];
+    if (n_expert % n_group != 0 || topk_group < 1 || topk_group > n_group || k > topk_group * (n_expert / n_group)) {
+      return "i[3] (expert groups) " + std::to_string(n_group) + " must divide the " + std::to_string(n_expert) +
+             " experts, with i[4] (groups kept) " + std::to_string(topk_group) + " in 1..groups holding at least k = " +
+             std::to_string(k) + " experts";
+    }
   }
   if (ids.ne[0] != k || ids.ne[1] != logits.ne[1])
     return "dst (ids) must be [k, n_tok] = [" + std::to_string(k) + ", " + std::to_string(logits.ne[1]) + "]";
@@ -61,7 +66,7 @@ Check check_router(const strata_op& op) {
 
 void run_router(Context& ctx, const strata_op& op) {
   const RouterArgs a = router_args(op);
-  const size_t smem = router_shared_bytes(a.n_expert, a.k);
+  const size_t smem = router_shared_bytes(a);
   const auto tokens = static_cast<unsigned>(op.src[0].ne[1]);
   const int per_thread = router_per_thread(a.n_expert);
   const auto threads = static_cast<unsigned>(router_threads(a.n_expert, per_thread));

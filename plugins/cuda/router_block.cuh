@@ -42,6 +42,8 @@ struct RouterArgs {
   bool sigmoid, normalize;
   bool chosen_softmax;  // gating 2 (gpt-oss): the logits choose, the weights are the softmax over the chosen k
   float factor;
+  int n_group;     // backend 1.6 (DeepSeek-V3): expert groups (1: none), n_expert / n_group consecutive ids each
+  int topk_group;  // the groups kept (n_group > 1)
 };
 
 // A ROUTER op's arguments (its check passed).
@@ -59,7 +61,9 @@ inline RouterArgs router_args(const strata_op& op) {
           op.i[1] == 1,
           op.i[2] != 0,
           op.i[1] == 2,
-          op.f[0]};
+          op.f[0],
+          op.i[3] > 1 ? op.i[3] : 1,
+          op.i[3] > 1 ? op.i[4] : 0};
 }
 
 // Experts a thread: one up to kRouterMaxThreads experts, else kRouterPerThread.
@@ -71,10 +75,51 @@ __host__ __device__ inline int router_threads(int n_expert, int per_thread) {
   return kWarp * ((n_expert + per_warp - 1) / per_warp);
 }
 
-// Dynamic shared memory of a token: its scores and the chosen probabilities (doubles, or floats in the same room).
-inline size_t router_shared_bytes(int n_expert, int k) {
-  return (static_cast<size_t>(n_expert) + static_cast<size_t>(k)) * sizeof(double);
+// Dynamic shared memory of a token: its scores, the chosen probabilities and the groups' scores (doubles, or floats
+// in the same room).
+inline size_t router_shared_bytes(const RouterArgs& a) {
+  const size_t groups = a.n_group > 1 ? static_cast<size_t>(a.n_group) : 0;
+  return (static_cast<size_t>(a.n_expert) + static_cast<size_t>(a.k) + groups) * sizeof(double);
 }
+
+// ---- expert groups (backend 1.6, DeepSeek-V3), as the reference: a group's score is the sum of its two largest
+// scores p_e + bias_e (its one when it has one expert); the topk_group best groups are kept, ties to the lower
+// group; the k experts are then chosen among the kept groups' alone (k is at most their number of experts, so the
+// other experts' order never matters). ----
+
+// Is item o (score so) ahead of item e (score s) in a descending stable order? o_first: o's index is below e's.
+template <class T>
+__host__ __device__ __forceinline__ bool router_ahead(T so, T s, bool o_first) {
+  return o_first ? so >= s : so > s;
+}
+
+// The score of the group whose n scores are v[0..n): the sum of its two largest (the largest when n == 1).
+template <class T>
+__host__ __device__ __forceinline__ T router_group_score(const T* v, int n) {
+  T b1 = v[0], b2 = -static_cast<T>(INFINITY);
+  for (int i = 1; i < n; ++i) {
+    const T x = v[i];
+    if (x > b1) {
+      b2 = b1;
+      b1 = x;
+    } else if (x > b2) {
+      b2 = x;
+    }
+  }
+  return n >= 2 ? b1 + b2 : b1;
+}
+
+// Whether group g is among the topk_group best of the n_group scores gscore[] (ties to the lower group).
+template <class T>
+__host__ __device__ __forceinline__ bool router_group_kept(const T* gscore, int n_group, int g, int topk_group) {
+  int rank = 0;
+  const T s = gscore[g];
+  for (int o = 0; o < n_group; ++o) rank += o != g && router_ahead(gscore[o], s, o < g) ? 1 : 0;
+  return rank < topk_group;
+}
+
+__device__ __forceinline__ float router_excluded(float) { return __int_as_float(0x7fc00000); }
+__device__ __forceinline__ double router_excluded(double) { return __longlong_as_double(0x7ff8000000000000ll); }
 
 __device__ __forceinline__ float router_max(float a, float b) { return fmaxf(a, b); }
 __device__ __forceinline__ double router_max(double a, double b) { return fmax(a, b); }
@@ -109,7 +154,9 @@ __device__ __forceinline__ T router_warps_sum(T v, T* partial, int n_warps) {
 // kRouterMaxThreads); every thread of the block calls it. `smem` holds router_shared_bytes, `partial_max` and
 // `partial_sum` kRouterMaxWarps values of T each. Logit is `const float` or, where other blocks of the same launch
 // wrote the logits, `const volatile float` (read from the coherent level, not a stale cache line).
-template <class T, int P, class Logit>
+// kGroups: the expert groups' code is compiled in (op_router.cu); the fused MUL_MAT + ROUTER leaves it out (its
+// registers are tight: a grouped router runs as its own op there).
+template <class T, int P, class Logit, bool kGroups = true>
 __device__ __forceinline__ void route_token(const RouterArgs& a, int64_t token, int n_threads, T* smem,
                                             T* partial_max, T* partial_sum) {
   T* score = smem;                // [n_expert]
@@ -157,6 +204,25 @@ __device__ __forceinline__ void route_token(const RouterArgs& a, int64_t token, 
     }
   }
   __syncthreads();
+  // Expert groups: the groups' scores, then every expert of a group not kept leaves the choice: its score becomes
+  // NaN, in shared memory (ahead of nobody) and in s[j] (its own rank is not written).
+  if (kGroups && a.n_group > 1) {  // block-uniform: every thread meets the two barriers
+    T* gscore = smem + a.n_expert + a.k;
+    const int per = a.n_expert / a.n_group;
+    if (active) {
+      for (int g = tid; g < a.n_group; g += n_threads) gscore[g] = router_group_score(score + g * per, per);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < P; ++j) {
+      const int e = tid + j * n_threads;
+      if (active && e < a.n_expert && !router_group_kept(gscore, a.n_group, e / per, a.topk_group)) {
+        s[j] = router_excluded(T(0));
+        score[e] = s[j];
+      }
+    }
+    __syncthreads();
+  }
   auto* ids = reinterpret_cast<int32_t*>(a.ids + static_cast<uint64_t>(token) * a.id_stride);
   auto* w = reinterpret_cast<float*>(a.weights + static_cast<uint64_t>(token) * a.w_stride);
   if (active) {
@@ -174,7 +240,7 @@ __device__ __forceinline__ void route_token(const RouterArgs& a, int64_t token, 
 #pragma unroll
     for (int j = 0; j < P; ++j) {
       const int e = tid + j * n_threads;
-      if (e < a.n_expert && rank[j] < a.k) {
+      if (e < a.n_expert && rank[j] < a.k && !(kGroups && a.n_group > 1 && s[j] != s[j])) {
         ids[rank[j]] = e;
         chosen[rank[j]] = p[j];
       }
