@@ -18,6 +18,7 @@
 #include "strata/process_memory.hpp"
 #include "strata/speculative.hpp"
 #include "strata/startup_clock.hpp"
+#include "strata/vision.hpp"
 
 namespace strata::cli {
 namespace {
@@ -48,7 +49,9 @@ int cmd_run(const Args& args) {
               "is a first system message.\n\n"
               "Speculative decoding (-o speculative.draft=ngram|model, speculative.n_max, speculative.model): each\n"
               "decode step is a verify window of the pending token and the drafted ones; the ids are the same as\n"
-              "without it at temperature 0, and the summary line adds `drafted D, accepted A`.");
+              "without it at temperature 0, and the summary line adds `drafted D, accepted A`.\n\n"
+              "Images (a Qwen3-VL model): --mmproj FILE (its vision projector) and one --image FILE (PNG, JPEG or\n"
+              "PPM) per <__media__> marker in the prompt, in order; without markers the images come first.");
   LaunchOptions launch_options;
   launch_options.declare(p);
   std::string model, prompt, file, backend;
@@ -71,6 +74,10 @@ int cmd_run(const Args& args) {
   p.flag("--json", "print one JSON object (prompt_ids, generated_ids, text) instead of streaming text", &json);
   p.flag("--chat", "an interactive conversation on stdin and stdout (chat template, KV kept between turns)", &chat);
   p.option("--system", "TEXT", "with --chat: the system message", &system);
+  std::string mmproj;
+  std::vector<std::string> image_files;
+  p.option("--mmproj", "FILE", "the vision projector (mmproj GGUF) for --image", &mmproj);
+  p.repeated("--image", "FILE", "an image for the prompt (PNG, JPEG or PPM; repeatable)", &image_files);
   if (!p.parse(args)) return 0;
   if (chat && (p.given("--prompt") || p.given("--file") || json)) {
     throw UsageError("'strata run --chat' reads its turns from stdin: leave out --prompt, --file and --json");
@@ -80,6 +87,9 @@ int cmd_run(const Args& args) {
     throw UsageError("'strata run' needs exactly one of --prompt TEXT and --file FILE");
   }
   if (p.given("--file")) prompt = read_prompt_file(file);
+  if (!image_files.empty() && mmproj.empty()) throw UsageError("--image needs --mmproj FILE (the vision projector)");
+  if (!image_files.empty() && chat) throw UsageError("--image goes with --prompt or --file, not --chat");
+  if (!mmproj.empty() && image_files.empty()) throw UsageError("--mmproj is for --image: give at least one image");
 
   LaunchContext ctx = launch_options.resolve(false);
   config::Launch& launch = ctx.launch;
@@ -97,6 +107,18 @@ int cmd_run(const Args& args) {
   const std::unique_ptr<Draft> draft = make_draft(launch, *engine);
   gen.draft = draft.get();
   gen.draft_n_max = draft ? static_cast<uint32_t>(launch.speculative.n_max) : 0;
+  // Each image through the projector (on the CPU), its rows kept until generation ends.
+  std::vector<vision::Embeddings> encoded;
+  if (!image_files.empty()) {
+    const vision::Projector projector = vision::Projector::load(std::filesystem::absolute(mmproj).string());
+    if (projector.row_width() != engine->model().input_width()) {
+      throw Error(mmproj + " gives rows of " + std::to_string(projector.row_width()) + " floats; " +
+                  engine->model().file().name() + " takes " + std::to_string(engine->model().input_width()) +
+                  " (is it this model's projector?)");
+    }
+    for (const std::string& f : image_files) encoded.push_back(projector.encode(vision::load_image(f)));
+    for (const vision::Embeddings& e : encoded) gen.images.push_back(Engine::ImageTokens{e.rows, e.nx, e.ny, e.n_pos});
+  }
   if (chat) {
     run_chat(*engine, gen, system);
     return 0;

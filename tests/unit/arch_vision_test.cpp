@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "engine_backends.hpp"
+#include "strata/generate.hpp"
+#include "strata/vision.hpp"
 
 namespace {
 
@@ -176,6 +178,69 @@ TEST(ArchVision, ImagePromptWithLlamaCppsEmbeddings) {
   const ImagePromptResult r = run_image_prompt(*e, j, "qwen3vlmoe on reference, f32 cache");
   EXPECT_LE(r.max_logit_error, 1e-4);
   EXPECT_EQ(r.greedy_matched, 16);
+}
+
+// The same prompt through complete() (the path of `strata run --image` and the server): the image's 12 tokens as
+// placeholders at prompt[5, 17), fed as rows; greedy decoding gives llama.cpp's 16 ids.
+TEST(ArchVision, CompleteFeedsAPromptImage) {
+  if (!have_data()) GTEST_SKIP() << vision_dir() << ": not here; skipped";
+  const nlohmann::json j = reference_json();
+  const nlohmann::json& p = j.at("prompt");
+  std::vector<float> rows;
+  for (const auto& row : j.at("image_embeddings").at("full")) {
+    for (const auto& v : row) rows.push_back(v.get<float>());
+  }
+  std::vector<TokenId> ids = p.at("prefix_ids").get<std::vector<TokenId>>();
+  ids.push_back(p.at("chunks")[0].at("tokens")[0].get<TokenId>());
+  strata::PromptImage image;
+  image.at = ids.size();
+  image.tokens = strata::Engine::ImageTokens{rows, 4, 3, 4};
+  ids.insert(ids.end(), 12, ids.back());
+  ids.push_back(p.at("chunks")[2].at("tokens")[0].get<TokenId>());
+  for (TokenId t : p.at("suffix_ids").get<std::vector<TokenId>>()) ids.push_back(t);
+  strata::CompletionOptions o;
+  o.max_tokens = 16;
+  o.sampling.temperature = 0.0f;
+  o.images.push_back(image);
+  strata::EngineSettings s = vision_settings();
+  s.kv_type = strata::format::GgmlType::F32;
+  auto e = strata::test::open_engine(text_model(), "reference", s);
+  const strata::CompletionResult r = strata::complete(*e, 0, ids, 0, o, [](const strata::GeneratedToken&) { return true; });
+  EXPECT_EQ(r.generated_ids, j.at("greedy").at("generated").get<std::vector<TokenId>>());
+  // A second completion on the same slot reuses nothing from the image on (the image is fed again whole).
+  const strata::CompletionResult again =
+      strata::complete(*e, 0, ids, ids.size(), o, [](const strata::GeneratedToken&) { return true; });
+  EXPECT_EQ(again.reused_tokens, image.at);
+  EXPECT_EQ(again.generated_ids, r.generated_ids);
+}
+
+// End to end: the PNG through Strata's projector (core/src/vision), its rows through the text model: llama.cpp's
+// greedy ids (the README: an exact-F32 engine lands ~1e-3 from llama.cpp's logits; the smallest greedy margin is
+// 0.066).
+TEST(ArchVision, PngThroughTheProjectorGivesLlamaCppsIds) {
+  if (!have_data()) GTEST_SKIP() << vision_dir() << ": not here; skipped";
+  const nlohmann::json j = reference_json();
+  const nlohmann::json& p = j.at("prompt");
+  const strata::vision::Projector projector = strata::vision::Projector::load(vision_dir() + "/mmproj-qwen3vl-tiny-s1.gguf");
+  const strata::vision::Embeddings emb = projector.encode(strata::vision::load_image(vision_dir() + "/image-64x48.png"));
+  std::vector<TokenId> ids = p.at("prefix_ids").get<std::vector<TokenId>>();
+  ids.push_back(p.at("chunks")[0].at("tokens")[0].get<TokenId>());
+  strata::PromptImage image;
+  image.at = ids.size();
+  image.tokens = strata::Engine::ImageTokens{emb.rows, emb.nx, emb.ny, emb.n_pos};
+  ids.insert(ids.end(), emb.n_tokens(), ids.back());
+  ids.push_back(p.at("chunks")[2].at("tokens")[0].get<TokenId>());
+  for (TokenId t : p.at("suffix_ids").get<std::vector<TokenId>>()) ids.push_back(t);
+  strata::CompletionOptions o;
+  o.max_tokens = 16;
+  o.sampling.temperature = 0.0f;
+  o.images.push_back(image);
+  for (const std::string& backend : strata::test::backends_under_test()) {
+    auto e = strata::test::open_engine(text_model(), backend, vision_settings());
+    const strata::CompletionResult r =
+        strata::complete(*e, 0, ids, 0, o, [](const strata::GeneratedToken&) { return true; });
+    EXPECT_EQ(r.generated_ids, j.at("greedy").at("generated").get<std::vector<TokenId>>()) << backend;
+  }
 }
 
 // The keys llama.cpp requires: the four M-RoPE sections and the deepstack count.

@@ -19,12 +19,22 @@
 
 namespace strata {
 
+// An image inside a prompt (Qwen3-VL): its nx x ny tokens stand at prompt[at, at + nx x ny) as placeholders (any
+// valid id) and are fed as the projector's rows (Engine::feed_image). The rows belong to the caller.
+struct PromptImage {
+  size_t at = 0;
+  Engine::ImageTokens tokens;
+};
+
 struct GenerateOptions {
   int n_predict = 256;  // tokens to generate; -1 = until end of text or the context is full
   SamplingParams sampling;
   std::vector<std::string> stop;  // stop strings (not included in the text)
   Draft* draft = nullptr;         // speculative decoding (CompletionOptions::draft)
   uint32_t draft_n_max = 0;
+  // Images (Qwen3-VL), in the order of the prompt's "<__media__>" markers (all at the start, after BOS, when the
+  // prompt has none): each becomes <|vision_start|>, its tokens, <|vision_end|>.
+  std::vector<Engine::ImageTokens> images;
 };
 
 struct GenerateResult {
@@ -83,6 +93,8 @@ struct CompletionOptions {
   // distributed the same (sampling). The draft is the caller's and must outlive the completion.
   Draft* draft = nullptr;
   uint32_t draft_n_max = 0;
+  // Images inside the prompt, ascending `at`: the slot's cached prefix is reused only up to the first one.
+  std::vector<PromptImage> images;
 };
 
 struct CompletionResult {

@@ -71,16 +71,33 @@ Completion::Completion(const Engine& engine, uint32_t slot, std::span<const Toke
     throw Error("the prompt has " + std::to_string(prompt.size()) + " tokens; runtime.context is " +
                 std::to_string(n_ctx));
   }
-  // At least the prompt's last token is fed: its logits start the reply.
+  // At least the prompt's last token is fed: its logits start the reply. An image is fed again whole.
   r_.reused_tokens = std::min({reuse, prompt.size() - 1, static_cast<size_t>(engine.position(slot))});
+  size_t end = 0;
+  for (const PromptImage& im : options.images) {
+    const size_t n = size_t{im.tokens.nx} * im.tokens.ny;
+    if (im.at < end || im.at + n > prompt.size() || n == 0) {
+      throw Error("an image at prompt position " + std::to_string(im.at) + " with " + std::to_string(n) +
+                  " tokens does not fit a prompt of " + std::to_string(prompt.size()) + " ids after the previous image");
+    }
+    end = im.at + n;
+  }
+  if (!options.images.empty()) r_.reused_tokens = std::min(r_.reused_tokens, options.images.front().at);
   r_.stop = StopCause::MaxTokens;
 }
 
 TokenId Completion::begin(Engine& engine) {
   engine.cut(slot_, static_cast<uint32_t>(reused()));
   const auto t0 = std::chrono::steady_clock::now();
-  const std::span<const TokenId> rest(history_.data() + reused(), prompt_size_ - reused());
-  const std::span<const float> logits = engine.feed(slot_, rest);
+  // The text between images through feed, each image through feed_image.
+  std::span<const float> logits;
+  size_t at = reused();
+  for (const PromptImage& im : options_.images) {
+    if (im.at > at) logits = engine.feed(slot_, std::span<const TokenId>(history_.data() + at, im.at - at));
+    logits = engine.feed_image(slot_, im.tokens);
+    at = im.at + size_t{im.tokens.nx} * im.tokens.ny;
+  }
+  if (at < prompt_size_) logits = engine.feed(slot_, std::span<const TokenId>(history_.data() + at, prompt_size_ - at));
   r_.prompt_seconds += seconds_since(t0);
   return next(logits);
 }
@@ -245,13 +262,66 @@ std::vector<CompletionResult> complete_together(Engine& engine, std::span<const 
   return out;
 }
 
+namespace {
+
+// The prompt's ids with each image as <|vision_start|>, nx x ny placeholders (the start token's id), <|vision_end|>,
+// at its "<__media__>" marker (all at the start, after BOS, without markers); `placed` gets where each image went.
+std::vector<TokenId> encode_with_images(const Tokenizer& tok, std::string_view prompt,
+                                        std::span<const Engine::ImageTokens> images, std::vector<PromptImage>& placed) {
+  constexpr std::string_view kMarker = "<__media__>";
+  const TokenId start = tok.find("<|vision_start|>"), end = tok.find("<|vision_end|>");
+  if (start == kNoToken || end == kNoToken) {
+    throw Error("images need <|vision_start|> and <|vision_end|> in the vocabulary (a Qwen3-VL model); this one has "
+                "no such tokens");
+  }
+  std::vector<std::string_view> pieces;
+  for (size_t from = 0;;) {
+    const size_t m = prompt.find(kMarker, from);
+    pieces.push_back(prompt.substr(from, m == std::string_view::npos ? std::string_view::npos : m - from));
+    if (m == std::string_view::npos) break;
+    from = m + kMarker.size();
+  }
+  const bool marked = pieces.size() > 1;
+  if (marked && pieces.size() - 1 != images.size()) {
+    throw Error("the prompt has " + std::to_string(pieces.size() - 1) + " " + std::string(kMarker) + " markers and " +
+                std::to_string(images.size()) + " images; give one image per marker (or no markers: images first)");
+  }
+  if (!marked) pieces.insert(pieces.begin(), std::string_view());
+  std::vector<TokenId> ids;
+  if (tok.add_bos() && tok.bos() != kNoToken) ids.push_back(tok.bos());
+  EncodeOptions text;
+  text.add_bos = false;
+  text.add_eos = false;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    if (i > 0) {
+      const Engine::ImageTokens& im = images[i - 1];
+      ids.push_back(start);
+      placed.push_back(PromptImage{ids.size(), im});
+      ids.insert(ids.end(), size_t{im.nx} * im.ny, start);
+      ids.push_back(end);
+    }
+    if (!pieces[i].empty()) {
+      const std::vector<TokenId> t = tok.encode(pieces[i], text);
+      ids.insert(ids.end(), t.begin(), t.end());
+    }
+  }
+  return ids;
+}
+
+}  // namespace
+
 GenerateResult generate(Engine& engine, uint32_t slot, std::string_view prompt, const GenerateOptions& options,
                         const std::function<void(std::string_view)>& on_text) {
   const Tokenizer& tok = engine.model().tokenizer();
   GenerateResult r;
   EncodeOptions enc;
   enc.add_eos = false;
-  r.prompt_ids = tok.encode(prompt, enc);
+  std::vector<PromptImage> images;
+  if (options.images.empty()) {
+    r.prompt_ids = tok.encode(prompt, enc);
+  } else {
+    r.prompt_ids = encode_with_images(tok, prompt, options.images, images);
+  }
   if (r.prompt_ids.empty()) throw Error("the prompt encodes to no tokens and the vocabulary adds no BOS");
   const bool starts_with_bos = tok.bos() != kNoToken && r.prompt_ids.front() == tok.bos();
   const std::span<const TokenId> prompt_tokens(r.prompt_ids.data() + (starts_with_bos ? 1 : 0),
@@ -265,6 +335,7 @@ GenerateResult generate(Engine& engine, uint32_t slot, std::string_view prompt, 
   c.strip_leading_space = prompt_tokens.empty() && tok.add_space_prefix();
   c.draft = options.draft;
   c.draft_n_max = options.draft_n_max;
+  c.images = std::move(images);
   const CompletionResult done = complete(engine, slot, r.prompt_ids, 0, c, [&](const GeneratedToken& t) {
     if (on_text && !t.text.empty()) on_text(t.text);
     return true;
