@@ -180,28 +180,39 @@ TEST(ArchVision, ImagePromptWithLlamaCppsEmbeddings) {
   EXPECT_EQ(r.greedy_matched, 16);
 }
 
+// The reference prompt's ids with an image of n_tokens placeholders after <|vision_start|>; `at` gets where they start.
+std::vector<TokenId> image_prompt_ids(const nlohmann::json& j, size_t n_tokens, size_t& at) {
+  const nlohmann::json& p = j.at("prompt");
+  std::vector<TokenId> ids = p.at("prefix_ids").get<std::vector<TokenId>>();
+  ids.push_back(p.at("chunks")[0].at("tokens")[0].get<TokenId>());
+  at = ids.size();
+  ids.insert(ids.end(), n_tokens, ids.back());
+  ids.push_back(p.at("chunks")[2].at("tokens")[0].get<TokenId>());
+  for (TokenId t : p.at("suffix_ids").get<std::vector<TokenId>>()) ids.push_back(t);
+  return ids;
+}
+
+strata::CompletionOptions greedy_with(const strata::PromptImage& image) {
+  strata::CompletionOptions o;
+  o.max_tokens = 16;
+  o.sampling.temperature = 0.0f;
+  o.images.push_back(image);
+  return o;
+}
+
 // The same prompt through complete() (the path of `strata run --image` and the server): the image's 12 tokens as
 // placeholders at prompt[5, 17), fed as rows; greedy decoding gives llama.cpp's 16 ids.
 TEST(ArchVision, CompleteFeedsAPromptImage) {
   if (!have_data()) GTEST_SKIP() << vision_dir() << ": not here; skipped";
   const nlohmann::json j = reference_json();
-  const nlohmann::json& p = j.at("prompt");
   std::vector<float> rows;
   for (const auto& row : j.at("image_embeddings").at("full")) {
     for (const auto& v : row) rows.push_back(v.get<float>());
   }
-  std::vector<TokenId> ids = p.at("prefix_ids").get<std::vector<TokenId>>();
-  ids.push_back(p.at("chunks")[0].at("tokens")[0].get<TokenId>());
   strata::PromptImage image;
-  image.at = ids.size();
+  const std::vector<TokenId> ids = image_prompt_ids(j, 12, image.at);
   image.tokens = strata::Engine::ImageTokens{rows, 4, 3, 4};
-  ids.insert(ids.end(), 12, ids.back());
-  ids.push_back(p.at("chunks")[2].at("tokens")[0].get<TokenId>());
-  for (TokenId t : p.at("suffix_ids").get<std::vector<TokenId>>()) ids.push_back(t);
-  strata::CompletionOptions o;
-  o.max_tokens = 16;
-  o.sampling.temperature = 0.0f;
-  o.images.push_back(image);
+  const strata::CompletionOptions o = greedy_with(image);
   strata::EngineSettings s = vision_settings();
   s.kv_type = strata::format::GgmlType::F32;
   auto e = strata::test::open_engine(text_model(), "reference", s);
@@ -220,21 +231,12 @@ TEST(ArchVision, CompleteFeedsAPromptImage) {
 TEST(ArchVision, PngThroughTheProjectorGivesLlamaCppsIds) {
   if (!have_data()) GTEST_SKIP() << vision_dir() << ": not here; skipped";
   const nlohmann::json j = reference_json();
-  const nlohmann::json& p = j.at("prompt");
   const strata::vision::Projector projector = strata::vision::Projector::load(vision_dir() + "/mmproj-qwen3vl-tiny-s1.gguf");
   const strata::vision::Embeddings emb = projector.encode(strata::vision::load_image(vision_dir() + "/image-64x48.png"));
-  std::vector<TokenId> ids = p.at("prefix_ids").get<std::vector<TokenId>>();
-  ids.push_back(p.at("chunks")[0].at("tokens")[0].get<TokenId>());
   strata::PromptImage image;
-  image.at = ids.size();
+  const std::vector<TokenId> ids = image_prompt_ids(j, emb.n_tokens(), image.at);
   image.tokens = strata::Engine::ImageTokens{emb.rows, emb.nx, emb.ny, emb.n_pos};
-  ids.insert(ids.end(), emb.n_tokens(), ids.back());
-  ids.push_back(p.at("chunks")[2].at("tokens")[0].get<TokenId>());
-  for (TokenId t : p.at("suffix_ids").get<std::vector<TokenId>>()) ids.push_back(t);
-  strata::CompletionOptions o;
-  o.max_tokens = 16;
-  o.sampling.temperature = 0.0f;
-  o.images.push_back(image);
+  const strata::CompletionOptions o = greedy_with(image);
   for (const std::string& backend : strata::test::backends_under_test()) {
     auto e = strata::test::open_engine(text_model(), backend, vision_settings());
     const strata::CompletionResult r =

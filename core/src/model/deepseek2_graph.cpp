@@ -13,7 +13,6 @@
 
 #include "graph.hpp"
 #include "strata/error.hpp"
-#include "strata/log.hpp"
 #include "strata/op_tensor.hpp"
 
 namespace strata {
@@ -74,26 +73,16 @@ class Deepseek2Graph final : public Model::Graph {
       lw.attn_spec = spec(hp);
       lw.ffn_norm = graph::need(file, il, "ffn_norm");
       if (!hp.layer_has_experts(il)) {
-        lw.ffn_gate = graph::need(file, il, "ffn_gate");
-        lw.ffn_up = graph::need(file, il, "ffn_up");
-        lw.ffn_down = graph::need(file, il, "ffn_down");
+        graph::bind_dense_ffn(file, il, lw);
         continue;
       }
       graph::bind_routed_experts(file, hp, il, lw);
       lw.routing.selection_bias = graph::maybe(file, il, "exp_probs_b", "bias");
       lw.routing.n_group = hp.n_expert_groups > 1 ? hp.n_expert_groups : 0;
       lw.routing.topk_group = hp.n_expert_groups > 1 ? hp.n_group_used : 0;
-      if (hp.n_expert_shared > 0) {
-        lw.shared.gate = graph::need(file, il, "ffn_gate_shexp");
-        lw.shared.up = graph::need(file, il, "ffn_up_shexp");
-        lw.shared.down = graph::need(file, il, "ffn_down_shexp");
-      }
+      if (hp.n_expert_shared > 0) graph::bind_shared_experts(file, il, lw);
     }
-    if (hp.n_layer_nextn > 0) {
-      log::info(file.name() + ": " + std::to_string(hp.n_layer_nextn) +
-                " nextn (MTP) block(s) recognised and skipped: plain decoding runs the first " +
-                std::to_string(hp.n_layer_main()) + " blocks");
-    }
+    graph::log_skipped_nextn(file, hp);
   }
 
   void emit_layer(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, StageList& out) const override {

@@ -9,7 +9,6 @@
 
 #include "graph.hpp"
 #include "strata/error.hpp"
-#include "strata/log.hpp"
 
 namespace strata {
 namespace {
@@ -29,26 +28,14 @@ class Glm4MoeGraph final : public Model::Graph {
       lw.attn_spec = graph::attention_spec(hp, /*rope_mode=*/2);
       lw.ffn_norm = graph::need(file, il, "post_attention_norm");
       if (!hp.layer_has_experts(il)) {
-        lw.ffn_gate = graph::need(file, il, "ffn_gate");
-        lw.ffn_up = graph::need(file, il, "ffn_up");
-        lw.ffn_down = graph::need(file, il, "ffn_down");
+        graph::bind_dense_ffn(file, il, lw);
         continue;
       }
       graph::bind_routed_experts(file, hp, il, lw);
       lw.routing.selection_bias = graph::need(file, il, "exp_probs_b", "bias");
-      if (hp.n_expert_shared > 0) {
-        lw.shared.gate = graph::need(file, il, "ffn_gate_shexp");
-        lw.shared.up = graph::need(file, il, "ffn_up_shexp");
-        lw.shared.down = graph::need(file, il, "ffn_down_shexp");
-      }
+      if (hp.n_expert_shared > 0) graph::bind_shared_experts(file, il, lw);
     }
-    if (hp.n_layer_nextn > 0) {
-      log::info(file.name() + ": " + std::to_string(hp.n_layer_nextn) + " nextn (MTP) block" +
-                (hp.n_layer_nextn == 1 ? "" : "s") + " (blk." + std::to_string(hp.n_layer_main()) +
-                (hp.n_layer_nextn == 1 ? "" : ".." + std::to_string(hp.n_layer - 1)) +
-                ") recognised and skipped: plain decoding runs the first " + std::to_string(hp.n_layer_main()) +
-                " blocks");
-    }
+    graph::log_skipped_nextn(file, hp);
   }
 
   void emit_layer(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, StageList& out) const override {

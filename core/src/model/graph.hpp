@@ -83,6 +83,12 @@ void bind_attention(const gguf::Model& file, uint32_t il, AttentionWeights& a);
 // The attention's shape from the hyperparameters: scale 1/sqrt(head_dim), RoPE in `rope_mode` (0 adjacent pairs,
 // 2 neox halves) on n_rot dims, full (not sliding) attention.
 AttentionSpec attention_spec(const HParams& hp, int rope_mode);
+// Block il's dense SwiGLU FFN (ffn_gate, ffn_up, ffn_down; their biases where the file has them).
+void bind_dense_ffn(const gguf::Model& file, uint32_t il, LayerWeights& lw);
+// Block il's shared expert (ffn_{gate,up,down}_shexp).
+void bind_shared_experts(const gguf::Model& file, uint32_t il, LayerWeights& lw);
+// Says that the trailing nextn (MTP) blocks are recognised and skipped by plain decoding (nothing without them).
+void log_skipped_nextn(const gguf::Model& file, const HParams& hp);
 // The routed experts of block il (ffn_gate_exps, ffn_up_exps, ffn_down_exps) and the router ffn_gate_inp.
 void bind_routed_experts(const gguf::Model& file, const HParams& hp, uint32_t il, LayerWeights& lw);
 

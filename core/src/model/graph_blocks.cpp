@@ -9,6 +9,7 @@
 #include "graph.hpp"
 #include "strata/device_weights.hpp"
 #include "strata/error.hpp"
+#include "strata/log.hpp"
 #include "strata/op_tensor.hpp"
 
 namespace strata {
@@ -169,6 +170,30 @@ AttentionSpec attention_spec(const HParams& hp, int rope_mode) {
                                                                                       : 1.0f);
   }
   return s;
+}
+
+void bind_dense_ffn(const gguf::Model& file, uint32_t il, LayerWeights& lw) {
+  lw.ffn_gate = need(file, il, "ffn_gate");
+  lw.ffn_up = need(file, il, "ffn_up");
+  lw.ffn_down = need(file, il, "ffn_down");
+  lw.ffn_gate_bias = maybe(file, il, "ffn_gate", "bias");
+  lw.ffn_up_bias = maybe(file, il, "ffn_up", "bias");
+  lw.ffn_down_bias = maybe(file, il, "ffn_down", "bias");
+}
+
+void bind_shared_experts(const gguf::Model& file, uint32_t il, LayerWeights& lw) {
+  lw.shared.gate = need(file, il, "ffn_gate_shexp");
+  lw.shared.up = need(file, il, "ffn_up_shexp");
+  lw.shared.down = need(file, il, "ffn_down_shexp");
+}
+
+void log_skipped_nextn(const gguf::Model& file, const HParams& hp) {
+  if (hp.n_layer_nextn == 0) return;
+  const bool one = hp.n_layer_nextn == 1;
+  log::info(file.name() + ": " + std::to_string(hp.n_layer_nextn) + " nextn (MTP) block" + (one ? "" : "s") +
+            " (blk." + std::to_string(hp.n_layer_main()) + (one ? "" : ".." + std::to_string(hp.n_layer - 1)) +
+            ") recognised and skipped: plain decoding runs the first " + std::to_string(hp.n_layer_main()) +
+            " blocks");
 }
 
 void bind_routed_experts(const gguf::Model& file, const HParams& hp, uint32_t il, LayerWeights& lw) {

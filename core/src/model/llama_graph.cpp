@@ -22,12 +22,7 @@ class LlamaGraph final : public Model::Graph {
       lw.attn_spec = graph::attention_spec(hp, /*rope_mode=*/0);
       lw.ffn_norm = graph::need(file, il, "ffn_norm");
       if (!hp.has_experts()) {
-        lw.ffn_gate = graph::need(file, il, "ffn_gate");
-        lw.ffn_up = graph::need(file, il, "ffn_up");
-        lw.ffn_down = graph::need(file, il, "ffn_down");
-        lw.ffn_gate_bias = graph::maybe(file, il, "ffn_gate", "bias");
-        lw.ffn_up_bias = graph::maybe(file, il, "ffn_up", "bias");
-        lw.ffn_down_bias = graph::maybe(file, il, "ffn_down", "bias");
+        graph::bind_dense_ffn(file, il, lw);
         continue;
       }
       if (hp.n_ff_shexp > 0) {

@@ -18,9 +18,7 @@ class Qwen2MoeGraph final : public Model::Graph {
       lw.attn_spec = graph::attention_spec(hp, /*rope_mode=*/2);
       lw.ffn_norm = graph::need(file, il, "ffn_norm");
       graph::bind_routed_experts(file, hp, il, lw);
-      lw.shared.gate = graph::need(file, il, "ffn_gate_shexp");
-      lw.shared.up = graph::need(file, il, "ffn_up_shexp");
-      lw.shared.down = graph::need(file, il, "ffn_down_shexp");
+      graph::bind_shared_experts(file, il, lw);
       lw.shared.gate_inp = graph::need(file, il, "ffn_gate_inp_shexp");
     }
   }
