@@ -166,7 +166,7 @@ Result bench_moe_routed(Device& dev, const Settings& s, GgmlType gate_up_type, G
   }
   static strata_expert_table table;  // outlives the ops (the plugin reads it at every call)
   table = {n_embd, n_ff, n_expert, static_cast<uint32_t>(gate_up_type), static_cast<uint32_t>(gate_up_type),
-           static_cast<uint32_t>(down_type), dev.upload(ew)};
+           static_cast<uint32_t>(down_type), dev.upload(ew), nullptr};
   // Per op: its own random choices (k distinct experts per token) and weights summing to about 1.
   const size_t n_ops = static_cast<size_t>(s.ops);
   std::vector<int32_t> ids(n_ops * k * n_tok);
