@@ -21,7 +21,7 @@
 
 #include "arch_random_model.hpp"
 #include "engine_backends.hpp"
-#include "stand_in_gpu.hpp"
+#include "stand_in_engine.hpp"
 #include "strata/arch.hpp"
 #include "strata/config.hpp"
 #include "strata/gguf.hpp"
@@ -310,9 +310,7 @@ TEST(ArchQwen2Moe, HybridEqualsThePlainCpuEngine) {
     s.experts.cache.percent = 25;
     s.experts.pcie_frac = 0.5;
     s.graphs = fast;
-    auto gpu = std::make_unique<strata::test::StandInGpu>(strata::test::open_backend("cpu_avx2"));
-    auto e = std::make_unique<strata::Engine>(strata::Model::load(path), std::move(gpu), s,
-                                              strata::test::built_plugins().instantiate("cpu_avx2"));
+    auto e = strata::test::open_stand_in_engine(path, s);
     ASSERT_TRUE(e->hybrid());
     ASSERT_NE(e->device_weights()->shared_table(0), nullptr);
     const std::vector<float> got = run(*e);
@@ -322,8 +320,7 @@ TEST(ArchQwen2Moe, HybridEqualsThePlainCpuEngine) {
   // Every weight on the (stand-in) device: MOE_ROUTED over the one-entry shared table, no host step.
   {
     strata::EngineSettings s = settings();
-    auto gpu = std::make_unique<strata::test::StandInGpu>(strata::test::open_backend("cpu_avx2"));
-    auto e = std::make_unique<strata::Engine>(strata::Model::load(path), std::move(gpu), s);
+    auto e = strata::test::open_stand_in_engine(path, s, /*pool=*/false);
     ASSERT_FALSE(e->hybrid());
     ASSERT_NE(e->device_weights(), nullptr);
     const std::vector<float> got = run(*e);

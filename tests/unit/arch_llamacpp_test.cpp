@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "engine_backends.hpp"
-#include "stand_in_gpu.hpp"
+#include "stand_in_engine.hpp"
 #include "strata/config.hpp"
 
 namespace {
@@ -260,9 +260,7 @@ void hybrid_equals_plain(const std::string& name) {
     s.experts.pcie_frac = 0.5;
     s.experts.adapt_swaps = 4;
     s.graphs = fast;
-    auto gpu = std::make_unique<strata::test::StandInGpu>(strata::test::open_backend("cpu_avx2"));
-    auto e = std::make_unique<strata::Engine>(strata::Model::load(path), std::move(gpu), s,
-                                              strata::test::built_plugins().instantiate("cpu_avx2"));
+    auto e = strata::test::open_stand_in_engine(path, s);
     ASSERT_TRUE(e->hybrid());
     ASSERT_NE(e->device_weights(), nullptr);
     const std::vector<float> got = all_logits(*e, j);

@@ -209,8 +209,9 @@ struct Window {
   // Qwen3-VL: an image's rows in place of the tokens' embeddings (tokens then only count the window), each row
   // Model::input_width() floats: the main part, then each deepstack part. Empty for text.
   std::span<const float> embeddings = {};
-  // M-RoPE models: the tokens' position components, component-major [4 * n] (t..., row..., column..., e...).
-  // Empty: (p, p, p, 0) from each token's cache position.
+  // M-RoPE models (required there): the tokens' position components, component-major [4 * n] (t..., row...,
+  // column..., e...); the engine derives them (a text token: (p, p, p, 0), p its cache position less the images'
+  // shift).
   std::span<const int32_t> mrope_positions = {};
 
   // The runs, checked (they must tile the tokens in order, each slot once); one run when `runs` is empty.

@@ -87,11 +87,7 @@ class Deepseek2Graph final : public Model::Graph {
 
   void emit_layer(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, StageList& out) const override {
     emit_latent_attention(il, lw, ctx, out);
-    if (lw.has_experts()) {
-      graph::emit_moe_ffn(il, lw, ctx, out);
-    } else {
-      graph::emit_dense_ffn(lw, ctx, out);
-    }
+    graph::emit_ffn(il, lw, ctx, out);
   }
 
  private:

@@ -39,11 +39,6 @@ class GptOssGraph final : public Model::Graph {
       e.finish_form();
     }
   }
-
-  void emit_layer(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, StageList& out) const override {
-    graph::emit_attention(il, lw, ctx, out);
-    graph::emit_moe_ffn(il, lw, ctx, out);
-  }
 };
 
 }  // namespace

@@ -43,8 +43,9 @@ class Model::Graph {
   virtual ~Graph() = default;
   // Fills the model's weights from the file's tensors (which the arch check has already found and measured).
   virtual void bind(const gguf::Model& file, const HParams& hp, ModelWeights& weights) const = 0;
-  // Layer il's ops for the window.
-  virtual void emit_layer(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, StageList& out) const = 0;
+  // Layer il's ops for the window. By default (graph_blocks.cpp) emit_attention, then the layer's FFN (emit_ffn);
+  // an architecture whose blocks differ overrides it.
+  virtual void emit_layer(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, StageList& out) const;
 };
 
 std::unique_ptr<Model::Graph> make_llama_graph();
@@ -107,6 +108,8 @@ void emit_shared_expert(uint32_t il, const LayerWeights& lw, const GraphContext&
 // shared expert when the layer has one; a host step turns the choices into the MOE op; MOE; the shared expert's
 // output added to the routed sum; the add into the residual stream.
 void emit_moe_ffn(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, StageList& out);
+// The layer's FFN: emit_moe_ffn where it has experts, emit_dense_ffn otherwise.
+void emit_ffn(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, StageList& out);
 
 }  // namespace graph
 

@@ -403,5 +403,19 @@ void emit_moe_ffn(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, 
   add_out(after);
 }
 
+void emit_ffn(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, StageList& out) {
+  if (lw.has_experts()) {
+    emit_moe_ffn(il, lw, ctx, out);
+  } else {
+    emit_dense_ffn(lw, ctx, out);
+  }
+}
+
 }  // namespace graph
+
+void Model::Graph::emit_layer(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, StageList& out) const {
+  graph::emit_attention(il, lw, ctx, out);
+  graph::emit_ffn(il, lw, ctx, out);
+}
+
 }  // namespace strata

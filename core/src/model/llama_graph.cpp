@@ -31,15 +31,6 @@ class LlamaGraph final : public Model::Graph {
       graph::bind_routed_experts(file, hp, il, lw);
     }
   }
-
-  void emit_layer(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, StageList& out) const override {
-    graph::emit_attention(il, lw, ctx, out);
-    if (lw.has_experts()) {
-      graph::emit_moe_ffn(il, lw, ctx, out);
-    } else {
-      graph::emit_dense_ffn(lw, ctx, out);
-    }
-  }
 };
 
 }  // namespace

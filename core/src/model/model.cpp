@@ -209,17 +209,15 @@ bool Model::stage_image_inputs(const Window& w, Activations& act, int64_t n) con
     }
     return false;
   }
+  // The engine gives every window of an M-RoPE model its positions (Engine::run, feed_image): only it knows each
+  // slot's image shift.
   const auto nn = static_cast<size_t>(n);
   int32_t* rp = act.host_rope_positions.data();
-  if (w.mrope_positions.empty()) {
-    for (size_t i = 0; i < nn; ++i) rp[i] = rp[nn + i] = rp[2 * nn + i] = act.host_positions[i];
-    std::fill_n(rp + 3 * nn, nn, 0);
-  } else if (w.mrope_positions.size() == 4 * nn) {
-    std::copy(w.mrope_positions.begin(), w.mrope_positions.end(), rp);
-  } else {
+  if (w.mrope_positions.size() != 4 * nn) {
     throw Error("a window of " + std::to_string(n) + " tokens has " + std::to_string(w.mrope_positions.size()) +
-                " M-RoPE position components; expected " + std::to_string(4 * nn));
+                " M-RoPE position components; an M-RoPE model's windows need " + std::to_string(4 * nn));
   }
+  std::copy(w.mrope_positions.begin(), w.mrope_positions.end(), rp);
   const bool image = !w.embeddings.empty();
   const size_t width = input_width(), parts = 1 + hp_.n_deepstack, embd = hp_.n_embd;
   if (image) {

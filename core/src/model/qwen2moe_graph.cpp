@@ -22,11 +22,6 @@ class Qwen2MoeGraph final : public Model::Graph {
       lw.shared.gate_inp = graph::need(file, il, "ffn_gate_inp_shexp");
     }
   }
-
-  void emit_layer(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, StageList& out) const override {
-    graph::emit_attention(il, lw, ctx, out);
-    graph::emit_moe_ffn(il, lw, ctx, out);
-  }
 };
 
 }  // namespace

@@ -28,11 +28,6 @@ class Qwen3MoeGraph final : public Model::Graph {
     }
   }
 
-  void emit_layer(uint32_t il, const LayerWeights& lw, const GraphContext& ctx, StageList& out) const override {
-    graph::emit_attention(il, lw, ctx, out);
-    graph::emit_moe_ffn(il, lw, ctx, out);
-  }
-
  private:
   bool mrope_;
 };
