@@ -3,6 +3,12 @@
 
 namespace strata::format {
 
+std::optional<std::string> check_op_array(const strata_op* ops, size_t n) {
+  if (n == 0 || ops[0].struct_size == sizeof(strata_op)) return std::nullopt;
+  return "the host's strata_op is " + std::to_string(ops[0].struct_size) + " bytes, this plugin's " +
+         std::to_string(sizeof(strata_op)) + ": build the host and the plugin from one tree";
+}
+
 std::string type_name(uint32_t type) {
   const auto tr = type_traits(type);
   return tr ? std::string(tr->name) : "type " + std::to_string(type);

@@ -8,6 +8,7 @@
 #include "cpu_topology.hpp"
 #include "moe.hpp"
 #include "ops.hpp"
+#include "strata/format/tensor_checks.hpp"
 #include "strata/plugin_descriptor.hpp"
 
 namespace strata::cpu {
@@ -71,12 +72,7 @@ strata_status* compute(void* c, uint32_t device, const strata_op* ops, size_t n_
   return guarded(ctx, [&]() -> strata_status* {
     if (device != 0) return ctx->error(STRATA_ERR_INVALID_ARGUMENT, "cpu_avx2 has one device (0), not " + std::to_string(device));
     std::lock_guard<std::mutex> lock(ctx->mutex());
-    // The ops are an array: a host with another sizeof(strata_op) (backend 1.6 appended src4) would be misread.
-    if (n_ops > 0 && ops[0].struct_size != sizeof(strata_op)) {
-      return ctx->error(STRATA_ERR_INVALID_ARGUMENT,
-                        "cpu_avx2: the host's strata_op is " + std::to_string(ops[0].struct_size) + " bytes, this "
-                        "plugin's " + std::to_string(sizeof(strata_op)) + ": build the host and the plugin from one tree");
-    }
+    if (auto why = format::check_op_array(ops, n_ops)) return ctx->error(STRATA_ERR_INVALID_ARGUMENT, "cpu_avx2: " + *why);
     for (size_t i = 0; i < n_ops; ++i) {
       if (auto why = check_op(*ctx, ops[i])) {
         return ctx->error(STRATA_ERR_UNSUPPORTED, "cpu_avx2: op " + std::to_string(i) + " (kind " +

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "instance.hpp"
+#include "strata/format/tensor_checks.hpp"
 #include "strata/plugin_descriptor.hpp"
 #include "strata/plugin_options.hpp"
 
@@ -99,12 +100,8 @@ strata_status* enqueue(void* c, uint32_t device, const strata_op* ops, size_t n_
   return guarded(inst, [&]() -> strata_status* {
     if (device != 0) return wrong_device(inst, device);
     std::lock_guard<std::mutex> lock(inst->ctx.mutex());
-    // The ops are an array: a host with another sizeof(strata_op) (backend 1.6 appended src4) would be misread.
-    if (n_ops > 0 && ops[0].struct_size != sizeof(strata_op)) {
-      return inst->ctx.error(STRATA_ERR_INVALID_ARGUMENT,
-                             std::string(kName) + ": the host's strata_op is " + std::to_string(ops[0].struct_size) +
-                                 " bytes, this plugin's " + std::to_string(sizeof(strata_op)) +
-                                 ": build the host and the plugin from one tree");
+    if (auto why = format::check_op_array(ops, n_ops)) {
+      return inst->ctx.error(STRATA_ERR_INVALID_ARGUMENT, std::string(kName) + ": " + *why);
     }
     for (size_t i = 0; i < n_ops; ++i) {
       if (Check why = check_op(ops[i], inst->ctx.options())) {

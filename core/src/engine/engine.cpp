@@ -268,7 +268,9 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
                 "experts.cache set to a share, and no runtime.layer_split; switch the link off or set experts.cache");
   }
   const config::ExpertsConfig experts = card_experts(settings_, *model_);
-  const auto make_hybrid = [&](Backend& b, Activations& act, BalancerRef card_balancer, HybridCards cards) {
+  // A card's hybrid path, its expert tables given the card's copies of the expert forms (gpt-oss's biases).
+  const auto make_hybrid = [&](Backend& b, Activations& act, BalancerRef card_balancer, HybridCards cards,
+                               const DeviceWeights& weights) {
     DeviceMemory& mem = *b.device_memory();
     // The host reads the router's choices every layer: in mapped memory they need no copy.
     act.expert_ids = Buffer<int32_t>::mapped(act.expert_ids.size(), mem);
@@ -277,6 +279,7 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
                                          std::move(card_balancer), std::max<uint32_t>(settings_.batch, 1),
                                          thread_count(settings_), settings_.graphs && runs_programs(b, mem),
                                          [pb = &b](const strata_op& op) { return pb->supports(op); }, std::move(cards));
+    h->use_expert_forms(weights);
     log::info(h->describe());
     return h;
   };
@@ -295,8 +298,7 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
       cards.link_role = link_.role;
       cards.link_device = link_.service.get();
     }
-    hybrid_ = make_hybrid(*backend_, act_, balancer_ref, cards);
-    hybrid_->use_expert_forms(*device_weights_);
+    hybrid_ = make_hybrid(*backend_, act_, balancer_ref, cards, *device_weights_);
     // How the card's room was split: what the engine could place when it started, what it placed, and the slots.
     const DeviceMemory& mem = *backend_->device_memory();
     const experts::SlotBudget& slots = hybrid_->cache().budget();
@@ -328,8 +330,7 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
   second_->act = model_->make_activations(std::max<uint32_t>(settings.batch, 1), logit_rows(settings), &mem);
   if (hybrid) {
     second_->hybrid = make_hybrid(*peer_backend_, second_->act, BalancerRef{},
-                                  HybridCards{nullptr, second_->layers, hybrid_->shared_arena()});
-    second_->hybrid->use_expert_forms(*second_->weights);
+                                  HybridCards{nullptr, second_->layers, hybrid_->shared_arena()}, *second_->weights);
   }
   log::info("layer split: layers 0.." + std::to_string(settings_.layer_split - 1) + " on " + backend_->describe() +
             ", layers " + std::to_string(settings_.layer_split) + ".." + std::to_string(n_layer - 1) + " on " +

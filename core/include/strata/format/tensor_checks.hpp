@@ -17,6 +17,10 @@ inline bool is_type(const strata_tensor& t, GgmlType type) { return t.type == st
 // Rows of a tensor (everything past dimension 0).
 inline int64_t row_count(const strata_tensor& t) { return t.ne[1] * t.ne[2] * t.ne[3]; }
 
+// Why an array of n ops cannot be read with this build's sizeof(strata_op) (backend 1.6 appended src4, and ops travel
+// in arrays: a host of another size would be misread), or nullopt.
+std::optional<std::string> check_op_array(const strata_op* ops, size_t n);
+
 // "q4_K", or "type 99" for an id the library does not know.
 std::string type_name(uint32_t type);
 
