@@ -6,6 +6,7 @@
 # only libc, libstdc++, libgcc_s and libm. Plugins sit beside `strata` (the executable's folder is searched).
 #
 # Usage: scripts/device-pack.sh            then, in the device call: carry [".device"], run scripts/gpu-check.sh
+#        STRATA_PACK_XZ=1 scripts/device-pack.sh   carry [".device-pack"] instead (compressed; see the end)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$root/build-device"
@@ -64,5 +65,20 @@ if [ "${STRATA_PACK_NONCANONICAL:-0}" = 1 ]; then
 fi
 # The device call carries at most 64 MiB with the tree: symbols stay here (build-device/ has them).
 strip --strip-unneeded "$pack"/bin/* "$pack"/noncanonical/* 2>/dev/null || true
+# llama.cpp's outputs on tiny models (../shared/data/arch and vision), which the arch step's tests read.
+shared_data="$root/../shared/data"
+if [ -d "$shared_data/arch" ]; then
+  mkdir -p "$pack/shared-data"
+  cp -r "$shared_data/arch" "$pack/shared-data/"
+  [ -d "$shared_data/vision" ] && cp -r "$shared_data/vision" "$pack/shared-data/"
+  chmod -R u+w "$pack/shared-data"
+fi
+# STRATA_PACK_XZ=1: the whole bundle as one xz archive in .device-pack/ (about 31 MB instead of 90), for a call
+# that carries the peer too; gpu-check.sh unpacks it when .device is not there.
+if [ "${STRATA_PACK_XZ:-0}" = 1 ]; then
+  mkdir -p "$root/.device-pack"
+  tar -cf - -C "$root" .device | xz -T0 -6 > "$root/.device-pack/strata.tar.xz"
+  du -h "$root/.device-pack/strata.tar.xz"
+fi
 [ -n "$(ls -A "$pack/lib")" ] && echo "device-pack: libraries carried in .device/lib: $(ls "$pack/lib" | tr '\n' ' ')"
 du -sh "$pack"

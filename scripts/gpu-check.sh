@@ -10,6 +10,9 @@
 #     gpu-tests  the `gpu` label: op parity on cuda, stories260K greedy on every backend, strata_gpu_tests (tiny
 #                GPU = CPU over 64 tokens; the 30B teacher-forced top-1 agreement over 256 positions; the hybrid
 #                path; STRATA_GPU_FILTER narrows it, a gtest filter)
+#     arch       ArchLlamaCpp.* and ArchVision.* (the tiny gpt-oss, glm4moe, deepseek2, qwen3moe and qwen3vlmoe files
+#                against llama.cpp's outputs, in .device/shared-data when device-pack bundled it) and the verify windows
+#                (EngineSpeculative.*, HybridSpeculative.*), on every usable backend
 #     inspect    strata inspect of that model
 #     cpu        strata bench on the CPU backend (cpu_avx2), all cores: pp512 and tg128
 #     peer-cpu   llama.cpp's llama-bench (CPU build, if bundled) on the same file and thread count
@@ -94,8 +97,12 @@ gate_run() {
 }
 log() { printf '\n==== %s ====\n' "$*" | tee -a "$OUT/check.log"; }
 
+# The compressed bundle (STRATA_PACK_XZ=1 device-pack.sh; carry .device-pack): the bundle and the shared test data.
+if [ ! -x "$bin/strata" ] && [ -f "$root/.device-pack/strata.tar.xz" ]; then
+  tar -xJf "$root/.device-pack/strata.tar.xz" -C "$root"
+fi
 if [ ! -x "$bin/strata" ]; then
-  echo "gpu-check: no bundle at $bin: run scripts/device-pack.sh here and carry .device" >&2
+  echo "gpu-check: no bundle at $bin: run scripts/device-pack.sh here and carry .device (or .device-pack)" >&2
   exit 2
 fi
 export PATH="$bin:$PATH"
@@ -115,6 +122,10 @@ if [ -n "$build_root" ]; then
     ln -s "$root/.device/fake_plugins" "$build_root/tests/fake_plugins"
   fi
   ln -sf "$bin/strata" "$build_root/strata"
+  # The tests read ../shared/data (beside the source tree) for llama.cpp's outputs on tiny models.
+  if [ -d "$root/.device/shared-data" ] && [ ! -e "$(dirname "$src_root")/shared/data" ]; then
+    mkdir -p "$(dirname "$src_root")/shared" && ln -s "$root/.device/shared-data" "$(dirname "$src_root")/shared/data"
+  fi
 fi
 
 if want machine; then
@@ -152,6 +163,14 @@ if want gpu-tests; then
   # A driver call that never returns must not take the whole call with it.
   STRATA_GPU_MODEL_30B="$model" timeout 360 strata_gpu_tests --gtest_filter="${STRATA_GPU_FILTER:-*}" > "$OUT/gpu-e2e.txt" 2>&1
   row "strata_gpu_tests: exit $?, $(grep -E '^\[(tiny|qwen3|link)' "$OUT/gpu-e2e.txt" | tr '\n' ' ') $(grep -E 'PASSED|FAILED|SKIPPED' "$OUT/gpu-e2e.txt" | head -3 | tr '\n' ' ')"
+fi
+
+if want arch; then
+  log "architectures against llama.cpp, and verify windows, on every backend (cuda included)"
+  strata_tests --gtest_brief=1 --gtest_filter='ArchLlamaCpp.*:ArchVision.*' > "$OUT/arch.txt" 2>&1
+  row "ArchLlamaCpp/ArchVision (reference, cpu_avx2, cuda): exit $?, $(grep -E 'PASSED|FAILED|SKIPPED' "$OUT/arch.txt" | head -3 | tr '\n' ' ')"
+  strata_tests --gtest_brief=1 --gtest_filter='EngineSpeculative.*:HybridSpeculative.*' > "$OUT/speculative.txt" 2>&1
+  row "EngineSpeculative/HybridSpeculative: exit $?, $(grep -E 'PASSED|FAILED|SKIPPED' "$OUT/speculative.txt" | head -3 | tr '\n' ' ')"
 fi
 
 if want inspect; then
