@@ -4,6 +4,7 @@
 // held in memory.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -40,8 +41,23 @@ std::span<const PresetInfo> quant_presets();
 const PresetInfo& preset_info(QuantPreset preset);
 std::optional<QuantPreset> quant_preset_from_name(std::string_view name);
 
+// A Qwen3-VL vision projector ("mmproj": general.architecture "clip", clip.projector_type "qwen3vl_merger"), with
+// the keys and tensors llama.cpp's converter writes (its Qwen3VLVisionModel) and vision::Projector::load reads. Its
+// output rows are the text model's n_embd wide per part: [main | one part per deepstack block].
+struct ProjectorSpec {
+  uint32_t n_block = 0;     // vision blocks (depth)
+  uint32_t width = 0;       // vision hidden size (clip.vision.embedding_length)
+  uint32_t ffn_width = 0;   // clip.vision.feed_forward_length
+  uint32_t n_head = 0;      // width / n_head must be a multiple of 4 (the 2-D RoPE's halves)
+  uint32_t patch_size = 0;  // patches of patch_size x patch_size pixels, two temporal kernels
+  uint32_t pos_side = 0;    // the learned position table is pos_side x pos_side (num_position_embeddings)
+  std::vector<uint32_t> deepstack_blocks;  // the vision blocks followed by a deepstack merger, ascending
+  float eps = 1e-6f;        // LayerNorm epsilon (llama.cpp writes the text model's rms_norm_eps)
+};
+
 // What to generate. Dimensions follow llama.cpp's keys; for llama with experts, n_ff is each expert's width.
-// Architectures: llama, qwen3moe, gpt-oss, glm4moe and deepseek2 (with multi-head latent attention).
+// Architectures: llama, qwen3moe, gpt-oss, glm4moe, deepseek2 (with multi-head latent attention) and qwen3vlmoe
+// (Qwen3-VL's text model, with its projector).
 struct ModelSpec {
   Arch arch = Arch::Qwen3Moe;
   uint32_t n_layer = 0;   // decoder blocks; block_count is n_layer + n_layer_nextn
@@ -78,6 +94,13 @@ struct ModelSpec {
   uint32_t v_head_dim = 0;       // attention.value_length_mla
   uint32_t n_expert_groups = 0;  // expert_group_count (n_group); 0: not written
   uint32_t n_group_used = 0;     // expert_group_used_count (topk_group)
+  // qwen3vlmoe: interleaved M-RoPE pairs per position component (t, row, column, e: rope.dimension_sections) and
+  // the deepstack parts of an image row (n_deepstack_layers: added to the residual stream after blocks 0..n-1).
+  std::array<uint32_t, 4> rope_sections{};
+  uint32_t n_deepstack = 0;
+  // The vision projector written beside the model by write_projector (qwen3vlmoe only). Its output width is n_embd
+  // and it has n_deepstack deepstack mergers.
+  std::optional<ProjectorSpec> projector;
   QuantPreset quant = QuantPreset::Q4_K_M;
   uint64_t seed = 1;
   std::string vocab_file;    // copy the tokenizer of this GGUF; empty: a built-in vocabulary of n_vocab tokens
@@ -85,13 +108,14 @@ struct ModelSpec {
   std::string name;          // general.name; empty: derived from the shape
 };
 
-// The named shapes: "tiny" (any architecture), "qwen3-30b-a3b" and "qwen3-235b-a22b" (llama or qwen3moe),
-// "gpt-oss-20b" and "gpt-oss-120b" (gpt-oss only), "glm-4.5-air" and "glm-4.6" (glm4moe only), "deepseek-v3" and
-// "kimi-k2" (deepseek2 only); nullopt for another name or a shape of another architecture. Each shape carries its
-// default quant preset (mxfp4_moe for gpt-oss, q4_k_m otherwise).
+// The named shapes: "tiny" (any architecture; qwen3vlmoe's with a tiny projector), "qwen3-30b-a3b" and
+// "qwen3-235b-a22b" (llama or qwen3moe), "gpt-oss-20b" and "gpt-oss-120b" (gpt-oss only), "glm-4.5-air" and
+// "glm-4.6" (glm4moe only), "deepseek-v3" and "kimi-k2" (deepseek2 only), "qwen3-vl-30b-a3b" (qwen3vlmoe only, with
+// its projector); nullopt for another name or a shape of another architecture. Each shape carries its default quant
+// preset (mxfp4_moe for gpt-oss, q4_k_m otherwise).
 std::optional<ModelSpec> shape_preset(std::string_view name, Arch arch);
-// The architecture a shape is made for (gpt-oss-20b: gpt-oss, deepseek-v3: deepseek2); nullopt for tiny and the
-// qwen3 shapes.
+// The architecture a shape is made for (gpt-oss-20b: gpt-oss, deepseek-v3: deepseek2, qwen3-vl-30b-a3b:
+// qwen3vlmoe); nullopt for tiny and the qwen3 shapes.
 std::optional<Arch> shape_arch(std::string_view name);
 std::string shape_names();
 
@@ -138,6 +162,17 @@ struct Plan {
 // Checks the spec (strata::Error naming the field and the fix) and lays out the file without writing it.
 Plan plan_model(const ModelSpec& spec);
 WriteStats write_model(const ModelSpec& spec, const std::string& path, const WriteOptions& options);
+
+// The vision projector of a spec with one (spec.projector): its tensors and size, or the file. Matrices and patch
+// kernels are F16 and the rest F32, as llama.cpp's converter writes an mmproj with its default --outtype f16; every
+// tensor is F32 when spec.quant is F32. Random weights as write_model draws them (unit-gain matrices, LayerNorm
+// weights 1, small biases), from spec.seed. strata::Error for a spec without a projector or an inconsistent one.
+struct ProjectorPlan {
+  std::vector<PlannedTensor> tensors;
+  uint64_t file_bytes = 0;
+};
+ProjectorPlan plan_projector(const ModelSpec& spec);
+WriteStats write_projector(const ModelSpec& spec, const std::string& path, const WriteOptions& options);
 
 // A Mixtral-style llama MoE from a dense llama GGUF: every key and tensor copied byte for byte, plus
 // llama.expert_count/expert_used_count; each block's ffn_gate/up/down become ffn_{gate,up,down}_exps holding

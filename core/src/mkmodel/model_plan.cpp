@@ -1,7 +1,9 @@
 #include "model_plan.hpp"
 
+#include <array>
 #include <cmath>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -30,7 +32,8 @@ void check_positive(uint32_t v, const char* flag) {
 }
 
 bool arch_supported(Arch a) {
-  return a == Arch::Llama || a == Arch::Qwen3Moe || a == Arch::GptOss || a == Arch::Glm4Moe || a == Arch::Deepseek2;
+  return a == Arch::Llama || a == Arch::Qwen3Moe || a == Arch::GptOss || a == Arch::Glm4Moe || a == Arch::Deepseek2 ||
+         a == Arch::Qwen3VlMoe;
 }
 
 // deepseek2's multi-head latent attention and group-limited routing, as llama.cpp reads them.
@@ -62,10 +65,25 @@ void check_deepseek2(const ModelSpec& s) {
   }
 }
 
+// qwen3vlmoe's M-RoPE sections and deepstack count, as llama.cpp (and strata's loader) read them.
+void check_qwen3vlmoe(const ModelSpec& s) {
+  uint32_t pairs = 0;
+  for (uint32_t v : s.rope_sections) pairs += v;
+  if (pairs == 0 || pairs > s.head_dim / 2) {
+    throw bad("rope sections sum to " + std::to_string(pairs) + " rotary pairs; --head-dim " +
+              std::to_string(s.head_dim) + " has 1.." + std::to_string(s.head_dim / 2));
+  }
+  if (s.n_deepstack >= s.n_layer) {
+    throw bad("--layers " + std::to_string(s.n_layer) + ": qwen3vlmoe adds an image's " +
+              std::to_string(s.n_deepstack) + " deepstack parts after blocks 0.." + std::to_string(s.n_deepstack - 1) +
+              ", so it needs at least " + std::to_string(s.n_deepstack + 1) + " blocks");
+  }
+}
+
 void check_spec(const ModelSpec& s) {
   if (!arch_supported(s.arch)) {
     throw bad("--arch " + std::string(arch_name(s.arch)) +
-              ": mkmodel writes llama, qwen3moe, gpt-oss, glm4moe and deepseek2 models");
+              ": mkmodel writes llama, qwen3moe, gpt-oss, glm4moe, deepseek2 and qwen3vlmoe models");
   }
   check_positive(s.n_layer, "--layers");
   if (s.n_layer + s.n_layer_nextn > kMaxLayers) {
@@ -124,6 +142,12 @@ void check_spec(const ModelSpec& s) {
               "deepseek2 only");
   }
   if (ds2) check_deepseek2(s);
+  const bool vl = s.arch == Arch::Qwen3VlMoe;
+  if (!vl && (s.n_deepstack != 0 || s.rope_sections != std::array<uint32_t, 4>{} || s.projector)) {
+    throw bad("M-RoPE sections, deepstack parts and a vision projector are written for qwen3vlmoe only");
+  }
+  if (vl) check_qwen3vlmoe(s);
+  if (s.projector) check_projector(s);
   if (s.attn_bias && !gpt_oss && !glm) throw bad("attention biases are written for gpt-oss and glm4moe only");
   if (leads && s.n_layer_dense_lead > s.n_layer) {
     throw bad("leading dense blocks (" + std::to_string(s.n_layer_dense_lead) + ") are more than --layers " +
@@ -184,6 +208,13 @@ void set_keys(const ModelSpec& s, gguf::Writer& w) {
   // llama.cpp's converters write the rotary width for llama, glm4moe (partial rotary) and deepseek2 (qk_rope).
   if (s.arch == Arch::Llama || s.arch == Arch::Glm4Moe || s.arch == Arch::Deepseek2) {
     w.set_u32(a + ".rope.dimension_count", rope_dims(s));
+  }
+  if (s.arch == Arch::Qwen3VlMoe) {
+    // convert_hf_to_gguf's Qwen3VLMoeTextModel: mrope_section padded to four, and the number of deepstack indexes.
+    std::array<int32_t, 4> sections{};
+    for (size_t i = 0; i < 4; ++i) sections[i] = static_cast<int32_t>(s.rope_sections[i]);
+    w.set_array(a + ".rope.dimension_sections", std::span<const int32_t>(sections));
+    w.set_u32(a + ".n_deepstack_layers", s.n_deepstack);
   }
   if (s.yarn_factor > 0.0f) {
     w.set_string(a + ".rope.scaling.type", "yarn");

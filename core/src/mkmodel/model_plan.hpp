@@ -19,4 +19,9 @@ struct TensorFill {
 // Checks the spec, sets every key on `w` and adds every tensor; `fills` gets one entry per tensor.
 Plan build_model(const ModelSpec& spec, gguf::Writer& w, std::vector<TensorFill>& fills);
 
+// The spec's projector checked against itself and the text model (strata::Error naming the field).
+void check_projector(const ModelSpec& spec);
+// The same for the vision projector of a spec that has one (projector_plan.cpp).
+ProjectorPlan build_projector(const ModelSpec& spec, gguf::Writer& w, std::vector<TensorFill>& fills);
+
 }  // namespace strata::mkmodel

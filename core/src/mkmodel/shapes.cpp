@@ -214,12 +214,74 @@ ModelSpec deepseek2(uint32_t layers, uint32_t dense_lead, uint32_t heads, uint32
   return s;
 }
 
+// Qwen3-VL-30B-A3B as llama.cpp's converter writes it (conversion of Qwen3VLMoeForConditionalGeneration: the text
+// model through Qwen3VLMoeTextModel, the vision tower through Qwen3VLVisionModel into an mmproj). From config.json:
+//   text_config: num_hidden_layers 48, hidden_size 2048, intermediate_size 6144, moe_intermediate_size 768,
+//     num_attention_heads 32, num_key_value_heads 4, head_dim 128, num_experts 128, num_experts_per_tok 8,
+//     norm_topk_prob true, max_position_embeddings 262144, rope_theta 5000000, rms_norm_eps 1e-6,
+//     rope_scaling {mrope_interleaved true, mrope_section [24, 20, 20]}, vocab_size 151936
+//                     -> the qwen3moe keys plus rope.dimension_sections [24, 20, 20, 0] (padded to four)
+//   vision_config: depth 27, hidden_size 1152, intermediate_size 4304, num_heads 16, patch_size 16,
+//     temporal_patch_size 2, spatial_merge_size 2, num_position_embeddings 2304, out_hidden_size 2048,
+//     deepstack_visual_indexes [8, 16, 24], hidden_act gelu_pytorch_tanh
+//                     -> clip.vision.block_count, embedding_length, feed_forward_length, attention.head_count,
+//                        patch_size, spatial_merge_size; image_size = sqrt(2304) x 16 = 768; projection_dim = the
+//                        text hidden size; is_deepstack_layers true at 8, 16, 24 (v.deepstack.8/16/24.*); use_gelu
+//                        true; attention.layer_norm_epsilon = the text rms_norm_eps; and the text model's
+//                        n_deepstack_layers = 3 (so an image row is 2048 x 4 wide)
+//   preprocessor_config.json: image_mean = image_std = [0.5, 0.5, 0.5]
+// Where each was read (the `search` tool): Qwen/Qwen3-VL-30B-A3B-Instruct's config.json as transcribed in a
+// parser test of a third-party port (every field above, from the file at commit 1fc78ad); NVIDIA Megatron-Bridge's
+// Qwen3-VL provider (rotary_base 5e6, num_position_embeddings 2304, patch 16, the vision token ids 151652..151656),
+// whose reference is that model; the vision tower shared with Qwen3-Omni-30B-A3B's (image_size 768 there); the keys
+// and tensor names from llama.cpp's conversion/qwen3vl.py (Qwen3VLVisionModel, Qwen3VLMoeTextModel) and the
+// MmprojModel base (projection_dim, image_size, mean/std); Qwen3.5's preprocessor (the same vision tower) for the
+// mean and std of 0.5.
+ModelSpec qwen3_vl_30b_a3b() {
+  ModelSpec s = qwen3(48, 2048, 32, 6144, 768);
+  s.arch = Arch::Qwen3VlMoe;
+  s.n_ctx = 262144;
+  s.rope_theta = 5e6f;
+  s.rope_sections = {24, 20, 20, 0};
+  s.n_deepstack = 3;
+  ProjectorSpec p;
+  p.n_block = 27;
+  p.width = 1152;
+  p.ffn_width = 4304;
+  p.n_head = 16;
+  p.patch_size = 16;
+  p.pos_side = 48;
+  p.deepstack_blocks = {8, 16, 24};
+  p.eps = 1e-6f;
+  s.projector = p;
+  return s;
+}
+
+// A few-MB Qwen3-VL pair at the tiny text size (head 64: sections [12, 10, 10, 0], as the shared test pair has;
+// two deepstack parts), with a projector of 4 blocks 64 wide (4 heads of 16), a 7 x 7 position table and deepstack
+// mergers after blocks 0 and 2: the layout of ../shared/data/vision's mmproj-qwen3vl-tiny-s1.gguf.
+void qwen3vl_tiny(ModelSpec& s) {
+  s.arch = Arch::Qwen3VlMoe;
+  s.rope_sections = {12, 10, 10, 0};
+  s.n_deepstack = 2;
+  ProjectorSpec p;
+  p.n_block = 4;
+  p.width = 64;
+  p.ffn_width = 160;
+  p.n_head = 4;
+  p.patch_size = 16;
+  p.pos_side = 7;
+  p.deepstack_blocks = {0, 2};
+  s.projector = p;
+}
+
 }  // namespace
 
 std::optional<Arch> shape_arch(std::string_view name) {
   if (name == "gpt-oss-20b" || name == "gpt-oss-120b") return Arch::GptOss;
   if (name == "glm-4.5-air" || name == "glm-4.6") return Arch::Glm4Moe;
   if (name == "deepseek-v3" || name == "kimi-k2") return Arch::Deepseek2;
+  if (name == "qwen3-vl-30b-a3b") return Arch::Qwen3VlMoe;
   return std::nullopt;
 }
 
@@ -275,6 +337,8 @@ std::optional<ModelSpec> shape_preset(std::string_view name, Arch arch) {
       s->yarn_beta_fast = 32.0f;
       s->yarn_beta_slow = 1.0f;
       s->rope_theta = 10000.0f;
+    } else if (arch == Arch::Qwen3VlMoe) {
+      qwen3vl_tiny(*s);
     }
   } else if (name == "qwen3-30b-a3b") {
     if (arch != Arch::Llama && arch != Arch::Qwen3Moe) return std::nullopt;
@@ -294,6 +358,8 @@ std::optional<ModelSpec> shape_preset(std::string_view name, Arch arch) {
     s = deepseek2(61, 3, 128, 256, 8, 4, 2.5f, 129280, 10000.0f, 40.0f, 32.0f, 1, 163840);
   } else if (name == "kimi-k2") {
     s = deepseek2(61, 1, 64, 384, 1, 1, 2.827f, 163840, 50000.0f, 32.0f, 1.0f, 0, 131072);
+  } else if (name == "qwen3-vl-30b-a3b") {
+    s = qwen3_vl_30b_a3b();
   }
   if (s) {
     s->arch = arch;
@@ -304,7 +370,8 @@ std::optional<ModelSpec> shape_preset(std::string_view name, Arch arch) {
 }
 
 std::string shape_names() {
-  return "tiny, qwen3-30b-a3b, qwen3-235b-a22b, gpt-oss-20b, gpt-oss-120b, glm-4.5-air, glm-4.6, deepseek-v3, kimi-k2";
+  return "tiny, qwen3-30b-a3b, qwen3-235b-a22b, gpt-oss-20b, gpt-oss-120b, glm-4.5-air, glm-4.6, deepseek-v3, kimi-k2, "
+         "qwen3-vl-30b-a3b";
 }
 
 void set_layers(ModelSpec& spec, uint32_t n) {

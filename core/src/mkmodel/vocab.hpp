@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <string_view>
 
 #include "strata/gguf.hpp"
 #include "strata/hparams.hpp"
@@ -14,11 +16,14 @@ inline constexpr uint32_t kMinSpmVocab = 300;
 void write_spm_vocab(gguf::Writer& w, uint32_t n_vocab);
 
 // Byte-level BPE ("gpt2", pre-tokenizer "qwen2"): the 256 byte tokens, tokens built by merges (every merge joins
-// two earlier tokens into the next token), then <|endoftext|>, <|im_start|>, <|im_end|> and a ChatML template.
+// two earlier tokens into the next token), then <|endoftext|>, <|im_start|>, <|im_end|>, the `extra` control tokens
+// and a ChatML template.
 inline constexpr uint32_t kMinBpeVocab = 300;
-void write_bpe_vocab(gguf::Writer& w, uint32_t n_vocab);
+void write_bpe_vocab(gguf::Writer& w, uint32_t n_vocab, std::span<const std::string_view> extra = {});
 
-// The built-in vocabulary the architecture's real models use: SentencePiece for llama, BPE otherwise.
+// The built-in vocabulary the architecture's real models use: SentencePiece for llama, BPE otherwise; qwen3vlmoe's
+// adds the control tokens Qwen's vocabulary has after <|im_end|>, the image delimiters <|vision_start|> and
+// <|vision_end|> (which the engine looks up to place an image) and <|image_pad|> among them.
 void write_builtin_vocab(gguf::Writer& w, Arch arch, uint32_t n_vocab);
 uint32_t min_builtin_vocab(Arch arch);
 

@@ -82,8 +82,9 @@ constexpr std::string_view kChatMlTemplate =
 
 }  // namespace
 
-void write_bpe_vocab(gguf::Writer& w, uint32_t n_vocab) {
-  const std::vector<std::string> specials = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
+void write_bpe_vocab(gguf::Writer& w, uint32_t n_vocab, std::span<const std::string_view> extra) {
+  std::vector<std::string> specials = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
+  for (std::string_view t : extra) specials.emplace_back(t);
   std::vector<std::string> tokens = byte_tokens();
   std::vector<std::string> merges;
   MergeSource source;
@@ -111,9 +112,16 @@ void write_bpe_vocab(gguf::Writer& w, uint32_t n_vocab) {
   w.set_string("tokenizer.chat_template", kChatMlTemplate);
 }
 
+// Qwen2-VL's and Qwen3-VL's control tokens after <|im_end|> (ids 151646..151656 in the real vocabulary).
+constexpr std::string_view kQwenVisionSpecials[] = {
+    "<|object_ref_start|>", "<|object_ref_end|>", "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>",
+    "<|vision_start|>",     "<|vision_end|>",     "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>"};
+
 void write_builtin_vocab(gguf::Writer& w, Arch arch, uint32_t n_vocab) {
   if (arch == Arch::Llama) {
     write_spm_vocab(w, n_vocab);
+  } else if (arch == Arch::Qwen3VlMoe) {
+    write_bpe_vocab(w, n_vocab, kQwenVisionSpecials);
   } else {
     write_bpe_vocab(w, n_vocab);
   }

@@ -1,4 +1,5 @@
-// write_model: plan the file, calibrate the router skew if asked, then stream every tensor to disk.
+// write_model: plan the file, calibrate the router skew if asked, then stream every tensor to disk; write_projector:
+// the same for a Qwen3-VL spec's vision projector.
 #include <chrono>
 #include <cstring>
 
@@ -37,26 +38,19 @@ std::vector<std::vector<float>> router_row_scales(const ModelSpec& spec, const P
   return scales;
 }
 
-}  // namespace
-
-WriteStats write_model(const ModelSpec& spec, const std::string& path, const WriteOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
-  gguf::Writer w;
-  std::vector<TensorFill> fills;
-  const Plan plan = build_model(spec, w, fills);
-  WriteStats stats;
-  const std::vector<std::vector<float>> row_scales = router_row_scales(spec, plan, fills, stats.router);
-
+// One streaming job per tensor: norms 1, the rest drawn at their rms; routers scaled per row when skewed.
+// `row_scales` must outlive the jobs.
+std::vector<StreamTensor> fill_jobs(const std::vector<PlannedTensor>& tensors, const std::vector<TensorFill>& fills,
+                                    uint64_t seed, const std::vector<std::vector<float>>& row_scales) {
   std::vector<StreamTensor> jobs;
-  for (size_t i = 0; i < plan.tensors.size(); ++i) {
-    const PlannedTensor& t = plan.tensors[i];
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const PlannedTensor& t = tensors[i];
     uint64_t n = 1;
     for (uint64_t d : t.ne) n *= d;
     const TensorFill f = fills[i];
     const uint64_t row = t.ne[0];
     const std::vector<float>* scale = f.kind == TensorFill::Kind::Router && !row_scales.empty() ? &row_scales[f.layer]
                                                                                                : nullptr;
-    const uint64_t seed = spec.seed;
     const format::GgmlType type = t.type;
     jobs.push_back({i, type, n, [=](uint64_t first, uint64_t count, uint8_t* out) {
                       if (f.kind == TensorFill::Kind::Ones) {
@@ -74,9 +68,42 @@ WriteStats write_model(const ModelSpec& spec, const std::string& path, const Wri
                       }
                     }});
   }
+  return jobs;
+}
+
+}  // namespace
+
+WriteStats write_model(const ModelSpec& spec, const std::string& path, const WriteOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  gguf::Writer w;
+  std::vector<TensorFill> fills;
+  const Plan plan = build_model(spec, w, fills);
+  WriteStats stats;
+  const std::vector<std::vector<float>> row_scales = router_row_scales(spec, plan, fills, stats.router);
+
+  const std::vector<StreamTensor> jobs = fill_jobs(plan.tensors, fills, spec.seed, row_scales);
   w.open(path);
   stream_tensors(w, jobs, options);
   w.close();
+  stats.file_bytes = plan.file_bytes;
+  stats.tensors = plan.tensors.size();
+  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return stats;
+}
+
+WriteStats write_projector(const ModelSpec& spec, const std::string& path, const WriteOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  gguf::Writer w;
+  std::vector<TensorFill> fills;
+  const ProjectorPlan plan = build_projector(spec, w, fills);
+  // Its own random streams: tensor i of the projector is not tensor i of the model.
+  const uint64_t seed = spec.seed ^ 0x6d6d70726f6a0000ull;
+  const std::vector<std::vector<float>> no_router;
+  const std::vector<StreamTensor> jobs = fill_jobs(plan.tensors, fills, seed, no_router);
+  w.open(path);
+  stream_tensors(w, jobs, options);
+  w.close();
+  WriteStats stats;
   stats.file_bytes = plan.file_bytes;
   stats.tensors = plan.tensors.size();
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
