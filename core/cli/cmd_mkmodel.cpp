@@ -63,9 +63,9 @@ class ProgressBar {
   std::chrono::steady_clock::time_point last_{};
 };
 
-void print_plan(const mkmodel::Plan& plan, bool every_tensor) {
+void print_plan(const std::vector<mkmodel::PlannedTensor>& tensors, uint64_t file_bytes, bool every_tensor) {
   std::map<std::string, std::pair<size_t, uint64_t>> by_type;
-  for (const auto& t : plan.tensors) {
+  for (const auto& t : tensors) {
     const std::string type(format::traits(t.type).name);
     if (every_tensor) {
       std::printf("%-36s %-7s %-22s %s\n", t.name.c_str(), type.c_str(), shape_text(t.ne).c_str(),
@@ -77,7 +77,7 @@ void print_plan(const mkmodel::Plan& plan, bool every_tensor) {
   for (const auto& [type, v] : by_type) {
     std::printf("  %-7s %4zu tensors %20s bytes\n", type.c_str(), v.first, with_commas(v.second).c_str());
   }
-  std::printf("%s bytes, %zu tensors\n", with_commas(plan.file_bytes).c_str(), plan.tensors.size());
+  std::printf("%s bytes, %zu tensors\n", with_commas(file_bytes).c_str(), tensors.size());
 }
 
 void print_router(const mkmodel::RouterReport& r, double exponent) {
@@ -110,15 +110,17 @@ std::string preset_help() {
 }  // namespace
 
 int cmd_mkmodel(const Args& args) {
-  ArgParser p("strata mkmodel", "--out FILE [--arch A] [--shape S] [--quant Q] [--seed N] [dimension flags...]\n"
+  ArgParser p("strata mkmodel", "--out FILE [--mmproj-out FILE] [--arch A] [--shape S] [--quant Q] [--seed N] [dimension flags...]\n"
               "       strata mkmodel --upcycle DENSE.gguf --experts E --top-k K [--seed N] --out FILE",
               "Writes a synthetic GGUF with llama.cpp's tensor names and keys: random weights drawn directly in each\n"
               "block format (zero-mean, rms 1/sqrt(row width); norms 1; biases, sinks and routing biases small),\n"
               "deterministic for a seed whatever the thread count. --upcycle turns a dense llama model into a\n"
               "Mixtral-style MoE whose experts are byte copies of its FFN and whose router is seeded random, so its\n"
-              "output equals the dense model's.\n"
+              "output equals the dense model's. A vision shape (qwen3-vl-30b-a3b) is a pair: the text model (--out,\n"
+              "arch qwen3vlmoe) and its vision projector (--mmproj-out, an mmproj GGUF of type qwen3vl_merger) for\n"
+              "`strata run --model M --mmproj P --image I`.\n"
               "Quant presets:" + preset_help());
-  std::string out, arch_text = "qwen3moe", shape = "tiny", quant_text, vocab, skew, upcycle_path, name;
+  std::string out, mmproj_out, arch_text = "qwen3moe", shape = "tiny", quant_text, vocab, skew, upcycle_path, name;
   std::map<std::string, long long> dims;
   std::optional<double> rope_theta, rms_eps;
   uint64_t seed = 1;
@@ -127,9 +129,13 @@ int cmd_mkmodel(const Args& args) {
   bool progress = false, dry_run = false, list = false;
 
   p.option("--out", "FILE", "the GGUF to write", &out);
+  p.option("--mmproj-out", "FILE",
+           "a vision shape's projector (mmproj GGUF), written after --out; required with qwen3-vl-30b-a3b (and tiny "
+           "with --arch qwen3vlmoe), refused otherwise",
+           &mmproj_out);
   p.option("--arch", "A",
-           "llama, qwen3moe, gpt-oss, glm4moe or deepseek2 (default qwen3moe; the gpt-oss-*, glm-*, deepseek-v3 and "
-           "kimi-k2 shapes set their own)",
+           "llama, qwen3moe, gpt-oss, glm4moe, deepseek2 or qwen3vlmoe (default qwen3moe; the gpt-oss-*, glm-*, "
+           "deepseek-v3, kimi-k2 and qwen3-vl-* shapes set their own)",
            &arch_text);
   p.option("--shape", "S", mkmodel::shape_names() + " (default tiny)", &shape);
   p.option("--quant", "Q", preset_list() + " (default: mxfp4_moe for gpt-oss, q4_k_m otherwise)", &quant_text);
@@ -144,7 +150,8 @@ int cmd_mkmodel(const Args& args) {
       {"--layers",
        "decoder blocks; a glm4moe or deepseek2 shape cut to N keeps its nextn (MTP) blocks after them (glm-4.6, "
        "deepseek-v3: block_count N+1; kimi-k2 has none) and at most N-1 of its leading dense blocks (one MoE block "
-       "at least); gpt-oss's even blocks stay sliding-window",
+       "at least); gpt-oss's even blocks stay sliding-window; qwen3vlmoe needs a block more than its deepstack parts "
+       "(qwen3-vl-30b-a3b: 4 at least), and its projector stays whole",
        1},
       {"--embd", "hidden size (embedding_length)", 1},
       {"--ff", "dense FFN width (feed_forward_length; llama with experts: each expert's width)", 1},
@@ -192,7 +199,8 @@ int cmd_mkmodel(const Args& args) {
   }
 
   if (!upcycle_path.empty()) {
-    for (const char* f : {"--arch", "--shape", "--quant", "--vocab", "--router-skew", "--name", "--dry-run"}) {
+    for (const char* f : {"--arch", "--shape", "--quant", "--vocab", "--router-skew", "--name", "--dry-run",
+                          "--mmproj-out"}) {
       if (p.given(f)) throw UsageError(std::string(f) + " does not apply to --upcycle");
     }
     for (const auto& [flag, v] : dims) {
@@ -215,8 +223,9 @@ int cmd_mkmodel(const Args& args) {
   const std::optional<Arch> shape_arch = mkmodel::shape_arch(shape);
   const auto arch = p.given("--arch") || !shape_arch ? arch_from_name(arch_text) : shape_arch;
   if (!arch || (*arch != Arch::Llama && *arch != Arch::Qwen3Moe && *arch != Arch::GptOss && *arch != Arch::Glm4Moe &&
-                *arch != Arch::Deepseek2)) {
-    throw UsageError("--arch '" + arch_text + "': mkmodel writes llama, qwen3moe, gpt-oss, glm4moe or deepseek2");
+                *arch != Arch::Deepseek2 && *arch != Arch::Qwen3VlMoe)) {
+    throw UsageError("--arch '" + arch_text +
+                     "': mkmodel writes llama, qwen3moe, gpt-oss, glm4moe, deepseek2 or qwen3vlmoe");
   }
   std::optional<ModelSpec> spec = mkmodel::shape_preset(shape, *arch);
   if (!spec && shape_arch) {
@@ -274,14 +283,37 @@ int cmd_mkmodel(const Args& args) {
     spec->router_skew = parse_double("--router-skew", skew.substr(5), 0.0, 8.0);
   }
 
+  // A vision shape is a pair: the text model and its projector, written together so that their widths agree.
+  const std::string arch_text_used(arch_name(*arch));
+  if (!spec->projector && p.given("--mmproj-out")) {
+    throw UsageError("--mmproj-out is for a vision shape (--shape qwen3-vl-30b-a3b, or --shape tiny --arch "
+                     "qwen3vlmoe); --shape " + shape + " (--arch " + arch_text_used + ") has no projector");
+  }
+  if (spec->projector && !dry_run && mmproj_out.empty()) {
+    throw UsageError("--shape " + shape + " (--arch " + arch_text_used +
+                     ") is a text model and its vision projector: give --mmproj-out FILE for the projector beside "
+                     "--out FILE (or --dry-run)");
+  }
+  if (!mmproj_out.empty() && mmproj_out == out) throw UsageError("--mmproj-out and --out name the same file");
+
   if (dry_run) {
-    print_plan(mkmodel::plan_model(*spec), list);
+    const mkmodel::Plan plan = mkmodel::plan_model(*spec);
+    if (spec->projector) std::printf("text model (%s):\n", arch_text_used.c_str());
+    print_plan(plan.tensors, plan.file_bytes, list);
+    if (spec->projector) {
+      const mkmodel::ProjectorPlan proj = mkmodel::plan_projector(*spec);
+      std::printf("vision projector (clip, qwen3vl_merger):\n");
+      print_plan(proj.tensors, proj.file_bytes, list);
+    }
     return 0;
   }
   if (out.empty()) throw UsageError("'strata mkmodel' needs --out FILE (or --dry-run)");
+  // Both checked before the long write begins.
+  if (spec->projector) mkmodel::plan_projector(*spec);
   const mkmodel::WriteStats stats = mkmodel::write_model(*spec, out, options);
   if (stats.router) print_router(*stats.router, spec->router_skew);
   report(out, stats);
+  if (spec->projector) report(mmproj_out, mkmodel::write_projector(*spec, mmproj_out, options));
   return 0;
 }
 

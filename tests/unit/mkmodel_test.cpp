@@ -227,7 +227,7 @@ TEST(Mkmodel, BadFlagsAreUsageErrors) {
       {"mkmodel --out x.gguf --quant q3_k", "--quant 'q3_k' is not one of f32, q8_0, q4_k_m"},
       {"mkmodel --out x.gguf --shape huge", "--shape 'huge' is not one of tiny, qwen3-30b-a3b, qwen3-235b-a22b"},
       {"mkmodel --out x.gguf --arch qwen2moe",
-       "--arch 'qwen2moe': mkmodel writes llama, qwen3moe, gpt-oss, glm4moe or deepseek2"},
+       "--arch 'qwen2moe': mkmodel writes llama, qwen3moe, gpt-oss, glm4moe, deepseek2 or qwen3vlmoe"},
       {"mkmodel --out x.gguf --heads 4 --kv-heads 3", "--kv-heads 3 must divide --heads 4"},
       {"mkmodel --out x.gguf --experts 4 --experts-used 5", "--experts-used 5 must be between 1 and --experts 4"},
       {"mkmodel --out x.gguf --experts 0", "--experts (qwen3moe has only expert layers) must be at least 1"},
@@ -241,6 +241,8 @@ TEST(Mkmodel, BadFlagsAreUsageErrors) {
       {"mkmodel --upcycle d.gguf --experts 4 --out x.gguf", "--upcycle needs --experts E and --top-k K"},
       {"mkmodel --upcycle d.gguf --experts 4 --top-k 2 --shape tiny --out x.gguf", "--shape does not apply"},
       {"mkmodel --out x.gguf --vocab /nonexistent/vocab.gguf", "/nonexistent/vocab.gguf"},
+      {"mkmodel --out x.gguf --shape qwen3-30b-a3b --mmproj-out p.gguf", "--mmproj-out is for a vision shape"},
+      {"mkmodel --out x.gguf --shape qwen3-vl-30b-a3b", "give --mmproj-out FILE for the projector"},
   };
   for (const auto& c : cases) {
     const auto r = run_strata(c.args);
