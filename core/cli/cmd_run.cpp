@@ -12,6 +12,7 @@
 #include "args.hpp"
 #include "commands.hpp"
 #include "launch_options.hpp"
+#include "projector_launch.hpp"
 #include "run_chat.hpp"
 #include "strata/engine.hpp"
 #include "strata/generate.hpp"
@@ -76,7 +77,7 @@ int cmd_run(const Args& args) {
   p.option("--system", "TEXT", "with --chat: the system message", &system);
   std::string mmproj;
   std::vector<std::string> image_files;
-  p.option("--mmproj", "FILE", "the vision projector (mmproj GGUF) for --image", &mmproj);
+  p.option("--mmproj", "FILE", "the vision projector (mmproj GGUF) for --image (overrides the launch's mmproj)", &mmproj);
   p.repeated("--image", "FILE", "an image for the prompt (PNG, JPEG or PPM; repeatable)", &image_files);
   if (!p.parse(args)) return 0;
   if (chat && (p.given("--prompt") || p.given("--file") || json)) {
@@ -87,13 +88,16 @@ int cmd_run(const Args& args) {
     throw UsageError("'strata run' needs exactly one of --prompt TEXT and --file FILE");
   }
   if (p.given("--file")) prompt = read_prompt_file(file);
-  if (!image_files.empty() && mmproj.empty()) throw UsageError("--image needs --mmproj FILE (the vision projector)");
   if (!image_files.empty() && chat) throw UsageError("--image goes with --prompt or --file, not --chat");
   if (!mmproj.empty() && image_files.empty()) throw UsageError("--mmproj is for --image: give at least one image");
 
   LaunchContext ctx = launch_options.resolve(false);
   config::Launch& launch = ctx.launch;
   if (p.given("--model")) launch.model = std::filesystem::absolute(model).string();
+  if (p.given("--mmproj")) launch.mmproj = std::filesystem::absolute(mmproj).string();
+  if (!image_files.empty() && !launch.mmproj) {
+    throw UsageError("--image needs the model's vision projector: --mmproj FILE, or mmproj: in the launch");
+  }
   if (p.given("--backend")) launch.backend = backend;
   GenerateOptions gen;
   gen.sampling = sampling_from(launch.sampling);
@@ -110,13 +114,8 @@ int cmd_run(const Args& args) {
   // Each image through the projector (on the CPU), its rows kept until generation ends.
   std::vector<vision::Embeddings> encoded;
   if (!image_files.empty()) {
-    const vision::Projector projector = vision::Projector::load(std::filesystem::absolute(mmproj).string());
-    if (projector.row_width() != engine->model().input_width()) {
-      throw Error(mmproj + " gives rows of " + std::to_string(projector.row_width()) + " floats; " +
-                  engine->model().file().name() + " takes " + std::to_string(engine->model().input_width()) +
-                  " (is it this model's projector?)");
-    }
-    for (const std::string& f : image_files) encoded.push_back(projector.encode(vision::load_image(f)));
+    const std::unique_ptr<vision::Projector> projector = load_projector(launch.mmproj, engine->model());
+    for (const std::string& f : image_files) encoded.push_back(projector->encode(vision::load_image(f)));
     for (const vision::Embeddings& e : encoded) gen.images.push_back(Engine::ImageTokens{e.rows, e.nx, e.ny, e.n_pos});
   }
   if (chat) {

@@ -12,6 +12,8 @@
 #include "args.hpp"
 #include "commands.hpp"
 #include "launch_options.hpp"
+#include "projector_launch.hpp"
+#include "strata/log.hpp"
 #include "strata/engine.hpp"
 #include "strata/model.hpp"
 #include "strata/serve/desk_lanes.hpp"
@@ -32,6 +34,7 @@ int cmd_serve(const Args& args) {
               "serve.idle_timeout_s, serve.max_body; sampling.* are the defaults a request overrides.\n"
               "serve.elastic.lanes 2 serves two requests at once with two `strata engine` processes: the helper\n"
               "starts for a second request and ends after serve.elastic.hold_s idle (docs/ARCHITECTURE.md).\n"
+              "With --mmproj (or mmproj: in the launch), chat messages may hold OpenAI image_url parts (data URLs).\n"
               "When it listens, one line goes to stderr: 'strata serve: listening on http://HOST:PORT'.");
   LaunchOptions launch_options;
   launch_options.declare(p);
@@ -42,12 +45,18 @@ int cmd_serve(const Args& args) {
   p.option("--port", "PORT", "TCP port (overrides serve.port; 0 = any free port)",
            [&](const std::string& v) { port = parse_int("--port", v, 0, 65535); });
   p.option("--backend", "NAME", "auto, reference, or a backend plugin's name (overrides the launch)", &backend);
+  std::string mmproj;
+  p.option("--mmproj", "FILE",
+           "the model's vision projector (mmproj GGUF): chat messages may then hold image_url parts (data URLs); "
+           "overrides the launch's mmproj",
+           &mmproj);
   if (!p.parse(args)) return 0;
 
   LaunchContext ctx = launch_options.resolve(false);
   config::Launch& launch = ctx.launch;
   if (p.given("--model")) launch.model = std::filesystem::absolute(model).string();
   if (p.given("--backend")) launch.backend = backend;
+  if (p.given("--mmproj")) launch.mmproj = std::filesystem::absolute(mmproj).string();
   if (!launch.model) throw UsageError("'strata serve' needs a model: --model FILE, or a launch (--config) with model:");
   serve::ServerOptions options = serve::server_options_from(launch);
   if (p.given("--host")) options.host = host;
@@ -64,6 +73,7 @@ int cmd_serve(const Args& args) {
   std::unique_ptr<Engine> engine;
   std::unique_ptr<Model> tokenizer_model;  // lanes 2: the model's file for its tokenizer and chat template
   std::unique_ptr<Draft> draft;            // speculative.draft: the engine's drafts (outlives the server)
+  std::unique_ptr<vision::Projector> projector;  // mmproj: image_url parts (outlives the server)
   std::unique_ptr<serve::Server> server_holder;
   if (launch.serve.elastic.lanes == 2) {
     // The lanes load the launch the way this command did: the same file, the same -o, then the flags given here.
@@ -87,6 +97,12 @@ int cmd_serve(const Args& args) {
     desk.pool_hold = serve::default_pool_hold();
     desk.sampling = options.sampling;
     options.draft_in_lanes = launch.speculative.draft != config::DraftKind::Off;
+    if (launch.mmproj) {
+      options.no_images_reason = "the elastic desk (serve.elastic.lanes 2) takes no images yet; serve images with "
+                                 "serve.elastic.lanes 1";
+      log::warn("strata serve: mmproj is set, and the elastic desk's lanes take no images yet: image_url parts get "
+                "a 400");
+    }
     tokenizer_model = Model::load(*launch.model);
     const Tokenizer& tokenizer = tokenizer_model->tokenizer();
     server_holder = std::make_unique<serve::Server>(
@@ -101,6 +117,8 @@ int cmd_serve(const Args& args) {
       options.draft_n_max = static_cast<uint32_t>(launch.speculative.n_max);
       options.draft_n_limit = engine->settings().max_window_logits - 1;
     }
+    projector = load_projector(launch.mmproj, engine->model());
+    options.projector = projector.get();
     server_holder = std::make_unique<serve::Server>(*engine, options);
   }
   serve::Server& server = *server_holder;

@@ -59,4 +59,13 @@ std::vector<TokenId> ChatPrompt::encode(std::string_view text) const {
   return tok.encode(text, options);
 }
 
+std::vector<TokenId> ChatPrompt::encode_piece(std::string_view text, bool first) const {
+  if (first) return encode(text);
+  EncodeOptions options;
+  options.add_bos = false;
+  options.add_eos = false;
+  options.parse_special = true;
+  return tokenizer_->encode(text, options);
+}
+
 }  // namespace strata::serve

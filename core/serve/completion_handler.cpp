@@ -4,6 +4,8 @@
 #include <ctime>
 
 #include "server_impl.hpp"
+#include "strata/prompt_images.hpp"
+#include "strata/sha256.hpp"
 #include "strata/serve/responses.hpp"
 #include "strata/serve/sse.hpp"
 
@@ -115,6 +117,46 @@ struct Stream {
 
 }  // namespace
 
+std::optional<ApiError> Server::Impl::place_images(const CompletionRequest& r, const std::string& rendered, Job& job) {
+  if (options.projector == nullptr) {
+    return invalid_request(!options.no_images_reason.empty()
+                               ? options.no_images_reason
+                               : "this server has no vision projector, so it takes no images: start it with --mmproj "
+                                 "FILE (or mmproj: in the launch), the model's mmproj GGUF",
+                           r.images.front().param, "images_unsupported");
+  }
+  std::vector<Sha256Digest> digests;
+  const auto t0 = Clock::now();
+  for (const ImagePart& part : r.images) {
+    vision::Image image;
+    try {
+      image = vision::decode_image(part.bytes, "'" + part.param + "'");
+    } catch (const Error& e) {
+      return invalid_request(e.what(), part.param, "invalid_image");
+    }
+    std::lock_guard lock(projector_mutex);
+    job.image_rows.push_back(options.projector->encode(image));
+    digests.push_back(sha256(part.bytes));
+  }
+  job.image_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::vector<Engine::ImageTokens> tokens;
+  for (const vision::Embeddings& e : job.image_rows) {
+    tokens.push_back(Engine::ImageTokens{e.rows, e.nx, e.ny, e.n_pos});
+    job.image_tokens += e.n_tokens();
+  }
+  try {
+    job.prompt = encode_with_images(model.tokenizer(), rendered, tokens,
+                                    [&](std::string_view piece, bool first) { return chat.encode_piece(piece, first); },
+                                    job.options.images);
+  } catch (const Error& e) {
+    // The template dropped or repeated a marker (a message it does not render).
+    return invalid_request(std::string("the images could not be placed in the rendered prompt: ") + e.what(),
+                           "messages", "template_error");
+  }
+  job.cache_key = keyed_prompt(job.prompt, job.options.images, digests);
+  return std::nullopt;
+}
+
 void Server::Impl::completion(Endpoint endpoint, const httplib::Request& req, httplib::Response& res) {
   const auto arrival = Clock::now();
   Parsed<CompletionRequest> parsed = parse_completion_request(endpoint, req.body, options.model_name);
@@ -130,11 +172,17 @@ void Server::Impl::completion(Endpoint endpoint, const httplib::Request& req, ht
   // tool_choice "none": the model is not offered the tools, and its reply is not read for calls.
   const bool offer_tools = is_chat && r.tools.is_array() && r.tool_choice != ToolChoice::None;
   if (is_chat) {
+    std::string rendered;
     try {
-      job->prompt = chat.encode(chat.render(r.messages, offer_tools ? r.tools : nlohmann::ordered_json(), true));
+      rendered = chat.render(r.messages, offer_tools ? r.tools : nlohmann::ordered_json(), true);
     } catch (const chat::TemplateError& e) {
       return send_error(res, invalid_request(std::string("the chat template rejected the messages: ") + e.what(),
                                              "messages", "template_error"));
+    }
+    if (r.images.empty()) {
+      job->prompt = chat.encode(rendered);
+    } else if (const std::optional<ApiError> refused = place_images(r, rendered, *job)) {
+      return send_error(res, *refused);
     }
     o.end_tokens = chat.end_tokens();
     o.stop = chat.end_texts();

@@ -87,7 +87,8 @@ bool EngineWorker::start(Running& r) {
   }
   std::vector<bool> busy(engine_.settings().slots, false);
   for (const auto& other : running_) busy[other->slot] = true;
-  const PrefixCache::Choice choice = cache_.choose(job.prompt, busy);
+  // With images the keyed prompt: a slot's prefix is shared through an image only when it held the same bytes.
+  const PrefixCache::Choice choice = cache_.choose(job.cache_key.empty() ? job.prompt : job.cache_key, busy);
   r.slot = choice.slot;
   try {
     // A request's own PCIe share applies while it runs alone or beside others that set none.
@@ -166,7 +167,7 @@ void EngineWorker::finish(Running& r) {
   if (r.completion) {
     r.out.result = r.completion->result();
     // The slot holds the prompt and the reply tokens fed back: the next request may reuse them.
-    std::vector<TokenId> held = job.prompt;
+    std::vector<TokenId> held = job.cache_key.empty() ? job.prompt : job.cache_key;
     held.insert(held.end(), r.out.result.generated_ids.begin(), r.out.result.generated_ids.end());
     held.resize(std::min<size_t>(held.size(), engine_.position(r.slot)));
     cache_.record(r.slot, std::move(held));
@@ -183,6 +184,9 @@ void EngineWorker::finish(Running& r) {
     stats.draft_windows = r.out.result.draft.windows;
     stats.drafted_tokens = r.out.result.draft.drafted;
     stats.accepted_tokens = r.out.result.draft.accepted;
+    stats.images = job.image_rows.size();
+    stats.image_tokens = job.image_tokens;
+    stats.image_seconds = job.image_seconds;
     const int64_t ttft = job.first_token_ns.load();
     stats.ttft_seconds = ttft >= 0 ? static_cast<double>(ttft) * 1e-9 : -1.0;
     metrics_.record(stats);

@@ -102,6 +102,9 @@ void ServerMetrics::record(const CompletionStats& s) {
   draft_windows_ += s.draft_windows;
   drafted_tokens_ += s.drafted_tokens;
   accepted_tokens_ += s.accepted_tokens;
+  images_ += s.images;
+  image_tokens_ += s.image_tokens;
+  image_seconds_ += s.image_seconds;
   last_prompt_rate_ = rate(s.prompt_tokens - std::min(s.cached_tokens, s.prompt_tokens), s.prompt_seconds);
   last_decode_rate_ = rate(s.decode_tokens, s.decode_seconds);
   if (s.ttft_seconds >= 0) {
@@ -129,6 +132,12 @@ std::string ServerMetrics::prometheus(const ServeGauges& g) const {
   sample(out, "strata_prompt_tokens_total", static_cast<double>(prompt_tokens_));
   family(out, "strata_prompt_cached_tokens_total", "counter", "Prompt tokens reused from a slot's KV, not fed again.");
   sample(out, "strata_prompt_cached_tokens_total", static_cast<double>(cached_tokens_));
+  family(out, "strata_images_total", "counter", "Images in completions' prompts (image_url parts).");
+  sample(out, "strata_images_total", static_cast<double>(images_));
+  family(out, "strata_image_tokens_total", "counter", "Prompt tokens that images stand for (part of the prompt tokens).");
+  sample(out, "strata_image_tokens_total", static_cast<double>(image_tokens_));
+  family(out, "strata_image_encode_seconds_total", "counter", "Seconds the vision projector spent on images.");
+  sample(out, "strata_image_encode_seconds_total", image_seconds_);
   family(out, "strata_generated_tokens_total", "counter", "Tokens generated.");
   sample(out, "strata_generated_tokens_total", static_cast<double>(generated_tokens_));
   family(out, "strata_speculative_drafted_tokens_total", "counter",

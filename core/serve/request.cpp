@@ -8,6 +8,10 @@
 #include <limits>
 #include <span>
 
+#include "strata/error.hpp"
+#include "strata/prompt_images.hpp"
+#include "strata/vision.hpp"
+
 namespace strata::serve {
 namespace {
 
@@ -131,8 +135,36 @@ std::optional<int64_t> get_integer(const json& root, const char* name, int64_t m
   return x;
 }
 
-// A message's content as one string: a string, or an array of {"type": "text", "text": ...} parts joined.
-json normalized_content(const json& content, const std::string& param) {
+// One image_url part's bytes: {"url": "data:..."} (OpenAI's form; "detail" is taken and has no effect) or the
+// URL as a string. Only data URLs: the server fetches nothing.
+ImagePart image_part(const json& part, const std::string& param) {
+  const json& value = field(part, "image_url");
+  std::string url;
+  std::string url_param = param + ".image_url";
+  if (value.is_string()) {
+    url = value.get<std::string>();
+  } else if (value.is_object()) {
+    url_param += ".url";
+    const json& u = field(value, "url");
+    if (!u.is_string()) wrong_type(url_param, "a string (a data URL)", u);
+    url = u.get<std::string>();
+    const json& detail = field(value, "detail");
+    if (!detail.is_null() && (!detail.is_string() || (detail != "auto" && detail != "low" && detail != "high"))) {
+      reject("'" + param + ".image_url.detail' must be auto, low or high", param + ".image_url.detail");
+    }
+  } else {
+    wrong_type(url_param, "an object {\"url\": \"data:...\"}", value);
+  }
+  try {
+    return ImagePart{vision::decode_data_url(url, "'" + url_param + "'"), url_param};
+  } catch (const Error& e) {
+    reject(e.what(), url_param, "invalid_image_url");
+  }
+}
+
+// A message's content as one string: a string, or an array of parts, text joined and each image_url part as
+// kMediaMarker (its bytes appended to `images`, in order).
+json normalized_content(const json& content, const std::string& param, std::vector<ImagePart>& images) {
   if (content.is_null() || content.is_string()) return content;
   if (!content.is_array()) wrong_type(param, "a string or an array of content parts", content);
   std::string text;
@@ -142,12 +174,22 @@ json normalized_content(const json& content, const std::string& param) {
     if (!part.is_object()) wrong_type(part_param, "an object", part);
     const json& type = field(part, "type");
     if (!type.is_string()) wrong_type(part_param + ".type", "a string", type);
+    if (type.get<std::string>() == "image_url") {
+      images.push_back(image_part(part, part_param));
+      text += kMediaMarker;
+      continue;
+    }
     if (type.get<std::string>() != "text") {
-      reject("content parts of type '" + type.get<std::string>() + "' are not supported (only 'text')",
+      reject("content parts of type '" + type.get<std::string>() + "' are not supported (only 'text' and 'image_url')",
              part_param + ".type", "unsupported_content");
     }
     const json& t = field(part, "text");
     if (!t.is_string()) wrong_type(part_param + ".text", "a string", t);
+    if (t.get<std::string>().find(kMediaMarker) != std::string::npos) {
+      reject("'" + part_param + ".text' holds " + std::string(kMediaMarker) +
+                 ", which marks where an image goes; send images as image_url parts",
+             part_param + ".text", "invalid_value");
+    }
     text += t.get<std::string>();
   }
   return text;
@@ -176,7 +218,7 @@ json normalized_tool_calls(const json& calls, const std::string& param) {
   return out;
 }
 
-json parse_messages(const json& root) {
+json parse_messages(const json& root, std::vector<ImagePart>& images) {
   const json& messages = field(root, "messages");
   if (messages.is_null()) reject("'messages' is required", "messages", "missing_required_parameter");
   if (!messages.is_array()) wrong_type("messages", "an array", messages);
@@ -193,7 +235,7 @@ json parse_messages(const json& root) {
       reject("'" + p + ".role' must be one of system, developer, user, assistant, tool; not '" + r + "'",
              p + ".role");
     }
-    m["content"] = normalized_content(field(m, "content"), p + ".content");
+    m["content"] = normalized_content(field(m, "content"), p + ".content", images);
     if (m["content"].is_null() && r != "assistant") {
       reject("'" + p + ".content' is required for a " + r + " message", p + ".content",
              "missing_required_parameter");
@@ -437,7 +479,7 @@ CompletionRequest parse_completion(Endpoint endpoint, std::string_view body, std
   check_model(root, served_model);
   // The required field first: a prompt sent to the chat route (or messages to completions) is missing its own.
   if (endpoint == Endpoint::ChatCompletions) {
-    r.messages = parse_messages(root);
+    r.messages = parse_messages(root, r.images);
   } else {
     r.prompt = parse_prompt(root);
   }
@@ -524,7 +566,8 @@ Parsed<TemplateRequest> parse_template_request(std::string_view body) {
   return guarded<TemplateRequest>([&] {
     const json root = parse_object(body);
     TemplateRequest r;
-    r.messages = parse_messages(root);
+    std::vector<ImagePart> images;  // the rendered text shows where each goes (its marker)
+    r.messages = parse_messages(root, images);
     r.tools = parse_tools(root);
     r.add_generation_prompt = get_bool(root, "add_generation_prompt").value_or(true);
     return r;

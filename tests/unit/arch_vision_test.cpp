@@ -204,11 +204,18 @@ TEST(ArchVision, CompleteFeedsAPromptImage) {
   auto e = strata::test::open_engine(text_model(), "reference", s);
   const strata::CompletionResult r = strata::complete(*e, 0, ids, 0, o, [](const strata::GeneratedToken&) { return true; });
   EXPECT_EQ(r.generated_ids, j.at("greedy").at("generated").get<std::vector<TokenId>>());
-  // A second completion on the same slot reuses nothing from the image on (the image is fed again whole).
-  const strata::CompletionResult again =
+  // A second completion on the same slot whose reuse ends inside the image (a caller's keyed prompts part there)
+  // is cut back to the image's start: the image is fed again whole.
+  const strata::CompletionResult inside =
+      strata::complete(*e, 0, ids, image.at + 5, o, [](const strata::GeneratedToken&) { return true; });
+  EXPECT_EQ(inside.reused_tokens, image.at);
+  EXPECT_EQ(inside.generated_ids, r.generated_ids);
+  // One that holds the whole image (the same image's bytes: the keyed prompts agree) feeds only the last token,
+  // and the M-RoPE positions after the image stay those of the first run.
+  const strata::CompletionResult held =
       strata::complete(*e, 0, ids, ids.size(), o, [](const strata::GeneratedToken&) { return true; });
-  EXPECT_EQ(again.reused_tokens, image.at);
-  EXPECT_EQ(again.generated_ids, r.generated_ids);
+  EXPECT_EQ(held.reused_tokens, ids.size() - 1);
+  EXPECT_EQ(held.generated_ids, r.generated_ids);
 }
 
 // End to end: the PNG through Strata's projector (core/src/vision), its rows through the text model: llama.cpp's

@@ -127,7 +127,15 @@ TEST(ServeRequest, WrongTypesName400WithTheParam) {
       {R"({"messages": [{"role": "user", "content": 5}]})", "messages[0].content"},
       {R"({"messages": [{"role": "user"}]})", "messages[0].content"},
       {R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]})",
+       "messages[0].content[0].image_url.url"},
+      {R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": 5}]}]})",
+       "messages[0].content[0].image_url"},
+      {R"({"messages": [{"role": "user", "content": [{"type": "input_audio", "input_audio": {}}]}]})",
        "messages[0].content[0].type"},
+      {R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:,x", "detail": "max"}}]}]})",
+       "messages[0].content[0].image_url.detail"},
+      {R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "a <__media__> b"}]}]})",
+       "messages[0].content[0].text"},
       {R"({"messages": [{"role": "user", "content": "x"}], "temperature": "hot"})", "temperature"},
       {R"({"messages": [{"role": "user", "content": "x"}], "temperature": 3})", "temperature"},
       {R"({"messages": [{"role": "user", "content": "x"}], "top_p": -0.1})", "top_p"},
@@ -152,6 +160,33 @@ TEST(ServeRequest, WrongTypesName400WithTheParam) {
     EXPECT_EQ(e.param, c.param) << c.body << ": " << e.message;
     EXPECT_FALSE(e.message.empty());
   }
+}
+
+// image_url parts: their data URLs' bytes in order, each part a marker in the content; anything but a data URL is
+// a 400 naming the url (the server fetches nothing).
+TEST(ServeRequest, ImageUrlPartsBecomeMarkersAndBytes) {
+  const CompletionRequest r = chat_ok(R"({"messages": [
+      {"role": "user", "content": [{"type": "text", "text": "Compare "},
+                                   {"type": "image_url", "image_url": {"url": "data:image/png;base64,aGVsbG8=", "detail": "low"}},
+                                   {"type": "text", "text": " with "},
+                                   {"type": "image_url", "image_url": "data:image/jpeg;base64,d29ybGQ="}]}]})");
+  EXPECT_EQ(r.messages[0]["content"], "Compare <__media__> with <__media__>");
+  ASSERT_EQ(r.images.size(), 2u);
+  EXPECT_EQ(std::string(r.images[0].bytes.begin(), r.images[0].bytes.end()), "hello");
+  EXPECT_EQ(std::string(r.images[1].bytes.begin(), r.images[1].bytes.end()), "world");
+  EXPECT_EQ(r.images[0].param, "messages[0].content[1].image_url.url");
+  EXPECT_EQ(r.images[1].param, "messages[0].content[3].image_url");
+  for (const char* url : {"https://example.com/cat.png", "http://x/y.jpg", "cat.png", "data:image/png;base64,a*b="}) {
+    const std::string body = std::string(R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": ")") +
+                             url + R"("}}]}]})";
+    const ApiError e = chat_rejected(body);
+    EXPECT_EQ(e.status, 400) << url;
+    EXPECT_EQ(e.code, "invalid_image_url") << url;
+    EXPECT_EQ(e.param, "messages[0].content[0].image_url.url") << url;
+  }
+  EXPECT_NE(chat_rejected(R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://a/b.png"}}]}]})")
+                .message.find("fetches nothing"),
+            std::string::npos);
 }
 
 TEST(ServeRequest, PenaltiesLogitBiasAndToolChoice) {

@@ -132,6 +132,7 @@ struct Provenance {
 // from the environment or -o against the working directory).
 struct Launch {
   std::optional<std::string> model;
+  std::optional<std::string> mmproj;  // the model's vision projector (a Qwen3-VL "mmproj" GGUF), for images
   std::vector<std::string> plugin_path;
   std::string backend;
   std::vector<PluginEntry> plugins;

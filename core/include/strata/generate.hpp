@@ -93,7 +93,9 @@ struct CompletionOptions {
   // distributed the same (sampling). The draft is the caller's and must outlive the completion.
   Draft* draft = nullptr;
   uint32_t draft_n_max = 0;
-  // Images inside the prompt, ascending `at`: the slot's cached prefix is reused only up to the first one.
+  // Images inside the prompt, ascending `at`. A `reuse` that takes in images must come from comparing keyed
+  // prompts (strata/prompt_images.hpp: placeholders keyed by the image's bytes); one that ends inside an image is
+  // cut back to its start.
   std::vector<PromptImage> images;
 };
 

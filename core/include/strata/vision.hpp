@@ -39,6 +39,20 @@ Image decode_image(std::span<const uint8_t> bytes, std::string_view what);
 // Reads a file and decodes it as decode_image does.
 Image load_image(const std::string& path);
 
+// Whether `text` is a data URL ("data:...", any case).
+bool is_data_url(std::string_view text);
+// The bytes of a data URL, "data:[<media type>][;base64],<data>" (RFC 2397): base64 (standard or URL-safe
+// alphabet, whitespace skipped) or percent-encoded data. An http(s) URL is refused (nothing is fetched), as is
+// anything else that is not a data URL; the messages start with `what` (a request field, a file).
+std::vector<uint8_t> decode_data_url(std::string_view url, std::string_view what);
+// An image given as a file path or a data URL: its bytes as sent (what the server's prefix reuse keys an image on)
+// and the decoded picture.
+struct ImageSource {
+  std::vector<uint8_t> bytes;
+  Image image;
+};
+ImageSource read_image_source(const std::string& file_or_data_url, std::string_view what);
+
 // Qwen's "smart resize": the size a projector's input is resized to, both sides multiples of `align`, its area
 // within [min_pixels, max_pixels] when possible, computed in float32 as llama.cpp does.
 struct ResizeLimits {

@@ -61,6 +61,10 @@ void check_files(Builder& builder) {
     if (std::string p = path_problem(*launch.model, Expect::File); !p.empty())
       builder.error(Diagnostic::Kind::MissingFile, origin_or_default(builder, "model"), "model: " + p);
   }
+  if (launch.mmproj) {
+    if (std::string p = path_problem(*launch.mmproj, Expect::File); !p.empty())
+      builder.error(Diagnostic::Kind::MissingFile, origin_or_default(builder, "mmproj"), "mmproj: " + p);
+  }
   if (launch.speculative.model && launch.speculative.draft == DraftKind::Model) {
     if (std::string p = path_problem(*launch.speculative.model, Expect::File); !p.empty())
       builder.error(Diagnostic::Kind::MissingFile, origin_or_default(builder, "speculative.model"),

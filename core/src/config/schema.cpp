@@ -62,6 +62,10 @@ std::vector<Key> build_schema() {
   using T = Type;
   return {
       unset("model", T::Path, "the GGUF model file (required to run)", [](Launch& l) -> Field { return &l.model; }),
+      unset("mmproj", T::Path,
+            "the model's vision projector (a Qwen3-VL mmproj GGUF): images in `run --image`, serve's image_url parts "
+            "and engine requests' images",
+            [](Launch& l) -> Field { return &l.mmproj; }),
       value("plugin_path", T::PathList, "", "extra folders searched for plugins",
             [](Launch& l) -> Field { return &l.plugin_path; }),
       value("backend", T::String, "auto", "the backend plugin to run on; auto = the best-scoring enabled backend",

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "strata/error.hpp"
+#include "strata/prompt_images.hpp"
 
 namespace strata {
 namespace {
@@ -82,7 +83,12 @@ Completion::Completion(const Engine& engine, uint32_t slot, std::span<const Toke
     }
     end = im.at + n;
   }
-  if (!options.images.empty()) r_.reused_tokens = std::min(r_.reused_tokens, options.images.front().at);
+  // A reused prefix may hold whole images (the caller compared keyed_prompt()s): one that ends inside an image is
+  // cut back to the image's start, and the image is fed again whole.
+  for (const PromptImage& im : options.images) {
+    const size_t n = size_t{im.tokens.nx} * im.tokens.ny;
+    if (r_.reused_tokens > im.at && r_.reused_tokens < im.at + n) r_.reused_tokens = im.at;
+  }
   r_.stop = StopCause::MaxTokens;
 }
 
@@ -93,6 +99,7 @@ TokenId Completion::begin(Engine& engine) {
   std::span<const float> logits;
   size_t at = reused();
   for (const PromptImage& im : options_.images) {
+    if (im.at < at) continue;  // held by the reused prefix
     if (im.at > at) logits = engine.feed(slot_, std::span<const TokenId>(history_.data() + at, im.at - at));
     logits = engine.feed_image(slot_, im.tokens);
     at = im.at + size_t{im.tokens.nx} * im.tokens.ny;
@@ -262,54 +269,6 @@ std::vector<CompletionResult> complete_together(Engine& engine, std::span<const 
   return out;
 }
 
-namespace {
-
-// The prompt's ids with each image as <|vision_start|>, nx x ny placeholders (the start token's id), <|vision_end|>,
-// at its "<__media__>" marker (all at the start, after BOS, without markers); `placed` gets where each image went.
-std::vector<TokenId> encode_with_images(const Tokenizer& tok, std::string_view prompt,
-                                        std::span<const Engine::ImageTokens> images, std::vector<PromptImage>& placed) {
-  constexpr std::string_view kMarker = "<__media__>";
-  const TokenId start = tok.find("<|vision_start|>"), end = tok.find("<|vision_end|>");
-  if (start == kNoToken || end == kNoToken) {
-    throw Error("images need <|vision_start|> and <|vision_end|> in the vocabulary (a Qwen3-VL model); this one has "
-                "no such tokens");
-  }
-  std::vector<std::string_view> pieces;
-  for (size_t from = 0;;) {
-    const size_t m = prompt.find(kMarker, from);
-    pieces.push_back(prompt.substr(from, m == std::string_view::npos ? std::string_view::npos : m - from));
-    if (m == std::string_view::npos) break;
-    from = m + kMarker.size();
-  }
-  const bool marked = pieces.size() > 1;
-  if (marked && pieces.size() - 1 != images.size()) {
-    throw Error("the prompt has " + std::to_string(pieces.size() - 1) + " " + std::string(kMarker) + " markers and " +
-                std::to_string(images.size()) + " images; give one image per marker (or no markers: images first)");
-  }
-  if (!marked) pieces.insert(pieces.begin(), std::string_view());
-  std::vector<TokenId> ids;
-  if (tok.add_bos() && tok.bos() != kNoToken) ids.push_back(tok.bos());
-  EncodeOptions text;
-  text.add_bos = false;
-  text.add_eos = false;
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    if (i > 0) {
-      const Engine::ImageTokens& im = images[i - 1];
-      ids.push_back(start);
-      placed.push_back(PromptImage{ids.size(), im});
-      ids.insert(ids.end(), size_t{im.nx} * im.ny, start);
-      ids.push_back(end);
-    }
-    if (!pieces[i].empty()) {
-      const std::vector<TokenId> t = tok.encode(pieces[i], text);
-      ids.insert(ids.end(), t.begin(), t.end());
-    }
-  }
-  return ids;
-}
-
-}  // namespace
-
 GenerateResult generate(Engine& engine, uint32_t slot, std::string_view prompt, const GenerateOptions& options,
                         const std::function<void(std::string_view)>& on_text) {
   const Tokenizer& tok = engine.model().tokenizer();
@@ -320,7 +279,12 @@ GenerateResult generate(Engine& engine, uint32_t slot, std::string_view prompt, 
   if (options.images.empty()) {
     r.prompt_ids = tok.encode(prompt, enc);
   } else {
-    r.prompt_ids = encode_with_images(tok, prompt, options.images, images);
+    r.prompt_ids = encode_with_images(tok, prompt, options.images, [&](std::string_view piece, bool first) {
+      EncodeOptions text;
+      text.add_bos = first;
+      text.add_eos = false;
+      return tok.encode(piece, text);
+    }, images);
   }
   if (r.prompt_ids.empty()) throw Error("the prompt encodes to no tokens and the vocabulary adds no BOS");
   const bool starts_with_bos = tok.bos() != kNoToken && r.prompt_ids.front() == tok.bos();

@@ -23,6 +23,8 @@ class ChatPrompt {
   std::string render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                      bool add_generation_prompt) const;
   std::vector<TokenId> encode(std::string_view text) const;
+  // A piece of the rendered text between images: the first as encode() does, the others without a BOS.
+  std::vector<TokenId> encode_piece(std::string_view text, bool first) const;
 
   // EOS and the end-of-turn tokens the vocabulary has (<|im_end|>, <|eot_id|>, <|end|>, ...).
   const std::vector<TokenId>& end_tokens() const { return end_tokens_; }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "strata/generate.hpp"
+#include "strata/vision.hpp"
 #include "strata/serve/api_error.hpp"
 #include "strata/serve/peer_watch.hpp"
 
@@ -46,7 +47,13 @@ class ReplyChannel {
 
 struct Job {
   std::vector<TokenId> prompt;  // rendered and encoded, BOS first where the vocabulary has one
-  CompletionOptions options;
+  CompletionOptions options;    // its images' rows point into image_rows
+  // Images: the projector's rows, the prompt keyed by each image's bytes (what the prefix cache compares; empty
+  // without images: the prompt is its own key), and the projector's time.
+  std::vector<vision::Embeddings> image_rows;
+  std::vector<TokenId> cache_key;
+  size_t image_tokens = 0;
+  double image_seconds = 0.0;
   std::optional<double> pcie_frac;  // the engine's request option (hybrid path)
   std::chrono::steady_clock::time_point arrival, deadline;
   PeerWatch peer;

@@ -27,6 +27,9 @@ struct CompletionStats {
   double ttft_seconds = -1.0;   // from the request's arrival to its first token; < 0: none was generated
   // Speculative decoding: verify windows with drafts, tokens drafted, of them accepted.
   size_t draft_windows = 0, drafted_tokens = 0, accepted_tokens = 0;
+  // Images (image_url parts): how many, their tokens (part of prompt_tokens) and the projector's time on them.
+  size_t images = 0, image_tokens = 0;
+  double image_seconds = 0.0;
 };
 
 // What the caller knows at the time of a scrape.
@@ -65,6 +68,8 @@ class ServerMetrics {
   uint64_t completions_ = 0;
   uint64_t prompt_tokens_ = 0, cached_tokens_ = 0, generated_tokens_ = 0;
   uint64_t draft_windows_ = 0, drafted_tokens_ = 0, accepted_tokens_ = 0;
+  uint64_t images_ = 0, image_tokens_ = 0;
+  double image_seconds_ = 0.0;
   double last_prompt_rate_ = 0.0, last_decode_rate_ = 0.0, last_ttft_ = 0.0;
   std::array<uint64_t, kTtftBuckets.size()> ttft_counts_{};  // per bucket, not cumulative
   uint64_t ttft_count_ = 0;

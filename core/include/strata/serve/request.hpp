@@ -26,11 +26,19 @@ enum class Endpoint {
 // exists: nothing could make the model call a tool.
 enum class ToolChoice { Auto, None };
 
+// An image_url content part: the image's bytes (from its data URL) and the field that sent it, for messages.
+struct ImagePart {
+  std::vector<uint8_t> bytes;
+  std::string param;  // "messages[1].content[0].image_url.url"
+};
+
 struct CompletionRequest {
   Endpoint endpoint = Endpoint::ChatCompletions;
-  // Chat: the messages, each with its role and its content as one string (text parts joined) or null, tool
-  // calls' string arguments parsed into objects (chat templates index them); other fields as sent.
+  // Chat: the messages, each with its role and its content as one string (text parts joined, each image_url part
+  // as "<__media__>") or null, tool calls' string arguments parsed into objects (chat templates index them); other
+  // fields as sent.
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  std::vector<ImagePart> images;  // the image_url parts, in the order of their markers
   nlohmann::ordered_json tools;  // the tools array, or null
   ToolChoice tool_choice = ToolChoice::Auto;
   bool parallel_tool_calls = true;  // false: the reply's first tool call only

@@ -15,6 +15,7 @@
 #include "strata/model.hpp"
 #include "strata/sampling.hpp"
 #include "strata/speculative.hpp"
+#include "strata/vision.hpp"
 #include "strata/serve/job_runner.hpp"
 #include "strata/serve/metrics.hpp"
 
@@ -37,6 +38,9 @@ struct ServerOptions {
   uint32_t draft_n_max = 0;
   uint32_t draft_n_limit = 0;
   bool draft_in_lanes = false;  // the elastic desk: its engines decode with the launch's draft themselves
+  // The vision projector (mmproj) that turns image_url parts into rows, not owned; null: images are refused.
+  const vision::Projector* projector = nullptr;
+  std::string no_images_reason;  // without a projector: why images are refused (empty: no mmproj was given)
 };
 
 // The launch's serve and sampling sections; the model's name is its file name without .gguf.
