@@ -18,11 +18,15 @@
 #include "commands.hpp"
 #include "launch_options.hpp"
 #include "line_inbox.hpp"
+#include "projector_launch.hpp"
 #include "strata/speculative.hpp"
 #include "strata/engine.hpp"
 #include "strata/engine_protocol.hpp"
 #include "strata/error.hpp"
 #include "strata/prefix_cache.hpp"
+#include "strata/prompt_images.hpp"
+#include "strata/sha256.hpp"
+#include "strata/vision.hpp"
 #include "strata/sampling.hpp"
 
 namespace strata::cli {
@@ -83,22 +87,50 @@ std::string answer_control(Engine& engine, Session& session, const std::string& 
   return "CTL ERR internal: an unknown control";
 }
 
-void run_request(Engine& engine, Session& session, LineInbox& inbox, const protocol::EngineRequest& r) {
+void run_request(Engine& engine, Session& session, LineInbox& inbox, const protocol::EngineRequest& r,
+                 const vision::Projector* projector) {
   const Tokenizer& tok = engine.model().tokenizer();
   std::vector<TokenId> prompt = r.prompt_ids;
   CompletionOptions options = r.options;
+  // Images: each through the projector (kept until the request ends), placed at the prompt's -1 marks or
+  // <__media__> markers (first without markers), and the prompt keyed by their bytes for the slot's reuse.
+  if (!r.images.empty() && projector == nullptr) {
+    throw Error("\"images\": this engine has no vision projector; start it with --mmproj FILE (or mmproj: in the "
+                "launch), the model's mmproj GGUF");
+  }
+  std::vector<vision::Embeddings> rows;
+  std::vector<Engine::ImageTokens> images;
+  std::vector<Sha256Digest> digests;
+  for (size_t k = 0; k < r.images.size(); ++k) {
+    const vision::ImageSource source = vision::read_image_source(r.images[k], "\"images\"[" + std::to_string(k) + "]");
+    rows.push_back(projector->encode(source.image));
+    digests.push_back(sha256(source.bytes));
+  }
+  for (const vision::Embeddings& e : rows) images.push_back(Engine::ImageTokens{e.rows, e.nx, e.ny, e.n_pos});
   if (r.prompt) {
     // As `strata run` encodes a prompt (the vocabulary's BOS and dummy-prefix space), so the ids are run's.
     EncodeOptions enc;
     enc.add_eos = false;
-    prompt = tok.encode(*r.prompt, enc);
+    if (images.empty()) {
+      prompt = tok.encode(*r.prompt, enc);
+    } else {
+      prompt = encode_with_images(tok, *r.prompt, images, [&](std::string_view piece, bool first) {
+        EncodeOptions e = enc;
+        e.add_bos = first;
+        return tok.encode(piece, e);
+      }, options.images);
+    }
     if (prompt.empty()) throw Error("the prompt encodes to no tokens and the vocabulary adds no BOS");
     const bool bos_only = prompt.size() == 1 && tok.bos() != kNoToken && prompt.front() == tok.bos();
     options.strip_leading_space = bos_only && tok.add_space_prefix();
+  } else if (!images.empty()) {
+    prompt = expand_image_marks(tok, r.prompt_ids, images, options.images);
   }
+  const std::vector<TokenId> key = images.empty() ? prompt : keyed_prompt(prompt, options.images, digests);
   const json id = json::parse(r.id);
-  // The longest common prefix with what the slot holds is not fed again (complete() caps it at the slot's length).
-  const size_t reuse = common_prefix(prompt, session.held);
+  // The longest common prefix with what the slot holds is not fed again (complete() caps it at the slot's length);
+  // with images, of the keyed prompt: an image is reused only when the slot held the same bytes.
+  const size_t reuse = common_prefix(key, session.held);
   session.held.clear();  // until this request has ended well, the slot's contents are not known
   session.running = true;
   session.cancel = false;
@@ -122,6 +154,7 @@ void run_request(Engine& engine, Session& session, LineInbox& inbox, const proto
                  {"done", true},
                  {"finish_reason", std::string(finish_reason(result.stop))},
                  {"prompt_tokens", prompt.size()},
+                 {"images", r.images.size()},
                  {"reused_tokens", result.reused_tokens},
                  {"generated_ids", result.generated_ids},
                  {"text", result.text},
@@ -129,7 +162,7 @@ void run_request(Engine& engine, Session& session, LineInbox& inbox, const proto
                  {"decode_seconds", result.decode_seconds},
                  {"drafted", result.draft.drafted},
                  {"accepted", result.draft.accepted}}));
-  session.held = prompt;
+  session.held = key;
   session.held.insert(session.held.end(), result.generated_ids.begin(), result.generated_ids.end());
 }
 
@@ -140,7 +173,8 @@ int cmd_engine(const Args& args) {
               "[--config FILE] [--model FILE] [-o KEY=VALUE ...] [--peer-link FILE [--peer-link-role 0|1]]",
               "An engine process driven over stdin and stdout, one line each way at a time:\n"
               "  a request, one JSON object: {\"id\": 1, \"prompt\": \"Once upon a time\", \"max_tokens\": 32}\n"
-              "    (or \"prompt_ids\": [...]; optional temperature, top_k, top_p, min_p, frequency_penalty and\n"
+              "    (or \"prompt_ids\": [...]; \"images\": [FILE or data URL, ...] with --mmproj, each at the\n"
+              "    prompt's <__media__> marker (first without one) or at a -1 in prompt_ids; optional temperature, top_k, top_p, min_p, frequency_penalty and\n"
               "    presence_penalty (-2 to 2, OpenAI's, over the reply's tokens), logit_bias ({\"token id\": bias},\n"
               "    -100 to 100), seed, stop, stream, and end_tokens: ids that end the reply besides the vocabulary's\n"
               "    EOS),\n"
@@ -156,6 +190,9 @@ int cmd_engine(const Args& args) {
   launch_options.declare(p);
   std::string model;
   p.option("-m|--model", "FILE", "the GGUF model (overrides the launch's model)", &model);
+  std::string mmproj;
+  p.option("--mmproj", "FILE", "the model's vision projector (mmproj GGUF), for requests' images (overrides the launch's "
+           "mmproj)", &mmproj);
   std::string link_file, link_role;
   p.option("--peer-link", "FILE", "the peer link's file (on /dev/shm), shared with the other engine of the pair "
            "(plugins.peerlink: enabled, file)", &link_file);
@@ -169,6 +206,7 @@ int cmd_engine(const Args& args) {
   }
   LaunchContext ctx = launch_options.resolve(false);
   if (p.given("--model")) ctx.launch.model = std::filesystem::absolute(model).string();
+  if (p.given("--mmproj")) ctx.launch.mmproj = std::filesystem::absolute(mmproj).string();
   if (p.given("--peer-link")) {
     // As plugins: peerlink: {enabled: true, file: FILE, role: N} would (the flags win over the launch's section).
     config::PluginEntry* entry = nullptr;
@@ -185,6 +223,7 @@ int cmd_engine(const Args& args) {
     if (p.given("--peer-link-role") || !has_role) entry->options.emplace_back("role", link_role.empty() ? "0" : link_role);
   }
   std::unique_ptr<Engine> engine = Engine::from_launch(ctx.launch);
+  const std::unique_ptr<vision::Projector> projector = load_projector(ctx.launch.mmproj, engine->model());
   CompletionOptions defaults;
   defaults.max_tokens = ctx.launch.sampling.n_predict;
   defaults.sampling = sampling_from(ctx.launch.sampling);
@@ -218,7 +257,7 @@ int cmd_engine(const Args& args) {
       continue;
     }
     try {
-      run_request(*engine, session, inbox, *parsed.request);
+      run_request(*engine, session, inbox, *parsed.request, projector.get());
     } catch (const Error& e) {
       // The engine stays: a request that does not fit the context, say, fails alone.
       emit(dump(json{{"id", json::parse(parsed.request->id)}, {"error", e.what()}}));

@@ -45,7 +45,8 @@ std::string control_name(const ControlLine& c);
 struct EngineRequest {
   std::string id;                    // the request's id as JSON text ("7", "\"a\"")
   std::optional<std::string> prompt;  // text: BOS and the dummy-prefix space added, as `strata run`
-  std::vector<TokenId> prompt_ids;   // or ids, as fed
+  std::vector<TokenId> prompt_ids;   // or ids, as fed; -1 (kImageMark) marks where image k goes
+  std::vector<std::string> images;   // files or data URLs (a Qwen3-VL model with its mmproj), in prompt order
   CompletionOptions options;
   bool stream = true;                // a line per token
 };

@@ -119,11 +119,21 @@ ParsedRequest parse_engine_request(std::string_view line, const CompletionOption
     } else if (key == "prompt_ids") {
       if (!value.is_array() || value.empty()) return fail("\"prompt_ids\" must be a non-empty array of token ids");
       for (const json& id : value) {
-        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= n_vocab) {
+        if (!id.is_number_integer() || id.get<int64_t>() < -1 || id.get<int64_t>() >= n_vocab) {
           return fail("\"prompt_ids\" holds " + id.dump() + ", not a token id of this vocabulary (0 to " +
-                      std::to_string(n_vocab - 1) + ")");
+                      std::to_string(n_vocab - 1) + ") nor -1 (where an image of \"images\" goes)");
         }
         r.prompt_ids.push_back(static_cast<TokenId>(id.get<int64_t>()));
+      }
+    } else if (key == "images") {
+      if (!value.is_array() || value.empty()) {
+        return fail("\"images\" must be a non-empty array of image files or data URLs");
+      }
+      for (const json& im : value) {
+        if (!im.is_string() || im.get<std::string>().empty()) {
+          return fail("\"images\" holds " + im.dump().substr(0, 40) + ", not an image file or a data URL");
+        }
+        r.images.push_back(im.get<std::string>());
       }
     } else if (key == "max_tokens") {
       if (!value.is_number_integer() || value.get<int64_t>() < -1 || value.get<int64_t>() > (1 << 30)) {
@@ -194,11 +204,18 @@ ParsedRequest parse_engine_request(std::string_view line, const CompletionOption
       r.stream = value.get<bool>();
     } else {
       return fail("unknown field \"" + key.substr(0, 40) +
-                  "\"; a request has id, prompt or prompt_ids, max_tokens, temperature, top_k, top_p, min_p, "
+                  "\"; a request has id, prompt or prompt_ids, images, max_tokens, temperature, top_k, top_p, min_p, "
                   "frequency_penalty, presence_penalty, logit_bias, seed, stop, end_tokens, stream");
     }
   }
   if (r.prompt.has_value() == !r.prompt_ids.empty()) return fail("a request has exactly one of \"prompt\" and \"prompt_ids\"");
+  if (!r.prompt_ids.empty()) {
+    const auto marks = static_cast<size_t>(std::count(r.prompt_ids.begin(), r.prompt_ids.end(), TokenId{-1}));
+    if (marks != r.images.size()) {
+      return fail("\"prompt_ids\" holds " + std::to_string(marks) + " image marks (-1) and \"images\" " +
+                  std::to_string(r.images.size()) + " images: give one image per mark");
+    }
+  }
   out.request = std::move(r);
   return out;
 }
