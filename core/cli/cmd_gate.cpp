@@ -10,6 +10,7 @@
 #include "args.hpp"
 #include "commands.hpp"
 #include "launch_options.hpp"
+#include "projector_launch.hpp"
 #include "shipped_config.hpp"
 #include "strata/engine.hpp"
 #include "strata/gate.hpp"
@@ -92,7 +93,7 @@ int cmd_gate(const Args& args) {
   if (check) saved = gate::read_record(check_file);
   std::vector<gate::Prompt> prompts;
   if (saved) {
-    for (const gate::Case& c : saved->cases) prompts.push_back({c.name, c.text});
+    for (const gate::Case& c : saved->cases) prompts.push_back({c.name, c.text, c.images});
   } else {
     prompts = p.given("--prompts") ? gate::read_prompts(prompts_file) : gate::builtin_prompts();
   }
@@ -120,6 +121,9 @@ int cmd_gate(const Args& args) {
 
   std::unique_ptr<Engine> engine = Engine::from_launch(launch);
   const Tokenizer& tok = engine->model().tokenizer();
+  // mmproj: the built-in set gains its image prompt, and prompts with images run through the projector.
+  const std::unique_ptr<vision::Projector> projector = load_projector(launch.mmproj, engine->model());
+  if (!saved && !p.given("--prompts") && projector) prompts = gate::builtin_prompts(true);
   gate::Record now;
   now.strata_version = STRATA_VERSION;
   now.n_predict = n;
@@ -131,7 +135,7 @@ int cmd_gate(const Args& args) {
 
   if (!saved) {
     for (const gate::Prompt& prompt : prompts) {
-      now.cases.push_back(gate::run_case(*engine, prompt, n));
+      now.cases.push_back(gate::run_case(*engine, prompt, n, 0, projector.get()));
       const gate::Case& c = now.cases.back();
       const std::string cut = c.cut_from > 0 ? " (cut from " + std::to_string(c.cut_from) + " to fit)" : "";
       std::printf("%s: %zu prompt ids%s, %zu ids (stop %s)\n", c.name.c_str(), c.prompt_ids.size(), cut.c_str(),
@@ -176,7 +180,8 @@ int cmd_gate(const Args& args) {
   }
   size_t passed = 0;
   for (const gate::Case& s : saved->cases) {
-    const gate::Case c = gate::run_case(*engine, {s.name, s.text}, n, s.cut_from > 0 ? s.prompt_ids.size() : 0);
+    const gate::Case c =
+        gate::run_case(*engine, {s.name, s.text, s.images}, n, s.cut_from > 0 ? s.prompt_ids.size() : 0, projector.get());
     const gate::Verdict v = gate::compare_case(s, c, static_cast<size_t>(n));
     if (v.kind == gate::Verdict::Kind::Pass) ++passed;
     std::printf("%s: %s\n", s.name.c_str(), gate::verdict_text(v, s, c, tok).c_str());

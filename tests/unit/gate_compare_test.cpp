@@ -45,6 +45,23 @@ TEST(GateCompare, NamesTheFirstDivergingId) {
   EXPECT_EQ(v.now, 9);
 }
 
+// Equal prompt ids with other image bytes: the image is named, before any generated id is compared.
+TEST(GateCompare, AnImageWithOtherBytesFails) {
+  gate::Case a = make_case({1, 2, 3}, {4, 5});
+  a.images = {"cat.png"};
+  a.image_sha256 = {std::string(64, 'a')};
+  gate::Case b = a;
+  b.image_sha256 = {std::string(64, 'b')};
+  const gate::Verdict v = gate::compare_case(a, b, 2);
+  EXPECT_EQ(v.kind, gate::Verdict::Kind::ImageDiffers);
+  EXPECT_EQ(v.position, 0u);
+  EXPECT_EQ(gate::compare_case(a, a, 2).kind, gate::Verdict::Kind::Pass);
+  gate::Case none = a;
+  none.images.clear();
+  none.image_sha256.clear();
+  EXPECT_EQ(gate::compare_case(a, none, 2).kind, gate::Verdict::Kind::ImageDiffers);
+}
+
 TEST(GateCompare, PromptIdsAreComparedFirst) {
   const gate::Verdict v = gate::compare_case(make_case({1, 2, 3}, {4}), make_case({1, 7, 3}, {5}), 1);
   EXPECT_EQ(v.kind, gate::Verdict::Kind::PromptDiffers);

@@ -172,6 +172,50 @@ TEST(GatePrompts, BuiltInSetHasChatCodeMathAndLong) {
   EXPECT_GT(p[3].text.size(), 30000u) << "the long prompt outgrows a 4096-token context under any vocabulary";
 }
 
+// A case with images keeps their sources and digests; the reader wants both lists, equally long, digests in hex.
+TEST(GateRecord, ImagesRoundTripAndAreCheckedStrictly) {
+  gate::Record r = sample_record();
+  r.cases[0].images = {"builtin:gate-picture"};
+  r.cases[0].image_sha256 = {std::string(64, 'a')};
+  const gate::Record back = gate::parse_record(gate::to_json(r), "ref.json");
+  EXPECT_EQ(back.cases[0].images, r.cases[0].images);
+  EXPECT_EQ(back.cases[0].image_sha256, r.cases[0].image_sha256);
+  EXPECT_TRUE(back.cases[1].images.empty());
+  Json j = Json::parse(gate::to_json(r));
+  Json no_hash = j;
+  no_hash["prompts"][0].erase("image_sha256");
+  EXPECT_NE(parse_error(no_hash.dump()).find("missing key prompts[0].image_sha256"), std::string::npos) << parse_error(no_hash.dump());
+  Json bad_hash = j;
+  bad_hash["prompts"][0]["image_sha256"][0] = "xyz";
+  EXPECT_NE(parse_error(bad_hash.dump()).find("not 64 lowercase hex digits"), std::string::npos);
+  Json two = j;
+  two["prompts"][0]["images"].push_back("b.png");
+  EXPECT_NE(parse_error(two.dump()).find("the same non-zero number of images"), std::string::npos);
+}
+
+TEST(GatePrompts, TheImagePromptAndItsPicture) {
+  const std::vector<gate::Prompt> p = gate::builtin_prompts(true);
+  ASSERT_EQ(p.size(), 5u);
+  EXPECT_EQ(p[4].name, "image");
+  EXPECT_EQ(p[4].images, std::vector<std::string>{std::string(gate::kBuiltinImage)});
+  EXPECT_NE(p[4].text.find("<__media__>"), std::string::npos);
+  const std::vector<uint8_t> bytes = gate::builtin_image_bytes();
+  EXPECT_EQ(bytes, gate::builtin_image_bytes());  // drawn the same every time
+  EXPECT_EQ(bytes.size(), std::string("P6\n320 240\n255\n").size() + 3u * 320 * 240);
+}
+
+TEST(GatePrompts, AFileMayGiveImagesRelativeToItsFolder) {
+  const std::vector<gate::Prompt> p = gate::parse_prompts(
+      R"([{"name": "a", "text": "x <__media__>", "images": ["pics/cat.png"]},
+          {"name": "b", "text": "y", "images": ["data:image/png;base64,aGk=", "/abs/dog.jpg"]}])",
+      "p.json", "/prompts");
+  EXPECT_EQ(p[0].images, std::vector<std::string>{"/prompts/pics/cat.png"});
+  EXPECT_EQ(p[1].images, (std::vector<std::string>{"data:image/png;base64,aGk=", "/abs/dog.jpg"}));
+  EXPECT_NE(prompts_error(R"([{"name": "a", "text": "x", "images": []}])").find("not a non-empty array"), std::string::npos);
+  EXPECT_NE(prompts_error(R"([{"name": "a", "text": "x", "images": [1]}])").find("not an image file or data URL"),
+            std::string::npos);
+}
+
 TEST(GatePrompts, ReadsAFileOfNamesAndTexts) {
   const std::vector<gate::Prompt> p =
       gate::parse_prompts(R"([{"name": "a", "text": "Once upon a time"}, {"text": "x\ny", "name": "b"}])", "p.json");

@@ -17,6 +17,9 @@ namespace strata {
 
 class Engine;
 class Model;
+namespace vision {
+class Projector;
+}
 
 namespace gate {
 
@@ -28,15 +31,24 @@ inline constexpr int kDefaultTokens = 32;
 struct Prompt {
   std::string name;
   std::string text;
+  // Images (a vision model with its projector): files, data URLs or kBuiltinImage, each at the text's
+  // <__media__> marker (first without markers).
+  std::vector<std::string> images{};
 };
 
 // The built-in set: chat, code, math and long (a text longer than small contexts, cut to fit). The chat prompt
-// is plain text: Strata has no chat-template renderer yet.
-std::vector<Prompt> builtin_prompts();
+// is plain text, as `strata run` feeds a prompt. With `image` (the launch has a projector) an "image" prompt
+// follows: kBuiltinImage with a question about it.
+std::vector<Prompt> builtin_prompts(bool image = false);
 
-// A prompt file: a JSON array of objects {"name": "...", "text": "..."}; names non-empty and unique, no other
-// keys. Throws strata::Error naming the source, the entry and the fix.
-std::vector<Prompt> parse_prompts(std::string_view json, const std::string& source);
+// The built-in image: a 320 x 240 picture drawn by code (bands, a disc, a checkerboard), as binary PPM bytes.
+inline constexpr std::string_view kBuiltinImage = "builtin:gate-picture";
+std::vector<uint8_t> builtin_image_bytes();
+
+// A prompt file: a JSON array of objects {"name": "...", "text": "...", "images": [...]} ("images" optional:
+// files, relative to the prompt file's folder, or data URLs); names non-empty and unique, no other keys. Throws
+// strata::Error naming the source, the entry and the fix.
+std::vector<Prompt> parse_prompts(std::string_view json, const std::string& source, const std::string& folder = {});
 std::vector<Prompt> read_prompts(const std::string& path);
 
 // What identifies the model a gate ran on.
@@ -67,6 +79,8 @@ struct Case {
   size_t cut_from = 0;              // the text's token count when it was cut to fit the context; 0 = not cut
   std::vector<TokenId> ids;         // the generated ids, without a final end-of-text token
   std::string stop;                 // "n_predict" or "eos"
+  std::vector<std::string> images{};        // the prompt's image sources, as given
+  std::vector<std::string> image_sha256{};  // each image's bytes' SHA-256 (hex): a check re-reads the sources
 };
 
 struct Record {
@@ -84,7 +98,10 @@ struct Record {
 // (0: all) and at most runtime.context - n_predict of them, feeds them to slot 0 from an empty context, then
 // takes the argmax n_predict times (stopping early at end of text). Throws strata::Error when the context
 // leaves no room for the prompt.
-Case run_case(Engine& engine, const Prompt& prompt, int n_predict, size_t keep = 0);
+// A prompt with images needs `projector`; its image tokens are placed as `strata run --image` places them, and it
+// is never cut (too long a prompt with images is an Error).
+Case run_case(Engine& engine, const Prompt& prompt, int n_predict, size_t keep = 0,
+              const vision::Projector* projector = nullptr);
 
 // The saved file: pretty JSON, keys in a fixed order.
 std::string to_json(const Record& record);
@@ -96,9 +113,10 @@ void write_record(const Record& record, const std::string& path);
 
 // How a re-run compares with a saved case.
 struct Verdict {
-  enum class Kind { Pass, PromptDiffers, IdsDiffer };
+  enum class Kind { Pass, PromptDiffers, ImageDiffers, IdsDiffer };
   Kind kind = Kind::Pass;
-  size_t position = 0;            // the first differing index in prompt_ids (PromptDiffers) or ids (IdsDiffer)
+  size_t position = 0;            // the first differing index in prompt_ids (PromptDiffers), image_sha256
+                                  // (ImageDiffers) or ids (IdsDiffer)
   std::optional<TokenId> saved;   // the ids there; nullopt: that side ends there
   std::optional<TokenId> now;
   size_t compared = 0;            // generated ids compared (Pass)

@@ -1,5 +1,7 @@
 // The built-in prompt set of `strata gate`: one prompt each of chat, code and arithmetic, and a long text that
 // spans many prefill windows (cut to what the context holds, so it fits any launch).
+#include <cstdint>
+
 #include "strata/gate.hpp"
 
 namespace strata::gate {
@@ -75,8 +77,32 @@ std::string long_text() {
 
 }  // namespace
 
-std::vector<Prompt> builtin_prompts() {
-  return {
+std::vector<uint8_t> builtin_image_bytes() {
+  constexpr uint32_t kWidth = 320, kHeight = 240;
+  const std::string header = "P6\n" + std::to_string(kWidth) + " " + std::to_string(kHeight) + "\n255\n";
+  std::vector<uint8_t> out(header.begin(), header.end());
+  out.reserve(out.size() + 3 * kWidth * kHeight);
+  for (uint32_t y = 0; y < kHeight; ++y) {
+    for (uint32_t x = 0; x < kWidth; ++x) {
+      // A sky-to-sea gradient, a yellow disc, and a checkerboard in the lower right: edges, flat areas and
+      // colour for the projector's patches.
+      uint8_t r = static_cast<uint8_t>(40 + y / 2), g = static_cast<uint8_t>(90 + y / 3), b = static_cast<uint8_t>(200 - y / 3);
+      const int dx = static_cast<int>(x) - 90, dy = static_cast<int>(y) - 70;
+      if (dx * dx + dy * dy < 40 * 40) r = 250, g = 215, b = 40;
+      if (x >= 200 && y >= 140) {
+        const bool dark = ((x / 20) + (y / 20)) % 2 == 0;
+        r = g = b = dark ? 30 : 235;
+      }
+      out.push_back(r);
+      out.push_back(g);
+      out.push_back(b);
+    }
+  }
+  return out;
+}
+
+std::vector<Prompt> builtin_prompts(bool image) {
+  std::vector<Prompt> prompts = {
       {"chat",
        "User: I have a small balcony that gets about four hours of sun a day. Which three vegetables should I "
        "try growing there, and why?\nAssistant:"},
@@ -89,6 +115,10 @@ std::vector<Prompt> builtin_prompts() {
        "step."},
       {"long", long_text()},
   };
+  if (image) {
+    prompts.push_back({"image", "Describe this picture: <__media__>\nIt shows", {std::string(kBuiltinImage)}});
+  }
+  return prompts;
 }
 
 }  // namespace strata::gate

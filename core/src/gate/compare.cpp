@@ -68,6 +68,14 @@ Verdict compare_case(const Case& saved, const Case& now, size_t n_compare) {
     v.now = id_at(now.prompt_ids, *at);
     return v;
   }
+  // Equal placeholders say nothing of the picture: an image is the same only when its bytes are.
+  for (size_t k = 0; k < std::max(saved.image_sha256.size(), now.image_sha256.size()); ++k) {
+    if (k >= saved.image_sha256.size() || k >= now.image_sha256.size() || saved.image_sha256[k] != now.image_sha256[k]) {
+      v.kind = Verdict::Kind::ImageDiffers;
+      v.position = k;
+      return v;
+    }
+  }
   const std::span<const TokenId> a(saved.ids.data(), std::min(saved.ids.size(), n_compare));
   const std::span<const TokenId> b(now.ids.data(), std::min(now.ids.size(), n_compare));
   if (const auto at = first_difference(a, b)) {
@@ -93,6 +101,15 @@ std::string verdict_text(const Verdict& v, const Case& saved, const Case& now, c
              ((!v.saved || !v.now) && (saved.cut_from > 0 || now.cut_from > 0)
                   ? " (the prompt was cut to fit another runtime.context or -n)"
                   : " (the tokenizer or the prompt text changed)");
+    case Verdict::Kind::ImageDiffers: {
+      const auto hash = [&](const Case& c) {
+        return v.position < c.image_sha256.size() ? "sha256 " + c.image_sha256[v.position].substr(0, 16) + "..."
+                                                   : std::string("no image");
+      };
+      const std::string source = v.position < saved.images.size() ? " (" + saved.images[v.position].substr(0, 80) + ")" : "";
+      return "FAIL: image " + std::to_string(v.position) + source + " differs: saved " + hash(saved) + ", now " +
+             hash(now) + " (the image file changed since the save)";
+    }
     case Verdict::Kind::IdsDiffer:
       return "FAIL: ids differ at position " + std::to_string(v.position) + " (sequence position " +
              std::to_string(saved.prompt_ids.size() + v.position) + "): saved " +

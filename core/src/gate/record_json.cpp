@@ -34,6 +34,7 @@ std::string case_text(const Case& c) {
   std::string out = "  {\n" + line("name", c.name) + ",\n" + line("text", c.text) + ",\n" +
                     line("prompt_ids", c.prompt_ids) + ",\n";
   if (c.cut_from > 0) out += line("cut_from", c.cut_from) + ",\n";
+  if (!c.images.empty()) out += line("images", c.images) + ",\n" + line("image_sha256", c.image_sha256) + ",\n";
   return out + line("ids", c.ids) + ",\n" + line("stop", c.stop) + "\n  }";
 }
 
@@ -66,6 +67,15 @@ class Reader {
              std::to_string(n_vocab) + "-token vocabulary");
       }
       out.push_back(static_cast<TokenId>(list[i].get<uint64_t>()));
+    }
+    return out;
+  }
+  std::vector<std::string> strings(const std::string& key) {
+    const Json& list = at(key, &Json::is_array, "an array of strings");
+    std::vector<std::string> out;
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (!list[i].is_string()) fail(name(key) + "[" + std::to_string(i) + "] is not a string");
+      out.push_back(list[i].get<std::string>());
     }
     return out;
   }
@@ -114,6 +124,18 @@ Case read_case(const Json& j, const std::string& path, uint64_t n_vocab, uint64_
     if (c.cut_from <= c.prompt_ids.size()) {
       r.fail(r.name("cut_from") + " (" + std::to_string(c.cut_from) + ") is not more than the " +
              std::to_string(c.prompt_ids.size()) + " prompt ids kept");
+    }
+  }
+  if (r.has("images") || r.has("image_sha256")) {
+    c.images = r.strings("images");
+    c.image_sha256 = r.strings("image_sha256");
+    if (c.images.empty() || c.images.size() != c.image_sha256.size()) {
+      r.fail(r.name("images") + " and " + r.name("image_sha256") + " must name the same non-zero number of images");
+    }
+    for (const std::string& h : c.image_sha256) {
+      if (h.size() != 64 || h.find_first_not_of("0123456789abcdef") != std::string::npos) {
+        r.fail(r.name("image_sha256") + " holds \"" + h.substr(0, 70) + "\", not 64 lowercase hex digits");
+      }
     }
   }
   c.ids = r.ids("ids", n_vocab);
