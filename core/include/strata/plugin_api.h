@@ -44,6 +44,10 @@
  *                    A backend that does not compute a form, a window, sinks or YaRN says so in supports_op.
  *                    strata_op grew, and ops travel in arrays, so the host refuses a backend plugin below 1.6 and
  *                    a plugin refuses op arrays whose struct_size is not its own sizeof(strata_op).
+ *   backend 1.7      the vision encoder's ops (Qwen3-VL's projector on the engine's backend): STRATA_OP_LAYER_NORM,
+ *                    STRATA_OP_GELU and ROPE's mode 24 (2-D vision rotary: neox halves, the rotated pairs split
+ *                    between a row and a column section, each section's frequencies counted from 0). Appended kinds:
+ *                    the host asks supports_op before using them and encodes images on the CPU otherwise.
  *   expert_pool 1.0  worker_count; compute(moe): one weighted row per (token, expert), never a summed row.
  *   expert_pool 1.1  set_worker_limit(n): later calls use at most n workers (0: all again), so that another
  *                    process gets the other cores (POOL_HOLD); the rows' bytes do not change.
@@ -157,7 +161,7 @@ typedef struct strata_interface_header {
 
 #define STRATA_BACKEND_FAMILY "backend"
 #define STRATA_BACKEND_VERSION 1u
-#define STRATA_BACKEND_MINOR 6u
+#define STRATA_BACKEND_MINOR 7u
 
 typedef enum strata_device_kind { STRATA_DEVICE_CPU = 1, STRATA_DEVICE_GPU = 2 } strata_device_kind;
 
@@ -207,7 +211,12 @@ typedef enum strata_op_kind {
                               * the position components (t, row, column, e); src1 i32 [n_tok, 4] holds the components
                               * component-major (or [n_tok]: a text token, (p, p, p, 0)); pair k takes row when
                               * k % 3 == 1 && k < 3 i[3], column when k % 3 == 2 && k < 3 i[4], t when k % 3 == 0 &&
-                              * k < 3 i[2], e otherwise */
+                              * k < 3 i[2], e otherwise;
+                              * 1.7 2-D vision RoPE (Qwen3-VL's projector): i[0] = 24, neox pairs (k, k + n_rot/2) for
+                              * k < n_rot/2 = i[2] + i[3]; src1 i32 [n_tok, 4] component-major as for mode 40; pair
+                              * k < i[2] turns by the row component (1) with index k, pair k >= i[2] by the column
+                              * component (2) with index k - i[2]; the angle is pos * freq_base^(-2 index / (n_rot/2)),
+                              * no scaling (f[1..5] ignored) */
   STRATA_OP_KV_STORE = 8,    /* dst (cache [kv_dim, n_ctx], f16 or q8_0) columns at src1 (i32 [n_tok] positions) = src0 f32 [kv_dim, n_tok] */
   STRATA_OP_ATTENTION = 9,   /* dst f32 [head_dim * n_head, n_tok] = attention of src0 (q f32 [head_dim, n_head, n_tok]) over
                               * src1 (k cache) and src2 (v cache) [head_dim * n_kv_head, n_ctx], causal at positions src3
@@ -276,6 +285,13 @@ typedef enum strata_op_kind {
                               * the op for another thread, and gives up with STRATA_ERR_UNAVAILABLE after i[1] ms
                               * (0: 60000); a GPU waits without a limit, so its host must always set the flag; 1.5: src1,
                               * when it has data, an i64 [1] that gets the device's clock as the wait ends */
+  /* 1.7 */
+  STRATA_OP_LAYER_NORM = 18, /* dst f32 = (x - mean(x)) / sqrt(var(x) + f[0] eps) * src1 + src2 per row of src0 f32
+                              * [n, rows...] (var the mean of squared deviations); src1 (weight) and src2 (bias) f32 [n],
+                              * each absent when its data is NULL. dst may be src0 (in place) */
+  STRATA_OP_GELU = 19,       /* dst f32 = gelu(src0 f32), the tanh form 0.5 x (1 + tanh(sqrt(2/pi) x (1 + 0.044715 x^2)));
+                              * i[0] = 1: as ggml's CPU table computes it, f16(gelu(f16(x))) for -10 < x < 10, 0 at or
+                              * below -10, x at or above 10 (f16: round to nearest even). dst may be src0 */
 } strata_op_kind;
 
 #define STRATA_OP_MAX_SRC 4

@@ -13,6 +13,9 @@
 // column, e) of the token, src1 [n_tok, 4] component-major (or [n_tok]: (p, p, p, 0)): row when k % 3 == 1 and
 // k < 3 s1, column when k % 3 == 2 and k < 3 s2, t when k % 3 == 0 and k < 3 s0, e otherwise (s = i[2..5], the
 // sections; pairs are counted modulo their sum).
+// Mode 24 (backend 1.7), 2-D vision RoPE (Qwen3-VL's projector): neox pairs (k, k + n_rot/2), n_rot/2 = i[2] + i[3];
+// pair k < i[2] turns by the row component with index k, the others by the column component with index k - i[2];
+// theta = pos * inv_freq(index) over n_rot/2 (pow(freq_base, -2 index / (n_rot/2))), no scaling or YaRN.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -25,6 +28,7 @@ namespace strata::reference {
 namespace {
 
 constexpr int kModeImrope = 40;  // ggml's GGML_ROPE_TYPE_IMROPE
+constexpr int kModeVision = 24;  // ggml's GGML_ROPE_TYPE_VISION
 
 // Which position component (0 t, 1 row, 2 column, 3 e) drives pair `sector` under interleaved M-RoPE.
 int imrope_component(int sector, const int (&s)[4]) {
@@ -50,8 +54,8 @@ void rope(const strata_op& op) {
   require(pos.ne[0] == x.ne[2], name, "src1 (positions)", pos,
           "one position per token (" + std::to_string(x.ne[2]) + ")");
   require(dst.ne[0] == x.ne[0] && dst.ne[1] == x.ne[1] && dst.ne[2] == x.ne[2], name, "dst", dst, "src0's shape");
-  require(mode == 0 || mode == 2 || mode == kModeImrope, name, "src0", x,
-          "i[0] (mode) 0, 2 or 40, not " + std::to_string(mode));
+  require(mode == 0 || mode == 2 || mode == kModeImrope || mode == kModeVision, name, "src0", x,
+          "i[0] (mode) 0, 2, 24 or 40, not " + std::to_string(mode));
   const int sections[4] = {op.i[2], op.i[3], op.i[4], op.i[5]};
   const int section_sum = sections[0] + sections[1] + sections[2] + sections[3];
   if (mode == kModeImrope) {
@@ -61,26 +65,41 @@ void rope(const strata_op& op) {
   }
   require(n_rot > 0 && n_rot % 2 == 0 && n_rot <= x.ne[0], name, "src0", x,
           "i[1] (n_rot) even and at most head_dim, not " + std::to_string(n_rot));
+  if (mode == kModeVision) {
+    require(sections[0] >= 0 && sections[1] >= 0 && sections[0] + sections[1] == n_rot / 2, name, "src0", x,
+            "i[2] + i[3] (row and column pairs) = n_rot / 2");
+    require(pos.ne[1] == 4, name, "src1 (positions)", pos, "[n_tok, 4] (t, row, column, e)");
+  }
   const double base = static_cast<double>(op.f[0]);
   const format::RopeAngles angles(op.f);
   const int half = n_rot / 2;
   for (int64_t t = 0; t < x.ne[2]; ++t) {
     // The token's position components (t, row, column, e); plain modes use the first.
     double comp[4];
+    const bool multi = mode == kModeImrope || mode == kModeVision;
     for (int c = 0; c < 4; ++c) {
-      comp[c] = mode == kModeImrope && pos.ne[1] == 4 ? static_cast<double>(read_i32(pos, t, c))
-                : mode == kModeImrope && c == 3       ? 0.0
-                                                      : static_cast<double>(read_i32(pos, t));
+      comp[c] = multi && pos.ne[1] == 4 ? static_cast<double>(read_i32(pos, t, c))
+                : multi && c == 3       ? 0.0
+                                        : static_cast<double>(read_i32(pos, t));
     }
     for (int64_t h = 0; h < x.ne[1]; ++h) {
       std::vector<float> row = read_row(x, h, t);
       for (int k = 0; k < half; ++k) {
-        const double p = mode == kModeImrope ? comp[imrope_component(k % section_sum, sections)] : comp[0];
-        const double theta = p * angles.pos_scale * angles.freq(base, k, n_rot);
+        double theta = 0.0;
+        if (mode == kModeVision) {
+          const bool row_pair = k < sections[0];
+          const int index = row_pair ? k : k - sections[0];
+          theta = comp[row_pair ? 1 : 2] * format::rope_inv_freq(base, index, half);
+        } else {
+          const double p = mode == kModeImrope ? comp[imrope_component(k % section_sum, sections)] : comp[0];
+          theta = p * angles.pos_scale * angles.freq(base, k, n_rot);
+        }
         double sin_t = 0.0, cos_t = 0.0;
         format::sincos_d(theta, &sin_t, &cos_t);
-        sin_t = sin_t * angles.mscale;
-        cos_t = cos_t * angles.mscale;
+        if (mode != kModeVision) {
+          sin_t = sin_t * angles.mscale;
+          cos_t = cos_t * angles.mscale;
+        }
         const size_t ia = mode == 0 ? static_cast<size_t>(2 * k) : static_cast<size_t>(k);
         const size_t ib = mode == 0 ? static_cast<size_t>(2 * k + 1) : static_cast<size_t>(k + half);  // neox, M-RoPE
         const double a = static_cast<double>(row[ia]);

@@ -22,5 +22,7 @@ void timestamp(const strata_op& op);
 void copy(const strata_op& op);
 void signal(const strata_op& op);
 void wait(const strata_op& op);
+void layer_norm(const strata_op& op);
+void gelu(const strata_op& op);
 
 }  // namespace strata::reference

@@ -32,6 +32,8 @@ constexpr OpEntry kOps[] = {
     {STRATA_OP_COPY, "COPY", reference::copy},
     {STRATA_OP_SIGNAL, "SIGNAL", reference::signal},
     {STRATA_OP_WAIT, "WAIT", reference::wait},
+    {STRATA_OP_LAYER_NORM, "LAYER_NORM", reference::layer_norm},
+    {STRATA_OP_GELU, "GELU", reference::gelu},
 };
 
 const OpEntry* find_op(uint32_t kind) {

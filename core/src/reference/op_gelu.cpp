@@ -1,0 +1,53 @@
+// GELU (backend 1.7): dst f32 = gelu(src0 f32), elementwise, in the tanh form
+//   gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) x (1 + 0.044715 x^2)))     (double, rounded to float once)
+// i[0] = 1: as ggml's CPU table gives it (llama.cpp's projector on the CPU): f16(gelu(f16(x))) for -10 < x < 10,
+// 0 at or below -10 and x at or above 10, f16 rounding to nearest even.
+#include <cmath>
+#include <vector>
+
+#include "ops.hpp"
+#include "rows.hpp"
+#include "strata/format/fp16.hpp"
+
+namespace strata::reference {
+namespace {
+
+double gelu_d(double x) {
+  const double sqrt_2_over_pi = 0.79788456080286535587989211986876;
+  return 0.5 * x * (1.0 + std::tanh(sqrt_2_over_pi * x * (1.0 + 0.044715 * x * x)));
+}
+
+float round_f16(float x) { return format::fp16_to_fp32(format::fp32_to_fp16(x)); }
+
+}  // namespace
+
+void gelu(const strata_op& op) {
+  const char* name = "GELU";
+  const strata_tensor& x = op.src[0];
+  const strata_tensor& dst = op.dst;
+  require_type(name, "src0", x, GgmlType::F32);
+  require_type(name, "dst", dst, GgmlType::F32);
+  require(dst.ne[0] == x.ne[0] && dst.ne[1] == x.ne[1] && dst.ne[2] == x.ne[2] && dst.ne[3] == x.ne[3], name, "dst",
+          dst, "the shape of src0");
+  require(op.i[0] == 0 || op.i[0] == 1, name, "src0", x, "i[0] 0 (exact) or 1 (ggml's f16 table)");
+  const bool table = op.i[0] == 1;
+  for (int64_t i3 = 0; i3 < x.ne[3]; ++i3) {
+    for (int64_t i2 = 0; i2 < x.ne[2]; ++i2) {
+      for (int64_t i1 = 0; i1 < x.ne[1]; ++i1) {
+        std::vector<float> row = read_row(x, i1, i2, i3);
+        for (float& v : row) {
+          if (!table) {
+            v = static_cast<float>(gelu_d(static_cast<double>(v)));
+          } else if (v <= -10.0f) {
+            v = 0.0f;
+          } else if (v < 10.0f) {
+            v = round_f16(static_cast<float>(gelu_d(static_cast<double>(round_f16(v)))));
+          }
+        }
+        write_row(dst, row.data(), i1, i2, i3);
+      }
+    }
+  }
+}
+
+}  // namespace strata::reference
