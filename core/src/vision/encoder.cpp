@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "patch_grid.hpp"
 #include "projector_weights.hpp"
 #include "vision_attention.hpp"
 #include "vision_math.hpp"
@@ -14,78 +15,22 @@ namespace {
 
 using detail::gelu;
 using detail::layer_norm;
+using detail::Grid;
 using detail::linear;
-
-struct Grid {
-  uint32_t gw = 0, gh = 0;   // patches
-  std::vector<int> row, col;  // per sequence index
-};
-
-// Patch (pr, pc)'s index in 2×2-block order: blocks in raster order, (0,0), (0,1), (1,0), (1,1) inside.
-size_t sequence_index(uint32_t pr, uint32_t pc, uint32_t gw) {
-  return 4 * (static_cast<size_t>(pr / 2) * (gw / 2) + pc / 2) + 2 * (pr % 2) + (pc % 2);
-}
 
 Matrix float_matrix(const std::vector<float>& values, uint32_t rows, uint32_t cols) {
   return Matrix{format::GgmlType::F32, reinterpret_cast<const uint8_t*>(values.data()), rows, cols,
                 uint64_t{cols} * sizeof(float)};
 }
 
-// The position table resized to gw × gh: bilinear with aligned corners, as ggml_interpolate computes it.
-std::vector<float> position_grid(const std::vector<float>& table, uint32_t side, uint32_t width, uint32_t gw,
-                                 uint32_t gh) {
-  if (gw == side && gh == side) return table;
-  const auto factor = [side](uint32_t n) {
-    return n > 1 && side > 1 ? static_cast<float>(n - 1) / static_cast<float>(side - 1)
-                             : static_cast<float>(n) / static_cast<float>(side);
-  };
-  const float sx = factor(gw), sy = factor(gh);
-  const auto last = static_cast<int64_t>(side) - 1;
-  std::vector<float> grid(static_cast<size_t>(gw) * gh * width);
-  for (uint32_t pr = 0; pr < gh; ++pr) {
-    const float y = static_cast<float>(pr) / sy;
-    const int64_t y0 = std::clamp<int64_t>(static_cast<int64_t>(std::floor(y)), 0, last);
-    const int64_t y1 = std::clamp<int64_t>(y0 + 1, 0, last);
-    const float dy = std::clamp(y - static_cast<float>(y0), 0.0f, 1.0f);
-    for (uint32_t pc = 0; pc < gw; ++pc) {
-      const float x = static_cast<float>(pc) / sx;
-      const int64_t x0 = std::clamp<int64_t>(static_cast<int64_t>(std::floor(x)), 0, last);
-      const int64_t x1 = std::clamp<int64_t>(x0 + 1, 0, last);
-      const float dx = std::clamp(x - static_cast<float>(x0), 0.0f, 1.0f);
-      const float* a = table.data() + static_cast<size_t>(y0 * side + x0) * width;
-      const float* b = table.data() + static_cast<size_t>(y0 * side + x1) * width;
-      const float* c = table.data() + static_cast<size_t>(y1 * side + x0) * width;
-      const float* d = table.data() + static_cast<size_t>(y1 * side + x1) * width;
-      float* o = grid.data() + (static_cast<size_t>(pr) * gw + pc) * width;
-      for (uint32_t e = 0; e < width; ++e) {
-        o[e] = a[e] * (1 - dx) * (1 - dy) + b[e] * dx * (1 - dy) + c[e] * (1 - dx) * dy + d[e] * dx * dy;
-      }
-    }
-  }
-  return grid;
-}
-
 // Patch embedding plus positions, rows in sequence order.
 std::vector<float> embed_patches(const ProjectorWeights& w, const ProjectorInput& input, const Grid& grid,
                                  const EncodeOptions& options) {
   const ProjectorInfo& info = w.info;
-  const uint32_t p = info.patch_size, width = info.width, img_w = input.size.width;
-  const size_t n = static_cast<size_t>(grid.gw) * grid.gh, plane = static_cast<size_t>(img_w) * input.size.height;
-  const size_t k = size_t{3} * p * p;
+  const uint32_t width = info.width;
+  const size_t n = grid.patches(), k = size_t{3} * info.patch_size * info.patch_size;
   const auto in = [&](float v) { return options.f16_patch_input ? detail::round_to_f16(v) : v; };
-
-  std::vector<float> patches(n * k);
-  for (uint32_t pr = 0; pr < grid.gh; ++pr) {
-    for (uint32_t pc = 0; pc < grid.gw; ++pc) {
-      float* dst = patches.data() + sequence_index(pr, pc, grid.gw) * k;
-      for (size_t c = 0; c < 3; ++c) {
-        for (uint32_t i = 0; i < p; ++i) {
-          const float* src = input.planes.data() + c * plane + (static_cast<size_t>(pr) * p + i) * img_w + pc * p;
-          for (uint32_t j = 0; j < p; ++j) *dst++ = in(src[j]);
-        }
-      }
-    }
-  }
+  const std::vector<float> patches = detail::patch_rows(input, grid, info.patch_size, options.f16_patch_input);
   std::vector<float> e[2];
   for (int t = 0; t < 2; ++t) {
     std::vector<float> kernel = w.patch_kernel[t];
@@ -93,7 +38,7 @@ std::vector<float> embed_patches(const ProjectorWeights& w, const ProjectorInput
     e[t].resize(n * width);
     linear(patches.data(), n, float_matrix(kernel, width, static_cast<uint32_t>(k)), {}, e[t].data(), options.threads);
   }
-  const std::vector<float> pos = position_grid(w.pos_table, info.pos_side, width, grid.gw, grid.gh);
+  const std::vector<float> pos = detail::position_grid(w.pos_table, info.pos_side, width, grid.gw, grid.gh);
   std::vector<float> h(n * width);
   for (size_t s = 0; s < n; ++s) {
     const float* pr = pos.data() + (static_cast<size_t>(grid.row[s]) * grid.gw + static_cast<size_t>(grid.col[s])) * width;
@@ -154,30 +99,8 @@ Embeddings Projector::encode(const Image& image, const EncodeOptions& options) c
 Embeddings Projector::encode(const ProjectorInput& input, const EncodeOptions& options) const {
   const ProjectorWeights& w = *weights_;
   const ProjectorInfo& info = w.info;
-  const uint32_t align = info.patch_size * info.merge;
-  if (input.size.width == 0 || input.size.height == 0 || input.size.width % align != 0 ||
-      input.size.height % align != 0) {
-    throw Error(info.file + ": the projector's input must be a non-empty multiple of " + std::to_string(align) +
-                " pixels each way, got " + std::to_string(input.size.width) + "x" + std::to_string(input.size.height));
-  }
-  if (input.planes.size() != size_t{3} * input.size.width * input.size.height) {
-    throw Error(info.file + ": the projector's input holds " + std::to_string(input.planes.size()) +
-                " values, not 3 planes of " + std::to_string(input.size.width) + "x" +
-                std::to_string(input.size.height));
-  }
-  Grid grid;
-  grid.gw = input.size.width / info.patch_size;
-  grid.gh = input.size.height / info.patch_size;
-  const size_t n = static_cast<size_t>(grid.gw) * grid.gh, n_tokens = n / 4;
-  grid.row.resize(n);
-  grid.col.resize(n);
-  for (uint32_t pr = 0; pr < grid.gh; ++pr) {
-    for (uint32_t pc = 0; pc < grid.gw; ++pc) {
-      const size_t s = sequence_index(pr, pc, grid.gw);
-      grid.row[s] = static_cast<int>(pr);
-      grid.col[s] = static_cast<int>(pc);
-    }
-  }
+  const Grid grid = detail::make_grid(info, input);
+  const size_t n = grid.patches(), n_tokens = n / 4;
 
   std::vector<float> h = embed_patches(w, input, grid, options);
   if (w.pre_ln) layer_norm(h.data(), n, info.width, *w.pre_ln, info.eps, h.data());
