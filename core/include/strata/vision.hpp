@@ -16,12 +16,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "strata/error.hpp"
+
+namespace strata {
+class Backend;
+}
 
 namespace strata::vision {
 
@@ -125,6 +130,7 @@ struct ProjectorInput {
 };
 
 struct ProjectorWeights;
+struct DeviceProjector;
 
 // A Qwen3-VL projector file, mapped; its weights are views of the mapping.
 class Projector {
@@ -146,10 +152,20 @@ class Projector {
   ProjectorInput preprocess(const Image& image) const;
   Embeddings encode(const Image& image, const EncodeOptions& options = {}) const;
   Embeddings encode(const ProjectorInput& input, const EncodeOptions& options = {}) const;
+  // The encoder as ops on `backend` (backend 1.7's LAYER_NORM, GELU and ROPE mode 24 with MUL_MAT, ADD, COPY and
+  // ATTENTION): on a GPU backend the whole encoder runs on its device, the weights uploaded on the first call and
+  // kept while the projector lives. nullopt when the backend cannot run one of the ops (a GPU plugin below 1.7)
+  // or the projector uses quick GELU: then encode() (the CPU) is the way. Not thread-safe: the caller owns the
+  // backend for the call (the engine's thread).
+  std::optional<Embeddings> encode_on(Backend& backend, const ProjectorInput& input,
+                                      const EncodeOptions& options = {}) const;
 
  private:
   Projector();
   std::unique_ptr<ProjectorWeights> weights_;
+  mutable std::shared_ptr<DeviceProjector> device_;  // the weights where encode_on's backend addresses them
+  mutable std::vector<float> kernels_[2];             // the patch kernels as encode_on multiplies them
+  mutable bool kernels_rounded_ = false;
 };
 
 }  // namespace strata::vision

@@ -1,0 +1,133 @@
+// The vision encoder as backend ops (Projector::encode_on, backend 1.7) against the CPU encoder and against
+// llama.cpp: on every backend under test (the reference, cpu_avx2, cuda on the GPU machine) the rows agree with
+// Projector::encode within float rounding of a different order, and with llama.cpp's embeddings of the shared tiny
+// projector within the CPU encoder's own tolerance. mkmodel's tiny pair (written here) makes the first check
+// independent of ../shared; a larger image (many attention columns, merged grids that are not square) too.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "engine_backends.hpp"
+#include "strata/mkmodel.hpp"
+#include "strata/vision.hpp"
+#include "test_temp_dir.hpp"
+
+namespace {
+
+namespace vision = strata::vision;
+
+// A picture with edges and colour: a gradient, a disc and bars.
+vision::Image picture(uint32_t w, uint32_t h) {
+  vision::Image im{w, h, std::vector<uint8_t>(size_t{3} * w * h)};
+  for (uint32_t y = 0; y < h; ++y) {
+    for (uint32_t x = 0; x < w; ++x) {
+      uint8_t* p = im.rgb.data() + (size_t{y} * w + x) * 3;
+      const int dx = static_cast<int>(x) - static_cast<int>(w / 3), dy = static_cast<int>(y) - static_cast<int>(h / 2);
+      const bool disc = dx * dx + dy * dy < static_cast<int>(w * w / 25);
+      p[0] = static_cast<uint8_t>(disc ? 240 : (x * 255) / w);
+      p[1] = static_cast<uint8_t>(disc ? 200 : (y * 255) / h);
+      p[2] = static_cast<uint8_t>(((x / 8) % 2) != 0 ? 30 : 220);
+    }
+  }
+  return im;
+}
+
+struct Diff {
+  double max = 0.0, mean = 0.0;
+};
+
+Diff compare(const vision::Embeddings& a, const vision::Embeddings& b) {
+  Diff d;
+  EXPECT_EQ(a.rows.size(), b.rows.size());
+  for (size_t i = 0; i < a.rows.size() && i < b.rows.size(); ++i) {
+    const double e = std::abs(static_cast<double>(a.rows[i]) - static_cast<double>(b.rows[i]));
+    EXPECT_FALSE(std::isnan(a.rows[i])) << i;
+    d.max = std::max(d.max, e);
+    d.mean += e;
+  }
+  d.mean /= static_cast<double>(std::max<size_t>(1, a.rows.size()));
+  return d;
+}
+
+const std::string& tiny_projector() {
+  static const std::string path = [] {
+    auto s = strata::mkmodel::shape_preset("tiny", strata::Arch::Qwen3VlMoe).value();
+    strata::mkmodel::set_layers(s, 3);
+    s.n_vocab = 1000;
+    const std::string p = strata::testing_support::test_temp_path("vision_backend_encoder", "mmproj.gguf");
+    strata::mkmodel::WriteOptions o;
+    o.threads = 2;
+    strata::mkmodel::write_projector(s, p, o);
+    return p;
+  }();
+  return path;
+}
+
+TEST(VisionBackendEncoder, EqualsTheCpuEncoderOnEveryBackend) {
+  const vision::Projector projector = vision::Projector::load(tiny_projector());
+  for (const auto& [w, h] : {std::pair{64u, 48u}, std::pair{200u, 120u}}) {
+    const vision::ProjectorInput input = projector.preprocess(picture(w, h));
+    vision::EncodeOptions o;
+    o.threads = 2;
+    const vision::Embeddings cpu = projector.encode(input, o);
+    for (const std::string& name : strata::test::backends_under_test()) {
+      auto backend = strata::test::open_backend(name);
+      const std::optional<vision::Embeddings> e = projector.encode_on(*backend, input, o);
+      ASSERT_TRUE(e.has_value()) << name;
+      EXPECT_EQ(e->nx, cpu.nx);
+      EXPECT_EQ(e->ny, cpu.ny);
+      EXPECT_EQ(e->n_pos, cpu.n_pos);
+      EXPECT_EQ(e->width, cpu.width);
+      const Diff d = compare(*e, cpu);
+      std::cout << name << ", " << w << "x" << h << " (" << cpu.n_tokens() << " tokens): max |diff| " << d.max
+                << ", mean " << d.mean << " against the CPU encoder\n";
+      EXPECT_LE(d.max, 2e-3) << name;
+      EXPECT_LE(d.mean, 2e-4) << name;
+      // Twice on the same backend: the same bytes (the weights stay placed; the order is fixed).
+      const std::optional<vision::Embeddings> again = projector.encode_on(*backend, input, o);
+      ASSERT_TRUE(again.has_value());
+      EXPECT_EQ(again->rows, e->rows) << name;
+    }
+  }
+}
+
+std::string vision_dir() { return std::string(STRATA_SOURCE_DIR) + "/../shared/data/vision"; }
+
+TEST(VisionBackendEncoder, MatchesLlamaCppsEmbeddings) {
+  const std::string mmproj = vision_dir() + "/mmproj-qwen3vl-tiny-s1.gguf";
+  if (!std::filesystem::exists(mmproj) || !std::filesystem::exists(vision_dir() + "/vl-tiny-s1.json")) {
+    GTEST_SKIP() << vision_dir() << ": not here; skipped";
+  }
+  std::ifstream in(vision_dir() + "/vl-tiny-s1.json");
+  const nlohmann::json ref = nlohmann::json::parse(in);
+  const nlohmann::json& full = ref["image_embeddings"]["full"];
+  const vision::Projector projector = vision::Projector::load(mmproj);
+  const vision::ProjectorInput input = projector.preprocess(vision::load_image(vision_dir() + "/image-64x48.ppm"));
+  for (const std::string& name : strata::test::backends_under_test()) {
+    auto backend = strata::test::open_backend(name);
+    const std::optional<vision::Embeddings> e = projector.encode_on(*backend, input);
+    ASSERT_TRUE(e.has_value()) << name;
+    ASSERT_EQ(e->n_tokens(), full.size());
+    double max = 0.0, mean = 0.0;
+    size_t count = 0;
+    for (size_t t = 0; t < full.size(); ++t) {
+      for (size_t i = 0; i < full[t].size(); ++i) {
+        const double d = std::abs(static_cast<double>(e->row(t)[i]) - full[t][i].get<double>());
+        max = std::max(max, d);
+        mean += d;
+        ++count;
+      }
+    }
+    mean /= static_cast<double>(count);
+    std::cout << name << ": max |error| " << max << ", mean " << mean << " against llama.cpp's embeddings\n";
+    // The CPU encoder's tolerance with llama.cpp's F16 steps emulated (vision_projector_test).
+    EXPECT_LE(max, 1.5e-3) << name;
+    EXPECT_LE(mean, 3e-4) << name;
+  }
+}
+
+}  // namespace
