@@ -103,7 +103,7 @@ void run_request(Engine& engine, Session& session, LineInbox& inbox, const proto
   std::vector<Sha256Digest> digests;
   for (size_t k = 0; k < r.images.size(); ++k) {
     const vision::ImageSource source = vision::read_image_source(r.images[k], "\"images\"[" + std::to_string(k) + "]");
-    rows.push_back(projector->encode(source.image));
+    rows.push_back(encode_image(engine, *projector, projector->preprocess(source.image)));
     digests.push_back(sha256(source.bytes));
   }
   for (const vision::Embeddings& e : rows) images.push_back(Engine::ImageTokens{e.rows, e.nx, e.ny, e.n_pos});

@@ -1,6 +1,7 @@
 // `strata run`: generate text from a prompt on the launch's backend, streaming it to stdout, with a summary line
 // (prompt and decode speed, tokens, peak memory) on stderr. --json makes stdout one JSON object instead.
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include "strata/engine.hpp"
 #include "strata/generate.hpp"
 #include "strata/process_memory.hpp"
+#include "strata/prompt_images.hpp"
 #include "strata/speculative.hpp"
 #include "strata/startup_clock.hpp"
 #include "strata/vision.hpp"
@@ -115,7 +117,14 @@ int cmd_run(const Args& args) {
   std::vector<vision::Embeddings> encoded;
   if (!image_files.empty()) {
     const std::unique_ptr<vision::Projector> projector = load_projector(launch.mmproj, engine->model());
-    for (const std::string& f : image_files) encoded.push_back(projector->encode(vision::load_image(f)));
+    for (const std::string& f : image_files) {
+      const auto t0 = std::chrono::steady_clock::now();
+      std::string where;
+      encoded.push_back(encode_image(*engine, *projector, projector->preprocess(vision::load_image(f)), &where));
+      std::fprintf(stderr, "strata run: image %s: %zu tokens (%ux%u) encoded on %s in %.3f s\n", f.c_str(),
+                   encoded.back().n_tokens(), encoded.back().nx, encoded.back().ny, where.c_str(),
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
     for (const vision::Embeddings& e : encoded) gen.images.push_back(Engine::ImageTokens{e.rows, e.nx, e.ny, e.n_pos});
   }
   if (chat) {

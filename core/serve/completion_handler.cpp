@@ -126,7 +126,9 @@ std::optional<ApiError> Server::Impl::place_images(const CompletionRequest& r, c
                            r.images.front().param, "images_unsupported");
   }
   std::vector<Sha256Digest> digests;
-  const auto t0 = Clock::now();
+  std::vector<Engine::ImageTokens> tokens;
+  const vision::ProjectorInfo& info = options.projector->info();
+  const uint32_t side = info.patch_size * info.merge;
   for (const ImagePart& part : r.images) {
     vision::Image image;
     try {
@@ -134,16 +136,15 @@ std::optional<ApiError> Server::Impl::place_images(const CompletionRequest& r, c
     } catch (const Error& e) {
       return invalid_request(e.what(), part.param, "invalid_image");
     }
-    std::lock_guard lock(projector_mutex);
-    job.image_rows.push_back(options.projector->encode(image));
+    // Resized and normalized here; the rows come from the engine's thread (EngineWorker), on its backend.
+    job.image_inputs.push_back(options.projector->preprocess(image));
     digests.push_back(sha256(part.bytes));
+    const vision::Size size = job.image_inputs.back().size;
+    const uint32_t nx = size.width / side, ny = size.height / side;
+    tokens.push_back(Engine::ImageTokens{{}, nx, ny, std::max(nx, ny)});
+    job.image_tokens += size_t{nx} * ny;
   }
-  job.image_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  std::vector<Engine::ImageTokens> tokens;
-  for (const vision::Embeddings& e : job.image_rows) {
-    tokens.push_back(Engine::ImageTokens{e.rows, e.nx, e.ny, e.n_pos});
-    job.image_tokens += e.n_tokens();
-  }
+  job.projector = options.projector;
   try {
     job.prompt = encode_with_images(model.tokenizer(), rendered, tokens,
                                     [&](std::string_view piece, bool first) { return chat.encode_piece(piece, first); },

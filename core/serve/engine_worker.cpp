@@ -1,9 +1,11 @@
 #include "strata/serve/engine_worker.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 #include "strata/error.hpp"
 #include "strata/log.hpp"
+#include "strata/prompt_images.hpp"
 
 namespace strata::serve {
 
@@ -91,6 +93,19 @@ bool EngineWorker::start(Running& r) {
   const PrefixCache::Choice choice = cache_.choose(job.cache_key.empty() ? job.prompt : job.cache_key, busy);
   r.slot = choice.slot;
   try {
+    // The request's images through the projector on the engine's backend (this thread owns it), then their rows
+    // stand where the HTTP thread placed their tokens.
+    if (!job.image_inputs.empty()) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (size_t k = 0; k < job.image_inputs.size(); ++k) {
+        job.image_rows.push_back(encode_image(engine_, *job.projector, job.image_inputs[k]));
+        Engine::ImageTokens& placed = job.options.images.at(k).tokens;
+        const vision::Embeddings& e = job.image_rows.back();
+        if (e.nx != placed.nx || e.ny != placed.ny) throw Error("an image's grid differs from the one placed");
+        placed.rows = e.rows;
+      }
+      job.image_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
     // A request's own PCIe share applies while it runs alone or beside others that set none.
     if (running_.empty() || job.pcie_frac) engine_.set_request_pcie_frac(job.pcie_frac);
     r.completion = std::make_unique<Completion>(engine_, choice.slot, job.prompt, choice.reuse, job.options,

@@ -5,7 +5,6 @@
 #include <httplib.h>
 
 #include <atomic>
-#include <mutex>
 #include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -25,8 +24,9 @@ struct Server::Impl {
 
   void add_routes();
   void completion(Endpoint endpoint, const httplib::Request& req, httplib::Response& res);
-  // The request's images through the projector into job's rows, and the prompt with their tokens placed at the
-  // rendered text's markers; an ApiError (400) for an image that does not decode or a server without a projector.
+  // The request's images decoded and preprocessed into the job (the engine's thread encodes them), and the prompt
+  // with their tokens placed at the rendered text's markers; an ApiError (400) for an image that does not decode
+  // or a server without a projector.
   std::optional<ApiError> place_images(const CompletionRequest& r, const std::string& rendered, Job& job);
   ServeGauges gauges(const ExpertUsage& usage) const;
 
@@ -44,7 +44,6 @@ struct Server::Impl {
   int64_t created = 0;  // Unix time of the start: /v1/models' created, and part of every reply id
   int port = 0;         // where it listens, once bound
   std::atomic<uint64_t> next_reply{0};
-  std::mutex projector_mutex;  // one image at a time through the projector (it uses every core)
 };
 
 // Every JSON body goes through here: invalid UTF-8 (a token's partial bytes) becomes U+FFFD instead of throwing.

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "strata/generate.hpp"
 #include "strata/sha256.hpp"
 #include "strata/tokenizer.hpp"
+#include "strata/vision.hpp"
 
 namespace strata {
 
@@ -36,6 +38,13 @@ std::vector<TokenId> encode_with_images(const Tokenizer& tok, std::string_view t
 // when the marks and images differ in number, or for an id that is neither a mark nor this vocabulary's.
 std::vector<TokenId> expand_image_marks(const Tokenizer& tok, std::span<const TokenId> ids,
                                         std::span<const Engine::ImageTokens> images, std::vector<PromptImage>& placed);
+
+// An image's rows for `engine`'s model: the projector's encoder as ops on the engine's backend (a GPU: the whole
+// encoder on its device), so that the backend that computes the text computes the image too; the CPU encoder
+// (Projector::encode) where the backend cannot run those ops. Call it on the engine's thread. `where` gets the
+// backend's name or "cpu" when not null.
+vision::Embeddings encode_image(Engine& engine, const vision::Projector& projector, const vision::ProjectorInput& input,
+                                std::string* where = nullptr);
 
 // The prompt with image k's placeholders replaced by keys derived from digests[k] (and each placeholder's index).
 std::vector<TokenId> keyed_prompt(std::span<const TokenId> prompt, std::span<const PromptImage> placed,

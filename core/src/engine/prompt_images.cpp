@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "strata/backend.hpp"
 #include "strata/error.hpp"
 
 namespace strata {
@@ -92,6 +93,17 @@ std::vector<TokenId> expand_image_marks(const Tokenizer& tok, std::span<const To
     }
   }
   return out;
+}
+
+vision::Embeddings encode_image(Engine& engine, const vision::Projector& projector, const vision::ProjectorInput& input,
+                                std::string* where) {
+  Backend& backend = engine.backend();
+  if (std::optional<vision::Embeddings> e = projector.encode_on(backend, input)) {
+    if (where != nullptr) *where = backend.name();
+    return std::move(*e);
+  }
+  if (where != nullptr) *where = "cpu";
+  return projector.encode(input);
 }
 
 std::vector<TokenId> keyed_prompt(std::span<const TokenId> prompt, std::span<const PromptImage> placed,

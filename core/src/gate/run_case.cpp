@@ -40,7 +40,7 @@ Case run_case(Engine& engine, const Prompt& prompt, int n_predict, size_t keep, 
   }
   for (size_t k = 0; k < prompt.images.size(); ++k) {
     const vision::ImageSource source = read_image(prompt.images[k], "prompt '" + prompt.name + "', image " + std::to_string(k));
-    rows.push_back(projector->encode(source.image));
+    rows.push_back(encode_image(engine, *projector, projector->preprocess(source.image)));
     c.images.push_back(prompt.images[k]);
     c.image_sha256.push_back(to_hex(sha256(source.bytes)));
   }

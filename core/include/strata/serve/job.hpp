@@ -48,8 +48,12 @@ class ReplyChannel {
 struct Job {
   std::vector<TokenId> prompt;  // rendered and encoded, BOS first where the vocabulary has one
   CompletionOptions options;    // its images' rows point into image_rows
-  // Images: the projector's rows, the prompt keyed by each image's bytes (what the prefix cache compares; empty
-  // without images: the prompt is its own key), and the projector's time.
+  // Images: preprocessed by the HTTP thread (their tokens placed in the prompt, rows still empty), encoded by the
+  // engine's thread on the engine's backend just before the prompt is fed (image_rows, which options.images then
+  // point into); the prompt keyed by each image's bytes (what the prefix cache compares; empty without images: the
+  // prompt is its own key), and the projector's time.
+  const vision::Projector* projector = nullptr;
+  std::vector<vision::ProjectorInput> image_inputs;
   std::vector<vision::Embeddings> image_rows;
   std::vector<TokenId> cache_key;
   size_t image_tokens = 0;
