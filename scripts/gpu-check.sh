@@ -13,6 +13,9 @@
 #     arch       ArchLlamaCpp.* and ArchVision.* (the tiny gpt-oss, glm4moe, deepseek2, qwen3moe and qwen3vlmoe files
 #                against llama.cpp's outputs, in .device/shared-data when device-pack bundled it) and the verify windows
 #                (EngineSpeculative.*, HybridSpeculative.*), on every usable backend
+#     vision     issue 32's time to first token: the qwen3-vl-30b-a3b pair, a 1024x768 picture and a ~1K-token prompt (about 1,050 tokens under mkmodel's vocabulary)
+#                on cuda at STRATA_VISION_BUDGET (default 25%) and all in VRAM, two rounds each (the encode's place
+#                and seconds, the prompt's seconds, the first token's time from the process's start)
 #     inspect    strata inspect of that model
 #     cpu        strata bench on the CPU backend (cpu_avx2), all cores: pp512 and tg128
 #     peer-cpu   llama.cpp's llama-bench (CPU build, if bundled) on the same file and thread count
@@ -167,10 +170,40 @@ fi
 
 if want arch; then
   log "architectures against llama.cpp, and verify windows, on every backend (cuda included)"
-  strata_tests --gtest_brief=1 --gtest_filter='ArchLlamaCpp.*:ArchVision.*' > "$OUT/arch.txt" 2>&1
-  row "ArchLlamaCpp/ArchVision (reference, cpu_avx2, cuda): exit $?, $(grep -E 'PASSED|FAILED|SKIPPED' "$OUT/arch.txt" | head -3 | tr '\n' ' ')"
+  strata_tests --gtest_brief=1 --gtest_filter='ArchLlamaCpp.*:ArchVision.*:VisionBackendEncoder.*:ServeImages.*' > "$OUT/arch.txt" 2>&1
+  row "ArchLlamaCpp/ArchVision/VisionBackendEncoder (reference, cpu_avx2, cuda): exit $?, $(grep -E 'PASSED|FAILED|SKIPPED' "$OUT/arch.txt" | head -3 | tr '\n' ' ')"
+  while IFS= read -r l; do row "  $l"; done < <(grep -E '^cuda' "$OUT/arch.txt" | head -8)
   strata_tests --gtest_brief=1 --gtest_filter='EngineSpeculative.*:HybridSpeculative.*' > "$OUT/speculative.txt" 2>&1
   row "EngineSpeculative/HybridSpeculative: exit $?, $(grep -E 'PASSED|FAILED|SKIPPED' "$OUT/speculative.txt" | head -3 | tr '\n' ' ')"
+fi
+
+if want vision; then
+  # Issue 32's time to first token: the qwen3-vl-30b-a3b pair (text model at STRATA_QUANT, F16 projector), a
+  # 1024x768 picture and a ~1K-token prompt (about 1,050 tokens under mkmodel's vocabulary), on cuda at STRATA_VISION_BUDGET (default 25%) and all in VRAM; the
+  # image line says where and how fast it was encoded, the startup line when the first token came.
+  vl="${STRATA_MODEL_DIR:-/tmp}/qwen3-vl-30b-a3b-$quant.gguf" vlp="${STRATA_MODEL_DIR:-/tmp}/qwen3-vl-30b-a3b-mmproj.gguf"
+  log "vision: mkmodel qwen3-vl-30b-a3b"
+  strata mkmodel --shape qwen3-vl-30b-a3b --quant "$quant" --seed 1 --out "$vl" --mmproj-out "$vlp" > "$OUT/vision-mkmodel.txt" 2>&1
+  row "mkmodel qwen3-vl-30b-a3b: exit $?; $(tail -2 "$OUT/vision-mkmodel.txt" | tr '\n' ' ')"
+  python3 - "$OUT/picture-1024x768.ppm" <<'PY'
+import sys
+w, h = 1024, 768
+px = bytearray()
+for y in range(h):
+    for x in range(w):
+        d = (x - 340) ** 2 + (y - 384) ** 2 < 200 ** 2
+        px += bytes((240 if d else x * 255 // w, 200 if d else y * 255 // h, 30 if (x // 16) % 2 else 220))
+open(sys.argv[1], "wb").write(b"P6\n%d %d\n255\n" % (w, h) + px)
+PY
+  { printf '<__media__>\nThe picture above was taken for a report. '; for i in $(seq 1 22); do printf 'Section %d of the report describes the harbour, its ledger and the light in some detail. ' "$i"; done; printf '\nDescribe the picture.'; } > "$OUT/vision-prompt.txt"
+  for budget in "${STRATA_VISION_BUDGET:-25%}" auto; do
+    for round in 1 2; do
+      strata run --model "$vl" --mmproj "$vlp" --image "$OUT/picture-1024x768.ppm" --file "$OUT/vision-prompt.txt" \
+        --backend cuda -o experts.cache="$budget" -n 16 --temperature 0 > /dev/null 2> "$OUT/vision-$budget-$round.log"
+      row "vision ttft cache $budget round $round (exit $?): $(grep -oE 'image [^:]*: [0-9]+ tokens \([0-9x]+\) encoded on [a-z_0-9]+ in [0-9.]+ s' "$OUT/vision-$budget-$round.log" | sed 's/^image [^:]*: //'); $(grep -oE 'prompt [0-9]+ tokens in [0-9.]+ s' "$OUT/vision-$budget-$round.log"); $(grep -oE 'first token at [0-9.]+ s' "$OUT/vision-$budget-$round.log")"
+    done
+  done
+  rm -f "$vl" "$vlp"
 fi
 
 if want inspect; then
