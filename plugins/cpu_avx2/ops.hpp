@@ -72,5 +72,9 @@ Check check_signal(const strata_op& op);
 void run_signal(Context& ctx, const strata_op& op);
 Check check_wait(const strata_op& op);
 void run_wait(Context& ctx, const strata_op& op);
+Check check_layer_norm(const strata_op& op);  // backend 1.7: op_norm.cpp
+void run_layer_norm(Context& ctx, const strata_op& op);
+Check check_gelu(const strata_op& op);  // backend 1.7: op_elementwise.cpp
+void run_gelu(Context& ctx, const strata_op& op);
 
 }  // namespace strata::cpu
