@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <sstream>
 
@@ -1090,6 +1091,163 @@ struct SoftmaxCase : OpCase {
   }
 };
 
+// An f32 output whose first contents are `values`: the operand of an op in place (dst = src0).
+Output f32_output_holding(const std::string& name, const std::vector<float>& values, Compare cmp) {
+  Output o = f32_output(name, static_cast<int64_t>(values.size()), cmp);
+  o.initial.resize(o.bytes);
+  std::memcpy(o.initial.data(), values.data(), o.bytes);
+  return o;
+}
+
+const char* yes_no(bool b) { return b ? "yes" : "no"; }
+
+// LAYER_NORM (backend 1.7, the vision encoder's): rows of normal values, each row shifted by a mean of its own, with
+// and without the weight and the bias; in place, src0 is dst (the inputs its first contents). eps is the encoder's
+// 1e-6 unless given (a large one, which moves every value, checks that it is added where the reference adds it).
+struct LayerNormCase : OpCase {
+  int64_t n, rows;
+  bool weight, bias, in_place, specials;
+  float eps;
+  LayerNormCase(int64_t n_, int64_t r, bool w, bool b, bool ip, bool s = false, float e = 1e-6f)
+      : n(n_), rows(r), weight(w), bias(b), in_place(ip), specials(s), eps(e) {}
+  std::string vars() const override {
+    std::string v = vars_of("LAYER_NORM", kv("n", n), kv("rows", rows), kv("weight", yes_no(weight)),
+                            kv("bias", yes_no(bias)), kv("in_place", yes_no(in_place)));
+    if (specials) v.insert(v.size() - 1, "," + kv("nan_inf", "yes"));
+    if (eps != 1e-6f) v.insert(v.size() - 1, "," + kv("eps", eps));
+    return v;
+  }
+  // Float on every backend (the reference's double rounded once is the target): a float row norm is within a few ulp
+  // of it (about 1e-14); a wrong mean, variance, epsilon or order of weight and bias gives far more.
+  double max_nmse() const override { return kFloatOpNmse; }
+  Instance build(std::mt19937& rng) const override {
+    Instance inst;
+    std::vector<float> xv = normal_floats(rng, static_cast<size_t>(n * rows), 2.0f);
+    const std::vector<float> shift = normal_floats(rng, static_cast<size_t>(rows), 4.0f);
+    for (size_t i = 0; i < xv.size(); ++i) xv[i] += shift[i / static_cast<size_t>(n)];
+    if (specials) add_specials(xv, rng);
+    const float* w = weight ? inst.keep(normal_floats(rng, static_cast<size_t>(n))) : nullptr;
+    const float* b = bias ? inst.keep(normal_floats(rng, static_cast<size_t>(n), 0.5f)) : nullptr;
+    const float* x = in_place ? nullptr : inst.keep(xv);
+    inst.outputs.push_back(in_place ? f32_output_holding("dst", xv, Compare::Nmse) : f32_output("dst", n * rows, Compare::Nmse));
+    const int64_t nn = n, rr = rows;
+    const float e = eps;
+    inst.bind = [=](const std::vector<void*>& out) {
+      strata_op op{};
+      op.struct_size = sizeof op;
+      op.kind = STRATA_OP_LAYER_NORM;
+      op.dst = tensor_f32(static_cast<float*>(out[0]), {nn, rr});
+      op.src[0] = x != nullptr ? tensor_f32(x, {nn, rr}) : op.dst;
+      op.src[1] = w != nullptr ? tensor_f32(w, {nn}) : no_tensor();
+      op.src[2] = b != nullptr ? tensor_f32(b, {nn}) : no_tensor();
+      op.f[0] = e;
+      return op;
+    };
+    return inst;
+  }
+};
+
+// GELU (backend 1.7): a quarter of the inputs uniform over [-12, 12], so both of the f16 table's clamps (-10 and 10)
+// are crossed, the rest normal (sigma 2), where the forms differ (an erf GELU in place of the tanh form gives an NMSE
+// near 5e-9); the first values of every case are the edges: +-10 and the floats next to them inside, +-12, +-0,
+// values that round to f16 subnormals or to zero; every fifth value after them lies halfway between neighbouring
+// halves (a tie, to even).
+struct GeluCase : OpCase {
+  int64_t n, rows;
+  bool table, in_place, specials;
+  GeluCase(int64_t n_, int64_t r, bool t, bool ip, bool s = false) : n(n_), rows(r), table(t), in_place(ip), specials(s) {}
+  std::string vars() const override {
+    std::string v = vars_of("GELU", kv("n", n), kv("rows", rows), kv("f16_table", yes_no(table)),
+                            kv("in_place", yes_no(in_place)));
+    if (specials) v.insert(v.size() - 1, "," + kv("nan_inf", "yes"));
+    return v;
+  }
+  // The table form is exact on every backend (f16 results; with NaN and Inf inputs compared by value, as RMS_NORM's).
+  // The tanh form is float on every backend: a few ulp a value gives about 1e-14.
+  double max_nmse() const override { return table ? 0.0 : kFloatOpNmse; }
+  Instance build(std::mt19937& rng) const override {
+    Instance inst;
+    std::uniform_real_distribution<float> u(-12.0f, 12.0f);
+    std::normal_distribution<float> nd(0.0f, 2.0f);
+    std::vector<float> xv(static_cast<size_t>(n * rows));
+    for (float& v : xv) v = rng() % 4 == 0 ? u(rng) : nd(rng);
+    const float edges[] = {-10.0f, 10.0f, std::nextafter(-10.0f, 0.0f), std::nextafter(10.0f, 0.0f), -12.0f, 12.0f,
+                           0.0f, -0.0f, 3e-8f, -3e-8f, 2.9802322e-8f, 1e-5f, -1e-5f, 6.2e-5f};
+    std::copy_n(edges, std::min(std::size(edges), xv.size()), xv.begin());
+    for (size_t i = std::size(edges); i < xv.size(); i += 5) {
+      // The midpoint of a half within (-10, 10) and the next one away from zero: exact in float.
+      const auto h = static_cast<uint16_t>(rng() % 0x4900u | (rng() % 2 != 0 ? 0x8000u : 0u));  // |h| < 10
+      xv[i] = 0.5f * (format::fp16_to_fp32(h) + format::fp16_to_fp32(static_cast<uint16_t>(h + 1)));
+    }
+    if (specials) add_specials(xv, rng);
+    const float* x = in_place ? nullptr : inst.keep(xv);
+    const Compare cmp = table && !specials ? Compare::Bytes : Compare::Nmse;
+    inst.outputs.push_back(in_place ? f32_output_holding("dst", xv, cmp) : f32_output("dst", n * rows, cmp));
+    const int64_t nn = n, rr = rows;
+    const int32_t form = table ? 1 : 0;
+    inst.bind = [=](const std::vector<void*>& out) {
+      strata_op op{};
+      op.struct_size = sizeof op;
+      op.kind = STRATA_OP_GELU;
+      op.dst = tensor_f32(static_cast<float*>(out[0]), {nn, rr});
+      op.src[0] = x != nullptr ? tensor_f32(x, {nn, rr}) : op.dst;
+      op.i[0] = form;
+      return op;
+    };
+    return inst;
+  }
+};
+
+// ROPE mode 24 (backend 1.7, the vision encoder's 2-D RoPE): positions [n_tok, 4] component-major, rows and columns
+// (components 1 and 2) in 0..63 as an image's patches have them, and other values in components 0 and 3, which the
+// mode ignores; freq_base 10000; i[2] row pairs, the rest of n_rot/2 column pairs.
+struct VisionRopeCase : OpCase {
+  int64_t head_dim, n_head, n_tok;
+  int n_rot, row_pairs;
+  bool in_place;
+  VisionRopeCase(int64_t hd, int64_t nh, int64_t nt, int nr, int rp, bool ip)
+      : head_dim(hd), n_head(nh), n_tok(nt), n_rot(nr), row_pairs(rp), in_place(ip) {}
+  std::string vars() const override {
+    return vars_of("ROPE", kv("mode", 24), kv("head_dim", head_dim), kv("n_head", n_head), kv("n_tok", n_tok),
+                   kv("n_rot", n_rot), kv("row_pairs", row_pairs), kv("column_pairs", n_rot / 2 - row_pairs),
+                   kv("in_place", yes_no(in_place)));
+  }
+  // Canonical as the other modes (host-side frequencies, sincos_d): the bytes must match; a GPU's float rope: NMSE.
+  double float_max_nmse() const override { return kFloatOpNmse; }
+  Instance build(std::mt19937& rng) const override {
+    Instance inst;
+    const std::vector<float> xv = normal_floats(rng, static_cast<size_t>(head_dim * n_head * n_tok));
+    std::vector<int32_t> pos(static_cast<size_t>(4 * n_tok));
+    for (size_t c = 0; c < 4; ++c) {
+      for (size_t t = 0; t < static_cast<size_t>(n_tok); ++t) {
+        pos[c * static_cast<size_t>(n_tok) + t] = static_cast<int32_t>(c == 1 || c == 2 ? rng() % 64 : 100 + rng() % 900);
+      }
+    }
+    const int32_t* ps = inst.keep(pos);
+    const float* x = in_place ? nullptr : inst.keep(xv);
+    const Output dst = in_place ? f32_output_holding("dst", xv, Compare::Bytes)
+                                : f32_output("dst", head_dim * n_head * n_tok, Compare::Bytes);
+    inst.outputs.push_back(float_op(dst, Compare::Nmse));
+    const int nr = n_rot, rp = row_pairs;
+    const int64_t hd = head_dim, nh = n_head, nt = n_tok;
+    inst.bind = [=](const std::vector<void*>& out) {
+      strata_op op{};
+      op.struct_size = sizeof op;
+      op.kind = STRATA_OP_ROPE;
+      op.dst = tensor_f32(static_cast<float*>(out[0]), {hd, nh, nt});
+      op.src[0] = x != nullptr ? tensor_f32(x, {hd, nh, nt}) : op.dst;
+      op.src[1] = tensor_i32(ps, {nt, 4});
+      op.i[0] = 24;
+      op.i[1] = nr;
+      op.i[2] = rp;
+      op.i[3] = nr / 2 - rp;
+      op.f[0] = 10000.0f;
+      return op;
+    };
+    return inst;
+  }
+};
+
 std::vector<std::shared_ptr<const OpCase>> make_cases() {
   std::vector<std::shared_ptr<const OpCase>> c;
   const GgmlType quant[] = {GgmlType::Q4_0,    GgmlType::Q4_1,   GgmlType::Q5_0,    GgmlType::Q5_1,  GgmlType::Q8_0,
@@ -1354,6 +1512,30 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
   c.push_back(std::make_shared<MulMatCase>(GgmlType::Q8_0, 64, 37, 5, RowStrides{80, 48}));
   c.push_back(std::make_shared<MulMatCase>(GgmlType::F16, 64, 37, 9, RowStrides{72, 40}));
   for (GgmlType t : {GgmlType::F16, GgmlType::Q8_0}) c.push_back(std::make_shared<KvStoreCase>(t, 64, 13, 5, 80));
+  // Backend 1.7, Qwen3-VL's vision encoder: LAYER_NORM over its widths (1152, 4608) and an odd one, weight and bias
+  // each present or absent, in place, NaN and Inf, large epsilons; GELU over its MLP widths (4304, 4608) and an odd one in both forms,
+  // in place, NaN and Inf; ROPE mode 24 over its heads (72 wide, and 64) with a quarter of head_dim in each section,
+  // in place, and unequal sections with values past n_rot (copied).
+  c.push_back(std::make_shared<LayerNormCase>(1152, 16, true, true, false));
+  c.push_back(std::make_shared<LayerNormCase>(4608, 9, true, true, false));
+  c.push_back(std::make_shared<LayerNormCase>(37, 5, false, false, false));
+  c.push_back(std::make_shared<LayerNormCase>(37, 5, true, false, false));
+  c.push_back(std::make_shared<LayerNormCase>(1152, 3, false, true, false));
+  c.push_back(std::make_shared<LayerNormCase>(1152, 12, true, true, true));
+  c.push_back(std::make_shared<LayerNormCase>(4608, 4, false, false, true));
+  c.push_back(std::make_shared<LayerNormCase>(37, 6, true, true, false, true));
+  c.push_back(std::make_shared<LayerNormCase>(37, 4, true, true, false, false, 0.5f));
+  c.push_back(std::make_shared<LayerNormCase>(1152, 2, false, false, true, false, 3.0f));
+  for (bool table : {false, true}) {
+    c.push_back(std::make_shared<GeluCase>(4304, 5, table, false));
+    c.push_back(std::make_shared<GeluCase>(4608, 3, table, true));
+    c.push_back(std::make_shared<GeluCase>(37, 5, table, false));
+    c.push_back(std::make_shared<GeluCase>(203, 4, table, false, true));
+  }
+  c.push_back(std::make_shared<VisionRopeCase>(72, 16, 50, 72, 18, false));
+  c.push_back(std::make_shared<VisionRopeCase>(64, 16, 50, 64, 16, false));
+  c.push_back(std::make_shared<VisionRopeCase>(72, 16, 49, 72, 18, true));
+  c.push_back(std::make_shared<VisionRopeCase>(80, 3, 7, 64, 20, false));
   return c;
 }
 
