@@ -982,4 +982,116 @@ TEST(ReferenceOps, RouterGroupsKeepTheBestGroupsByTheirTwoLargest) {
   EXPECT_THROW(run_reference(op), strata::Error);
 }
 
+TEST(ReferenceOps, LayerNormByHand) {
+  // [1, 2, 3, 4]: mean 2.5, variance (2.25 + 0.25 + 0.25 + 2.25) / 4 = 1.25, so with eps 0 the row becomes
+  // (-1.5, -0.5, 0.5, 1.5) / sqrt(1.25) = (-1.3416407865, -0.4472135955, 0.4472135955, 1.3416407865).
+  const std::vector<float> x = {1, 2, 3, 4};
+  const std::vector<float> w = {1, 2, -1, 0.5f}, b = {0, 1, 0.5f, -2};
+  const double plain[4] = {-1.3416407864998738, -0.4472135954999579, 0.4472135954999579, 1.3416407864998738};
+  std::vector<float> dst(4);
+  strata_op op = make_op(STRATA_OP_LAYER_NORM);
+  op.src[0] = tensor_f32(x.data(), {4, 1});
+  op.dst = tensor_f32(dst.data(), {4, 1});
+  run_reference(op);
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(static_cast<double>(dst[i]), plain[i], 1e-7) << i;
+  // Weight, then bias: y * w + b; the bias alone.
+  op.src[1] = tensor_f32(w.data(), {4});
+  op.src[2] = tensor_f32(b.data(), {4});
+  run_reference(op);
+  const double with_both[4] = {-1.3416407864998738, 0.1055728090000842, 0.0527864045000421, -1.3291796067500631};
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(static_cast<double>(dst[i]), with_both[i], 1e-7) << i;
+  op.src[1] = strata::no_tensor();
+  run_reference(op);
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(static_cast<double>(dst[i]), plain[i] + static_cast<double>(b[i]), 1e-7) << i;
+  // eps 0.75: variance + eps = 2, in place (dst = src0), two rows each normalised alone.
+  std::vector<float> rows = {1, 2, 3, 4, 10, 10, 10, 14};  // the second: mean 11, variance 3
+  op.src[0] = op.dst = tensor_f32(rows.data(), {4, 2});
+  op.src[2] = strata::no_tensor();
+  op.f[0] = 0.75f;
+  run_reference(op);
+  EXPECT_NEAR(static_cast<double>(rows[0]), -1.0606601717798212, 1e-7);  // -1.5 / sqrt(2)
+  EXPECT_NEAR(static_cast<double>(rows[3]), 1.0606601717798212, 1e-7);
+  EXPECT_NEAR(static_cast<double>(rows[4]), -0.5163977794943222, 1e-7);  // -1 / sqrt(3 + 0.75)
+  EXPECT_NEAR(static_cast<double>(rows[7]), 1.5491933384829668, 1e-7);  // 3 / sqrt(3.75)
+  // A weight of another length, and a dst of another shape, are refused.
+  op.src[1] = tensor_f32(w.data(), {3});
+  EXPECT_THROW(run_reference(op), strata::Error);
+  op.src[1] = strata::no_tensor();
+  op.dst = tensor_f32(dst.data(), {4, 1});
+  EXPECT_THROW(run_reference(op), strata::Error);
+}
+
+TEST(ReferenceOps, GeluTanhFormAndF16Table) {
+  // gelu(1) = 0.5 (1 + tanh(sqrt(2/pi) * 1.044715)) = 0.8411919906..., gelu(-1) = gelu(1) - 1 = -0.1588080093...
+  const std::vector<float> x = {1.0f, -1.0f, 0.0f, 10.0f, -10.0f, 9.99f, -9.99f, 0.50006f, 0.5f, 20.0f};
+  std::vector<float> dst(x.size());
+  strata_op op = make_op(STRATA_OP_GELU);
+  op.src[0] = tensor_f32(x.data(), {static_cast<int64_t>(x.size())});
+  op.dst = tensor_f32(dst.data(), {static_cast<int64_t>(x.size())});
+  run_reference(op);
+  EXPECT_EQ(dst[0], static_cast<float>(0.8411919906082768));
+  EXPECT_EQ(dst[1], static_cast<float>(-0.1588080093917233));
+  EXPECT_EQ(dst[2], 0.0f);
+  EXPECT_EQ(dst[3], 10.0f);  // tanh is 1 in double
+  EXPECT_EQ(dst[8], static_cast<float>(0.3457140098251439));
+  // ggml's table (i[0] = 1): f16(gelu(f16(x))) inside (-10, 10); 0 at or below -10; x itself at or above 10.
+  op.i[0] = 1;
+  run_reference(op);
+  EXPECT_EQ(dst[0], 0.84130859375f);  // 1723 / 2048, the half nearest 0.84119199
+  EXPECT_EQ(dst[3], 10.0f);
+  EXPECT_EQ(dst[4], 0.0f);
+  EXPECT_EQ(dst[5], 9.9921875f);  // 9.99 is the half 9.9921875 (1279 / 128), and gelu of it rounds back to it
+  EXPECT_EQ(dst[6], 0.0f);        // gelu(-9.9921875) is far below the smallest half
+  EXPECT_EQ(dst[7], 0.345703125f);  // 0.50006 is the half 0.5; gelu(0.5) = 0.345714 -> 1416 / 4096
+  EXPECT_EQ(dst[8], 0.345703125f);
+  EXPECT_EQ(dst[9], 20.0f);
+  op.i[0] = 2;
+  EXPECT_THROW(run_reference(op), strata::Error);
+}
+
+TEST(ReferenceOps, RopeMode24TurnsRowPairsThenColumnPairs) {
+  // Two tokens of one head of 8, n_rot 8, i[2] = i[3] = 2, base 10000: neox pairs (k, k + 4); pairs 0 and 1 turn by the
+  // row (component 1) at 10000^(-2k/4) = {1, 0.01}, pairs 2 and 3 by the column (component 2) at the same two
+  // frequencies (index k - 2). Token 0 sits at row 1, column 0; token 1 at row 0, column 3. Components 0 and 3 (t, e),
+  // freq_scale and attn_factor are ignored.
+  const std::vector<float> head = {0.5f, -1.0f, 2.0f, 0.25f, 1.5f, 0.75f, -0.5f, 3.0f};
+  std::vector<float> x = head;
+  x.insert(x.end(), head.begin(), head.end());
+  const std::vector<int32_t> pos = {7, 9, 1, 0, 0, 3, 5, 6};  // [2, 4] component-major: t, row, column, e
+  std::vector<float> dst(16);
+  strata_op op = make_op(STRATA_OP_ROPE);
+  op.src[0] = tensor_f32(x.data(), {8, 1, 2});
+  op.src[1] = tensor_i32(pos.data(), {2, 4});
+  op.dst = tensor_f32(dst.data(), {8, 1, 2});
+  op.i[0] = 24;
+  op.i[1] = 8;
+  op.i[2] = 2;
+  op.i[3] = 2;
+  op.f[0] = 10000.0f;
+  op.f[1] = 0.5f;
+  op.f[3] = 2.0f;
+  run_reference(op);
+  const double theta[2][4] = {{1.0, 0.01, 0.0, 0.0}, {0.0, 0.0, 3.0, 0.03}};
+  for (int t = 0; t < 2; ++t) {
+    for (int k = 0; k < 4; ++k) {
+      const double a = static_cast<double>(head[k]), b = static_cast<double>(head[k + 4]);
+      const double c = std::cos(theta[t][k]), s = std::sin(theta[t][k]);
+      const float got_a = dst[8 * t + k], got_b = dst[8 * t + k + 4];
+      if (theta[t][k] == 0.0) {
+        EXPECT_EQ(got_a, head[k]) << t << " " << k << ": position 0 is the identity";
+        EXPECT_EQ(got_b, head[k + 4]) << t << " " << k;
+      } else {
+        EXPECT_NEAR(static_cast<double>(got_a), a * c - b * s, 1e-6) << t << " " << k;
+        EXPECT_NEAR(static_cast<double>(got_b), a * s + b * c, 1e-6) << t << " " << k;
+      }
+    }
+  }
+  // The sections must cover n_rot / 2, and the positions must be [n_tok, 4].
+  op.i[3] = 1;
+  EXPECT_THROW(run_reference(op), strata::Error);
+  op.i[3] = 2;
+  op.src[1] = tensor_i32(pos.data(), {2});
+  EXPECT_THROW(run_reference(op), strata::Error);
+}
+
 }  // namespace
