@@ -174,7 +174,7 @@ TEST(ConfigFile, EachSchemaErrorKindAtItsPosition) {
             std::vector<std::string>{f + "3:5: unknown key 'serve.elastic.wibble'; the keys of serve.elastic are "
                                          "lanes, hold_s"});
   EXPECT_EQ(check_yaml(dir, "zzz: 1\n"),
-            std::vector<std::string>{f + "1:1: unknown key 'zzz'; the top-level keys are model, plugin_path, backend, "
+            std::vector<std::string>{f + "1:1: unknown key 'zzz'; the top-level keys are model, mmproj, plugin_path, backend, "
                                          "plugins, experts, runtime, sampling, speculative, serve"});
   // wrong type
   EXPECT_EQ(check_yaml(dir, "runtime:\n  context: big\n"),
