@@ -6,7 +6,7 @@
 //   by (1 - lo), so the value is within a few ulp of the exact one for -10 <= x; below -10 it is x * 0 (-0, NaN
 //   for -inf), as the reference's double gives.
 // - i[0] = 1 (ggml's f16 table): f16(gelu(f16(x))) for -10 < x < 10, 0 at or below -10, x at or above (and NaN):
-//   a table over the 65536 halves, built once with the reference's double formula and roundings, so the bits are
+//   a table over the 65536 halves (format::gelu_f16_table, the reference's too), so the bits are
 //   the reference's; x goes to f16 by vcvtps2ph (round to nearest even, as format::fp32_to_fp16).
 #include <cmath>
 #include <cstring>
@@ -15,6 +15,7 @@
 #include "ops.hpp"
 #include "simd.hpp"
 #include "strata/format/fp16.hpp"
+#include "strata/format/gelu_table.hpp"
 #include "tensor_view.hpp"
 #include "vec_math.hpp"
 
@@ -54,19 +55,8 @@ STRATA_INLINE_AVX2 __m256 gelu8(__m256 x) {
   return _mm256_blendv_ps(y, _mm256_mul_ps(x, _mm256_setzero_ps()), _mm256_cmp_ps(x, neg_ten, _CMP_LT_OQ));
 }
 
-// The f16 table: entry h = f16(gelu(h)) as a float, gelu in double as the reference computes it.
-const float* gelu_f16_table() {
-  static const std::vector<float> table = [] {
-    std::vector<float> t(65536);
-    for (uint32_t h = 0; h < 65536; ++h) {
-      const double x = static_cast<double>(format::fp16_to_fp32(static_cast<uint16_t>(h)));
-      const double g = 0.5 * x * (1.0 + std::tanh(0.79788456080286535587989211986876 * x * (1.0 + 0.044715 * x * x)));
-      t[h] = format::fp16_to_fp32(format::fp32_to_fp16(static_cast<float>(g)));
-    }
-    return t;
-  }();
-  return table.data();
-}
+// The f16 table every backend reads (format::gelu_f16_table: float, as ggml builds its own).
+const float* gelu_f16_table() { return format::gelu_f16_table(); }
 
 STRATA_INLINE_AVX2 __m256 gelu_table8(__m256 x, const float* table) {
   const __m256i h = _mm256_cvtepu16_epi32(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));

@@ -7,6 +7,7 @@
 
 #include "strata/format/dequantize.hpp"
 #include "strata/format/fp16.hpp"
+#include "strata/format/gelu_table.hpp"
 
 namespace strata::vision::detail {
 
@@ -142,7 +143,7 @@ float gelu(float x, bool f16_table) {
   if (!f16_table) return gelu_tanh(x);
   if (x <= -10.0f) return 0.0f;
   if (x >= 10.0f) return x;
-  return round_to_f16(gelu_tanh(round_to_f16(x)));
+  return format::gelu_f16_table()[format::fp32_to_fp16(x)];  // f16(gelu_tanh(f16(x))), the shared table
 }
 
 float quick_gelu(float x) { return x * (1.0f / (1.0f + std::exp(-1.702f * x))); }
