@@ -170,8 +170,9 @@ bool same_rope_params(const strata_op& a, const strata_op& b) {
 
 // A [norm] + rope chain whose rows can be prepared one (head, token) per group.
 bool chain_ok(const strata_op* norm, const strata_op& rope) {
-  // Mode 40 (M-RoPE) takes a position per pair: the fused kernel reads one a token, so ROPE runs it alone.
-  if (check_rope(rope) || rope.i[0] == kRopeModeImrope) return false;
+  // Modes 40 (M-RoPE) and 24 (vision) take a position per pair: the fused kernel reads one a token and knows pairs
+  // of modes 0 and 2 only, so ROPE runs the others alone.
+  if (check_rope(rope) || (rope.i[0] != kRopeModeAdjacent && rope.i[0] != kRopeModeNeox)) return false;
   const strata_tensor &x = rope.src[0], &pos = rope.src[1], &y = rope.dst;
   const int64_t hd = x.ne[0];
   if (hd > kMaxRow || !rows_apart(x, hd) || !rows_apart(y, hd)) return false;

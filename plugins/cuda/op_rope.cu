@@ -5,7 +5,10 @@
 // (a, b) -> (a cos - b sin, a sin + b cos). Mode 0 pairs (2p, 2p + 1), mode 2 (neox) pairs (p, p + n_rot / 2);
 // values from n_rot on are copied. YaRN (f[2..5]): the frequencies and scales of format::RopeAngles. Mode 40
 // (interleaved M-RoPE, Qwen3-VL): neox pairs, each pair's position one of the token's four components (rope_pair.cuh,
-// imrope_component; src1 [n_tok, 4] or [n_tok]). One block per (head, token); positions are read on the device.
+// imrope_component; src1 [n_tok, 4] or [n_tok]). Mode 24 (2-D vision RoPE, backend 1.7, Qwen3-VL's projector): neox
+// pairs, the first i[2] at the row component (1) with frequencies pow(base, -2k / (n_rot / 2)), the other i[3] at the
+// column component (2) with their own index from 0 (rope_fill_vision_freqs); no freq_scale, YaRN or attn_factor;
+// src1 [n_tok, 4]. One block per (head, token); positions are read on the device.
 // Rows and tokens are nb[1] and nb[2] apart in src0 and dst (views: a slice of each wider column).
 #include <string>
 
@@ -35,7 +38,9 @@ struct RopeArgs {
   RopeFreqs freq;  // doubles for rope_heads_f64ref, hi/lo floats for rope_heads
   bool imrope;           // mode 40: pair k's position from component imrope_component(k, sections)
   RopeSections sections;
-  int64_t pos_comp;      // mode 40: int32s between src1's components (0: [n_tok], text positions)
+  int64_t pos_comp;      // modes 40, 24: int32s between src1's components (0: [n_tok], text positions)
+  bool vision;           // mode 24: pair k's position from component vision_component(k, row_pairs)
+  int row_pairs;         // mode 24: i[2]
 };
 
 // T is the arithmetic: float (rope_heads) or double (rope_heads_f64ref, canonical_double).
@@ -50,7 +55,9 @@ __device__ __forceinline__ void rope_block(const RopeArgs& a) {
   for (int k = static_cast<int>(threadIdx.x); k < half; k += kBlock) {
     int ia, ib;
     rope_pair_index(k, a.n_rot, a.neox, ia, ib);
-    const int32_t pos = a.imrope ? imrope_position(a.pos, t, a.pos_comp, imrope_component(k, a.sections)) : pos0;
+    const int32_t pos = a.imrope   ? imrope_position(a.pos, t, a.pos_comp, imrope_component(k, a.sections))
+                        : a.vision ? imrope_position(a.pos, t, a.pos_comp, vision_component(k, a.row_pairs))
+                                   : pos0;
     // In place (dst == src0) is safe: this thread alone reads and writes ia and ib.
     if constexpr (sizeof(T) == sizeof(double)) {
       rope_rotate(x[ia], x[ib], static_cast<double>(pos), static_cast<double>(a.scale), a.freq.d[k], y[ia], y[ib],
@@ -80,8 +87,8 @@ Check check_rope(const strata_op& op) {
     return std::string("dst must have src0's shape [head_dim, n_head, n_tok]");
   }
   const int mode = op.i[0], n_rot = op.i[1];
-  if (mode != kModeAdjacent && mode != kModeNeox && mode != kRopeModeImrope) {
-    return "i[0] (mode) is " + std::to_string(mode) + " (known: 0, 2, 40)";
+  if (mode != kModeAdjacent && mode != kModeNeox && mode != kRopeModeImrope && mode != kRopeModeVision) {
+    return "i[0] (mode) is " + std::to_string(mode) + " (known: 0, 2, 24, 40)";
   }
   if (mode == kRopeModeImrope) {
     if (op.i[2] < 0 || op.i[3] < 0 || op.i[4] < 0 || op.i[5] < 0 ||
@@ -92,6 +99,10 @@ Check check_rope(const strata_op& op) {
     if ((pos.ne[1] != 1 && pos.ne[1] != 4) || pos.ne[2] != 1 || pos.ne[3] != 1 || pos.ne[0] != x.ne[2]) {
       return "src1 (positions) must be [n_tok] or [n_tok, 4] (n_tok = " + std::to_string(x.ne[2]) + ")";
     }
+  } else if (mode == kRopeModeVision) {
+    if (pos.ne[1] != 4 || pos.ne[2] != 1 || pos.ne[3] != 1 || pos.ne[0] != x.ne[2]) {
+      return "src1 (positions) must be [n_tok, 4] (t, row, column, e; n_tok = " + std::to_string(x.ne[2]) + ")";
+    }
   } else if (format::row_count(pos) != 1 || pos.ne[0] != x.ne[2]) {
     return "src1 (positions) must hold one position per token (" + std::to_string(x.ne[2]) + ")";
   }
@@ -100,6 +111,10 @@ Check check_rope(const strata_op& op) {
     return "i[1] (n_rot) " + std::to_string(n_rot) + " must be even and within head_dim " + std::to_string(x.ne[0]);
   }
   if (n_rot > 2 * kMaxPairs) return "i[1] (n_rot) " + std::to_string(n_rot) + " is above " + std::to_string(2 * kMaxPairs);
+  if (mode == kRopeModeVision &&
+      (op.i[2] < 0 || op.i[3] < 0 || static_cast<int64_t>(op.i[2]) + op.i[3] != n_rot / 2)) {
+    return "i[2] + i[3] (row and column pairs, each non-negative) must be n_rot / 2 = " + std::to_string(n_rot / 2);
+  }
   return std::nullopt;
 }
 
@@ -115,17 +130,26 @@ void run_rope(Context& ctx, const strata_op& op) {
   a.d_tok = d.nb[2];
   a.head_dim = x.ne[0];
   a.n_rot = op.i[1];
-  a.neox = op.i[0] == kModeNeox || op.i[0] == kRopeModeImrope;
+  a.neox = op.i[0] == kModeNeox || op.i[0] == kRopeModeImrope || op.i[0] == kRopeModeVision;
   a.imrope = op.i[0] == kRopeModeImrope;
+  a.vision = op.i[0] == kRopeModeVision;
   if (a.imrope) {
     a.sections = RopeSections{{op.i[2], op.i[3], op.i[4], op.i[5]}, op.i[2] + op.i[3] + op.i[4] + op.i[5]};
     a.pos_comp = pos.ne[1] == 4 ? static_cast<int64_t>(pos.nb[1] / sizeof(int32_t)) : 0;
   }
-  const RopeScaling scaling = rope_scaling(op.f);
-  a.scale = scaling.pos_scale;
-  a.mscale = scaling.mscale;
   const bool f64 = ctx.options().canonical_double;
-  rope_fill_freqs(a.freq, op.f, a.n_rot, f64);
+  if (a.vision) {
+    a.row_pairs = op.i[2];
+    a.pos_comp = static_cast<int64_t>(pos.nb[1] / sizeof(int32_t));
+    a.scale = 1.0f;
+    a.mscale = 1.0f;
+    rope_fill_vision_freqs(a.freq, op.f[0], a.row_pairs, a.n_rot, f64);
+  } else {
+    const RopeScaling scaling = rope_scaling(op.f);
+    a.scale = scaling.pos_scale;
+    a.mscale = scaling.mscale;
+    rope_fill_freqs(a.freq, op.f, a.n_rot, f64);
+  }
   const dim3 grid(static_cast<unsigned>(x.ne[1]), static_cast<unsigned>(x.ne[2]));
   (f64 ? rope_heads_f64ref : rope_heads)<<<grid, kBlock, 0, ctx.stream()>>>(a);
   check_launch("ROPE");

@@ -10,6 +10,8 @@
 // YaRN (backend 1.6, format::RopeAngles): the table holds freq_k (inv_freq_k with YaRN's mix, in double on the
 // host), `scale` is RopeAngles' pos_scale (1 with YaRN), and cos and sin are multiplied by mscale (attn_factor) before
 // the rotation, in double or in float. Without YaRN the table, the scale and mscale = 1 give the bits of before.
+// 2-D vision RoPE (mode 24, backend 1.7): neox pairs; the table holds each pair's frequency within its section
+// (rope_fill_vision_freqs), the scale and mscale are 1, and the position is the pair's component (vision_component).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +23,7 @@ namespace strata::gpu {
 
 constexpr int kRopeModeAdjacent = 0, kRopeModeNeox = 2;
 constexpr int kRopeModeImrope = 40;  // backend 1.6: interleaved M-RoPE (Qwen3-VL), neox pairs
+constexpr int kRopeModeVision = 24;  // backend 1.7: 2-D vision RoPE (Qwen3-VL's projector), neox pairs
 constexpr int kRopeMaxPairs = 128;  // n_rot <= 256: the inverse frequencies travel in the kernels' arguments
 
 // The kernels' table of inverse frequencies: doubles for the _f64ref kernels, hi/lo float pairs otherwise (1 KiB
@@ -50,6 +53,22 @@ inline void rope_fill_freqs(RopeFreqs& t, const float* f, int n_rot, bool f64) {
 inline void rope_fill_freqs(RopeFreqs& t, float freq_base, int n_rot, bool f64) {
   const float f[6] = {freq_base, 1.0f, 0.0f, 0.0f, 0.0f, 0.0f};
   rope_fill_freqs(t, f, n_rot, f64);
+}
+
+// Mode 24's table (host code): pair k < row_pairs is index k of the row section, pair k >= row_pairs index
+// k - row_pairs of the column section, each frequency pow(freq_base, -2 index / (n_rot / 2)) (format::rope_inv_freq
+// over n_rot / 2, as the reference); no freq_scale or YaRN.
+inline void rope_fill_vision_freqs(RopeFreqs& t, float freq_base, int row_pairs, int n_rot, bool f64) {
+  const int half = n_rot / 2;
+  for (int k = 0; k < half; ++k) {
+    const double inv = format::rope_inv_freq(static_cast<double>(freq_base), k < row_pairs ? k : k - row_pairs, half);
+    if (f64) {
+      t.d[k] = inv;
+    } else {
+      t.f.hi[k] = static_cast<float>(inv);
+      t.f.lo[k] = static_cast<float>(inv - static_cast<double>(t.f.hi[k]));
+    }
+  }
 }
 
 // The angle's position scale and the cos/sin factor of a ROPE op (format::RopeAngles; both exact as floats: f[1]
@@ -90,6 +109,11 @@ __host__ __device__ __forceinline__ int32_t imrope_position(const int32_t* pos, 
   if (comp_stride == 0) return c == 3 ? 0 : pos[t];
   return pos[t + static_cast<int64_t>(c) * comp_stride];
 }
+
+// ---- 2-D vision RoPE (mode 24, backend 1.7) ----
+// Pair k turns by the row component (1) when k < row_pairs (i[2]), else by the column component (2); src1 is
+// [n_tok, 4] component-major, read with imrope_position.
+__host__ __device__ __forceinline__ int vision_component(int k, int row_pairs) { return k < row_pairs ? 1 : 2; }
 
 // ---- double (canonical_double) ----
 
