@@ -24,6 +24,8 @@ Check check_op(const strata_op& op) {
     case STRATA_OP_COPY: return check_copy(op);
     case STRATA_OP_SIGNAL: return check_signal(op);
     case STRATA_OP_WAIT: return check_wait(op);
+    case STRATA_OP_LAYER_NORM: return check_layer_norm(op);
+    case STRATA_OP_GELU: return check_gelu(op);
   }
   return "unknown op kind " + std::to_string(op.kind);
 }
@@ -86,6 +88,8 @@ void run_op(Context& ctx, const strata_op& op) {
     case STRATA_OP_COPY: return run_copy(ctx, op);
     case STRATA_OP_SIGNAL: return run_signal(ctx, op);
     case STRATA_OP_WAIT: return run_wait(ctx, op);
+    case STRATA_OP_LAYER_NORM: return run_layer_norm(ctx, op);
+    case STRATA_OP_GELU: return run_gelu(ctx, op);
   }
 }
 

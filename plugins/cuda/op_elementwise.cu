@@ -1,10 +1,14 @@
 // ADD, MUL (src1 of src0's shape or one row used for every row) and SWIGLU (canonical: silu_c(src0) * src1),
 // element by element, each result the reference's rounded float operations with x86's NaN bits
-// (canonical_math.cuh), so the bytes match the CPU's. dst may be src0 or src1 (in place): each element is read
-// before it is written, by the same thread.
+// (canonical_math.cuh), so the bytes match the CPU's. GELU (backend 1.7, gelu.cuh): i[0] = 0 the tanh form in float
+// (with canonical_double the reference's double, gelu_rows_f64ref), i[0] = 1 ggml's f16 table, the reference's
+// bits in both modes. dst may be src0 or src1 (in place): each element is read before it is written, by the same
+// thread.
+#include <cstdint>
 #include <string>
 
 #include "canonical_math.cuh"
+#include "gelu.cuh"
 #include "ops.hpp"
 #include "strata/format/tensor_checks.hpp"
 
@@ -44,6 +48,45 @@ __global__ void elementwise_rows(RowsArgs args) {
   }
 }
 
+// GELU over rows of n values (total values in all), i[0] = kTable: 0 the tanh form in float, 1 ggml's f16 table.
+struct GeluArgs {
+  const char* x;
+  char* dst;
+  uint64_t x_stride, d_stride;
+  int64_t n, total;
+};
+
+template <int kTable>
+__global__ void gelu_rows(GeluArgs args) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kBlock;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kBlock + threadIdx.x; i < args.total; i += step) {
+    const int64_t r = i / args.n, c = i % args.n;
+    const float x = reinterpret_cast<const float*>(args.x + static_cast<uint64_t>(r) * args.x_stride)[c];
+    float v;
+    if constexpr (kTable == 1) {
+      v = gelu_f16_table(x);
+    } else {
+      v = gelu_tanh_f(x);
+    }
+    reinterpret_cast<float*>(args.dst + static_cast<uint64_t>(r) * args.d_stride)[c] = v;
+  }
+}
+
+// i[0] = 0 under canonical_double.
+__global__ void gelu_rows_f64ref(GeluArgs args) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kBlock;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kBlock + threadIdx.x; i < args.total; i += step) {
+    const int64_t r = i / args.n, c = i % args.n;
+    const float x = reinterpret_cast<const float*>(args.x + static_cast<uint64_t>(r) * args.x_stride)[c];
+    reinterpret_cast<float*>(args.dst + static_cast<uint64_t>(r) * args.d_stride)[c] = gelu_tanh_f64ref(x);
+  }
+}
+
+unsigned grid_blocks(int64_t total) {
+  const int64_t want = (total + kBlock - 1) / kBlock;
+  return static_cast<unsigned>(want < 65536 ? want : 65536);
+}
+
 Check check_same_rows(const strata_op& op, bool allow_broadcast) {
   const strata_tensor &a = op.src[0], &b = op.src[1], &d = op.dst;
   if (auto e = format::check_rows(a, "src0", GgmlType::F32)) return e;
@@ -74,9 +117,7 @@ void launch(Context& ctx, const strata_op& op, const char* what) {
                 d.nb[1],
                 a.ne[0],
                 a.ne[0] * rows};
-  const int64_t want = (args.total + kBlock - 1) / kBlock;
-  const auto blocks = static_cast<unsigned>(want < 65536 ? want : 65536);
-  elementwise_rows<kOp><<<blocks, kBlock, 0, ctx.stream()>>>(args);
+  elementwise_rows<kOp><<<grid_blocks(args.total), kBlock, 0, ctx.stream()>>>(args);
   check_launch(what);
 }
 
@@ -95,5 +136,36 @@ void run_binary(Context& ctx, const strata_op& op) {
 Check check_swiglu(const strata_op& op) { return check_same_rows(op, false); }
 
 void run_swiglu(Context& ctx, const strata_op& op) { launch<Elementwise::Swiglu>(ctx, op, "SWIGLU"); }
+
+Check check_gelu(const strata_op& op) {
+  const strata_tensor &x = op.src[0], &d = op.dst;
+  if (auto e = format::check_rows(x, "src0", GgmlType::F32)) return e;
+  if (auto e = format::check_rows(d, "dst", GgmlType::F32)) return e;
+  if (reinterpret_cast<uintptr_t>(x.data) % sizeof(float) != 0 || reinterpret_cast<uintptr_t>(d.data) % sizeof(float) != 0) {
+    return std::string("src0 or dst data is not 4-byte aligned");
+  }
+  for (int k = 0; k < 4; ++k) {
+    if (d.ne[k] != x.ne[k]) return std::string("dst must have src0's shape");
+  }
+  if (op.i[0] != 0 && op.i[0] != 1) {
+    return "i[0] is " + std::to_string(op.i[0]) + " (known: 0 the tanh form, 1 ggml's f16 table)";
+  }
+  return std::nullopt;
+}
+
+void run_gelu(Context& ctx, const strata_op& op) {
+  const strata_tensor &x = op.src[0], &d = op.dst;
+  const GeluArgs args{static_cast<const char*>(x.data), static_cast<char*>(d.data), x.nb[1], d.nb[1], x.ne[0],
+                      x.ne[0] * format::row_count(x)};
+  const unsigned blocks = grid_blocks(args.total);
+  if (op.i[0] == 1) {
+    gelu_rows<1><<<blocks, kBlock, 0, ctx.stream()>>>(args);
+  } else if (ctx.options().canonical_double) {
+    gelu_rows_f64ref<<<blocks, kBlock, 0, ctx.stream()>>>(args);
+  } else {
+    gelu_rows<0><<<blocks, kBlock, 0, ctx.stream()>>>(args);
+  }
+  check_launch("GELU");
+}
 
 }  // namespace strata::gpu

@@ -71,6 +71,10 @@ Check check_binary(const strata_op& op);  // ADD, MUL
 void run_binary(Context& ctx, const strata_op& op);
 Check check_swiglu(const strata_op& op);
 void run_swiglu(Context& ctx, const strata_op& op);
+Check check_gelu(const strata_op& op);  // 1.7 (op_elementwise.cu)
+void run_gelu(Context& ctx, const strata_op& op);
+Check check_layer_norm(const strata_op& op);  // 1.7
+void run_layer_norm(Context& ctx, const strata_op& op);
 Check check_rope(const strata_op& op);
 void run_rope(Context& ctx, const strata_op& op);
 Check check_kv_store(const strata_op& op);
