@@ -2,6 +2,7 @@
 
 #include "context.hpp"
 #include "ops.hpp"
+#include "strata/format/gelu_table.hpp"
 
 namespace strata::gpu {
 
@@ -40,6 +41,7 @@ Context::~Context() {
   for (void* p : scratch_) {
     if (p != nullptr) (void)cudaFree(p);
   }
+  if (gelu_table_ != nullptr) (void)cudaFree(gelu_table_);
   if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
 }
 
@@ -74,6 +76,27 @@ void* Context::scratch(ScratchSlot slot, uint64_t bytes) {
   if (slot == ScratchSlot::Counters) check_cuda(cudaMemsetAsync(p, 0, want, stream_), "cudaMemsetAsync (counters)");
   ++scratch_generation_;
   return p;
+}
+
+const float* Context::upload_gelu_table() {
+  if (gelu_table_ != nullptr) return gelu_table_;
+  if (capturing_) throw OpFailure(STRATA_ERR_INTERNAL, "GELU's f16 table would be uploaded during graph capture");
+  constexpr uint64_t kBytes = 65536 * sizeof(float);
+  void* p = nullptr;
+  const cudaError_t err = cudaMalloc(&p, kBytes);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw OpFailure(STRATA_ERR_OUT_OF_MEMORY, "cannot allocate GELU's f16 table (" + std::to_string(kBytes) + " bytes) on " +
+                                                  device_name_ + ": " + cudaGetErrorString(err));
+  }
+  // The host table lives as long as the process: the copy may complete after the call returns.
+  const cudaError_t copied = cudaMemcpyAsync(p, format::gelu_f16_table(), kBytes, cudaMemcpyHostToDevice, stream_);
+  if (copied != cudaSuccess) {
+    (void)cudaFree(p);
+    check_cuda(copied, "cudaMemcpyAsync (GELU's f16 table)");
+  }
+  gelu_table_ = static_cast<float*>(p);
+  return gelu_table_;
 }
 
 bool Context::grow_noted() {

@@ -84,6 +84,12 @@ class Context {
 
   QuantizedActivation& quantized() { return quantized_; }
 
+  // GELU's f16 table (backend 1.7, i[0] = 1): format::gelu_f16_table's 65536 floats in device memory, nullptr until
+  // uploaded. upload_gelu_table() allocates and copies it once (enqueued on the stream, so the kernels after it see
+  // it) and returns it; never during capture: enqueue uploads it before running a list that needs it.
+  const float* gelu_table() const { return gelu_table_; }
+  const float* upload_gelu_table();
+
   strata_status* error(strata_status_code code, const std::string& message) const {
     return host_->status_new(code, message.c_str());
   }
@@ -103,6 +109,7 @@ class Context {
   bool sizing_ = false;
   std::array<uint64_t, static_cast<size_t>(ScratchSlot::Count)> noted_{};
   QuantizedActivation quantized_;
+  float* gelu_table_ = nullptr;
 };
 
 }  // namespace strata::gpu

@@ -7,10 +7,9 @@
 //     operations with x86's NaN bits (canonical_math.cuh). A few float ulp from the reference where |u| is small,
 //     the relative error growing like |u| ulp for negative x (where the values are below 1e-6 |x|).
 //   gelu_f16_table (i[0] = 1, every kernel): ggml's table, f16(gelu(f16(x))) for -10 < x < 10, 0 at or below -10,
-//     x otherwise (NaN included), f16 rounding to nearest even, with the reference's double rounding (gelu to
-//     float, then to f16). The inner gelu is gelu_pair: the tanh form in float-float (float_pair.cuh), within
-//     about 2^-40 of the exact value and then rounded to float once, so that it rounds like the reference's
-//     double for every f16 input in [-10, 10] (tests/cuda_host/layer_norm_gelu_test.cu checks all of them).
+//     x otherwise (NaN included): the reference's own table (format::gelu_f16_table, built once on the host in
+//     float as ggml builds its table, with the host's tanhf, which no device computation reproduces bit for bit),
+//     uploaded by the context (Context::upload_gelu_table) and looked up at x's f16 bits.
 //   gelu_tanh_f64ref (i[0] = 0 under canonical_double): the reference's double expression; its tanh is the
 //     device's, which may differ from the host's libm in the last bit of a double (rarely visible after rounding to
 //     float).
@@ -19,7 +18,6 @@
 #include <cmath>
 
 #include "canonical_math.cuh"
-#include "float_pair.cuh"
 
 namespace strata::gpu {
 
@@ -35,28 +33,12 @@ __host__ __device__ __forceinline__ float gelu_tanh_f(float x) {
   return div_x86(x, add_x86(1.0f, exp_c(-2.0f * u)));  // NaN: x's
 }
 
-// The tanh form of `h` (|h| <= 10) in float-float: x^2 exactly, (1 + a x^2) and c x with a = 0.044715 and
-// c = sqrt(2/pi) as pairs (the reference's double constants to 2^-48), u = c x (1 + a x^2), exp(-2u) (pair_exp:
-// |2u| <= 87.4), then h / (1 + exp(-2u)) and one rounding to float. Zeros keep their sign (the reference's
-// 0.5 * -0 * 1 is -0).
-__host__ __device__ __forceinline__ float gelu_pair(float h) {
-  if (h == 0.0f) return h;
-  const FloatPair one{1.0f, 0.0f};
-  const FloatPair cubic{float_from_bits(0x3d372713u), float_from_bits(0x30d4801fu)};      // 0.044715
-  const FloatPair sqrt_2_pi{float_from_bits(0x3f4c422au), float_from_bits(0xb2c2bc9bu)};  // sqrt(2/pi)
-  const FloatPair p = pair_add(one, pair_mul(cubic, two_prod_f(h, h)));
-  const FloatPair u = pair_mul(pair_mul_f(sqrt_2_pi, h), p);
-  const FloatPair e = pair_exp(FloatPair{-2.0f * u.hi, -2.0f * u.lo});
-  const FloatPair g = pair_div(FloatPair{h, 0.0f}, pair_add(one, e));
-  return g.hi + g.lo;
-}
-
-__host__ __device__ __forceinline__ float round_f16(float x) { return half_to_float(float_to_half(x)); }
-
-__host__ __device__ __forceinline__ float gelu_f16_table(float x) {
+// i[0] = 1: 0 at or below -10, x at 10 and above (and NaN), else the table's entry for x rounded to f16 (nearest
+// even: the device's conversion is format::fp32_to_fp16's). `table` is format::gelu_f16_table's 65536 floats.
+__host__ __device__ __forceinline__ float gelu_f16_table(float x, const float* table) {
   if (x <= -10.0f) return 0.0f;
-  if (!(x < 10.0f)) return x;  // 10 and above, and NaN, unchanged
-  return round_f16(gelu_pair(round_f16(x)));
+  if (!(x < 10.0f)) return x;
+  return table[float_to_half(x)];
 }
 
 // ---- double (canonical_double) ----

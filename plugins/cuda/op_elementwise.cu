@@ -1,9 +1,9 @@
 // ADD, MUL (src1 of src0's shape or one row used for every row) and SWIGLU (canonical: silu_c(src0) * src1),
 // element by element, each result the reference's rounded float operations with x86's NaN bits
 // (canonical_math.cuh), so the bytes match the CPU's. GELU (backend 1.7, gelu.cuh): i[0] = 0 the tanh form in float
-// (with canonical_double the reference's double, gelu_rows_f64ref), i[0] = 1 ggml's f16 table, the reference's
-// bits in both modes. dst may be src0 or src1 (in place): each element is read before it is written, by the same
-// thread.
+// (with canonical_double the reference's double, gelu_rows_f64ref), i[0] = 1 ggml's f16 table (the reference's own,
+// uploaded by the context: its bits in both modes). dst may be src0 or src1 (in place): each element is read before
+// it is written, by the same thread.
 #include <cstdint>
 #include <string>
 
@@ -52,6 +52,7 @@ __global__ void elementwise_rows(RowsArgs args) {
 struct GeluArgs {
   const char* x;
   char* dst;
+  const float* table;  // kTable 1: the context's copy of format::gelu_f16_table
   uint64_t x_stride, d_stride;
   int64_t n, total;
 };
@@ -64,7 +65,7 @@ __global__ void gelu_rows(GeluArgs args) {
     const float x = reinterpret_cast<const float*>(args.x + static_cast<uint64_t>(r) * args.x_stride)[c];
     float v;
     if constexpr (kTable == 1) {
-      v = gelu_f16_table(x);
+      v = gelu_f16_table(x, args.table);
     } else {
       v = gelu_tanh_f(x);
     }
@@ -155,7 +156,9 @@ Check check_gelu(const strata_op& op) {
 
 void run_gelu(Context& ctx, const strata_op& op) {
   const strata_tensor &x = op.src[0], &d = op.dst;
-  const GeluArgs args{static_cast<const char*>(x.data), static_cast<char*>(d.data), x.nb[1], d.nb[1], x.ne[0],
+  // enqueue uploads the table before the list runs; a run outside enqueue (none now) uploads it here.
+  const float* table = op.i[0] == 1 ? (ctx.gelu_table() != nullptr ? ctx.gelu_table() : ctx.upload_gelu_table()) : nullptr;
+  const GeluArgs args{static_cast<const char*>(x.data), static_cast<char*>(d.data), table, x.nb[1], d.nb[1], x.ne[0],
                       x.ne[0] * format::row_count(x)};
   const unsigned blocks = grid_blocks(args.total);
   if (op.i[0] == 1) {

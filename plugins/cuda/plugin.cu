@@ -103,12 +103,16 @@ strata_status* enqueue(void* c, uint32_t device, const strata_op* ops, size_t n_
     if (auto why = format::check_op_array(ops, n_ops)) {
       return inst->ctx.error(STRATA_ERR_INVALID_ARGUMENT, std::string(kName) + ": " + *why);
     }
+    bool gelu_table = false;
     for (size_t i = 0; i < n_ops; ++i) {
       if (Check why = check_op(ops[i], inst->ctx.options())) {
         return inst->ctx.error(STRATA_ERR_UNSUPPORTED, std::string(kName) + ": op " + std::to_string(i) + ": " + *why);
       }
+      gelu_table = gelu_table || (ops[i].kind == STRATA_OP_GELU && ops[i].i[0] == 1);
     }
     check_cuda(cudaSetDevice(inst->ctx.options().device), "cudaSetDevice");
+    // GELU's f16 table goes up before any capture of the list (graphs.run may capture it at once).
+    if (gelu_table) inst->ctx.upload_gelu_table();
     inst->graphs.run(inst->ctx, ops, n_ops);
     if (wait) check_cuda(cudaStreamSynchronize(inst->ctx.stream()), "compute");
     return nullptr;
