@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "error_text.hpp"
 #include "strata/error.hpp"
 #include "strata/plugin_host.hpp"
 
@@ -28,14 +29,6 @@ const PluginCandidate& only(const PluginRegistry& r) {
   return r.candidates().at(0);
 }
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const strata::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 }  // namespace
 
@@ -58,7 +51,7 @@ TEST(PluginLoader, GoodPluginIsUsableAndListsDevices) {
 
 TEST(PluginLoader, UnknownOptionFailsInitNamingIt) {
   PluginRegistry r(path_of({"good"}));
-  const std::string m = message_of([&] { r.instantiate("good", {"colour=blue"}); });
+  const std::string m = strata::test::error_of([&] { r.instantiate("good", {"colour=blue"}); });
   EXPECT_NE(m.find("libstrata-fake_good.so"), std::string::npos) << m;
   EXPECT_NE(m.find("init failed (invalid argument): unknown option 'colour=blue'"), std::string::npos) << m;
 }
@@ -68,7 +61,7 @@ TEST(PluginLoader, WrongAbiMajorIsRejectedWithBothVersions) {
   const auto& c = only(r);
   EXPECT_EQ(c.verdict, PluginCandidate::Verdict::Rejected);
   EXPECT_NE(c.reason.find("built for plugin ABI 2.1, this host speaks 1.1"), std::string::npos) << c.reason;
-  const std::string m = message_of([&] { r.instantiate("bad_abi"); });
+  const std::string m = strata::test::error_of([&] { r.instantiate("bad_abi"); });
   EXPECT_NE(m.find("no plugin named 'bad_abi'"), std::string::npos) << m;  // its name is not trusted
 }
 
@@ -95,21 +88,21 @@ TEST(PluginLoader, ScoreZeroIsUnusableNotAnError) {
   const auto& c = only(r);
   EXPECT_EQ(c.verdict, PluginCandidate::Verdict::Unusable);
   EXPECT_EQ(c.reason, "no fake accelerator on this machine");
-  const std::string m = message_of([&] { r.instantiate("score0"); });
+  const std::string m = strata::test::error_of([&] { r.instantiate("score0"); });
   EXPECT_NE(m.find("cannot run on this machine (score 0: no fake accelerator on this machine)"), std::string::npos) << m;
 }
 
 TEST(PluginLoader, FailingInitIsReportedWithFileAndReason) {
   PluginRegistry r(path_of({"init_fails"}));
   EXPECT_EQ(only(r).verdict, PluginCandidate::Verdict::Usable);  // only init can tell
-  const std::string m = message_of([&] { r.instantiate("init_fails"); });
+  const std::string m = strata::test::error_of([&] { r.instantiate("init_fails"); });
   EXPECT_NE(m.find("libstrata-fake_init_fails.so"), std::string::npos) << m;
   EXPECT_NE(m.find("init failed (device error): fake device refused to start"), std::string::npos) << m;
 }
 
 TEST(PluginLoader, ThrowInsideTrampolineBecomesAStatus) {
   PluginRegistry r(path_of({"init_throws"}));
-  const std::string m = message_of([&] { r.instantiate("init_throws"); });
+  const std::string m = strata::test::error_of([&] { r.instantiate("init_throws"); });
   EXPECT_NE(m.find("init failed (internal error): fake init exploded"), std::string::npos) << m;
 }
 
@@ -122,7 +115,7 @@ TEST(PluginLoader, ThrowAcrossTheBoundaryIsCaughtByTheHost) {
 
   PluginRegistry r2(path_of({"interface_throws"}));
   auto inst = r2.instantiate("interface_throws");
-  const std::string m = message_of([&] { inst->devices(); });
+  const std::string m = strata::test::error_of([&] { inst->devices(); });
   EXPECT_NE(m.find("get_interface(backend) threw across the C boundary: fake get_interface exploded"), std::string::npos) << m;
 }
 
@@ -144,7 +137,7 @@ TEST(PluginLoader, RequiredOptionsComeFromTheDescriptor) {
   EXPECT_EQ(c.required_options, std::vector<std::string>{"token=TEXT"});
   EXPECT_TRUE(r.candidates()[1].required_options.empty());
   EXPECT_EQ(r.instantiate("needs_option", {"token=abc", "devices=1"})->devices().size(), 1u);
-  const std::string m = message_of([&] { r.instantiate("needs_option"); });
+  const std::string m = strata::test::error_of([&] { r.instantiate("needs_option"); });
   EXPECT_NE(m.find("init failed (invalid argument): option token is required"), std::string::npos) << m;
 }
 
@@ -171,14 +164,14 @@ TEST(PluginRegistry, BestScoreWinsForAuto) {
   PluginRegistry r(path_of({"good", "better", "score0", "bad_abi", "init_fails"}));
   EXPECT_EQ(r.best_backend(), "better");
   EXPECT_EQ(r.best_backend({"good", "score0"}), "good");
-  const std::string m = message_of([&] { r.best_backend({"score0"}); });
+  const std::string m = strata::test::error_of([&] { r.best_backend({"score0"}); });
   EXPECT_NE(m.find("no usable backend plugin"), std::string::npos) << m;
   EXPECT_NE(m.find("score0: unusable here"), std::string::npos) << m;
 }
 
 TEST(PluginRegistry, UnknownNameSuggestsTheNearest) {
   PluginRegistry r(path_of({"good", "better"}));
-  const std::string m = message_of([&] { r.instantiate("beter"); });
+  const std::string m = strata::test::error_of([&] { r.instantiate("beter"); });
   EXPECT_NE(m.find("no plugin named 'beter' was found (did you mean 'better'?)"), std::string::npos) << m;
 }
 

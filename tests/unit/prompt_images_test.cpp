@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "error_text.hpp"
 #include "strata/error.hpp"
 #include "strata/model.hpp"
 #include "strata/prefix_cache.hpp"
@@ -38,14 +39,7 @@ TEST(Sha256, FipsExamples) {
 
 std::vector<uint8_t> bytes_of(std::string_view s) { return {s.begin(), s.end()}; }
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const strata::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using strata::test::error_of;
 
 TEST(DataUrl, DecodesBase64AndPercentData) {
   using strata::vision::decode_data_url;
@@ -59,20 +53,20 @@ TEST(DataUrl, DecodesBase64AndPercentData) {
 
 TEST(DataUrl, RefusesWhatItCannotRead) {
   using strata::vision::decode_data_url;
-  EXPECT_NE(message_of([] { decode_data_url("https://example.com/cat.png", "'url'"); }).find("fetches nothing"),
+  EXPECT_NE(error_of([] { decode_data_url("https://example.com/cat.png", "'url'"); }).find("fetches nothing"),
             std::string::npos);
-  EXPECT_NE(message_of([] { decode_data_url("cat.png", "'url'"); }).find("not a data URL"), std::string::npos);
-  EXPECT_NE(message_of([] { decode_data_url("data:image/png;base64", "'url'"); }).find("','"), std::string::npos);
-  EXPECT_NE(message_of([] { decode_data_url("data:image/png;base64,aGV*bG8=", "'url'"); }).find("'*'"),
+  EXPECT_NE(error_of([] { decode_data_url("cat.png", "'url'"); }).find("not a data URL"), std::string::npos);
+  EXPECT_NE(error_of([] { decode_data_url("data:image/png;base64", "'url'"); }).find("','"), std::string::npos);
+  EXPECT_NE(error_of([] { decode_data_url("data:image/png;base64,aGV*bG8=", "'url'"); }).find("'*'"),
             std::string::npos);
-  EXPECT_NE(message_of([] { decode_data_url("data:image/png;base64,aG=Vs", "'url'"); }).find("padding"),
+  EXPECT_NE(error_of([] { decode_data_url("data:image/png;base64,aG=Vs", "'url'"); }).find("padding"),
             std::string::npos);
-  EXPECT_NE(message_of([] { decode_data_url("data:image/png;base64,a", "'url'"); }).find("cut short"),
+  EXPECT_NE(error_of([] { decode_data_url("data:image/png;base64,a", "'url'"); }).find("cut short"),
             std::string::npos);
-  EXPECT_NE(message_of([] { decode_data_url("data:image/png;base64,", "'url'"); }).find("no data"), std::string::npos);
-  EXPECT_NE(message_of([] { decode_data_url("data:,a%2", "'url'"); }).find("two hex digits"), std::string::npos);
+  EXPECT_NE(error_of([] { decode_data_url("data:image/png;base64,", "'url'"); }).find("no data"), std::string::npos);
+  EXPECT_NE(error_of([] { decode_data_url("data:,a%2", "'url'"); }).find("two hex digits"), std::string::npos);
   // Every message names the field it was given.
-  EXPECT_EQ(message_of([] { decode_data_url("cat.png", "'messages[0].content[1].image_url.url'"); }).rfind("'messages", 0),
+  EXPECT_EQ(error_of([] { decode_data_url("cat.png", "'messages[0].content[1].image_url.url'"); }).rfind("'messages", 0),
             0u);
 }
 
@@ -84,7 +78,7 @@ TEST(DataUrl, ImageSourceTakesAFileOrADataUrl) {
   EXPECT_EQ(s.bytes, bytes_of(ppm));
   EXPECT_EQ(s.image.width, 2u);
   EXPECT_EQ(s.image.rgb, (std::vector<uint8_t>{255, 0, 0, 0, 0, 255}));
-  EXPECT_NE(message_of([] { strata::vision::read_image_source("/nonexistent/cat.png", "image 0"); }).find("cannot open"),
+  EXPECT_NE(error_of([] { strata::vision::read_image_source("/nonexistent/cat.png", "image 0"); }).find("cannot open"),
             std::string::npos);
 }
 
@@ -146,12 +140,12 @@ TEST(PromptImages, PlacesImagesAtMarkersAndMarks) {
   EXPECT_EQ(lead.at(first.at(0).at - 1), 510);
   // Counts that differ, and ids that are neither ids nor marks, are refused by name.
   std::vector<strata::PromptImage> unused;
-  EXPECT_NE(message_of([&] { strata::encode_with_images(tok, "<__media__>", images, piece, unused); }).find("1 <__media__> markers and 2 images"),
+  EXPECT_NE(error_of([&] { strata::encode_with_images(tok, "<__media__>", images, piece, unused); }).find("1 <__media__> markers and 2 images"),
             std::string::npos);
-  EXPECT_NE(message_of([&] { strata::expand_image_marks(tok, std::vector<TokenId>{-1, -2}, std::span(images).first(1), unused); })
+  EXPECT_NE(error_of([&] { strata::expand_image_marks(tok, std::vector<TokenId>{-1, -2}, std::span(images).first(1), unused); })
                 .find("-2"),
             std::string::npos);
-  EXPECT_NE(message_of([&] { strata::expand_image_marks(tok, std::vector<TokenId>{5}, std::span(images).first(1), unused); })
+  EXPECT_NE(error_of([&] { strata::expand_image_marks(tok, std::vector<TokenId>{5}, std::span(images).first(1), unused); })
                 .find("0 image marks"),
             std::string::npos);
 }

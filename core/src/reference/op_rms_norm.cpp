@@ -22,12 +22,7 @@ void rms_norm(const strata_op& op) {
   require_contiguous_rows(name, "src0", x);
   require(dst.ne[0] == x.ne[0] && dst.ne[1] == x.ne[1] && dst.ne[2] == x.ne[2] && dst.ne[3] == x.ne[3], name, "dst",
           dst, "the shape of src0");
-  std::vector<float> weight;
-  if (w.data != nullptr) {
-    require_type(name, "src1 (weight)", w, GgmlType::F32);
-    require(w.ne[0] == x.ne[0], name, "src1 (weight)", w, "one row as long as src0's");
-    weight = read_row(w, 0);
-  }
+  const std::vector<float> weight = optional_row(name, "src1 (weight)", w, x.ne[0]);
   const int64_t n = x.ne[0];
   const double eps = static_cast<double>(op.f[0]);
   for (int64_t i3 = 0; i3 < x.ne[3]; ++i3) {

@@ -45,4 +45,11 @@ void require_data(const char* op, const char* what, const strata_tensor& t) {
   require(t.data != nullptr, op, what, t, "a tensor with data");
 }
 
+std::vector<float> optional_row(const char* op, const char* what, const strata_tensor& t, int64_t n) {
+  if (t.data == nullptr) return {};
+  require_type(op, what, t, GgmlType::F32);
+  require(t.ne[0] == n, op, what, t, "one row as long as src0's");
+  return read_row(t, 0);
+}
+
 }  // namespace strata::reference

@@ -27,5 +27,7 @@ void require_type(const char* op, const char* what, const strata_tensor& t, Ggml
 // Rows are contiguous: nb[0] is one element or block.
 void require_contiguous_rows(const char* op, const char* what, const strata_tensor& t);
 void require_data(const char* op, const char* what, const strata_tensor& t);
+// A norm's optional f32 row of n values (a weight, a bias): empty when t has no data, else checked and read.
+std::vector<float> optional_row(const char* op, const char* what, const strata_tensor& t, int64_t n);
 
 }  // namespace strata::reference
