@@ -18,7 +18,15 @@
 namespace strata::cpu {
 namespace {
 
-constexpr int kModeAdjacent = 0, kModeNeox = 2, kModeVision = 24;
+constexpr int kModeAdjacent = 0, kModeNeox = 2, kModeVision = 24, kModeImrope = 40;
+
+// Interleaved M-RoPE (mode 40): which position component (0 t, 1 row, 2 column, 3 e) turns pair `sector`.
+int imrope_component(int sector, const int (&s)[4]) {
+  if (sector % 3 == 1 && sector < 3 * s[1]) return 1;
+  if (sector % 3 == 2 && sector < 3 * s[2]) return 2;
+  if (sector % 3 == 0 && sector < 3 * s[0]) return 0;
+  return 3;
+}
 
 }  // namespace
 
@@ -31,10 +39,17 @@ Check check_rope(const strata_op& op) {
     return std::string("dst shape differs from src0 [head_dim, n_head, n_tok]");
   }
   const int mode = op.i[0], n_rot = op.i[1];
-  if (mode != kModeAdjacent && mode != kModeNeox && mode != kModeVision) {
-    return "rope mode " + std::to_string(mode) + " (known: 0, 2, 24)";
+  if (mode != kModeAdjacent && mode != kModeNeox && mode != kModeVision && mode != kModeImrope) {
+    return "rope mode " + std::to_string(mode) + " (known: 0, 2, 24, 40)";
   }
-  if (mode == kModeVision) {
+  if (mode == kModeImrope) {
+    if (op.i[2] < 0 || op.i[3] < 0 || op.i[4] < 0 || op.i[5] < 0 || op.i[2] + op.i[3] + op.i[4] + op.i[5] <= 0) {
+      return std::string("mode 40's sections i[2..5] must be non-negative with a positive sum");
+    }
+    if (pos.ne[0] != x.ne[2] || (pos.ne[1] != 1 && pos.ne[1] != 4) || pos.ne[2] != 1 || pos.ne[3] != 1) {
+      return std::string("src1 must hold one position or four components per token ([n_tok] or [n_tok, 4]) for mode 40");
+    }
+  } else if (mode == kModeVision) {
     if (pos.ne[0] != x.ne[2] || pos.ne[1] != 4 || pos.ne[2] != 1 || pos.ne[3] != 1) {
       return std::string("src1 must hold four position components per token ([n_tok, 4]) for mode 24");
     }
@@ -58,7 +73,10 @@ void run_rope(Context& ctx, const strata_op& op) {
   const double base = static_cast<double>(op.f[0]);
   const format::RopeAngles angles(op.f);
   const auto* positions = static_cast<const int32_t*>(pos.data);
-  const bool vision = mode == kModeVision;
+  const bool vision = mode == kModeVision, imrope = mode == kModeImrope;
+  const int sections[4] = {op.i[2], op.i[3], op.i[4], op.i[5]};
+  const int section_sum = sections[0] + sections[1] + sections[2] + sections[3];
+  const bool four = pos.ne[1] == 4;
   const int row_pairs = op.i[2];  // mode 24: pairs [0, row_pairs) by the row, the rest by the column
   // Pair i's frequency; mode 24: pair i's index within its section, over n_rot/2 pairs.
   std::vector<double> freq(static_cast<size_t>(half));
@@ -75,6 +93,21 @@ void run_rope(Context& ctx, const strata_op& op) {
         for (int i = 0; i < half; ++i) {
           format::sincos_d((i < row_pairs ? row : col) * freq[static_cast<size_t>(i)], &sin_t[static_cast<size_t>(i)],
                            &cos_t[static_cast<size_t>(i)]);
+        }
+      } else if (imrope) {
+        // The token's components (t, row, column, e); a text token's [n_tok] position is (p, p, p, 0).
+        double comp[4];
+        for (int c = 0; c < 4; ++c) {
+          comp[c] = four ? static_cast<double>(row_ptr<const int32_t>(pos, c)[t])
+                         : c == 3 ? 0.0 : static_cast<double>(positions[t]);
+        }
+        for (int i = 0; i < half; ++i) {
+          double& sn = sin_t[static_cast<size_t>(i)];
+          double& cs = cos_t[static_cast<size_t>(i)];
+          const double p = comp[imrope_component(i % section_sum, sections)] * angles.pos_scale;
+          format::sincos_d(p * freq[static_cast<size_t>(i)], &sn, &cs);
+          sn = sn * angles.mscale;
+          cs = cs * angles.mscale;
         }
       } else {
         const double p = static_cast<double>(positions[t]) * angles.pos_scale;

@@ -2,6 +2,7 @@
 // leave partial vectors and partial groups, token counts around the kernels' 8-token chunks), seeded random
 // inputs, and how its outputs are compared with the reference backend.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -1198,29 +1199,37 @@ struct GeluCase : OpCase {
   }
 };
 
-// ROPE mode 24 (backend 1.7, the vision encoder's 2-D RoPE): positions [n_tok, 4] component-major, rows and columns
-// (components 1 and 2) in 0..63 as an image's patches have them, and other values in components 0 and 3, which the
-// mode ignores; freq_base 10000; i[2] row pairs, the rest of n_rot/2 column pairs.
-struct VisionRopeCase : OpCase {
+// ROPE over position components (positions [n_tok, 4] component-major): mode 24 (backend 1.7, the vision
+// encoder's 2-D RoPE: rows and columns, components 1 and 2, in 0..63 as an image's patches have them, other values in
+// components 0 and 3, which the mode ignores; sections[0] row pairs, the rest of n_rot/2 column pairs) and mode 40
+// (1.6, Qwen3-VL's interleaved M-RoPE: sections[0..3] the pairs of t, row, column and e; with `text` the positions
+// are [n_tok], a text token's (p, p, p, 0)); freq_base 10000.
+struct MultiRopeCase : OpCase {
+  int mode;
   int64_t head_dim, n_head, n_tok;
-  int n_rot, row_pairs;
-  bool in_place;
-  VisionRopeCase(int64_t hd, int64_t nh, int64_t nt, int nr, int rp, bool ip)
-      : head_dim(hd), n_head(nh), n_tok(nt), n_rot(nr), row_pairs(rp), in_place(ip) {}
+  int n_rot;
+  std::array<int, 4> sections;
+  bool in_place, text;
+  MultiRopeCase(int m, int64_t hd, int64_t nh, int64_t nt, int nr, std::array<int, 4> s, bool ip, bool tx = false)
+      : mode(m), head_dim(hd), n_head(nh), n_tok(nt), n_rot(nr), sections(s), in_place(ip), text(tx) {}
   std::string vars() const override {
-    return vars_of("ROPE", kv("mode", 24), kv("head_dim", head_dim), kv("n_head", n_head), kv("n_tok", n_tok),
-                   kv("n_rot", n_rot), kv("row_pairs", row_pairs), kv("column_pairs", n_rot / 2 - row_pairs),
-                   kv("in_place", yes_no(in_place)));
+    return vars_of("ROPE", kv("mode", mode), kv("head_dim", head_dim), kv("n_head", n_head), kv("n_tok", n_tok),
+                   kv("n_rot", n_rot), kv("sections", std::to_string(sections[0]) + "_" + std::to_string(sections[1]) +
+                                                          "_" + std::to_string(sections[2]) + "_" +
+                                                          std::to_string(sections[3])),
+                   kv("positions", text ? "text" : "components"), kv("in_place", yes_no(in_place)));
   }
   // Canonical as the other modes (host-side frequencies, sincos_d): the bytes must match; a GPU's float rope: NMSE.
   double float_max_nmse() const override { return kFloatOpNmse; }
   Instance build(std::mt19937& rng) const override {
     Instance inst;
     const std::vector<float> xv = normal_floats(rng, static_cast<size_t>(head_dim * n_head * n_tok));
-    std::vector<int32_t> pos(static_cast<size_t>(4 * n_tok));
-    for (size_t c = 0; c < 4; ++c) {
+    const size_t n_comp = text ? 1 : 4;
+    std::vector<int32_t> pos(n_comp * static_cast<size_t>(n_tok));
+    for (size_t c = 0; c < n_comp; ++c) {
       for (size_t t = 0; t < static_cast<size_t>(n_tok); ++t) {
-        pos[c * static_cast<size_t>(n_tok) + t] = static_cast<int32_t>(c == 1 || c == 2 ? rng() % 64 : 100 + rng() % 900);
+        pos[c * static_cast<size_t>(n_tok) + t] =
+            static_cast<int32_t>(mode == 24 ? (c == 1 || c == 2 ? rng() % 64 : 100 + rng() % 900) : rng() % 4000);
       }
     }
     const int32_t* ps = inst.keep(pos);
@@ -1228,19 +1237,20 @@ struct VisionRopeCase : OpCase {
     const Output dst = in_place ? f32_output_holding("dst", xv, Compare::Bytes)
                                 : f32_output("dst", head_dim * n_head * n_tok, Compare::Bytes);
     inst.outputs.push_back(float_op(dst, Compare::Nmse));
-    const int nr = n_rot, rp = row_pairs;
+    const int md = mode, nr = n_rot;
+    const std::array<int, 4> sec = sections;
     const int64_t hd = head_dim, nh = n_head, nt = n_tok;
+    const bool tx = text;
     inst.bind = [=](const std::vector<void*>& out) {
       strata_op op{};
       op.struct_size = sizeof op;
       op.kind = STRATA_OP_ROPE;
       op.dst = tensor_f32(static_cast<float*>(out[0]), {hd, nh, nt});
       op.src[0] = x != nullptr ? tensor_f32(x, {hd, nh, nt}) : op.dst;
-      op.src[1] = tensor_i32(ps, {nt, 4});
-      op.i[0] = 24;
+      op.src[1] = tx ? tensor_i32(ps, {nt}) : tensor_i32(ps, {nt, 4});
+      op.i[0] = md;
       op.i[1] = nr;
-      op.i[2] = rp;
-      op.i[3] = nr / 2 - rp;
+      for (int k = 0; k < 4; ++k) op.i[2 + k] = sec[static_cast<size_t>(k)];
       op.f[0] = 10000.0f;
       return op;
     };
@@ -1532,10 +1542,16 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
     c.push_back(std::make_shared<GeluCase>(37, 5, table, false));
     c.push_back(std::make_shared<GeluCase>(203, 4, table, false, true));
   }
-  c.push_back(std::make_shared<VisionRopeCase>(72, 16, 50, 72, 18, false));
-  c.push_back(std::make_shared<VisionRopeCase>(64, 16, 50, 64, 16, false));
-  c.push_back(std::make_shared<VisionRopeCase>(72, 16, 49, 72, 18, true));
-  c.push_back(std::make_shared<VisionRopeCase>(80, 3, 7, 64, 20, false));
+  c.push_back(std::make_shared<MultiRopeCase>(24, 72, 16, 50, 72, std::array{18, 18, 0, 0}, false));
+  c.push_back(std::make_shared<MultiRopeCase>(24, 64, 16, 50, 64, std::array{16, 16, 0, 0}, false));
+  c.push_back(std::make_shared<MultiRopeCase>(24, 72, 16, 49, 72, std::array{18, 18, 0, 0}, true));
+  c.push_back(std::make_shared<MultiRopeCase>(24, 80, 3, 7, 64, std::array{20, 12, 0, 0}, false));
+  // Mode 40, Qwen3-VL's text model: its real sections (24, 20, 20, 0) over 128-wide heads, the tiny files'
+  // (12, 10, 10, 0), sections that leave pairs to e, text positions, in place.
+  c.push_back(std::make_shared<MultiRopeCase>(40, 128, 4, 9, 128, std::array{24, 20, 20, 0}, false));
+  c.push_back(std::make_shared<MultiRopeCase>(40, 64, 4, 17, 64, std::array{12, 10, 10, 0}, false));
+  c.push_back(std::make_shared<MultiRopeCase>(40, 64, 2, 5, 64, std::array{8, 6, 6, 4}, true));
+  c.push_back(std::make_shared<MultiRopeCase>(40, 128, 4, 9, 128, std::array{24, 20, 20, 0}, false, true));
   return c;
 }
 
