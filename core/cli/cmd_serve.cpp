@@ -13,7 +13,6 @@
 #include "commands.hpp"
 #include "launch_options.hpp"
 #include "projector_launch.hpp"
-#include "strata/log.hpp"
 #include "strata/engine.hpp"
 #include "strata/model.hpp"
 #include "strata/serve/desk_lanes.hpp"
@@ -84,6 +83,7 @@ int cmd_serve(const Args& args) {
     }
     for (const std::string& o : launch_options.overrides()) launch_arguments.insert(launch_arguments.end(), {"-o", o});
     launch_arguments.insert(launch_arguments.end(), {"--model", *launch.model});
+    if (p.given("--mmproj")) launch_arguments.insert(launch_arguments.end(), {"--mmproj", *launch.mmproj});
     if (p.given("--backend")) launch_arguments.insert(launch_arguments.end(), {"-o", "backend=" + backend});
     const serve::DeskLanes lanes = serve::desk_lanes(launch, serve::desk_engine_executable(), launch_arguments,
                                                      serve::desk_link_file());
@@ -97,13 +97,10 @@ int cmd_serve(const Args& args) {
     desk.pool_hold = serve::default_pool_hold();
     desk.sampling = options.sampling;
     options.draft_in_lanes = launch.speculative.draft != config::DraftKind::Off;
-    if (launch.mmproj) {
-      options.no_images_reason = "the elastic desk (serve.elastic.lanes 2) takes no images yet; serve images with "
-                                 "serve.elastic.lanes 1";
-      log::warn("strata serve: mmproj is set, and the elastic desk's lanes take no images yet: image_url parts get "
-                "a 400");
-    }
     tokenizer_model = Model::load(*launch.model);
+    // mmproj: this process places an image's tokens (its resized size gives their number); the lanes encode it.
+    projector = load_projector(launch.mmproj, *tokenizer_model);
+    options.projector = projector.get();
     const Tokenizer& tokenizer = tokenizer_model->tokenizer();
     server_holder = std::make_unique<serve::Server>(
         *tokenizer_model, static_cast<uint32_t>(launch.runtime.context),

@@ -119,10 +119,8 @@ struct Stream {
 
 std::optional<ApiError> Server::Impl::place_images(const CompletionRequest& r, const std::string& rendered, Job& job) {
   if (options.projector == nullptr) {
-    return invalid_request(!options.no_images_reason.empty()
-                               ? options.no_images_reason
-                               : "this server has no vision projector, so it takes no images: start it with --mmproj "
-                                 "FILE (or mmproj: in the launch), the model's mmproj GGUF",
+    return invalid_request("this server has no vision projector, so it takes no images: start it with --mmproj FILE "
+                           "(or mmproj: in the launch), the model's mmproj GGUF",
                            r.images.front().param, "images_unsupported");
   }
   std::vector<Sha256Digest> digests;
@@ -138,6 +136,7 @@ std::optional<ApiError> Server::Impl::place_images(const CompletionRequest& r, c
     }
     // Resized and normalized here; the rows come from the engine's thread (EngineWorker), on its backend.
     job.image_inputs.push_back(options.projector->preprocess(image));
+    job.image_urls.push_back(part.url);
     digests.push_back(sha256(part.bytes));
     const vision::Size size = job.image_inputs.back().size;
     const uint32_t nx = size.width / side, ny = size.height / side;

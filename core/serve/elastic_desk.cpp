@@ -421,7 +421,8 @@ void ElasticDesk::dispatch(Clock::time_point now) {
     size_t best_prefix = 0;
     for (int i = 0; i < 2; ++i) {
       if (!takes_jobs(lanes_[i])) continue;
-      const size_t prefix = common_prefix(lanes_[i].conversation, w.job->prompt);
+      const size_t prefix =
+          common_prefix(lanes_[i].conversation, w.job->cache_key.empty() ? w.job->prompt : w.job->cache_key);
       if (best < 0 || prefix > best_prefix) {  // ties: the lead, which comes first
         best = i;
         best_prefix = prefix;

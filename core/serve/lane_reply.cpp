@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "strata/log.hpp"
+#include "strata/prompt_images.hpp"
 
 namespace strata::serve {
 namespace {
@@ -21,8 +22,23 @@ std::string engine_request_line(uint64_t id, const Job& job, uint32_t n_vocab) {
   for (const std::string& s : o.stop) {
     if (!s.empty()) stop.push_back(s);  // the engine refuses an empty one; Completion ignores it
   }
+  // Images: each one's tokens (<|vision_start|>, placeholders, <|vision_end|>) become a -1 mark, and its data URL
+  // goes along; the engine places and encodes it on its own backend, keyed by the same bytes.
+  std::vector<TokenId> ids;
+  if (job.options.images.empty()) {
+    ids = job.prompt;
+  } else {
+    size_t at = 0;
+    for (const PromptImage& im : job.options.images) {
+      ids.insert(ids.end(), job.prompt.begin() + static_cast<std::ptrdiff_t>(at),
+                 job.prompt.begin() + static_cast<std::ptrdiff_t>(im.at - 1));
+      ids.push_back(kImageMark);
+      at = im.at + size_t{im.tokens.nx} * im.tokens.ny + 1;
+    }
+    ids.insert(ids.end(), job.prompt.begin() + static_cast<std::ptrdiff_t>(at), job.prompt.end());
+  }
   json line = {{"id", id},
-                     {"prompt_ids", job.prompt},
+                     {"prompt_ids", ids},
                      {"max_tokens", std::min<int64_t>(o.max_tokens, kMostTokens)},
                      {"temperature", o.sampling.temperature},
                      {"top_k", std::min<int64_t>(o.sampling.top_k, n_vocab)},
@@ -32,6 +48,7 @@ std::string engine_request_line(uint64_t id, const Job& job, uint32_t n_vocab) {
                      {"stop", stop},
                      {"end_tokens", o.end_tokens},
                      {"stream", true}};
+  if (!job.image_urls.empty()) line["images"] = job.image_urls;
   // Only when set: the launch has no such defaults, and a line without them is what engines before them read.
   if (o.sampling.frequency_penalty != 0.0f) line["frequency_penalty"] = o.sampling.frequency_penalty;
   if (o.sampling.presence_penalty != 0.0f) line["presence_penalty"] = o.sampling.presence_penalty;
@@ -159,7 +176,7 @@ void LaneReply::check(bool stopping) {
 }
 
 std::vector<TokenId> LaneReply::conversation() const {
-  std::vector<TokenId> held = job_->prompt;
+  std::vector<TokenId> held = job_->cache_key.empty() ? job_->prompt : job_->cache_key;
   const std::vector<TokenId>& reply = engine_done_ ? engine_ids_ : out_.result.generated_ids;
   held.insert(held.end(), reply.begin(), reply.end());
   return held;
@@ -199,6 +216,8 @@ void LaneReply::answer(std::optional<ApiError> error) {
     stats.prompt_seconds = out.result.prompt_seconds;
     stats.decode_tokens = out.result.decode_tokens;
     stats.decode_seconds = out.result.decode_seconds;
+    stats.images = job_->image_urls.size();
+    stats.image_tokens = job_->image_tokens;  // the lane's encode time is its own (in its prompt_seconds)
     const int64_t ttft = job_->first_token_ns.load();
     stats.ttft_seconds = ttft >= 0 ? static_cast<double>(ttft) * 1e-9 : -1.0;
     metrics_.record(stats);

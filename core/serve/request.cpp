@@ -156,7 +156,7 @@ ImagePart image_part(const json& part, const std::string& param) {
     wrong_type(url_param, "an object {\"url\": \"data:...\"}", value);
   }
   try {
-    return ImagePart{vision::decode_data_url(url, "'" + url_param + "'"), url_param};
+    return ImagePart{vision::decode_data_url(url, "'" + url_param + "'"), url_param, url};
   } catch (const Error& e) {
     reject(e.what(), url_param, "invalid_image_url");
   }

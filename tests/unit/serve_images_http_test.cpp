@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <stdlib.h>
+
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -125,6 +127,35 @@ TEST(ServeImages, ImageUrlPartsWithPrefixReuseKeyedOnTheBytes) {
   EXPECT_GE(both["usage"]["prompt_tokens"].get<int>(), prompt_tokens + 14);
   EXPECT_EQ(metric(c, "strata_images_total"), 6);
   EXPECT_EQ(server.stop(), 0);
+}
+
+// The elastic desk's lanes (two real `strata engine` processes) take images too: the lane line carries each image
+// as a -1 mark and its data URL, and every reply is the one-engine server's.
+TEST(ServeImages, DeskLanesAnswerImagesAsOneEngine) {
+  if (!have_data()) GTEST_SKIP() << vision_dir() << ": not here; skipped";
+  unsetenv("STRATA_DESK_ENGINE");
+  const std::vector<std::string> launch = {"--model", vision_dir() + "/qwen3vlmoe-tiny-s1.gguf", "--mmproj",
+                                           vision_dir() + "/mmproj-qwen3vl-tiny-s1.gguf", "-o", "runtime.context=256"};
+  std::vector<std::string> desk_args = launch;
+  desk_args.insert(desk_args.end(), {"-o", "serve.elastic.lanes=2", "-o", "serve.elastic.hold_s=0.5"});
+  ServeProcess desk(desk_args);
+  ServeProcess one(launch);
+  const auto ask = [](const ServeProcess& s, const json& body) {
+    httplib::Client c = s.client();
+    auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+    if (!r || r->status != 200) return json{{"failed", r ? r->body : "no answer"}};
+    json reply = json::parse(r->body);
+    return json{{"content", reply["choices"][0]["message"]["content"]}, {"prompt_tokens", reply["usage"]["prompt_tokens"]}};
+  };
+  const std::string png = data_url("image-64x48.png", "image/png");
+  const json a = ask(one, image_chat(png));
+  EXPECT_FALSE(a.contains("failed")) << a.dump();
+  EXPECT_EQ(ask(desk, image_chat(png)), a);
+  EXPECT_EQ(ask(desk, image_chat(png)), a);  // again: the lane holds it (reused by its bytes)
+  const json other = image_chat(data_url("image-64x48-resized-128x96.ppm", "image/x-portable-pixmap"));
+  EXPECT_EQ(ask(desk, other), ask(one, other));
+  EXPECT_EQ(desk.stop(), 0) << desk.stderr_text();
+  EXPECT_EQ(one.stop(), 0);
 }
 
 TEST(ServeImages, AServerWithoutAProjectorRefusesImages) {

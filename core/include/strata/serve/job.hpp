@@ -54,6 +54,7 @@ struct Job {
   // prompt is its own key), and the projector's time.
   const vision::Projector* projector = nullptr;
   std::vector<vision::ProjectorInput> image_inputs;
+  std::vector<std::string> image_urls;  // the data URLs as sent: the elastic desk's lanes encode them themselves
   std::vector<vision::Embeddings> image_rows;
   std::vector<TokenId> cache_key;
   size_t image_tokens = 0;

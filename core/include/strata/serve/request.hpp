@@ -30,6 +30,7 @@ enum class ToolChoice { Auto, None };
 struct ImagePart {
   std::vector<uint8_t> bytes;
   std::string param;  // "messages[1].content[0].image_url.url"
+  std::string url;    // the data URL as sent (what the elastic desk's engine lanes are given)
 };
 
 struct CompletionRequest {

@@ -40,7 +40,6 @@ struct ServerOptions {
   bool draft_in_lanes = false;  // the elastic desk: its engines decode with the launch's draft themselves
   // The vision projector (mmproj) that turns image_url parts into rows, not owned; null: images are refused.
   const vision::Projector* projector = nullptr;
-  std::string no_images_reason;  // without a projector: why images are refused (empty: no mmproj was given)
 };
 
 // The launch's serve and sampling sections; the model's name is its file name without .gguf.
