@@ -132,10 +132,23 @@ int cmd_run(const Args& args) {
     return 0;
   }
   if (!json) {
-    // The prompt as its tokens decode, then the generated text as it comes.
+    // The prompt as its tokens decode (each image as "[image NxM]"), then the generated text as it comes.
     const Tokenizer& tok = engine->model().tokenizer();
     std::vector<TokenId> ids = tok.encode(prompt, {.add_bos = false, .add_eos = false, .parse_special = false});
-    std::fputs(tok.decode(ids).c_str(), stdout);
+    std::string shown = tok.decode(ids);
+    const bool marked = prompt.find(kMediaMarker) != std::string::npos;  // else the images come first
+    for (size_t k = 0, at = 0; k < encoded.size(); ++k) {
+      const std::string label = "[image " + std::to_string(encoded[k].nx) + "x" + std::to_string(encoded[k].ny) + "]";
+      if (marked) {
+        at = shown.find(kMediaMarker, at);
+        if (at == std::string::npos) break;
+        shown.replace(at, kMediaMarker.size(), label);
+      } else {
+        shown.insert(at, label);
+      }
+      at += label.size();
+    }
+    std::fputs(shown.c_str(), stdout);
     std::fflush(stdout);
   }
   const GenerateResult r = generate(*engine, 0, prompt, gen, [&](std::string_view text) {
