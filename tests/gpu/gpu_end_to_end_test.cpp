@@ -69,7 +69,7 @@ Agreement teacher_forced(strata::Engine& gpu, strata::Engine& cpu, const std::ve
         continue;
       }
       // A near tie: the CPU scores the GPU's choice within 1e-3 (relative) of its own top logit.
-      const double top = cl[ct], other = cl[gt];
+      const double top = static_cast<double>(cl[ct]), other = static_cast<double>(cl[gt]);
       if (std::fabs(top - other) <= 1e-3 * std::max(std::fabs(top), 1e-30)) {
         ++a.near_ties;
       } else {
