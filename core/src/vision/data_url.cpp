@@ -1,10 +1,6 @@
-// Images sent inline: data URLs (RFC 2397) as OpenAI clients send them in image_url parts, and the file-or-URL
-// sources of `strata engine` requests and `strata run`.
+// Images sent inline: data URLs (RFC 2397) as OpenAI clients send them in image_url parts. Nothing here decodes an
+// image (the request parser, which the fuzzer builds alone, links this file).
 #include <cctype>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "strata/vision.hpp"
 
@@ -106,22 +102,6 @@ std::vector<uint8_t> decode_data_url(std::string_view url, std::string_view what
   std::vector<uint8_t> bytes = base64 ? decode_base64(data, what) : decode_percent(data, what);
   if (bytes.empty()) throw Error(std::string(what) + ": the data URL holds no data");
   return bytes;
-}
-
-ImageSource read_image_source(const std::string& file_or_data_url, std::string_view what) {
-  ImageSource s;
-  if (is_data_url(file_or_data_url) || starts_with_nocase(file_or_data_url, "http://") ||
-      starts_with_nocase(file_or_data_url, "https://")) {
-    s.bytes = decode_data_url(file_or_data_url, what);
-    s.image = decode_image(s.bytes, what);
-    return s;
-  }
-  std::ifstream in(file_or_data_url, std::ios::binary);
-  if (!in) throw Error(std::string(what) + ": cannot open image " + file_or_data_url + ": " + std::strerror(errno));
-  s.bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  if (in.bad()) throw Error(std::string(what) + ": cannot read image " + file_or_data_url + ": " + std::strerror(errno));
-  s.image = decode_image(s.bytes, file_or_data_url);
-  return s;
 }
 
 }  // namespace strata::vision
