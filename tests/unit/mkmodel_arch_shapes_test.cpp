@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine_backends.hpp"
+#include "mkmodel_plan_lookup.hpp"
 #include "strata/arch.hpp"
 #include "strata/engine.hpp"
 #include "strata/gguf.hpp"
@@ -31,16 +32,10 @@ using strata::mkmodel::ModelSpec;
 using strata::mkmodel::Plan;
 using strata::mkmodel::QuantPreset;
 
-ModelSpec shape(const char* name, Arch arch) {
-  const auto s = strata::mkmodel::shape_preset(name, arch);
-  EXPECT_TRUE(s.has_value()) << name;
-  return s.value_or(ModelSpec{});
-}
+using strata::test::shape;
 
 std::map<std::string, const strata::mkmodel::PlannedTensor*> by_name(const Plan& plan) {
-  std::map<std::string, const strata::mkmodel::PlannedTensor*> out;
-  for (const auto& t : plan.tensors) out[t.name] = &t;
-  return out;
+  return strata::test::by_name(plan.tensors);
 }
 
 // Every tensor the architecture requires is planned with its shape, and nothing it does not know.

@@ -15,6 +15,7 @@
 
 #include "engine_backends.hpp"
 #include "error_text.hpp"
+#include "mkmodel_plan_lookup.hpp"
 #include "strata/generate.hpp"
 #include "strata/gguf.hpp"
 #include "strata/mkmodel.hpp"
@@ -28,17 +29,8 @@ using strata::format::GgmlType;
 using strata::mkmodel::ModelSpec;
 using strata::mkmodel::PlannedTensor;
 
-ModelSpec shape(const char* name, Arch arch) {
-  const auto s = strata::mkmodel::shape_preset(name, arch);
-  EXPECT_TRUE(s.has_value()) << name;
-  return s.value_or(ModelSpec{});
-}
-
-std::map<std::string, PlannedTensor> by_name(const std::vector<PlannedTensor>& tensors) {
-  std::map<std::string, PlannedTensor> out;
-  for (const auto& t : tensors) out.emplace(t.name, t);
-  return out;
-}
+using strata::test::by_name;
+using strata::test::shape;
 
 uint64_t elements(const PlannedTensor& t) {
   uint64_t n = 1;
@@ -95,8 +87,8 @@ TEST(MkmodelVision, PlansAreThePublishedModel) {
   const auto t = by_name(proj.tensors);
   const auto expect = [&t](const std::string& name, GgmlType type, std::vector<uint64_t> ne) {
     ASSERT_TRUE(t.count(name)) << name;
-    EXPECT_EQ(t.at(name).type, type) << name;
-    EXPECT_EQ(t.at(name).ne, ne) << name;
+    EXPECT_EQ(t.at(name)->type, type) << name;
+    EXPECT_EQ(t.at(name)->ne, ne) << name;
   };
   expect("v.patch_embd.weight", GgmlType::F16, {16, 16, 3, 1152});
   expect("v.patch_embd.weight.1", GgmlType::F16, {16, 16, 3, 1152});

@@ -41,7 +41,8 @@ std::vector<TokenId> expand_image_marks(const Tokenizer& tok, std::span<const To
 
 // An image's rows for `engine`'s model: the projector's encoder as ops on the engine's backend (a GPU: the whole
 // encoder on its device), so that the backend that computes the text computes the image too; the CPU encoder
-// (Projector::encode) where the backend cannot run those ops. Call it on the engine's thread. `where` gets the
+// (Projector::encode, on every core) where the backend cannot run those ops, and for the reference backend, whose
+// single-threaded ops would be slower. Call it on the engine's thread. `where` gets the
 // backend's name or "cpu" when not null.
 vision::Embeddings encode_image(Engine& engine, const vision::Projector& projector, const vision::ProjectorInput& input,
                                 std::string* where = nullptr);

@@ -14,6 +14,7 @@
 
 #include "hybrid_step_support.hpp"
 #include "strata/error.hpp"
+#include "strata/op_builders.hpp"
 #include "strata/op_tensor.hpp"
 
 namespace strata {
@@ -30,10 +31,7 @@ strata_tensor entry_words(const strata_expert_weights* entries, uint32_t n) {
 
 void HybridMoe::emit_handoff(uint32_t il, uint32_t n_tok, std::vector<strata_op>& ops) const {
   if (pool_) {  // the pool's input rows, beside the routes
-    strata_op copy = new_op(STRATA_OP_COPY);
-    copy.src[0] = tensor_f32(act_.xn.data(), {n_embd_, n_tok});
-    copy.dst = tensor_f32(pool_x_.data(), {n_embd_, n_tok});
-    ops.push_back(copy);
+    ops.push_back(ops::copy(tensor_f32(act_.xn.data(), {n_embd_, n_tok}), tensor_f32(pool_x_.data(), {n_embd_, n_tok})));
   }
   strata_op signal = new_op(STRATA_OP_SIGNAL);
   signal.dst = tensor_i32(routed_flag(il), {1});
@@ -48,11 +46,8 @@ void HybridMoe::emit_takeover(uint32_t il, std::vector<strata_op>& ops) const {
   wait.i[0] = 1;
   if (stamping_) wait.src[1] = make_tensor(stamps_.data() + 2 * il + 1, format::GgmlType::I64, {1});
   ops.push_back(wait);
-  strata_op copy = new_op(STRATA_OP_COPY);
   const uint32_t n = tables_[il].n_expert;
-  copy.src[0] = entry_words(host_entries_[il].data(), n);
-  copy.dst = entry_words(device_entries_[il].data(), n);
-  ops.push_back(copy);
+  ops.push_back(ops::copy(entry_words(host_entries_[il].data(), n), entry_words(device_entries_[il].data(), n)));
 }
 
 void HybridMoe::run_program(std::span<const strata_op> ops, uint32_t n_tok) {

@@ -10,6 +10,7 @@
 #include "strata/device_weights.hpp"
 #include "strata/error.hpp"
 #include "strata/log.hpp"
+#include "strata/op_builders.hpp"
 #include "strata/op_tensor.hpp"
 
 namespace strata {
@@ -34,37 +35,18 @@ strata_tensor rows_of(const Buffer<float>& buf, int64_t width, int64_t n) { retu
 
 void rms_norm(std::vector<strata_op>& ops, const strata_tensor& dst, const strata_tensor& src, const strata_tensor& w,
               float eps) {
-  strata_op op = new_op(STRATA_OP_RMS_NORM);
-  op.dst = dst;
-  op.src[0] = src;
-  op.src[1] = w;
-  op.f[0] = eps;
-  ops.push_back(op);
+  ops.push_back(ops::rms_norm(src, w, eps, dst));
 }
 
 // dst = w x, then + bias when there is one.
 void linear(std::vector<strata_op>& ops, const GraphContext& ctx, const strata_tensor& dst, Tensor w,
             const strata_tensor& x, Tensor bias) {
-  strata_op op = new_op(STRATA_OP_MUL_MAT);
-  op.dst = dst;
-  op.src[0] = ctx.weight(w);
-  op.src[1] = x;
-  ops.push_back(op);
-  if (bias != nullptr) {
-    strata_op add = new_op(STRATA_OP_ADD);
-    add.dst = dst;
-    add.src[0] = dst;
-    add.src[1] = ctx.weight(bias);
-    ops.push_back(add);
-  }
+  ops.push_back(ops::mul_mat(ctx.weight(w), x, dst));
+  if (bias != nullptr) ops.push_back(ops::add(dst, ctx.weight(bias), dst));
 }
 
 void add_into(std::vector<strata_op>& ops, const strata_tensor& x, const strata_tensor& y) {
-  strata_op op = new_op(STRATA_OP_ADD);
-  op.dst = x;
-  op.src[0] = x;
-  op.src[1] = y;
-  ops.push_back(op);
+  ops.push_back(ops::add(x, y, x));
 }
 
 strata_tensor positions(const GraphContext& ctx) { return tensor_i32(ctx.act.positions.data(), {ctx.n_tok}); }

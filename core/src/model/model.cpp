@@ -10,6 +10,7 @@
 #include "strata/format/dequantize.hpp"
 #include "strata/format/expert_form.hpp"
 #include "strata/kv_cache.hpp"
+#include "strata/op_builders.hpp"
 #include "strata/op_tensor.hpp"
 
 namespace strata {
@@ -332,18 +333,11 @@ std::vector<Stage> Model::build_window(const Window& w, Activations& act, const 
   // The head reads the last column only, unless every token's logits are wanted.
   const int64_t cols = all_logits ? n : 1;
   const int64_t first = n - cols;
-  strata_op norm = new_op(STRATA_OP_RMS_NORM);
-  norm.dst = tensor_f32(act.xn.data(), {hp_.n_embd, cols});
-  norm.src[0] = tensor_f32(act.x.data() + first * hp_.n_embd, {hp_.n_embd, cols});
-  norm.src[1] = ctx.weight(weights_.output_norm);
-  norm.f[0] = hp_.rms_eps;
-  strata_op head = new_op(STRATA_OP_MUL_MAT);
-  head.dst = tensor_f32(act.logits.data(), {hp_.n_vocab, cols});
-  head.src[0] = ctx.weight(weights_.output);
-  head.src[1] = tensor_f32(act.xn.data(), {hp_.n_embd, cols});
+  const strata_tensor xn = tensor_f32(act.xn.data(), {hp_.n_embd, cols});
   std::vector<strata_op>& ops = stages.ops();
-  ops.push_back(norm);
-  ops.push_back(head);
+  ops.push_back(ops::rms_norm(tensor_f32(act.x.data() + first * hp_.n_embd, {hp_.n_embd, cols}),
+                              ctx.weight(weights_.output_norm), hp_.rms_eps, xn));
+  ops.push_back(ops::mul_mat(ctx.weight(weights_.output), xn, tensor_f32(act.logits.data(), {hp_.n_vocab, cols})));
   return stages.take();
 }
 

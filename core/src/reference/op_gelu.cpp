@@ -24,30 +24,20 @@ double gelu_d(double x) {
 void gelu(const strata_op& op) {
   const char* name = "GELU";
   const strata_tensor& x = op.src[0];
-  const strata_tensor& dst = op.dst;
-  require_type(name, "src0", x, GgmlType::F32);
-  require_type(name, "dst", dst, GgmlType::F32);
-  require(dst.ne[0] == x.ne[0] && dst.ne[1] == x.ne[1] && dst.ne[2] == x.ne[2] && dst.ne[3] == x.ne[3], name, "dst",
-          dst, "the shape of src0");
+  require_rowwise_f32(name, x, op.dst);
   require(op.i[0] == 0 || op.i[0] == 1, name, "src0", x, "i[0] 0 (exact) or 1 (ggml's f16 table)");
   const bool table = op.i[0] == 1;
-  for (int64_t i3 = 0; i3 < x.ne[3]; ++i3) {
-    for (int64_t i2 = 0; i2 < x.ne[2]; ++i2) {
-      for (int64_t i1 = 0; i1 < x.ne[1]; ++i1) {
-        std::vector<float> row = read_row(x, i1, i2, i3);
-        for (float& v : row) {
-          if (!table) {
-            v = static_cast<float>(gelu_d(static_cast<double>(v)));
-          } else if (v <= -10.0f) {
-            v = 0.0f;
-          } else if (v < 10.0f) {
-            v = format::gelu_f16_table()[format::fp32_to_fp16(v)];
-          }
-        }
-        write_row(dst, row.data(), i1, i2, i3);
+  map_rows(x, op.dst, [&](std::vector<float>& row) {
+    for (float& v : row) {
+      if (!table) {
+        v = static_cast<float>(gelu_d(static_cast<double>(v)));
+      } else if (v <= -10.0f) {
+        v = 0.0f;
+      } else if (v < 10.0f) {
+        v = format::gelu_f16_table()[format::fp32_to_fp16(v)];
       }
     }
-  }
+  });
 }
 
 }  // namespace strata::reference

@@ -13,39 +13,25 @@ namespace strata::reference {
 void layer_norm(const strata_op& op) {
   const char* name = "LAYER_NORM";
   const strata_tensor& x = op.src[0];
-  const strata_tensor& w = op.src[1];
-  const strata_tensor& b = op.src[2];
-  const strata_tensor& dst = op.dst;
-  require_type(name, "src0", x, GgmlType::F32);
-  require_type(name, "dst", dst, GgmlType::F32);
-  require_contiguous_rows(name, "src0", x);
-  require(dst.ne[0] == x.ne[0] && dst.ne[1] == x.ne[1] && dst.ne[2] == x.ne[2] && dst.ne[3] == x.ne[3], name, "dst",
-          dst, "the shape of src0");
-  const std::vector<float> weight = optional_row(name, "src1 (weight)", w, x.ne[0]);
-  const std::vector<float> bias = optional_row(name, "src2 (bias)", b, x.ne[0]);
-  const int64_t n = x.ne[0];
+  require_rowwise_f32(name, x, op.dst);
+  const std::vector<float> weight = optional_row(name, "src1 (weight)", op.src[1], x.ne[0]);
+  const std::vector<float> bias = optional_row(name, "src2 (bias)", op.src[2], x.ne[0]);
+  const auto n = static_cast<double>(x.ne[0]);
   const double eps = static_cast<double>(op.f[0]);
-  for (int64_t i3 = 0; i3 < x.ne[3]; ++i3) {
-    for (int64_t i2 = 0; i2 < x.ne[2]; ++i2) {
-      for (int64_t i1 = 0; i1 < x.ne[1]; ++i1) {
-        std::vector<float> row = read_row(x, i1, i2, i3);
-        double sum = 0.0;
-        for (float v : row) sum += static_cast<double>(v);
-        const double mean = sum / static_cast<double>(n);
-        double sq = 0.0;
-        for (float v : row) sq += (static_cast<double>(v) - mean) * (static_cast<double>(v) - mean);
-        const double scale = 1.0 / std::sqrt(sq / static_cast<double>(n) + eps);
-        for (int64_t i = 0; i < n; ++i) {
-          const auto k = static_cast<size_t>(i);
-          double y = (static_cast<double>(row[k]) - mean) * scale;
-          if (!weight.empty()) y = y * static_cast<double>(weight[k]);
-          if (!bias.empty()) y = y + static_cast<double>(bias[k]);
-          row[k] = static_cast<float>(y);
-        }
-        write_row(dst, row.data(), i1, i2, i3);
-      }
+  map_rows(x, op.dst, [&](std::vector<float>& row) {
+    double sum = 0.0;
+    for (float v : row) sum += static_cast<double>(v);
+    const double mean = sum / n;
+    double sq = 0.0;
+    for (float v : row) sq += (static_cast<double>(v) - mean) * (static_cast<double>(v) - mean);
+    const double scale = 1.0 / std::sqrt(sq / n + eps);
+    for (size_t k = 0; k < row.size(); ++k) {
+      double y = (static_cast<double>(row[k]) - mean) * scale;
+      if (!weight.empty()) y = y * static_cast<double>(weight[k]);
+      if (!bias.empty()) y = y + static_cast<double>(bias[k]);
+      row[k] = static_cast<float>(y);
     }
-  }
+  });
 }
 
 }  // namespace strata::reference

@@ -52,4 +52,12 @@ std::vector<float> optional_row(const char* op, const char* what, const strata_t
   return read_row(t, 0);
 }
 
+void require_rowwise_f32(const char* op, const strata_tensor& x, const strata_tensor& dst) {
+  require_type(op, "src0", x, GgmlType::F32);
+  require_type(op, "dst", dst, GgmlType::F32);
+  require_contiguous_rows(op, "src0", x);
+  require(dst.ne[0] == x.ne[0] && dst.ne[1] == x.ne[1] && dst.ne[2] == x.ne[2] && dst.ne[3] == x.ne[3], op, "dst",
+          dst, "the shape of src0");
+}
+
 }  // namespace strata::reference

@@ -20,6 +20,7 @@
 #include "strata/device_memory.hpp"
 #include "strata/error.hpp"
 #include "strata/log.hpp"
+#include "strata/op_builders.hpp"
 #include "strata/op_tensor.hpp"
 #include "strata/reference_backend.hpp"
 #include "vision_math.hpp"
@@ -81,47 +82,22 @@ strata_tensor columns(const Act& a, int64_t c0, int64_t n) {
   return t;
 }
 
+// The encoder's op list; an absent bias adds nothing.
 struct OpList {
   std::vector<strata_op> ops;
 
   void mul_mat(const strata_tensor& w, const strata_tensor& x, const strata_tensor& dst) {
-    strata_op op = new_op(STRATA_OP_MUL_MAT);
-    op.src[0] = w;
-    op.src[1] = x;
-    op.dst = dst;
-    ops.push_back(op);
+    ops.push_back(ops::mul_mat(w, x, dst));
   }
   void add(const strata_tensor& a, const strata_tensor& b, const strata_tensor& dst) {
-    if (b.data == nullptr) return;
-    strata_op op = new_op(STRATA_OP_ADD);
-    op.src[0] = a;
-    op.src[1] = b;
-    op.dst = dst;
-    ops.push_back(op);
+    if (b.data != nullptr) ops.push_back(ops::add(a, b, dst));
   }
   void layer_norm(const strata_tensor& x, const strata_tensor& w, const strata_tensor& b, float eps,
                   const strata_tensor& dst) {
-    strata_op op = new_op(STRATA_OP_LAYER_NORM);
-    op.src[0] = x;
-    op.src[1] = w;
-    op.src[2] = b;
-    op.f[0] = eps;
-    op.dst = dst;
-    ops.push_back(op);
+    ops.push_back(ops::layer_norm(x, w, b, eps, dst));
   }
-  void gelu(const strata_tensor& x, bool table) {
-    strata_op op = new_op(STRATA_OP_GELU);
-    op.src[0] = x;
-    op.dst = x;
-    op.i[0] = table ? 1 : 0;
-    ops.push_back(op);
-  }
-  void copy(const strata_tensor& src, const strata_tensor& dst) {
-    strata_op op = new_op(STRATA_OP_COPY);
-    op.src[0] = src;
-    op.dst = dst;
-    ops.push_back(op);
-  }
+  void gelu(const strata_tensor& x, bool table) { ops.push_back(ops::gelu(x, table, x)); }
+  void copy(const strata_tensor& src, const strata_tensor& dst) { ops.push_back(ops::copy(src, dst)); }
 };
 
 }  // namespace
