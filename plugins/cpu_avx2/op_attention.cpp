@@ -3,7 +3,7 @@
 // (token, head), in double and rounded to float once (docs/CANONICAL_ARITHMETIC.md section 6, as the
 // reference): s_j = scale * (q . k_j) in the 32-lane order, e_j = exp(s_j - max s), out = (sum_j e_j v_j) /
 // (sum_j e_j) with both sums over ascending j. Heads share kv heads in groups of n_head / n_kv_head. Workers
-// split the (token, head) pairs. Backend 1.6 (gpt-oss): i[2] = W > 0 limits token t to columns pos_t - W < j <=
+// split (token, run of heads of one group) items; a run decodes each cache column once for all its heads. Backend 1.6 (gpt-oss): i[2] = W > 0 limits token t to columns pos_t - W < j <=
 // pos_t; src4 f32 [n_head] sinks: the max takes sink_h too, and exp(sink_h - max) joins the denominator after
 // the columns (no value row). Value heads may have their own size dv = src2.ne[0] / n_kv_head (deepseek2's latent
 // attention: src2 a view of src1's first columns, rows the keys' stride apart); head h then fills dst[h * dv, (h +
@@ -98,8 +98,9 @@ Check check_attention(const strata_op& op) {
 
 void run_attention(Context& ctx, const strata_op& op) {
   const strata_tensor &q = op.src[0], &k = op.src[1], &v = op.src[2], &pos = op.src[3], &d = op.dst;
-  const int64_t head_dim = q.ne[0], n_head = op.i[0], group = n_head / op.i[1], n_tok = q.ne[2];
-  const int64_t value_dim = v.ne[0] / op.i[1], widest = std::max(head_dim, value_dim);
+  const int64_t head_dim = q.ne[0], n_head = op.i[0], n_kv_head = op.i[1], group = n_head / n_kv_head;
+  const int64_t n_tok = q.ne[2];
+  const int64_t value_dim = v.ne[0] / n_kv_head, widest = std::max(head_dim, value_dim);
   const int64_t n_ctx = k.ne[1];
   const double scale = static_cast<double>(op.f[0]);
   const int64_t window = op.i[2];
@@ -113,49 +114,70 @@ void run_attention(Context& ctx, const strata_op& op) {
                                                       std::to_string(n_ctx) + " columns");
     }
   }
+  // The most columns one token reads: the scores' room per head.
+  int64_t longest = 1;
+  for (int64_t t = 0; t < n_tok; ++t) longest = std::max(longest, p[t] + int64_t{1} - first_column(p[t], window));
   const unsigned parts = ctx.pool().parts();
-  // Per participant: the scores and the outputs in double, one decoded key or value head in float.
-  const int64_t per_part = n_ctx + value_dim + (widest + 1) / 2 + 8;
+  // An item is a token and a run of `run` heads that share one kv head: each cache column is decoded once for the
+  // run (deepseek2's 128 heads share one latent column). Runs are as long as the workers allow: at least two
+  // items per worker when there are enough heads, and no run's scores over 4 MiB.
+  const int64_t base = n_tok * n_kv_head;
+  const int64_t by_memory = std::max<int64_t>(1, (int64_t{1} << 19) / longest);
+  const int64_t splits = std::clamp<int64_t>(
+      std::max((2 * static_cast<int64_t>(parts) + base - 1) / base, (group + by_memory - 1) / by_memory), 1, group);
+  const int64_t run = (group + splits - 1) / splits, runs_per_kv = (group + run - 1) / run;
+  // Per participant: the run's scores, outputs and denominators in double, one decoded key or value head in float.
+  const int64_t per_part = run * (longest + value_dim + 1) + (widest + 1) / 2 + 8;
   double* work = ctx.scratch().work.as<double>(static_cast<size_t>(per_part) * parts);
   const auto body = [&](unsigned slot, int64_t begin, int64_t end) {
-    double* scores = work + per_part * slot;
-    double* acc = scores + n_ctx;
-    auto* row = reinterpret_cast<float*>(acc + value_dim);
+    double* scores = work + per_part * slot;  // [run][longest]
+    double* acc = scores + run * longest;      // [run][value_dim]
+    double* total = acc + run * value_dim;     // [run]
+    auto* row = reinterpret_cast<float*>(total + run);
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t t = item / n_head, h = item % n_head, kvh = h / group;
-      const float* qh = row_ptr<const float>(q, t * n_head + h);
+      const int64_t t = item / (n_kv_head * runs_per_kv), rest = item % (n_kv_head * runs_per_kv);
+      const int64_t kvh = rest / runs_per_kv, h0 = kvh * group + rest % runs_per_kv * run;
+      const int64_t heads = std::min(run, (kvh + 1) * group - h0);
       const int64_t first = first_column(p[t], window);
       const int64_t len = static_cast<int64_t>(p[t]) + 1 - first;
       for (int64_t j = 0; j < len; ++j) {
         load_head(k, first + j, kvh, head_dim, row);
-        scores[j] = scale * dot32_d(qh, row, head_dim);
+        for (int64_t r = 0; r < heads; ++r) {
+          scores[r * longest + j] = scale * dot32_d(row_ptr<const float>(q, t * n_head + h0 + r), row, head_dim);
+        }
       }
-      double mx = *std::max_element(scores, scores + len);
-      const double sink = sinks != nullptr ? static_cast<double>(sinks[h]) : 0.0;
-      if (sinks != nullptr) mx = std::max(mx, sink);
-      double total = 0.0;
-      for (int64_t j = 0; j < len; ++j) {
-        scores[j] = std::exp(scores[j] - mx);
-        total = total + scores[j];
+      // Per head, as one head alone computes it: the max, then exp and the denominator in ascending j.
+      for (int64_t r = 0; r < heads; ++r) {
+        double* s = scores + r * longest;
+        double mx = *std::max_element(s, s + len);
+        const double sink = sinks != nullptr ? static_cast<double>(sinks[h0 + r]) : 0.0;
+        if (sinks != nullptr) mx = std::max(mx, sink);
+        double sum = 0.0;
+        for (int64_t j = 0; j < len; ++j) {
+          s[j] = std::exp(s[j] - mx);
+          sum = sum + s[j];
+        }
+        if (sinks != nullptr) sum = sum + std::exp(sink - mx);
+        total[r] = sum;
       }
-      if (sinks != nullptr) total = total + std::exp(sink - mx);
-      std::fill(acc, acc + value_dim, 0.0);
+      std::fill(acc, acc + heads * value_dim, 0.0);
       for (int64_t j = 0; j < len; ++j) {
         load_head(v, first + j, kvh, value_dim, row);
-        axpy_d(scores[j], row, acc, value_dim);
+        for (int64_t r = 0; r < heads; ++r) axpy_d(scores[r * longest + j], row, acc + r * value_dim, value_dim);
       }
-      div_to_float(acc, total, row_ptr<float>(d, t) + h * value_dim, value_dim);
+      for (int64_t r = 0; r < heads; ++r) {
+        div_to_float(acc + r * value_dim, total[r], row_ptr<float>(d, t) + (h0 + r) * value_dim, value_dim);
+      }
     }
   };
-  const int64_t items = n_tok * n_head;
+  const int64_t items = base * runs_per_kv;
   if (parts == 1 || items == 1) {
     body(0, 0, items);
     return;
   }
-  // An item reads a run of cache columns: its cost, roughly, the k and v bytes of the longest one.
-  int64_t longest = 1;
-  for (int64_t t = 0; t < n_tok; ++t) longest = std::max(longest, p[t] + int64_t{1} - first_column(p[t], window));
-  const uint64_t item_cost = static_cast<uint64_t>(longest) * static_cast<uint64_t>(head_dim + value_dim) * sizeof(float);
+  // An item reads a run of cache columns: its cost, roughly, the k and v bytes of the longest one, per head.
+  const uint64_t item_cost =
+      static_cast<uint64_t>(longest) * static_cast<uint64_t>(head_dim + value_dim) * sizeof(float) * static_cast<uint64_t>(run);
   const Pieces pieces = cut(items, item_cost, parts);
   ctx.pool().run(pieces.count(), [&](uint32_t piece, unsigned slot) {
     const Range r = pieces.range(piece);

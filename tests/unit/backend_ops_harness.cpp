@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <sstream>
 
 #include "strata/format/types.hpp"
@@ -63,6 +64,7 @@ struct Discovered {
   std::unique_ptr<PluginRegistry> registry;
   std::vector<std::unique_ptr<PluginInstance>> instances;
   std::vector<BackendUnderTest> backends;
+  std::optional<BackendUnderTest> one_worker;  // cpu_avx2 with workers=1: not a parity label, a bytes check's
 
   Discovered() {
     PluginSearchPath path;
@@ -72,7 +74,14 @@ struct Discovered {
     for (const PluginCandidate& c : registry->candidates()) {
       if (c.verdict != PluginCandidate::Verdict::Usable || c.kind != STRATA_KIND_BACKEND) continue;
       add(c.name, c.name, {});
-      if (c.name == "cpu_avx2") add(c.name, "cpu_avx2_force_avx2", {"force_avx2=true"});
+      if (c.name == "cpu_avx2") {
+        add(c.name, "cpu_avx2_force_avx2", {"force_avx2=true"});
+        auto inst = registry->instantiate(c.name, {"workers=1"});
+        if (const auto* be = inst->get<strata_backend_v1>(STRATA_BACKEND_FAMILY, STRATA_BACKEND_VERSION)) {
+          one_worker = BackendUnderTest{"cpu_avx2_one_worker", be, inst->ctx(), inst.get()};
+          instances.push_back(std::move(inst));
+        }
+      }
       // The GPU plugins' double kernels (issue 28): the CPU's arithmetic, compared as tightly as cpu_avx2.
       if (c.name == "cuda" || c.name == "hip") add(c.name, c.name + "_canonical_double", {"canonical_double=true"}, true);
     }
@@ -128,6 +137,11 @@ std::string test_name(const std::string& vars) {
 }
 
 const std::vector<BackendUnderTest>& backends_under_test() { return discovered().backends; }
+
+const BackendUnderTest* cpu_one_worker() {
+  const auto& w = discovered().one_worker;
+  return w ? &*w : nullptr;
+}
 
 std::vector<std::string> backend_labels() {
   std::vector<std::string> out;

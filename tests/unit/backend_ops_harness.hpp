@@ -92,6 +92,8 @@ struct BackendUnderTest {
 const std::vector<BackendUnderTest>& backends_under_test();
 std::vector<std::string> backend_labels();
 const BackendUnderTest* find_backend(const std::string& label);
+// cpu_avx2 with one worker (NULL without the plugin): its bytes must equal the default's, whatever the split.
+const BackendUnderTest* cpu_one_worker();
 
 // The outcome of running one case on one backend.
 struct RunResult {

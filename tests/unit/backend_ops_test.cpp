@@ -71,6 +71,25 @@ INSTANTIATE_TEST_SUITE_P(Parity, BackendOps,
                                   test_name(all_cases()[std::get<1>(p.param)]->vars());
                          });
 
+// Case `index` on backends a and b: the same bytes in every output (`what` names the pair in messages).
+void expect_same_bytes(const BackendUnderTest& a, const BackendUnderTest& b, size_t index, const std::string& what) {
+  const OpCase& c = *all_cases()[index];
+  std::mt19937 rng = rng_for(index);
+  Instance inst = c.build(rng);
+  const RunResult ra = run_on_backend(a, inst);
+  const RunResult rb = run_on_backend(b, inst);
+  ASSERT_EQ(ra.supported, rb.supported);
+  if (!ra.supported) GTEST_SKIP() << a.label << " does not support " << c.vars();
+  expect_ran(ra, a.label);
+  expect_ran(rb, b.label);
+  for (size_t i = 0; i < inst.outputs.size(); ++i) {
+    Output exact = inst.outputs[i];
+    exact.compare = Compare::Bytes;
+    const std::string diff = compare_output(exact, rb.out[i], ra.out[i], 0.0);
+    EXPECT_TRUE(diff.empty()) << c.vars() << ": " << what << ": " << diff;
+  }
+}
+
 // cpu_avx2's two paths give the same bytes for every op.
 class CpuPaths : public ::testing::TestWithParam<size_t> {};
 
@@ -78,22 +97,15 @@ TEST_P(CpuPaths, Avx512EqualsAvx2) {
   const BackendUnderTest* native = find_backend("cpu_avx2");
   const BackendUnderTest* forced = find_backend("cpu_avx2_force_avx2");
   if (native == nullptr || forced == nullptr) GTEST_SKIP() << "this CPU has only cpu_avx2's AVX2 path";
-  const size_t index = GetParam();
-  const OpCase& c = *all_cases()[index];
-  std::mt19937 rng = rng_for(index);
-  Instance inst = c.build(rng);
-  const RunResult a = run_on_backend(*native, inst);
-  const RunResult b = run_on_backend(*forced, inst);
-  ASSERT_EQ(a.supported, b.supported);
-  if (!a.supported) GTEST_SKIP() << "cpu_avx2 does not support " << c.vars();
-  expect_ran(a, "cpu_avx2");
-  expect_ran(b, "cpu_avx2 (force_avx2)");
-  for (size_t i = 0; i < inst.outputs.size(); ++i) {
-    Output exact = inst.outputs[i];
-    exact.compare = Compare::Bytes;
-    const std::string diff = compare_output(exact, b.out[i], a.out[i], 0.0);
-    EXPECT_TRUE(diff.empty()) << c.vars() << ": AVX-512 vs AVX2: " << diff;
-  }
+  expect_same_bytes(*native, *forced, GetParam(), "AVX-512 vs AVX2");
+}
+
+// Nor on how its workers split an op: one worker against all of them.
+TEST_P(CpuPaths, OneWorkerEqualsAll) {
+  const BackendUnderTest* all = find_backend("cpu_avx2");
+  const BackendUnderTest* one = cpu_one_worker();
+  if (all == nullptr || one == nullptr) GTEST_SKIP() << "no cpu_avx2 plugin";
+  expect_same_bytes(*all, *one, GetParam(), "all workers vs one");
 }
 
 INSTANTIATE_TEST_SUITE_P(Parity, CpuPaths, ::testing::ValuesIn(case_indices()),
