@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "strata/format/fp16.hpp"
 #include "strata/format/quantize_weights.hpp"
 #include "strata/format/types.hpp"
 #include "strata/op_tensor.hpp"
@@ -88,6 +89,11 @@ std::vector<unsigned char> quantized_matrix(GgmlType type, int64_t rows, int64_t
     unsigned char* dst = chunk.data() + static_cast<uint64_t>(r) * rb;
     if (type == GgmlType::F32) {
       std::memcpy(dst, f.data(), rb);  // the router's float weights
+    } else if (type == GgmlType::F16) {
+      for (int64_t i = 0; i < n; ++i) {  // the vision projector's matrices
+        const uint16_t h = strata::format::fp32_to_fp16(f[static_cast<size_t>(i)]);
+        std::memcpy(dst + 2 * i, &h, 2);
+      }
     } else {
       strata::format::quantize_row(type, f.data(), dst, n);
     }
@@ -276,6 +282,11 @@ int main(int argc, char** argv) {
                                  std::to_string(n_tok) + (n_tok == 1 ? " token" : " tokens");
         report(name, [&] { return bench_mul_mat(be, s, sh.type, sh.n_in, sh.n_out, n_tok); });
       }
+    }
+    // The vision encoder's products (Qwen3-VL's projector: F16 weights 1152 wide, a 4304-wide MLP) over 64 patches.
+    for (auto [n_in, n_out] : {std::pair<int64_t, int64_t>{1152, 3456}, {1152, 4304}, {4304, 1152}}) {
+      const std::string name = "MUL_MAT f16 " + std::to_string(n_in) + "x" + std::to_string(n_out) + ", 64 tokens";
+      report(name, [&] { return bench_mul_mat(be, s, GgmlType::F16, n_in, n_out, 64); });
     }
     // The pool as decode calls it: a few experts of one token, back to back or with the workers idle between.
     struct PoolCase {
