@@ -62,7 +62,8 @@
 #     contention strata at 25% and llama.cpp -ncmoe 36 (at -t all and half the cores, -n 32 -r 1), alone and beside
 #                STRATA_BUSY (default 8) busy nice-19 loops; what each keeps, and strata over llama.cpp under load
 #     long       issue 28's long-context targets (pp16384, tg64 at depth 16384, pp512; all in VRAM and at 25% against
-#                -ncmoe 36; tg64 at depth 131072 with q8_0 KV), Strata then llama.cpp per round (STRATA_LONG_ROUNDS)
+#                -ncmoe 36; tg64 at depth 131072 with q8_0 KV), Strata then llama.cpp per round (STRATA_LONG_ROUNDS);
+#                at 25% also pp16384 with prompt windows of STRATA_LONG_BATCHES tokens (default 2048; "" for none)
 #     peer-cuda  llama.cpp's llama-bench -ngl 99 -fa on, when a binary is given: STRATA_PEER_CUDA, else
 #                .device/peer-cuda/llama-bench. It is built from a fetched copy outside the project; no build of it
 #                is committed here (docs/PERFORMANCE.md says how the figures were taken).
@@ -701,6 +702,17 @@ if want long; then
       fi
       long_pair "round $round, 25% / -ncmoe 36" pp16384 "long$round-s25-pp" "long$round-p36-pp"
       long_pair "round $round, 25% / -ncmoe 36" "tg64 @ d16384" "long$round-s25-tg" "long$round-p36-tg"
+      # Wider prompt windows at 25%: each window moves the missed experts over PCIe once, so a window of B tokens
+      # moves them 16384 / B times; the peer at the same width (-b B -ub B) beside it.
+      for b in ${STRATA_LONG_BATCHES-2048}; do
+        strata_hybrid "long$round-s25-pp-b$b" 25% -o runtime.context=$ctx16 -o runtime.batch=$b -p 16384 -n 0 -r 1
+        cat "$OUT/long$round-s25-pp-b$b.md"
+        if long_peer; then
+          peer_hybrid "long$round-p36-pp-b$b" 36 "$threads" -b "$b" -ub "$b" -p 16384 -n 0 -r 1
+          cat "$OUT/long$round-p36-pp-b$b.md"
+        fi
+        long_pair "round $round, 25% / -ncmoe 36, window $b" pp16384 "long$round-s25-pp-b$b" "long$round-p36-pp-b$b"
+      done
     fi
   done
   if [ "${STRATA_LONG_DEEP:-1}" = 1 ]; then
