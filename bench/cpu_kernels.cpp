@@ -284,9 +284,10 @@ int main(int argc, char** argv) {
       }
     }
     // The vision encoder's products (Qwen3-VL's projector: F16 weights 1152 wide, a 4304-wide MLP) over 64 patches.
-    for (auto [n_in, n_out] : {std::pair<int64_t, int64_t>{1152, 3456}, {1152, 4304}, {4304, 1152}}) {
-      const std::string name = "MUL_MAT f16 " + std::to_string(n_in) + "x" + std::to_string(n_out) + ", 64 tokens";
-      report(name, [&] { return bench_mul_mat(be, s, GgmlType::F16, n_in, n_out, 64); });
+    for (const std::pair<int64_t, int64_t>& io : {std::pair<int64_t, int64_t>{1152, 3456}, {1152, 4304}, {4304, 1152}}) {
+      const std::string name =
+          "MUL_MAT f16 " + std::to_string(io.first) + "x" + std::to_string(io.second) + ", 64 tokens";
+      report(name, [&] { return bench_mul_mat(be, s, GgmlType::F16, io.first, io.second, 64); });
     }
     // The pool as decode calls it: a few experts of one token, back to back or with the workers idle between.
     struct PoolCase {
