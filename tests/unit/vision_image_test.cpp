@@ -4,10 +4,6 @@
 // the folder is missing.
 #include <gtest/gtest.h>
 
-#include <csetjmp>
-#include <cstdio>
-// jpeglib.h needs FILE and size_t declared first.
-#include <jpeglib.h>
 #include <png.h>
 
 #include <cstdlib>
@@ -18,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "image_writers.hpp"
 #include "strata/vision.hpp"
 #include "test_temp_dir.hpp"
 
@@ -52,68 +49,8 @@ std::string error_of(F&& f) {
   return "";
 }
 
-// --- PNG and JPEG writers for the test (libpng's and libjpeg's own encoders) ---
-
-void on_png_write(png_structp png, png_bytep data, size_t n) {
-  auto* out = static_cast<std::vector<uint8_t>*>(png_get_io_ptr(png));
-  out->insert(out->end(), data, data + n);
-}
-void on_png_flush(png_structp) {}
-
-// Writes rows of raw samples (big-endian for 16-bit) as a PNG; false when libpng fails.
-bool png_encode(png_structp png, png_infop info, uint32_t w, uint32_t h, int depth, int color_type,
-                const png_color* palette, int n_palette, png_bytepp rows) {
-  if (setjmp(png_jmpbuf(png))) return false;
-  png_set_IHDR(png, info, w, h, depth, color_type, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
-               PNG_FILTER_TYPE_DEFAULT);
-  if (palette != nullptr) png_set_PLTE(png, info, palette, n_palette);
-  png_write_info(png, info);
-  png_write_image(png, rows);
-  png_write_end(png, nullptr);
-  return true;
-}
-
-std::vector<uint8_t> make_png(uint32_t w, uint32_t h, int depth, int color_type, std::vector<uint8_t> samples,
-                              const std::vector<png_color>& palette = {}) {
-  std::vector<uint8_t> out;
-  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
-  png_infop info = png_create_info_struct(png);
-  png_set_write_fn(png, &out, on_png_write, on_png_flush);
-  const size_t row_bytes = samples.size() / h;
-  std::vector<png_bytep> rows(h);
-  for (uint32_t y = 0; y < h; ++y) rows[y] = samples.data() + y * row_bytes;
-  const bool ok = png_encode(png, info, w, h, depth, color_type, palette.empty() ? nullptr : palette.data(),
-                             static_cast<int>(palette.size()), rows.data());
-  png_destroy_write_struct(&png, &info);
-  EXPECT_TRUE(ok);
-  return out;
-}
-
-std::vector<uint8_t> make_jpeg(const vision::Image& image, int quality) {
-  jpeg_compress_struct cinfo{};
-  jpeg_error_mgr err{};
-  cinfo.err = jpeg_std_error(&err);
-  jpeg_create_compress(&cinfo);
-  unsigned char* buffer = nullptr;
-  unsigned long size = 0;
-  jpeg_mem_dest(&cinfo, &buffer, &size);
-  cinfo.image_width = image.width;
-  cinfo.image_height = image.height;
-  cinfo.input_components = 3;
-  cinfo.in_color_space = JCS_RGB;
-  jpeg_set_defaults(&cinfo);
-  jpeg_set_quality(&cinfo, quality, TRUE);
-  jpeg_start_compress(&cinfo, TRUE);
-  while (cinfo.next_scanline < cinfo.image_height) {
-    JSAMPROW row = const_cast<uint8_t*>(image.rgb.data()) + static_cast<size_t>(cinfo.next_scanline) * image.width * 3;
-    jpeg_write_scanlines(&cinfo, &row, 1);
-  }
-  jpeg_finish_compress(&cinfo);
-  std::vector<uint8_t> out(buffer, buffer + size);
-  jpeg_destroy_compress(&cinfo);
-  std::free(buffer);
-  return out;
-}
+using strata::test::make_jpeg;
+using strata::test::make_png;
 
 uint32_t crc32_of(const uint8_t* data, size_t n) {
   uint32_t crc = 0xffffffffu;
@@ -165,7 +102,7 @@ TEST(VisionImage, PngGreyPaletteSixteenBitAndAlphaBecomeRgb) {
     EXPECT_EQ(im.rgb, (std::vector<uint8_t>{10, 10, 10, 200, 200, 200}));
   }
   {  // 4-bit palette
-    const std::vector<png_color> palette = {{1, 2, 3}, {40, 50, 60}, {250, 251, 252}};
+    const std::vector<strata::test::PaletteColor> palette = {{1, 2, 3}, {40, 50, 60}, {250, 251, 252}};
     const vision::Image im =
         vision::decode_image(make_png(3, 1, 4, PNG_COLOR_TYPE_PALETTE, {0x12, 0x00}, palette), "palette");
     EXPECT_EQ(im.rgb, (std::vector<uint8_t>{40, 50, 60, 250, 251, 252, 1, 2, 3}));
@@ -254,28 +191,11 @@ TEST(VisionImage, JpegWithGarbageIsRefused) {
 }
 
 TEST(VisionImage, CmykJpegIsRefused) {
-  jpeg_compress_struct cinfo{};
-  jpeg_error_mgr err{};
-  cinfo.err = jpeg_std_error(&err);
-  jpeg_create_compress(&cinfo);
-  unsigned char* buffer = nullptr;
-  unsigned long size = 0;
-  jpeg_mem_dest(&cinfo, &buffer, &size);
-  cinfo.image_width = 8;
-  cinfo.image_height = 8;
-  cinfo.input_components = 4;
-  cinfo.in_color_space = JCS_CMYK;
-  jpeg_set_defaults(&cinfo);
-  jpeg_start_compress(&cinfo, TRUE);
-  std::vector<uint8_t> row(8 * 4, 100);
-  while (cinfo.next_scanline < cinfo.image_height) {
-    JSAMPROW r = row.data();
-    jpeg_write_scanlines(&cinfo, &r, 1);
-  }
-  jpeg_finish_compress(&cinfo);
-  const std::vector<uint8_t> cmyk(buffer, buffer + size);
-  jpeg_destroy_compress(&cinfo);
-  std::free(buffer);
+  vision::Image image;
+  image.width = 8;
+  image.height = 8;
+  image.rgb.assign(8 * 8 * 3, 100);
+  const std::vector<uint8_t> cmyk = make_jpeg(image, 90, false, strata::test::JpegColors::Cmyk);
   const std::string message = error_of([&] { vision::decode_image(cmyk, "cmyk.jpg"); });
   EXPECT_NE(message.find("cmyk.jpg: CMYK JPEG"), std::string::npos) << message;
 }
