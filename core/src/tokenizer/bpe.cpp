@@ -4,15 +4,10 @@
 
 #include "byte_level.hpp"
 #include "strata/error.hpp"
+#include "symbol_merge.hpp"
 
 namespace strata::tokenizer_detail {
 namespace {
-
-struct Symbol {
-  uint32_t begin;   // in the byte-character spelling of the word
-  uint32_t length;  // 0 once merged into its left neighbour
-  int32_t prev, next;
-};
 
 struct Bigram {
   int32_t rank;
@@ -51,20 +46,7 @@ class Session {
         return;
       }
     }
-    for (int32_t i = 1; i < static_cast<int32_t>(symbols_.size()); ++i) try_add(i - 1, i);
-    while (!queue_.empty()) {
-      const Bigram b = queue_.top();
-      queue_.pop();
-      Symbol& left = symbols_[static_cast<size_t>(b.left)];
-      Symbol& right = symbols_[static_cast<size_t>(b.right)];
-      if (left.length == 0 || right.length == 0 || left.length + right.length != b.length) continue;
-      left.length += right.length;
-      right.length = 0;
-      left.next = right.next;
-      if (right.next >= 0) symbols_[static_cast<size_t>(right.next)].prev = b.left;
-      try_add(left.prev, b.left);
-      try_add(b.left, left.next);
-    }
+    merge_symbols(symbols_, queue_, [this](int32_t l, int32_t r) { try_add(l, r); });
     for (int32_t i = 0; i != -1; i = symbols_[static_cast<size_t>(i)].next) {
       const Symbol& s = symbols_[static_cast<size_t>(i)];
       const std::string_view piece = std::string_view(spelt_).substr(s.begin, s.length);
