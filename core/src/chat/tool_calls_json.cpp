@@ -124,19 +124,25 @@ std::optional<Split> mistral(std::string_view text) {
   return s;
 }
 
-std::optional<Split> deepseek_v3_1(std::string_view text) {
+// Calls in sections: text outside [section_open, section_close) is the content; inside, each [call_open,
+// call_close) block is HEAD `separator` JSON-ARGUMENTS, and name_call(head, call) fills the call's name (and id).
+// Empty when a block has no separator or its arguments are not JSON.
+template <class NameCall>
+std::optional<Split> sectioned_calls(std::string_view text, std::string_view section_open, std::string_view section_close,
+                                     std::string_view call_open, std::string_view call_close, std::string_view separator,
+                                     NameCall&& name_call) {
   Split s;
   std::string outside;
-  const auto section = blocks(text, "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", &outside);
+  const auto section = blocks(text, section_open, section_close, &outside);
   for (std::string_view sec : *section) {
     std::string between;
-    const auto calls = blocks(sec, "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", &between);
+    const auto calls = blocks(sec, call_open, call_close, &between);
     for (std::string_view b : *calls) {
-      const size_t sep = b.find("<｜tool▁sep｜>");
+      const size_t sep = b.find(separator);
       if (sep == std::string_view::npos) return std::nullopt;
       Call c;
-      c.name = std::string(trim(b.substr(0, sep)));
-      const auto j = parse_json(trim(b.substr(sep + std::string_view("<｜tool▁sep｜>").size())));
+      name_call(trim(b.substr(0, sep)), c);
+      const auto j = parse_json(trim(b.substr(sep + separator.size())));
       if (!j) return std::nullopt;
       c.arguments = *j;
       s.calls.push_back(std::move(c));
@@ -146,30 +152,23 @@ std::optional<Split> deepseek_v3_1(std::string_view text) {
   return s;
 }
 
+std::optional<Split> deepseek_v3_1(std::string_view text) {
+  return sectioned_calls(text, "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>",
+                         "<｜tool▁call▁end｜>", "<｜tool▁sep｜>",
+                         [](std::string_view head, Call& c) { c.name = std::string(head); });
+}
+
 std::optional<Split> kimi_k2(std::string_view text) {
-  Split s;
-  std::string outside;
-  const auto section = blocks(text, "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", &outside);
-  for (std::string_view sec : *section) {
-    std::string between;
-    const auto calls = blocks(sec, "<|tool_call_begin|>", "<|tool_call_end|>", &between);
-    for (std::string_view b : *calls) {
-      const size_t sep = b.find("<|tool_call_argument_begin|>");
-      if (sep == std::string_view::npos) return std::nullopt;
-      Call c;
-      c.id = std::string(trim(b.substr(0, sep)));  // functions.NAME:INDEX
-      std::string_view name = c.id;
-      if (name.rfind("functions.", 0) == 0) name.remove_prefix(10);
-      if (const size_t colon = name.rfind(':'); colon != std::string_view::npos) name = name.substr(0, colon);
-      c.name = std::string(name);
-      const auto j = parse_json(trim(b.substr(sep + 28)));
-      if (!j) return std::nullopt;
-      c.arguments = *j;
-      s.calls.push_back(std::move(c));
-    }
-  }
-  s.content = std::string(trim(outside));
-  return s;
+  return sectioned_calls(text, "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>",
+                         "<|tool_call_end|>", "<|tool_call_argument_begin|>", [](std::string_view head, Call& c) {
+                           c.id = std::string(head);  // functions.NAME:INDEX
+                           std::string_view name = head;
+                           if (name.rfind("functions.", 0) == 0) name.remove_prefix(10);
+                           if (const size_t colon = name.rfind(':'); colon != std::string_view::npos) {
+                             name = name.substr(0, colon);
+                           }
+                           c.name = std::string(name);
+                         });
 }
 
 std::optional<Split> cohere(std::string_view text) {
