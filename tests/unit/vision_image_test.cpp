@@ -171,6 +171,41 @@ TEST(VisionImage, TruncatedPngIsRefused) {
   EXPECT_NE(message.find("truncated"), std::string::npos) << message;
 }
 
+// A small file whose header promises a large image is refused before its pixels are allocated: 10000 x 10000
+// RGB (300 MB) cannot come from a few hundred bytes of PNG or JPEG.
+TEST(VisionImage, HeaderPromisingMoreThanTheBytesHoldIsRefused) {
+  std::vector<uint8_t> png = make_png(2, 1, 8, PNG_COLOR_TYPE_GRAY, {10, 200});
+  for (size_t at : {size_t{16}, size_t{20}}) {  // IHDR's width and height: 10000 each, the CRC made right again
+    for (int i = 0; i < 4; ++i) png[at + static_cast<size_t>(i)] = static_cast<uint8_t>(10000u >> (24 - 8 * i));
+  }
+  const uint32_t crc = crc32_of(png.data() + 12, 17);
+  for (int i = 0; i < 4; ++i) png[29 + static_cast<size_t>(i)] = static_cast<uint8_t>(crc >> (24 - 8 * i));
+  std::string message = error_of([&] { vision::decode_image(png, "big.png"); });
+  EXPECT_NE(message.find("big.png: PNG header says 10000x10000, which " + std::to_string(png.size()) +
+                         " bytes cannot hold"),
+            std::string::npos)
+      << message;
+
+  vision::Image image;
+  image.width = 8;
+  image.height = 8;
+  image.rgb.assign(8 * 8 * 3, 7);
+  std::vector<uint8_t> jpeg = make_jpeg(image, 90);
+  // SOF0's height and width (after its marker, length and precision): 10000 each.
+  size_t sof = 0;
+  while (sof + 1 < jpeg.size() && !(jpeg[sof] == 0xff && jpeg[sof + 1] == 0xc0)) ++sof;
+  ASSERT_LT(sof + 9, jpeg.size());
+  for (size_t at : {sof + 5, sof + 7}) {
+    jpeg[at] = static_cast<uint8_t>(10000 >> 8);
+    jpeg[at + 1] = static_cast<uint8_t>(10000 & 0xff);
+  }
+  message = error_of([&] { vision::decode_image(jpeg, "big.jpg"); });
+  EXPECT_NE(message.find("big.jpg: JPEG header says 10000x10000"), std::string::npos) << message;
+
+  // An honest file passes the check.
+  EXPECT_EQ(vision::decode_image(make_png(64, 48, 8, PNG_COLOR_TYPE_RGB, expected_test_image()), "ok.png").width, 64u);
+}
+
 TEST(VisionImage, PngWithABadHeaderIsRefused) {
   std::vector<uint8_t> png = make_png(2, 1, 8, PNG_COLOR_TYPE_GRAY, {10, 200});
   png[20] ^= 0xff;  // inside IHDR: its CRC no longer matches

@@ -12,7 +12,8 @@
 namespace strata::vision {
 namespace detail {
 
-void check_dimensions(std::string_view what, std::string_view format, uint64_t width, uint64_t height) {
+void check_dimensions(std::string_view what, std::string_view format, uint64_t width, uint64_t height,
+                      uint64_t encoded) {
   if (width == 0 || height == 0) {
     refuse(what, std::string(format) + " image of size " + std::to_string(width) + "x" + std::to_string(height) +
                      ": an image needs at least one pixel");
@@ -20,6 +21,11 @@ void check_dimensions(std::string_view what, std::string_view format, uint64_t w
   if (width > kMaxImagePixels || height > kMaxImagePixels || width * height > kMaxImagePixels) {
     refuse(what, std::string(format) + " image of size " + std::to_string(width) + "x" + std::to_string(height) +
                      " is too large (at most " + std::to_string(kMaxImagePixels) + " pixels)");
+  }
+  if (encoded > 0 && width * height * 3 > encoded * kMaxExpansion) {
+    refuse(what, std::string(format) + " header says " + std::to_string(width) + "x" + std::to_string(height) +
+                     ", which " + std::to_string(encoded) +
+                     " bytes cannot hold: the file is truncated or its header is false");
   }
 }
 

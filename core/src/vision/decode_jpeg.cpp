@@ -99,7 +99,7 @@ Image decode_jpeg(std::span<const uint8_t> bytes, std::string_view what) {
     if (header.cmyk) refuse(what, "CMYK JPEG: only RGB and greyscale JPEGs are read; convert it to RGB");
     refuse(what, std::string("bad JPEG: ") + errors.message);
   }
-  check_dimensions(what, "JPEG", header.width, header.height);
+  check_dimensions(what, "JPEG", header.width, header.height, bytes.size());
   if (header.components != 3) {
     refuse(what, "JPEG of colour space " + std::to_string(static_cast<int>(header.color_space)) +
                      " did not convert to RGB");

@@ -102,7 +102,7 @@ Image decode_png(std::span<const uint8_t> bytes, std::string_view what) {
 
   PngHeader header{};
   if (!read_png_header(png, info, &header)) refuse(what, std::string("bad PNG: ") + errors.message);
-  check_dimensions(what, "PNG", header.width, header.height);
+  check_dimensions(what, "PNG", header.width, header.height, bytes.size());
   if (header.channels != 3 || header.row_bytes != static_cast<size_t>(header.width) * 3) {
     refuse(what, "PNG of colour type " + std::to_string(header.color_type) + " and bit depth " +
                      std::to_string(header.bit_depth) + " did not convert to 8-bit RGB");

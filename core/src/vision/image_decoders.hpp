@@ -18,8 +18,15 @@ inline constexpr uint64_t kMaxImagePixels = uint64_t{1} << 27;
   throw Error(std::string(what) + ": " + problem);
 }
 
-// Refuses a zero or oversized width or height, naming `format`.
-void check_dimensions(std::string_view what, std::string_view format, uint64_t width, uint64_t height);
+// The most RGB bytes one byte of a PNG or JPEG can decode to, with room to spare: deflate expands at most about
+// 1032:1, and a JPEG's flat block costs at least two bits (its DC difference and end of block), 683:1 at the
+// widest subsampling. A header that promises more than this from the bytes at hand is false or truncated.
+inline constexpr uint64_t kMaxExpansion = 2048;
+
+// Refuses a zero or oversized width or height, naming `format`; and (encoded > 0) a size that `encoded` bytes of a
+// compressed format cannot hold, before any pixel is allocated (a 100-byte file must not cost hundreds of MB).
+void check_dimensions(std::string_view what, std::string_view format, uint64_t width, uint64_t height,
+                      uint64_t encoded = 0);
 
 Image decode_ppm(std::span<const uint8_t> bytes, std::string_view what);
 Image decode_png(std::span<const uint8_t> bytes, std::string_view what);
