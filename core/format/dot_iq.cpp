@@ -46,14 +46,25 @@ int signed_grid4_pairs(Entry entry, const uint8_t* signs, const int8_t* q8) {
   return sum;
 }
 
+// The lattice formats' super-block loop (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S): block_sum(x, y) is a super-block's
+// integer sum, scaled by its odd sub-block scales; sum += (d * y.d) * that, in block order; times `scale` at the end
+// (ggml's 1/8 or 1/4; IQ3_S has none: 1, which changes no bit).
+template <class Block, class BlockSum>
+float lattice_dot(const unsigned char* w, const unsigned char* a, int64_t nb, float scale, BlockSum&& block_sum) {
+  float sum = 0;
+  for (int64_t i = 0; i < nb; ++i) {
+    const auto x = load_block<Block>(w, i);
+    const auto y = load_block<block_q8_K>(a, i);
+    const float d = fp16_to_fp32(x.d) * y.d;
+    sum += d * static_cast<float>(block_sum(x, y));
+  }
+  return scale * sum;
+}
+
 }  // namespace
 
 float dot_iq2_xxs_q8_k(const unsigned char* w, const unsigned char* a, int64_t nb) {
-  float sum = 0;
-  for (int64_t i = 0; i < nb; ++i) {
-    const auto x = load_block<block_iq2_xxs>(w, i);
-    const auto y = load_block<block_q8_K>(a, i);
-    const float d = fp16_to_fp32(x.d) * y.d;
+  return lattice_dot<block_iq2_xxs>(w, a, nb, 0.125f, [](const block_iq2_xxs& x, const block_q8_K& y) {
     // Per 32 values, 8 bytes: four grid indices, then a u32 with four 7-bit sign codes and a 4-bit scale on top.
     const auto* bytes = reinterpret_cast<const uint8_t*>(x.qs);
     int bsum = 0;
@@ -67,17 +78,12 @@ float dot_iq2_xxs_q8_k(const unsigned char* w, const unsigned char* a, int64_t n
       }
       bsum += sumi * static_cast<int>(2 * (signs_scale >> 28) + 1);
     }
-    sum += d * static_cast<float>(bsum);
-  }
-  return 0.125f * sum;
+    return bsum;
+  });
 }
 
 float dot_iq2_xs_q8_k(const unsigned char* w, const unsigned char* a, int64_t nb) {
-  float sum = 0;
-  for (int64_t i = 0; i < nb; ++i) {
-    const auto x = load_block<block_iq2_xs>(w, i);
-    const auto y = load_block<block_q8_K>(a, i);
-    const float d = fp16_to_fp32(x.d) * y.d;
+  return lattice_dot<block_iq2_xs>(w, a, nb, 0.125f, [](const block_iq2_xs& x, const block_q8_K& y) {
     // Each u16: a 9-bit grid index and a 7-bit sign code; scales: one nibble per 16 values.
     int bsum = 0;
     for (int ib = 0; ib < QK_K / 32; ++ib) {
@@ -90,17 +96,12 @@ float dot_iq2_xs_q8_k(const unsigned char* w, const unsigned char* a, int64_t nb
         bsum += sumi * (2 * ((x.scales[ib] >> (4 * half)) & 0xF) + 1);
       }
     }
-    sum += d * static_cast<float>(bsum);
-  }
-  return 0.125f * sum;
+    return bsum;
+  });
 }
 
 float dot_iq2_s_q8_k(const unsigned char* w, const unsigned char* a, int64_t nb) {
-  float sum = 0;
-  for (int64_t i = 0; i < nb; ++i) {
-    const auto x = load_block<block_iq2_s>(w, i);
-    const auto y = load_block<block_q8_K>(a, i);
-    const float d = fp16_to_fp32(x.d) * y.d;
+  return lattice_dot<block_iq2_s>(w, a, nb, 0.125f, [](const block_iq2_s& x, const block_q8_K& y) {
     // qs[0..31]: low 8 bits of the 10-bit grid indices; qs[32..63]: explicit sign bytes; qh: the index's top
     // two bits, 2 per entry.
     const uint8_t* signs = x.qs + QK_K / 8;
@@ -115,17 +116,12 @@ float dot_iq2_s_q8_k(const unsigned char* w, const unsigned char* a, int64_t nb)
       const int ls2 = 1 + 2 * (x.scales[ib] >> 4);
       bsum += ls1 * sumi[0] + ls2 * sumi[1];
     }
-    sum += d * static_cast<float>(bsum);
-  }
-  return 0.125f * sum;
+    return bsum;
+  });
 }
 
 float dot_iq3_xxs_q8_k(const unsigned char* w, const unsigned char* a, int64_t nb) {
-  float sum = 0;
-  for (int64_t i = 0; i < nb; ++i) {
-    const auto x = load_block<block_iq3_xxs>(w, i);
-    const auto y = load_block<block_q8_K>(a, i);
-    const float d = fp16_to_fp32(x.d) * y.d;
+  return lattice_dot<block_iq3_xxs>(w, a, nb, 0.25f, [](const block_iq3_xxs& x, const block_q8_K& y) {
     // qs[0..63]: 8-bit grid indices; qs[64..95]: per 32 values a u32 of four 7-bit sign codes and a 4-bit scale.
     int bsum = 0;
     for (int ib = 0; ib < QK_K / 32; ++ib) {
@@ -136,17 +132,12 @@ float dot_iq3_xxs_q8_k(const unsigned char* w, const unsigned char* a, int64_t n
       const int sumi = signed_grid4_pairs([&](int k) { return iq3xxs_grid[q3[k]]; }, signs, y.qs + 32 * ib);
       bsum += sumi * static_cast<int>(2 * (signs_scale >> 28) + 1);
     }
-    sum += d * static_cast<float>(bsum);
-  }
-  return 0.25f * sum;
+    return bsum;
+  });
 }
 
 float dot_iq3_s_q8_k(const unsigned char* w, const unsigned char* a, int64_t nb) {
-  float sum = 0;
-  for (int64_t i = 0; i < nb; ++i) {
-    const auto x = load_block<block_iq3_s>(w, i);
-    const auto y = load_block<block_q8_K>(a, i);
-    const float d = fp16_to_fp32(x.d) * y.d;
+  return lattice_dot<block_iq3_s>(w, a, nb, 1.0f, [](const block_iq3_s& x, const block_q8_K& y) {
     // 9-bit grid indices: low 8 bits in qs, the ninth bit of entry k of group ib is bit k of qh[ib].
     int bsum = 0;
     for (int ib = 0; ib < QK_K / 32; ++ib) {
@@ -156,9 +147,8 @@ float dot_iq3_s_q8_k(const unsigned char* w, const unsigned char* a, int64_t nb)
                                           x.signs + 4 * ib, y.qs + 32 * ib);
       bsum += sumi * (2 * ((x.scales[ib / 2] >> (4 * (ib % 2))) & 0xF) + 1);
     }
-    sum += d * static_cast<float>(bsum);
-  }
-  return sum;
+    return bsum;
+  });
 }
 
 float dot_iq1_s_q8_k(const unsigned char* w, const unsigned char* a, int64_t nb) {
