@@ -64,8 +64,11 @@ void decompose_q3_K(const void* blocks, int64_t index, CanonicalBlock& out) {
   }
 }
 
-void decompose_q4_K(const void* blocks, int64_t index, CanonicalBlock& out) {
-  const auto b = load_block<block_q4_K>(blocks, index);
+// Q4_K and Q5_K: eight sub-blocks of 32 with 6-bit scales and mins (scale_min_k4); group k's 32 bytes of qs hold
+// sub-block 2k in the low nibbles and 2k + 1 in the high ones. Q5_K adds a fifth bit, bit `sub` of qh[l].
+template <class Block, bool kFifthBit>
+void decompose_q45_K(const void* blocks, int64_t index, CanonicalBlock& out) {
+  const auto b = load_block<Block>(blocks, index);
   const float d = fp16_to_fp32(b.d);
   const float dmin = fp16_to_fp32(b.dmin);
   for (int k = 0; k < 4; ++k) {
@@ -75,29 +78,22 @@ void decompose_q4_K(const void* blocks, int64_t index, CanonicalBlock& out) {
       const ScaleMin sm = scale_min_k4(sub, b.scales);
       out.c[sub] = d * static_cast<float>(sm.scale);
       out.b[sub] = -(dmin * static_cast<float>(sm.min));
-      for (int l = 0; l < 32; ++l) out.g[32 * sub + l] = nib == 0 ? (q[l] & 0x0f) : (q[l] >> 4);
+      for (int l = 0; l < 32; ++l) {
+        const int low4 = nib == 0 ? (q[l] & 0x0f) : (q[l] >> 4);
+        int high = 0;
+        if constexpr (kFifthBit) high = (b.qh[l] >> sub) & 1 ? 16 : 0;
+        out.g[32 * sub + l] = low4 + high;
+      }
     }
   }
 }
 
+void decompose_q4_K(const void* blocks, int64_t index, CanonicalBlock& out) {
+  decompose_q45_K<block_q4_K, false>(blocks, index, out);
+}
+
 void decompose_q5_K(const void* blocks, int64_t index, CanonicalBlock& out) {
-  const auto b = load_block<block_q5_K>(blocks, index);
-  const float d = fp16_to_fp32(b.d);
-  const float dmin = fp16_to_fp32(b.dmin);
-  for (int k = 0; k < 4; ++k) {
-    const uint8_t* q = b.qs + 32 * k;
-    for (int nib = 0; nib < 2; ++nib) {
-      const int sub = 2 * k + nib;
-      const ScaleMin sm = scale_min_k4(sub, b.scales);
-      out.c[sub] = d * static_cast<float>(sm.scale);
-      out.b[sub] = -(dmin * static_cast<float>(sm.min));
-      const auto fifth_bit = static_cast<uint8_t>(1u << sub);  // bit 2k for low nibbles, 2k+1 for high ones
-      for (int l = 0; l < 32; ++l) {
-        const int low4 = nib == 0 ? (q[l] & 0x0f) : (q[l] >> 4);
-        out.g[32 * sub + l] = low4 + ((b.qh[l] & fifth_bit) ? 16 : 0);
-      }
-    }
-  }
+  decompose_q45_K<block_q5_K, true>(blocks, index, out);
 }
 
 void decompose_q6_K(const void* blocks, int64_t index, CanonicalBlock& out) {

@@ -79,48 +79,36 @@ void dequantize_q3_K(const void* blocks, float* out, int64_t nblocks) {
   }
 }
 
-void dequantize_q4_K(const void* blocks, float* out, int64_t nblocks) {
+// Q4_K and Q5_K: each 64 values are 32 bytes of qs, low nibbles first (sub-block 2k), then high nibbles (sub-block
+// 2k + 1), with 6-bit scales and mins; Q5_K adds a fifth bit: bit 2k of qh[l] for the low nibbles of group k, bit
+// 2k + 1 for the high ones.
+template <class Block, bool kFifthBit>
+void dequantize_q45_K(const void* blocks, float* out, int64_t nblocks) {
   for (int64_t i = 0; i < nblocks; ++i) {
-    const auto b = load_block<block_q4_K>(blocks, i);
+    const auto b = load_block<Block>(blocks, i);
     const float d = fp16_to_fp32(b.d);
     const float dmin = fp16_to_fp32(b.dmin);
-    // Each 64 values: 32 bytes of qs, low nibbles first (sub-block 2k), then high nibbles (sub-block 2k+1).
     for (int k = 0; k < 4; ++k) {
       const uint8_t* q = b.qs + 32 * k;
-      const ScaleMin lo = scale_min_k4(2 * k, b.scales);
-      const ScaleMin hi = scale_min_k4(2 * k + 1, b.scales);
-      const float d1 = d * static_cast<float>(lo.scale), m1 = dmin * static_cast<float>(lo.min);
-      const float d2 = d * static_cast<float>(hi.scale), m2 = dmin * static_cast<float>(hi.min);
-      for (int l = 0; l < 32; ++l) *out++ = d1 * static_cast<float>(q[l] & 0x0f) - m1;
-      for (int l = 0; l < 32; ++l) *out++ = d2 * static_cast<float>(q[l] >> 4) - m2;
+      for (int nib = 0; nib < 2; ++nib) {
+        const ScaleMin sm = scale_min_k4(2 * k + nib, b.scales);
+        const float dl = d * static_cast<float>(sm.scale), ml = dmin * static_cast<float>(sm.min);
+        for (int l = 0; l < 32; ++l) {
+          int qv = nib == 0 ? (q[l] & 0x0f) : (q[l] >> 4);
+          if constexpr (kFifthBit) qv += (b.qh[l] >> (2 * k + nib)) & 1 ? 16 : 0;
+          *out++ = dl * static_cast<float>(qv) - ml;
+        }
+      }
     }
   }
 }
 
+void dequantize_q4_K(const void* blocks, float* out, int64_t nblocks) {
+  dequantize_q45_K<block_q4_K, false>(blocks, out, nblocks);
+}
+
 void dequantize_q5_K(const void* blocks, float* out, int64_t nblocks) {
-  for (int64_t i = 0; i < nblocks; ++i) {
-    const auto b = load_block<block_q5_K>(blocks, i);
-    const float d = fp16_to_fp32(b.d);
-    const float dmin = fp16_to_fp32(b.dmin);
-    // As Q4_K, plus a fifth bit: bit 2k of qh[l] for the low nibbles of group k, bit 2k+1 for the high ones.
-    for (int k = 0; k < 4; ++k) {
-      const uint8_t* q = b.qs + 32 * k;
-      const ScaleMin lo = scale_min_k4(2 * k, b.scales);
-      const ScaleMin hi = scale_min_k4(2 * k + 1, b.scales);
-      const float d1 = d * static_cast<float>(lo.scale), m1 = dmin * static_cast<float>(lo.min);
-      const float d2 = d * static_cast<float>(hi.scale), m2 = dmin * static_cast<float>(hi.min);
-      const uint8_t bit_lo = static_cast<uint8_t>(1u << (2 * k));
-      const uint8_t bit_hi = static_cast<uint8_t>(2u << (2 * k));
-      for (int l = 0; l < 32; ++l) {
-        const int qv = (q[l] & 0x0f) + ((b.qh[l] & bit_lo) ? 16 : 0);
-        *out++ = d1 * static_cast<float>(qv) - m1;
-      }
-      for (int l = 0; l < 32; ++l) {
-        const int qv = (q[l] >> 4) + ((b.qh[l] & bit_hi) ? 16 : 0);
-        *out++ = d2 * static_cast<float>(qv) - m2;
-      }
-    }
-  }
+  dequantize_q45_K<block_q5_K, true>(blocks, out, nblocks);
 }
 
 void dequantize_q6_K(const void* blocks, float* out, int64_t nblocks) {
