@@ -126,25 +126,31 @@ void run_attention(Context& ctx, const strata_op& op) {
   const int64_t splits = std::clamp<int64_t>(
       std::max((2 * static_cast<int64_t>(parts) + base - 1) / base, (group + by_memory - 1) / by_memory), 1, group);
   const int64_t run = (group + splits - 1) / splits, runs_per_kv = (group + run - 1) / run;
-  // Per participant: the run's scores, outputs and denominators in double, one decoded key or value head in float.
-  const int64_t per_part = run * (longest + value_dim + 1) + (widest + 1) / 2 + 8;
+  // Per participant: the run's scores, outputs and denominators in double; its q rows and one key or value head
+  // widened to double once (the dots' 32 lanes padded with zeros); one decoded head in float.
+  const int64_t padded = (head_dim + 31) / 32 * 32, wide = std::max(padded, value_dim);
+  const int64_t per_part = run * (longest + value_dim + 1 + padded) + wide + (widest + 1) / 2 + 8;
   double* work = ctx.scratch().work.as<double>(static_cast<size_t>(per_part) * parts);
   const auto body = [&](unsigned slot, int64_t begin, int64_t end) {
     double* scores = work + per_part * slot;  // [run][longest]
     double* acc = scores + run * longest;      // [run][value_dim]
     double* total = acc + run * value_dim;     // [run]
-    auto* row = reinterpret_cast<float*>(total + run);
+    double* qd = total + run;                  // [run][padded]
+    double* kv = qd + run * padded;            // [wide]: the column's key or value head in double
+    auto* row = reinterpret_cast<float*>(kv + wide);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t t = item / (n_kv_head * runs_per_kv), rest = item % (n_kv_head * runs_per_kv);
       const int64_t kvh = rest / runs_per_kv, h0 = kvh * group + rest % runs_per_kv * run;
       const int64_t heads = std::min(run, (kvh + 1) * group - h0);
       const int64_t first = first_column(p[t], window);
       const int64_t len = static_cast<int64_t>(p[t]) + 1 - first;
+      for (int64_t r = 0; r < heads; ++r) {
+        widen_row(row_ptr<const float>(q, t * n_head + h0 + r), qd + r * padded, head_dim, padded);
+      }
       for (int64_t j = 0; j < len; ++j) {
         load_head(k, first + j, kvh, head_dim, row);
-        for (int64_t r = 0; r < heads; ++r) {
-          scores[r * longest + j] = scale * dot32_d(row_ptr<const float>(q, t * n_head + h0 + r), row, head_dim);
-        }
+        widen_row(row, kv, head_dim, padded);
+        for (int64_t r = 0; r < heads; ++r) scores[r * longest + j] = scale * dot32_dd(qd + r * padded, kv, padded);
       }
       // Per head, as one head alone computes it: the max, then exp and the denominator in ascending j.
       for (int64_t r = 0; r < heads; ++r) {
@@ -163,7 +169,8 @@ void run_attention(Context& ctx, const strata_op& op) {
       std::fill(acc, acc + heads * value_dim, 0.0);
       for (int64_t j = 0; j < len; ++j) {
         load_head(v, first + j, kvh, value_dim, row);
-        for (int64_t r = 0; r < heads; ++r) axpy_d(scores[r * longest + j], row, acc + r * value_dim, value_dim);
+        widen_row(row, kv, value_dim, value_dim);
+        for (int64_t r = 0; r < heads; ++r) axpy_dd(scores[r * longest + j], kv, acc + r * value_dim, value_dim);
       }
       for (int64_t r = 0; r < heads; ++r) {
         div_to_float(acc + r * value_dim, total[r], row_ptr<float>(d, t) + (h0 + r) * value_dim, value_dim);

@@ -17,15 +17,14 @@ STRATA_INLINE_AVX2 __m256d load4_pd(const float* p, int64_t n) {
 
 }  // namespace
 
-STRATA_AVX2 double dot32_d(const float* a, const float* b, int64_t n) {
+STRATA_AVX2 double dot32_dd(const double* a, const double* b, int64_t n) {
   // Register r, lane j holds accumulator 4r + j: element i goes to accumulator i mod 32.
   __m256d acc[8];
   for (auto& r : acc) r = _mm256_setzero_pd();
   for (int64_t i = 0; i < n; i += 32) {
     for (int r = 0; r < 8; ++r) {
-      const int64_t at = i + 4 * r;
       // Padding adds +0.0, which leaves an accumulator unchanged (none is ever -0.0: they start at +0.0).
-      const __m256d p = _mm256_mul_pd(load4_pd(a + at, n - at), load4_pd(b + at, n - at));
+      const __m256d p = _mm256_mul_pd(_mm256_loadu_pd(a + i + 4 * r), _mm256_loadu_pd(b + i + 4 * r));
       acc[r] = _mm256_add_pd(acc[r], p);
     }
   }
@@ -36,6 +35,13 @@ STRATA_AVX2 double dot32_d(const float* a, const float* b, int64_t n) {
   alignas(32) double l[4];
   _mm256_store_pd(l, w);
   return (l[0] + l[2]) + (l[1] + l[3]);
+}
+
+STRATA_AVX2 void widen_row(const float* x, double* out, int64_t n, int64_t padded) {
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) _mm256_storeu_pd(out + i, _mm256_cvtps_pd(_mm_loadu_ps(x + i)));
+  for (; i < n; ++i) out[i] = static_cast<double>(x[i]);
+  for (; i < padded; ++i) out[i] = 0.0;
 }
 
 STRATA_AVX2 double sum_squares256_d(const float* x, int64_t n) {
@@ -70,14 +76,13 @@ STRATA_AVX2 void scale_mul_d(const float* x, double s, const float* w, float* ou
   }
 }
 
-STRATA_AVX2 void axpy_d(double p, const float* v, double* acc, int64_t n) {
+STRATA_AVX2 void axpy_dd(double p, const double* v, double* acc, int64_t n) {
   const __m256d pv = _mm256_set1_pd(p);
   int64_t i = 0;
   for (; i + 4 <= n; i += 4) {
-    const __m256d t = _mm256_mul_pd(pv, _mm256_cvtps_pd(_mm_loadu_ps(v + i)));
-    _mm256_storeu_pd(acc + i, _mm256_add_pd(_mm256_loadu_pd(acc + i), t));
+    _mm256_storeu_pd(acc + i, _mm256_add_pd(_mm256_loadu_pd(acc + i), _mm256_mul_pd(pv, _mm256_loadu_pd(v + i))));
   }
-  for (; i < n; ++i) acc[i] = acc[i] + p * static_cast<double>(v[i]);
+  for (; i < n; ++i) acc[i] = acc[i] + p * v[i];
 }
 
 STRATA_AVX2 void div_to_float(const double* acc, double s, float* out, int64_t n) {
