@@ -15,7 +15,33 @@ STRATA_INLINE_AVX2 __m256d load4_pd(const float* p, int64_t n) {
   return _mm256_cvtps_pd(_mm_load_ps(buf));
 }
 
+// The 32 accumulators' tree: m = 16 adds registers r and r + 4, m = 8 registers r and r + 2, m = 4 the last two,
+// then lanes.
+STRATA_INLINE_AVX2 double tree32(__m256d (&acc)[8]) {
+  for (int r = 0; r < 4; ++r) acc[r] = _mm256_add_pd(acc[r], acc[r + 4]);
+  for (int r = 0; r < 2; ++r) acc[r] = _mm256_add_pd(acc[r], acc[r + 2]);
+  const __m256d w = _mm256_add_pd(acc[0], acc[1]);
+  alignas(32) double l[4];
+  _mm256_store_pd(l, w);
+  return (l[0] + l[2]) + (l[1] + l[3]);
+}
+
 }  // namespace
+
+STRATA_AVX2 double dot32_d(const float* a, const float* b, int64_t n) {
+  // Register r, lane j holds accumulator 4r + j: element i goes to accumulator i mod 32.
+  __m256d acc[8];
+  for (auto& r : acc) r = _mm256_setzero_pd();
+  for (int64_t i = 0; i < n; i += 32) {
+    for (int r = 0; r < 8; ++r) {
+      const int64_t at = i + 4 * r;
+      // Padding adds +0.0, which leaves an accumulator unchanged (none is ever -0.0: they start at +0.0).
+      const __m256d p = _mm256_mul_pd(load4_pd(a + at, n - at), load4_pd(b + at, n - at));
+      acc[r] = _mm256_add_pd(acc[r], p);
+    }
+  }
+  return tree32(acc);
+}
 
 STRATA_AVX2 double dot32_dd(const double* a, const double* b, int64_t n) {
   // Register r, lane j holds accumulator 4r + j: element i goes to accumulator i mod 32.
@@ -28,13 +54,7 @@ STRATA_AVX2 double dot32_dd(const double* a, const double* b, int64_t n) {
       acc[r] = _mm256_add_pd(acc[r], p);
     }
   }
-  // The tree: m = 16 adds registers r and r + 4, m = 8 registers r and r + 2, m = 4 the last two, then lanes.
-  for (int r = 0; r < 4; ++r) acc[r] = _mm256_add_pd(acc[r], acc[r + 4]);
-  for (int r = 0; r < 2; ++r) acc[r] = _mm256_add_pd(acc[r], acc[r + 2]);
-  const __m256d w = _mm256_add_pd(acc[0], acc[1]);
-  alignas(32) double l[4];
-  _mm256_store_pd(l, w);
-  return (l[0] + l[2]) + (l[1] + l[3]);
+  return tree32(acc);
 }
 
 STRATA_AVX2 void widen_row(const float* x, double* out, int64_t n, int64_t padded) {
@@ -83,6 +103,16 @@ STRATA_AVX2 void axpy_dd(double p, const double* v, double* acc, int64_t n) {
     _mm256_storeu_pd(acc + i, _mm256_add_pd(_mm256_loadu_pd(acc + i), _mm256_mul_pd(pv, _mm256_loadu_pd(v + i))));
   }
   for (; i < n; ++i) acc[i] = acc[i] + p * v[i];
+}
+
+STRATA_AVX2 void axpy_d(double p, const float* v, double* acc, int64_t n) {
+  const __m256d pv = _mm256_set1_pd(p);
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const __m256d t = _mm256_mul_pd(pv, _mm256_cvtps_pd(_mm_loadu_ps(v + i)));
+    _mm256_storeu_pd(acc + i, _mm256_add_pd(_mm256_loadu_pd(acc + i), t));
+  }
+  for (; i < n; ++i) acc[i] = acc[i] + p * static_cast<double>(v[i]);
 }
 
 STRATA_AVX2 void div_to_float(const double* acc, double s, float* out, int64_t n) {
