@@ -3,11 +3,11 @@
 // (token, head), in double and rounded to float once (docs/CANONICAL_ARITHMETIC.md section 6, as the
 // reference): s_j = scale * (q . k_j) in the 32-lane order, e_j = exp(s_j - max s), out = (sum_j e_j v_j) /
 // (sum_j e_j) with both sums over ascending j. Heads share kv heads in groups of n_head / n_kv_head. Workers
-// split (token, run of heads of one group) items; a run decodes each cache column once for all its heads. Backend 1.6 (gpt-oss): i[2] = W > 0 limits token t to columns pos_t - W < j <=
-// pos_t; src4 f32 [n_head] sinks: the max takes sink_h too, and exp(sink_h - max) joins the denominator after
-// the columns (no value row). Value heads may have their own size dv = src2.ne[0] / n_kv_head (deepseek2's latent
-// attention: src2 a view of src1's first columns, rows the keys' stride apart); head h then fills dst[h * dv, (h +
-// 1) * dv).
+// split (token, run of heads of one group) items; a run decodes each cache column once for all its heads.
+// Backend 1.6 (gpt-oss): i[2] = W > 0 limits token t to columns pos_t - W < j <= pos_t; src4 f32 [n_head] sinks:
+// the max takes sink_h too, and exp(sink_h - max) joins the denominator after the columns (no value row). Value
+// heads may have their own size dv = src2.ne[0] / n_kv_head (deepseek2's latent attention: src2 a view of src1's
+// first columns, rows the keys' stride apart); head h then fills dst[h * dv, (h + 1) * dv).
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
