@@ -286,14 +286,15 @@ __host__ __device__ __forceinline__ float* out_row(const Operands& o, int t, int
   return reinterpret_cast<float*>(o.dst + static_cast<uint64_t>(t) * o.d_stride) + static_cast<int64_t>(h) * o.head_dim;
 }
 
-// Cache columns j0 .. j0 + kChunk - 1 of one kv head as f16 rows of smem_stride halves: keys at or past `end` and
-// values past head_dim as zeros (stale or unwritten columns never reach an MMA: 0 * NaN would). Threads tid,
+// Cache columns j0 .. j0 + kChunk - 1 of one kv head as f16 rows of smem_stride halves: columns outside [begin, end)
+// (below the block's sliding windows, at or past its last position) and values past head_dim as zeros (stale or
+// unwritten columns never reach an MMA: 0 * NaN would, though such a column's P is 0). Threads tid,
 // tid + n_thr, ... of those taking part each load kBatch pieces before storing any, so that many loads are in
 // flight (decode is a memory-bound walk over the cache). f16 caches with vec16: 16-byte pieces of 8 values;
 // otherwise pieces of 4 values (`vec`: one load where the columns allow it) converted to f16.
 template <Cache kCache, int kDp>
 __host__ __device__ __forceinline__ void stage_chunk(const char* base, uint64_t col_stride, int64_t koff, int D, int j0,
-                                                     int end, bool vec, bool vec16, __half* out, int tid, int n_thr) {
+                                                     int begin, int end, bool vec, bool vec16, __half* out, int tid, int n_thr) {
   constexpr int kS = smem_stride<kDp>();
   constexpr int kBatch = 8;
   if (kCache == Cache::F16 && vec16) {
@@ -304,7 +305,7 @@ __host__ __device__ __forceinline__ void stage_chunk(const char* base, uint64_t 
       for (int u = 0; u < kBatch; ++u) {
         const int i = first + u * n_thr, jj = i / kOcts, d = (i % kOcts) * 8;
         w[u][0] = w[u][1] = w[u][2] = w[u][3] = 0u;
-        if (i < kItems && j0 + jj < end && d < D) {
+        if (i < kItems && j0 + jj >= begin && j0 + jj < end && d < D) {
           copy16(w[u], base + static_cast<uint64_t>(j0 + jj) * col_stride + 2 * (koff + d));
         }
       }
@@ -324,7 +325,7 @@ __host__ __device__ __forceinline__ void stage_chunk(const char* base, uint64_t 
       const int i = first + u * n_thr, jj = i / kQuads, d = (i % kQuads) * 4;
       const int j = j0 + jj;
       w[u][0] = w[u][1] = 0u;
-      if (i < kItems && j < end && d < D) {
+      if (i < kItems && j >= begin && j < end && d < D) {
         const char* col = base + static_cast<uint64_t>(j) * col_stride;
         if (kCache == Cache::F16 && vec && d + 4 <= D) {
           copy8(w[u], col + 2 * (koff + d));
@@ -559,12 +560,12 @@ __host__ __device__ inline void tiles_body(const Args& a, const Place& at, unsig
       if (c > c_first && c % chunks_per_seg == 0) close_segment();
       const int j0 = c * kChunk;
       sync_block();  // the previous chunk's values are used up
-      stage_chunk<kCache, kDp>(o.k, o.k_stride, koff, o.head_dim, j0, hi_b + 1, o.vec4 != 0, a.vec16 != 0, kv, tid, kThreads);
+      stage_chunk<kCache, kDp>(o.k, o.k_stride, koff, o.head_dim, j0, lo_b, hi_b + 1, o.vec4 != 0, a.vec16 != 0, kv, tid, kThreads);
       sync_block();
       float s[kChunk / 8][4];
       chunk_scores<kDp>(qf, kv, lane, j0, lo, hi, a.scale_log2, s);
       sync_block();  // every warp's scores are out of the keys
-      stage_chunk<kCache, kDp>(o.v, o.v_stride, koff, o.head_dim, j0, hi_b + 1, o.vec4 != 0, a.vec16 != 0, kv, tid, kThreads);
+      stage_chunk<kCache, kDp>(o.v, o.v_stride, koff, o.head_dim, j0, lo_b, hi_b + 1, o.vec4 != 0, a.vec16 != 0, kv, tid, kThreads);
       sync_block();
       chunk_accumulate<kDp>(s, kv, lane, st);
     }
@@ -633,12 +634,12 @@ __host__ __device__ inline void split_body(const Args& a, const Place& at, unsig
     for (int c = c_first; c <= c_last; ++c) {
       const int j0 = c * kChunk;
       sync_warp();
-      stage_chunk<kCache, kDp>(o.k, o.k_stride, koff, o.head_dim, j0, hi_w + 1, o.vec4 != 0, a.vec16 != 0, kv, lane, 32);
+      stage_chunk<kCache, kDp>(o.k, o.k_stride, koff, o.head_dim, j0, lo_w, hi_w + 1, o.vec4 != 0, a.vec16 != 0, kv, lane, 32);
       sync_warp();
       float s[kChunk / 8][4];
       chunk_scores<kDp>(qf, kv, lane, j0, lo, hi, a.scale_log2, s);
       sync_warp();
-      stage_chunk<kCache, kDp>(o.v, o.v_stride, koff, o.head_dim, j0, hi_w + 1, o.vec4 != 0, a.vec16 != 0, kv, lane, 32);
+      stage_chunk<kCache, kDp>(o.v, o.v_stride, koff, o.head_dim, j0, lo_w, hi_w + 1, o.vec4 != 0, a.vec16 != 0, kv, lane, 32);
       sync_warp();
       chunk_accumulate<kDp>(s, kv, lane, st);
     }

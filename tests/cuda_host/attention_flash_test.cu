@@ -7,7 +7,8 @@
 //     for every position, in windows of 1, 2, 3, 8, 9 and 37 tokens, at depths across several segments, with the
 //     split grid's warps striding over segments or not;
 //   - every row agrees with a plain double computation of attention within the f16 operands' error;
-//   - unwritten cache columns past the positions (NaN keys and values) never reach a row;
+//   - unwritten cache columns past the positions, and columns below a sliding window (NaN keys and values), never
+//     reach a row;
 //   - the hooks for gpt-oss (a sliding window, per-head sink logits) give the double computation's rows and the
 //     same bytes in every window too.
 #include <gtest/gtest.h>
@@ -165,7 +166,9 @@ class Case {
       cache->assign(col_bytes_ * static_cast<size_t>(s.n_ctx), 0);
       std::vector<float> col(static_cast<size_t>(kv_dim));
       for (int j = 0; j < s.n_ctx; ++j) {
-        for (float& x : col) x = j < filled ? normal(rng) : NAN;  // unwritten columns: NaN
+        // Unwritten columns, and those below the first position's sliding window: NaN (never to reach a row).
+        const bool seen = j < filled && (s.window == 0 || j > s.first - s.window);
+        for (float& x : col) x = seen ? normal(rng) : NAN;
         unsigned char* dst = cache->data() + static_cast<size_t>(j) * col_bytes_;
         if (s.q8) {
           format::quantize_row(format::GgmlType::Q8_0, col.data(), dst, kv_dim);
