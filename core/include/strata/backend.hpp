@@ -32,6 +32,12 @@ class Backend {
   virtual DeviceQueues* device_queues() { return nullptr; }
   // Whether compute() runs `op` itself (a plugin's supports_op; the reference runs everything).
   virtual bool supports(const strata_op& op) { return op.kind != 0; }
+  // This instance's identity for caches made for it (device copies of weights): unlike its address, which a
+  // backend made later may reuse, no other instance shares it, and it expires when this one is destroyed.
+  std::weak_ptr<const void> lifetime() const { return lifetime_; }
+
+ private:
+  std::shared_ptr<const void> lifetime_ = std::make_shared<const char>('\0');
 };
 
 // The scalar reference of core/src/reference (single-threaded).

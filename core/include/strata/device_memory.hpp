@@ -108,6 +108,11 @@ class Buffer {
   bool on_device() const { return mem_ != nullptr && !mapped_; }
   // Host and mapped buffers only.
   T& operator[](size_t i) const { return ptr_[i]; }
+  // Lets go of device or mapped memory without releasing it: for a buffer whose DeviceMemory was destroyed (its
+  // backend went first; releasing through it would touch freed memory).
+  void abandon() noexcept {
+    if (mem_ != nullptr) ptr_ = nullptr, mem_ = nullptr;
+  }
 
  private:
   void reset() noexcept {

@@ -28,12 +28,27 @@
 namespace strata::vision {
 
 // The projector's weights where a backend's ops can address them: the mapped file's bytes for a backend on host
-// memory, copies in device memory otherwise (made on first use, kept while the projector lives).
+// memory, copies in device memory otherwise (made on first use, kept while the projector and that backend live).
+// The backend is known by its lifetime token, not its address (a backend made later may sit at a freed one's
+// address); copies whose backend is gone are let go of without releasing them through its dead memory.
 struct DeviceProjector {
-  Backend* backend = nullptr;
+  std::weak_ptr<const void> owner;
   DeviceMemory* mem = nullptr;
   std::vector<Buffer<uint8_t>> held;
   std::unordered_map<const void*, const void*> placed;
+
+  explicit DeviceProjector(Backend& b) : owner(b.lifetime()), mem(b.device_memory()) {}
+  DeviceProjector(const DeviceProjector&) = delete;
+  DeviceProjector& operator=(const DeviceProjector&) = delete;
+  ~DeviceProjector() {
+    if (owner.expired()) {
+      for (Buffer<uint8_t>& b : held) b.abandon();
+    }
+  }
+  bool made_for(const Backend& b) const {
+    const std::weak_ptr<const void> other = b.lifetime();
+    return !owner.expired() && !owner.owner_before(other) && !other.owner_before(owner);
+  }
 
   const void* place(const void* host, uint64_t bytes) {
     if (mem == nullptr) return host;
@@ -110,11 +125,7 @@ std::optional<Embeddings> Projector::encode_on(Backend& backend, const Projector
   const detail::Grid grid = detail::make_grid(info, input);
   const auto n = static_cast<int64_t>(grid.patches()), n_tokens = n / 4;
   const int64_t width = info.width, k = int64_t{3} * info.patch_size * info.patch_size;
-  if (!device_ || device_->backend != &backend) {
-    device_ = std::make_shared<DeviceProjector>();
-    device_->backend = &backend;
-    device_->mem = backend.device_memory();
-  }
+  if (!device_ || !device_->made_for(backend)) device_ = std::make_shared<DeviceProjector>(backend);
   DeviceProjector& dev = *device_;
   DeviceMemory* mem = dev.mem;
 
