@@ -39,15 +39,26 @@ std::string gpu_with_model_30b(std::string& path, std::string& why) {
   return gpu;
 }
 
+namespace {
+
+std::string write_tiny(mkmodel::QuantPreset quant, const char* file) {
+  const std::filesystem::path p = std::filesystem::temp_directory_path() / file;
+  auto spec = mkmodel::shape_preset("tiny", Arch::Qwen3Moe);
+  spec->quant = quant;
+  spec->seed = 7;
+  mkmodel::write_model(*spec, p.string(), {});
+  return p.string();
+}
+
+}  // namespace
+
 const std::string& tiny_model() {
-  static const std::string path = [] {
-    const std::filesystem::path p = std::filesystem::temp_directory_path() / "strata_gpu_tests_tiny_q4_k_m.gguf";
-    auto spec = mkmodel::shape_preset("tiny", Arch::Qwen3Moe);
-    spec->quant = mkmodel::QuantPreset::Q4_K_M;
-    spec->seed = 7;
-    mkmodel::write_model(*spec, p.string(), {});
-    return p.string();
-  }();
+  static const std::string path = write_tiny(mkmodel::QuantPreset::Q4_K_M, "strata_gpu_tests_tiny_q4_k_m.gguf");
+  return path;
+}
+
+const std::string& tiny_model_f32() {
+  static const std::string path = write_tiny(mkmodel::QuantPreset::F32, "strata_gpu_tests_tiny_f32.gguf");
   return path;
 }
 

@@ -15,5 +15,7 @@ std::string gpu_backend(std::string& why);
 std::string gpu_with_model_30b(std::string& path, std::string& why);
 // The generated `tiny` qwen3moe (q4_k_m, seed 7), written once per run of the binary into the temp folder.
 const std::string& tiny_model();
+// The same weights' draw with every tensor F32 (no product quantizes its activations).
+const std::string& tiny_model_f32();
 
 }  // namespace strata::gpu_tests
