@@ -202,6 +202,19 @@ PY
       strata run --model "$vl" --mmproj "$vlp" --image "$OUT/picture-1024x768.ppm" --file "$OUT/vision-prompt.txt" \
         --backend cuda -o experts.cache="$budget" -n 16 --temperature 0 > /dev/null 2> "$OUT/vision-$budget-$round.log"
       row "vision ttft cache $budget round $round (exit $?): $(grep -oE 'image [^:]*: [0-9]+ tokens \([0-9x]+\) encoded on [a-z_0-9]+ in [0-9.]+ s' "$OUT/vision-$budget-$round.log" | sed 's/^image [^:]*: //'); $(grep -oE 'prompt [0-9]+ tokens in [0-9.]+ s' "$OUT/vision-$budget-$round.log"); $(grep -oE 'first token at [0-9.]+ s' "$OUT/vision-$budget-$round.log")"
+      # The peer on the same pair, picture and prompt, right after: llama-mtmd-cli (STRATA_PEER_MTMD, else
+      # .device/peer-cuda/llama-mtmd-cli; built from a fetched copy outside the project, never committed) with
+      # -ncmoe 36 for the 25% budget (12 of 48 layers' experts on the card) and every layer on the card for auto;
+      # -n 1: the process's wall time from start to its first token and exit (Strata's line counts to the token).
+      mtmd="${STRATA_PEER_MTMD:-$root/.device/peer-cuda/llama-mtmd-cli}"
+      if [ -x "$mtmd" ]; then
+        ncm=(); [ "$budget" = auto ] || ncm=(-ncmoe 36)
+        t0=$(date +%s.%N)
+        LD_LIBRARY_PATH="$LD_LIBRARY_PATH:/usr/local/cuda/lib64" "$mtmd" -m "$vl" --mmproj "$vlp" --image "$OUT/picture-1024x768.ppm" \
+          -f "$OUT/vision-prompt.txt" -ngl 99 -fa on "${ncm[@]}" -n 1 --temp 0 -t "$threads" > "$OUT/vision-peer-$budget-$round.txt" 2> "$OUT/vision-peer-$budget-$round.log"
+        rc=$?
+        row "vision peer llama-mtmd-cli ${ncm[*]:-all layers} round $round (exit $rc): process $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }') s; $(grep -oE 'image slice encoded in [0-9]+ ms|image decoded.* in [0-9]+ ms|prompt eval time = *[0-9.]+ ms / *[0-9]+ tokens' "$OUT/vision-peer-$budget-$round.log" | tr '\n' ' ')"
+      fi
     done
   done
   rm -f "$vl" "$vlp"
