@@ -14,7 +14,7 @@
 #                against llama.cpp's outputs, in .device/shared-data when device-pack bundled it) and the verify windows
 #                (EngineSpeculative.*, HybridSpeculative.*), on every usable backend
 #     vision     issue 32's time to first token: the qwen3-vl-30b-a3b pair, a 1024x768 picture and a ~1K-token prompt (about 1,050 tokens under mkmodel's vocabulary)
-#                on cuda at STRATA_VISION_BUDGET (default 25%) and all in VRAM, two rounds each (the encode's place
+#                on cuda at STRATA_VISION_BUDGET (default 25%) and all in VRAM, STRATA_VISION_ROUNDS (default 2) rounds each, each followed by llama-mtmd-cli when bundled (the encode's place
 #                and seconds, the prompt's seconds, the first token's time from the process's start)
 #     inspect    strata inspect of that model
 #     cpu        strata bench on the CPU backend (cpu_avx2), all cores: pp512 and tg128
@@ -198,7 +198,7 @@ open(sys.argv[1], "wb").write(b"P6\n%d %d\n255\n" % (w, h) + px)
 PY
   { printf '<__media__>\nThe picture above was taken for a report. '; for i in $(seq 1 22); do printf 'Section %d of the report describes the harbour, its ledger and the light in some detail. ' "$i"; done; printf '\nDescribe the picture.'; } > "$OUT/vision-prompt.txt"
   for budget in "${STRATA_VISION_BUDGET:-25%}" auto; do
-    for round in 1 2; do
+    for round in $(seq 1 "${STRATA_VISION_ROUNDS:-2}"); do
       strata run --model "$vl" --mmproj "$vlp" --image "$OUT/picture-1024x768.ppm" --file "$OUT/vision-prompt.txt" \
         --backend cuda -o experts.cache="$budget" -n 16 --temperature 0 > /dev/null 2> "$OUT/vision-$budget-$round.log"
       row "vision ttft cache $budget round $round (exit $?): $(grep -oE 'image [^:]*: [0-9]+ tokens \([0-9x]+\) encoded on [a-z_0-9]+ in [0-9.]+ s' "$OUT/vision-$budget-$round.log" | sed 's/^image [^:]*: //'); $(grep -oE 'prompt [0-9]+ tokens in [0-9.]+ s' "$OUT/vision-$budget-$round.log"); $(grep -oE 'first token at [0-9.]+ s' "$OUT/vision-$budget-$round.log")"
