@@ -27,6 +27,8 @@
 #                STRATA_PROFILE_CPU=0) and on cuda
 #     ncu        Nsight Compute over a short greedy decode on cuda (STRATA_NCU_COUNT kernels, default 1200; the
 #                prompt STRATA_NCU_PROMPT): each kernel's mean time and DRAM read rate, to see where time goes
+#     speculative issue 30: verify windows' cost by the 100%-acceptance ceiling (n_max 1, 3, 4, 7; all in VRAM and at
+#                25%), and stories260K-moe's acceptance with ngram and with stories260K as its draft, on cuda
 #     hybrid     strata bench on cuda with the routed experts' VRAM budget at each of STRATA_HYBRID_BUDGETS (default
 #                25%): the hybrid path (cache, PCIe reads, CPU pool), pcie_frac from the link probe; then, unless
 #                STRATA_HYBRID_POOL=0, the pool alone (pcie_frac 0) at the first budget; expert summaries in the logs
@@ -335,6 +337,32 @@ peer_hybrid() {
 }
 peer="${STRATA_PEER_CUDA:-$root/.device/peer-cuda/llama-bench}"
 export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:/usr/local/cuda/lib64"  # the peer's CUDA runtime and cuBLAS (shared)
+
+if want speculative; then
+  # Issue 30 on the GPU. The ceiling (--draft-ceiling: drafts are the model's own greedy continuation, so every
+  # window of n_max + 1 tokens is accepted whole): a window's cost against one token's is (n_max + 1) x greedy t/s /
+  # ceiling t/s; all in VRAM and at 25%. Then real acceptance on trained weights on cuda: stories260K-moe with ngram
+  # and with stories260K as its draft, on the story that repeats itself (docs/PERFORMANCE.md, issue 30's section).
+  for budget in auto 25%; do
+    for n in 1 3 4 7; do
+      tag="spec-${budget%\%}-n$n"
+      strata bench --model "$model" --backend cuda -o experts.cache="$budget" -p 0 -n 64 -r 2 --draft-ceiling \
+        -o speculative.n_max=$n > "$OUT/$tag.md" 2> "$OUT/$tag.log"
+      rc=$?
+      row "$(printf 'speculative ceiling cache %-4s n_max %d (exit %d): %s | %s' "$budget" "$n" "$rc" \
+        "$(grep -E '^\| .*tg64 greedy' "$OUT/$tag.md" | awk -F'|' '{print "greedy " $(NF-2)}' | tr -s ' ')" \
+        "$(grep -E 'drafted' "$OUT/$tag.log" | tail -1 | cut -c1-150)")"
+    done
+  done
+  story="Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big red ball. Once upon a time, there was a little girl named Lily. She loved to play outside"
+  for d in "ngram" "model"; do
+    extra=(-o speculative.draft=$d)
+    [ "$d" = model ] && extra+=(-o speculative.model="$root/models/stories260K.gguf" -o speculative.backend=launch)
+    strata bench --model "$root/models/stories260K-moe.gguf" --backend cuda -p 0 -n 200 -r 3 --prompt "$story" \
+      "${extra[@]}" > "$OUT/spec-stories-$d.md" 2> "$OUT/spec-stories-$d.log"
+    row "speculative stories260K-moe on cuda, $d draft (exit $?): $(grep -E 'drafted' "$OUT/spec-stories-$d.log" | tail -1 | cut -c1-160)"
+  done
+fi
 
 if want hybrid; then
   for budget in ${STRATA_HYBRID_BUDGETS:-25%}; do
