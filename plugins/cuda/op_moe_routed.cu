@@ -41,15 +41,17 @@ constexpr int kExpertElsewhere = -1;
 
 // One block: pair p = t * k + j reads ids[t][j] and weights[t][j]; items of up to `per_item` pairs per expert, in
 // ascending pair order within an expert, for the experts whose entry has a gate; each token's pairs sorted by
-// expert id (stable), those of gate-less entries marked kPairElsewhere.
+// expert id (stable), those of gate-less entries marked kPairElsewhere. Each pair's expert sits in shared memory
+// when the window's pairs fit there, else in `pair_expert_mem` (device scratch; long windows such as
+// runtime.batch 2048 with 8 experts a token).
 __global__ void __launch_bounds__(kGroupThreads) group_routes_kernel(
     const int32_t* ids, int64_t ids_stride, const float* weights, int64_t weights_stride, int k, int n_tok,
-    int n_expert, const strata_expert_weights* experts, int per_item, RouteIndex out) {
+    int n_expert, const strata_expert_weights* experts, int per_item, int* pair_expert_mem, RouteIndex out) {
   extern __shared__ int shared[];
   const int n_pairs = k * n_tok;
-  int* pair_expert = shared;                 // [n_pairs], -1 for an id out of range
-  int* expert_count = shared + n_pairs;      // [n_expert]
+  int* expert_count = shared;                  // [n_expert]
   int* expert_item = expert_count + n_expert;  // [n_expert] first item of the expert
+  int* pair_expert = pair_expert_mem != nullptr ? pair_expert_mem : expert_item + n_expert;  // [n_pairs], -1: no expert
   const int tid = static_cast<int>(threadIdx.x);
 
   for (int p = tid; p < n_pairs; p += blockDim.x) {
@@ -123,8 +125,12 @@ constexpr const char* kReadyFlagWindows =
     "src3's ready flag (i[0] = 1) is supported for windows of up to 8 tokens on cuda (k up to 16, gate and up of one "
     "quantized type with a decode kernel); other windows take src3 without a flag";
 
-uint64_t group_shared_bytes(int64_t n_pairs, int64_t n_expert) {
-  return static_cast<uint64_t>(n_pairs + 2 * n_expert) * sizeof(int);
+// The grouping's shared memory: two counters per expert, and each pair's expert when `pairs_in_shared`.
+uint64_t group_shared_bytes(int64_t n_pairs, int64_t n_expert, bool pairs_in_shared) {
+  return static_cast<uint64_t>((pairs_in_shared ? n_pairs : 0) + 2 * n_expert) * sizeof(int);
+}
+bool pairs_fit_shared(int64_t n_pairs, int64_t n_expert) {
+  return group_shared_bytes(n_pairs, n_expert, true) <= kGroupSharedBytes;
 }
 
 
@@ -166,8 +172,9 @@ Check check_moe_routed(const strata_op& op) {
   for (const strata_tensor* t : {&x, &ids, &w, &d}) {
     if ((reinterpret_cast<uintptr_t>(t->data) | t->nb[1]) % 4 != 0) return std::string("a tensor's rows are not 4-byte aligned");
   }
-  if (group_shared_bytes(k * n_tok, table.n_expert) > kGroupSharedBytes) {
-    return "too many (token, expert) pairs (" + std::to_string(k * n_tok) + ") for one MOE_ROUTED on the GPU";
+  if (group_shared_bytes(k * n_tok, table.n_expert, false) > kGroupSharedBytes) {
+    return "too many experts (" + std::to_string(table.n_expert) + ") for one MOE_ROUTED on the GPU (at most " +
+           std::to_string(kGroupSharedBytes / (2 * sizeof(int))) + ")";
   }
   if (auto e = format::check_precomputed_ready(op)) return e;
   const strata_tensor& pre = op.src[3];
@@ -206,6 +213,8 @@ void run_moe_routed(Context& ctx, const strata_op& op) {
   const uint64_t at_begin = carve.take(static_cast<uint64_t>(n_tok) * sizeof(uint32_t));
   const uint64_t at_count = carve.take(static_cast<uint64_t>(n_tok) * sizeof(uint32_t));
   const uint64_t at_pairs = carve.take(static_cast<uint64_t>(n_pairs) * sizeof(uint32_t));
+  const bool pairs_in_shared = pairs_fit_shared(n_pairs, table.n_expert);
+  const uint64_t at_pair_expert = pairs_in_shared ? 0 : carve.take(static_cast<uint64_t>(n_pairs) * sizeof(int));
   auto* index = static_cast<unsigned char*>(ctx.scratch(ScratchSlot::MoeIndex, carve.size));
   // Rows out: the down pass writes each computed pair's row to its column of dst, and nothing is summed.
   const bool rows_out = format::rows_out(op);
@@ -215,10 +224,11 @@ void run_moe_routed(Context& ctx, const strata_op& op) {
   RouteIndex ri{reinterpret_cast<PairItem*>(index + at_items), reinterpret_cast<uint32_t*>(index + at_n_items),
                 reinterpret_cast<float*>(index + at_weights),  reinterpret_cast<uint32_t*>(index + at_begin),
                 reinterpret_cast<uint32_t*>(index + at_count), reinterpret_cast<uint32_t*>(index + at_pairs)};
-  group_routes_kernel<<<1, kGroupThreads, group_shared_bytes(n_pairs, table.n_expert), ctx.stream()>>>(
+  group_routes_kernel<<<1, kGroupThreads, group_shared_bytes(n_pairs, table.n_expert, pairs_in_shared), ctx.stream()>>>(
       static_cast<const int32_t*>(ids.data), static_cast<int64_t>(ids.nb[1] / sizeof(int32_t)),
       static_cast<const float*>(w.data), static_cast<int64_t>(w.nb[1] / sizeof(float)), static_cast<int>(k),
-      static_cast<int>(n_tok), static_cast<int>(table.n_expert), table.experts, per_item, ri);
+      static_cast<int>(n_tok), static_cast<int>(table.n_expert), table.experts, per_item,
+      pairs_in_shared ? nullptr : reinterpret_cast<int*>(index + at_pair_expert), ri);
   check_launch("MOE_ROUTED (grouping)");
 
   ExpertPlan plan{};
