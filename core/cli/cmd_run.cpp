@@ -81,7 +81,11 @@ int cmd_run(const Args& args) {
   std::vector<std::string> image_files;
   p.option("--mmproj", "FILE", "the vision projector (mmproj GGUF) for --image (overrides the launch's mmproj)", &mmproj);
   p.repeated("--image", "FILE", "an image for the prompt (PNG, JPEG or PPM; repeatable)", &image_files);
+  bool profile_image = false;
+  p.flag("--profile-image", "print where each image's encode went, op by op, on stderr (backend ops only)",
+         &profile_image);
   if (!p.parse(args)) return 0;
+  if (profile_image && image_files.empty()) throw UsageError("--profile-image goes with --image");
   if (chat && (p.given("--prompt") || p.given("--file") || json)) {
     throw UsageError("'strata run --chat' reads its turns from stdin: leave out --prompt, --file and --json");
   }
@@ -113,17 +117,25 @@ int cmd_run(const Args& args) {
   const std::unique_ptr<Draft> draft = make_draft(launch, *engine);
   gen.draft = draft.get();
   gen.draft_n_max = draft ? static_cast<uint32_t>(launch.speculative.n_max) : 0;
-  // Each image through the projector (on the CPU), its rows kept until generation ends.
+  // Each image through the projector (on the engine's backend, or the CPU encoder), its rows kept until generation
+  // ends.
   std::vector<vision::Embeddings> encoded;
   if (!image_files.empty()) {
     const std::unique_ptr<vision::Projector> projector = load_projector(launch.mmproj, engine->model());
     for (const std::string& f : image_files) {
       const auto t0 = std::chrono::steady_clock::now();
       std::string where;
-      encoded.push_back(encode_image(*engine, *projector, projector->preprocess(vision::load_image(f)), &where));
+      OpProfile profile;
+      encoded.push_back(encode_image(*engine, *projector, projector->preprocess(vision::load_image(f)), &where,
+                                     profile_image ? &profile : nullptr));
       std::fprintf(stderr, "strata run: image %s: %zu tokens (%ux%u) encoded on %s in %.3f s\n", f.c_str(),
                    encoded.back().n_tokens(), encoded.back().nx, encoded.back().ny, where.c_str(),
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      if (profile_image) {
+        std::fprintf(stderr, "%s", profile.entries().empty()
+                                       ? "strata run: --profile-image: the CPU encoder ran it (no backend ops to time)\n"
+                                       : profile.table(encoded.back().n_tokens()).c_str());
+      }
     }
     for (const vision::Embeddings& e : encoded) gen.images.push_back(Engine::ImageTokens{e.rows, e.nx, e.ny, e.n_pos});
   }

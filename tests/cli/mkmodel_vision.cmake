@@ -33,3 +33,15 @@ file(WRITE ${WORK}/image.ppm "P6\n32 32\n255\n${pixels}")
 strata_run(0 OUT out ERR err ARGS run --model m.gguf --mmproj p.gguf --image image.ppm --prompt "look <__media__> here"
            -n 4 --temperature 0 --backend reference)
 expect_contains("${err}" "generated 4")
+
+# --profile-image: the encoder's ops, op by op, where a backend runs them; the reference takes the CPU encoder.
+strata_run(0 OUT out ERR err ARGS run --model m.gguf --mmproj p.gguf --image image.ppm --prompt "look <__media__> here"
+           -n 1 --temperature 0 --backend cpu_avx2 --profile-image)
+expect_contains("${err}" "encoded on cpu_avx2")
+expect_contains("${err}" "| ATTENTION |")
+expect_contains("${err}" "| all ops |")
+strata_run(0 OUT out ERR err ARGS run --model m.gguf --mmproj p.gguf --image image.ppm --prompt "look <__media__> here"
+           -n 1 --temperature 0 --backend reference --profile-image)
+expect_contains("${err}" "the CPU encoder ran it (no backend ops to time)")
+strata_run(2 ERR err ARGS run --model m.gguf --prompt hi --profile-image)
+expect_contains("${err}" "--profile-image goes with --image")

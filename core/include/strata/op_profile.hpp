@@ -2,16 +2,19 @@
 // the backend runs them (one compute call; times read off the device's clock, a GPU's included) or else runs ops
 // one at a time timed on the host, and adds each op's time under a key naming the op and its weight:
 // "MUL_MAT q4_K 2048x768". MUL_MAT keys also count the weight bytes read, for GB/s.
-// `strata bench --profile` prints it.
+// `strata bench --profile` prints it; `strata run --profile-image` prints the image encoder's.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 
 #include "strata/plugin_api.h"
 
 namespace strata {
+
+class Backend;
 
 class OpProfile {
  public:
@@ -30,5 +33,9 @@ class OpProfile {
  private:
   std::map<std::string, Entry> entries_;
 };
+
+// Runs `ops` on `backend` with each op's time added to `profile`: with a TIMESTAMP op between every two where the
+// backend runs them (one compute call, times off the device's clock), else one op at a time timed on the host.
+void compute_profiled(Backend& backend, std::span<const strata_op> ops, OpProfile& profile);
 
 }  // namespace strata

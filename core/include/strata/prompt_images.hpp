@@ -43,9 +43,9 @@ std::vector<TokenId> expand_image_marks(const Tokenizer& tok, std::span<const To
 // encoder on its device), so that the backend that computes the text computes the image too; the CPU encoder
 // (Projector::encode, on every core) where the backend cannot run those ops, and for the reference backend, whose
 // single-threaded ops would be slower. Call it on the engine's thread. `where` gets the
-// backend's name or "cpu" when not null.
+// backend's name or "cpu" when not null; `profile`, when not null, each backend op's time (the CPU encoder has none).
 vision::Embeddings encode_image(Engine& engine, const vision::Projector& projector, const vision::ProjectorInput& input,
-                                std::string* where = nullptr);
+                                std::string* where = nullptr, OpProfile* profile = nullptr);
 
 // The prompt with image k's placeholders replaced by keys derived from digests[k] (and each placeholder's index).
 std::vector<TokenId> keyed_prompt(std::span<const TokenId> prompt, std::span<const PromptImage> placed,

@@ -26,6 +26,7 @@
 
 namespace strata {
 class Backend;
+class OpProfile;
 }
 
 namespace strata::vision {
@@ -121,6 +122,7 @@ struct EncodeOptions {
   bool f16_patch_input = true;   // round the normalized pixels and the patch kernels to float16 before products
   bool f16_gelu_table = true;    // gelu(x) = f16(gelu(f16(x))) for −10 < x < 10, 0 below, x above
   unsigned threads = 0;          // 0: the machine's hardware threads
+  OpProfile* profile = nullptr;  // encode_on: each op's time added here (strata run --profile-image)
 };
 
 // The projector's input: the resized and normalized image, with the grid it gives.

@@ -663,38 +663,8 @@ void Engine::run_card(const Card& card, const Window& w) {
 
 void Engine::run_profiled(Backend& backend, const std::vector<Stage>& stages) {
   using clock = std::chrono::steady_clock;
-  // With TIMESTAMP ops between the ops, a stage runs in one compute call and each op's time is read off the
-  // device's clock (no synchronization between ops); otherwise ops run one at a time, timed on the host.
-  strata_op stamp{};
-  stamp.struct_size = sizeof stamp;
-  stamp.kind = STRATA_OP_TIMESTAMP;
-  Buffer<int64_t> probe(1, backend.device_memory());
-  stamp.dst = make_tensor(probe.data(), format::GgmlType::I64, {1});
-  const bool stamps = backend.supports(stamp);
   for (const Stage& s : stages) {
-    if (stamps && !s.ops.empty()) {
-      Buffer<int64_t> t(s.ops.size() + 1, backend.device_memory());
-      std::vector<strata_op> ops;
-      for (size_t i = 0; i <= s.ops.size(); ++i) {
-        stamp.dst = make_tensor(t.data() + i, format::GgmlType::I64, {1});
-        ops.push_back(stamp);
-        if (i < s.ops.size()) ops.push_back(s.ops[i]);
-      }
-      backend.compute(ops);
-      std::vector<int64_t> host(t.size());
-      if (t.on_device()) {
-        backend.device_memory()->download(host.data(), t.data(), host.size() * sizeof(int64_t));
-      } else {
-        std::copy_n(t.data(), host.size(), host.data());
-      }
-      for (size_t i = 0; i < s.ops.size(); ++i) profile_->add(s.ops[i], static_cast<double>(host[i + 1] - host[i]) * 1e-9);
-    } else {
-      for (const strata_op& op : s.ops) {
-        const auto t0 = clock::now();
-        backend.compute(std::span<const strata_op>(&op, 1));
-        profile_->add(op, std::chrono::duration<double>(clock::now() - t0).count());
-      }
-    }
+    compute_profiled(backend, s.ops, *profile_);
     if (s.host) {
       const auto t0 = clock::now();
       s.host();

@@ -1,10 +1,13 @@
 #include "strata/op_profile.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <vector>
 
+#include "strata/backend.hpp"
 #include "strata/format/types.hpp"
+#include "strata/op_tensor.hpp"
 #include "strata/reference_backend.hpp"
 
 namespace strata {
@@ -76,6 +79,38 @@ std::string OpProfile::table(uint64_t tokens) const {
                 tokens > 0 ? total * 1e3 / static_cast<double>(tokens) : 0.0);
   out += line;
   return out;
+}
+
+void compute_profiled(Backend& backend, std::span<const strata_op> ops, OpProfile& profile) {
+  if (ops.empty()) return;
+  strata_op stamp{};
+  stamp.struct_size = sizeof stamp;
+  stamp.kind = STRATA_OP_TIMESTAMP;
+  Buffer<int64_t> probe(1, backend.device_memory());
+  stamp.dst = make_tensor(probe.data(), format::GgmlType::I64, {1});
+  if (!backend.supports(stamp)) {
+    for (const strata_op& op : ops) {
+      const auto t0 = std::chrono::steady_clock::now();
+      backend.compute(std::span<const strata_op>(&op, 1));
+      profile.add(op, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return;
+  }
+  Buffer<int64_t> t(ops.size() + 1, backend.device_memory());
+  std::vector<strata_op> stamped;
+  for (size_t i = 0; i <= ops.size(); ++i) {
+    stamp.dst = make_tensor(t.data() + i, format::GgmlType::I64, {1});
+    stamped.push_back(stamp);
+    if (i < ops.size()) stamped.push_back(ops[i]);
+  }
+  backend.compute(stamped);
+  std::vector<int64_t> host(t.size());
+  if (t.on_device()) {
+    backend.device_memory()->download(host.data(), t.data(), host.size() * sizeof(int64_t));
+  } else {
+    std::copy_n(t.data(), host.size(), host.data());
+  }
+  for (size_t i = 0; i < ops.size(); ++i) profile.add(ops[i], static_cast<double>(host[i + 1] - host[i]) * 1e-9);
 }
 
 }  // namespace strata

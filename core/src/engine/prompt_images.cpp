@@ -96,11 +96,13 @@ std::vector<TokenId> expand_image_marks(const Tokenizer& tok, std::span<const To
 }
 
 vision::Embeddings encode_image(Engine& engine, const vision::Projector& projector, const vision::ProjectorInput& input,
-                                std::string* where) {
+                                std::string* where, OpProfile* profile) {
   Backend& backend = engine.backend();
   // The reference backend's ops are plain and single-threaded; the CPU encoder computes the same steps on every core.
   const bool plain = backend.name() == "reference";
-  if (std::optional<vision::Embeddings> e = plain ? std::nullopt : projector.encode_on(backend, input)) {
+  vision::EncodeOptions options;
+  options.profile = profile;
+  if (std::optional<vision::Embeddings> e = plain ? std::nullopt : projector.encode_on(backend, input, options)) {
     if (where != nullptr) *where = backend.name();
     return std::move(*e);
   }

@@ -21,6 +21,7 @@
 #include "strata/error.hpp"
 #include "strata/log.hpp"
 #include "strata/op_builders.hpp"
+#include "strata/op_profile.hpp"
 #include "strata/op_tensor.hpp"
 #include "strata/reference_backend.hpp"
 #include "vision_math.hpp"
@@ -260,7 +261,11 @@ std::optional<Embeddings> Projector::encode_on(Backend& backend, const Projector
       }
     }
   }
-  backend.compute(list.ops);
+  if (options.profile != nullptr) {
+    compute_profiled(backend, list.ops, *options.profile);
+  } else {
+    backend.compute(list.ops);
+  }
 
   Embeddings e;
   e.part_width = info.out_width;
