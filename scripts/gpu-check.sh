@@ -15,7 +15,7 @@
 #                (EngineSpeculative.*, HybridSpeculative.*), on every usable backend
 #     vision     issue 32's time to first token: the qwen3-vl-30b-a3b pair, a 1024x768 picture and a ~1K-token prompt (about 1,050 tokens under mkmodel's vocabulary)
 #                on cuda at STRATA_VISION_BUDGET (default 25%) and all in VRAM, STRATA_VISION_ROUNDS (default 2) rounds each, each followed by llama-mtmd-cli when bundled (the encode's place
-#                and seconds, the prompt's seconds, the first token's time from the process's start)
+#                and seconds, the prompt's seconds, the first token's time from the process's start), then one --profile-image run
 #     inspect    strata inspect of that model
 #     cpu        strata bench on the CPU backend (cpu_avx2), all cores: pp512 and tg128
 #     peer-cpu   llama.cpp's llama-bench (CPU build, if bundled) on the same file and thread count
@@ -219,6 +219,10 @@ PY
       fi
     done
   done
+  # Where the encode goes, op by op (strata run --profile-image): the four largest rows of the table.
+  strata run --model "$vl" --mmproj "$vlp" --image "$OUT/picture-1024x768.ppm" --prompt "<__media__> Describe." \
+    --backend cuda -n 1 --temperature 0 --profile-image > /dev/null 2> "$OUT/vision-profile.log"
+  row "vision encode profile (exit $?): $(grep -E '^\| [A-Z_]+' "$OUT/vision-profile.log" | head -4 | awk -F'|' '{printf "%s %s ms %s; ", $2, $4, $6}' | tr -s ' ')"
   rm -f "$vl" "$vlp"
 fi
 
