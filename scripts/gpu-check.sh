@@ -65,7 +65,8 @@
 #                STRATA_BUSY (default 8) busy nice-19 loops; what each keeps, and strata over llama.cpp under load
 #     long       issue 28's long-context targets (pp16384, tg64 at depth 16384, pp512; all in VRAM and at 25% against
 #                -ncmoe 36; tg64 at depth 131072 with q8_0 KV), Strata then llama.cpp per round (STRATA_LONG_ROUNDS);
-#                at 25% also pp16384 with prompt windows of STRATA_LONG_BATCHES tokens (default 2048; "" for none)
+#                at 25% also pp16384 with prompt windows of STRATA_LONG_BATCHES tokens (default 2048; "" for none);
+#                then (STRATA_LONG_PROFILE=1, the default) where pp16384's time goes, op by op
 #     peer-cuda  llama.cpp's llama-bench -ngl 99 -fa on, when a binary is given: STRATA_PEER_CUDA, else
 #                .device/peer-cuda/llama-bench. It is built from a fetched copy outside the project; no build of it
 #                is committed here (docs/PERFORMANCE.md says how the figures were taken).
@@ -760,6 +761,12 @@ if want long; then
       done
     fi
   done
+  if [ "${STRATA_LONG_PROFILE:-1}" = 1 ]; then
+    # Where pp16384's time goes all in VRAM, op by op (its four largest rows; the whole table in the log).
+    strata bench --model "$model" --backend cuda -o runtime.context=$ctx16 --profile-prompt 16384 \
+      > "$OUT/long-profile.md" 2> "$OUT/long-profile.log"
+    row "long: pp16384 profile (exit $?): $(grep -E '^\| [A-Z_]+' "$OUT/long-profile.log" | head -4 | awk -F'|' '{printf "%s %s ms %s; ", $2, $4, $6}' | tr -s ' ')"
+  fi
   if [ "${STRATA_LONG_DEEP:-1}" = 1 ]; then
     log "long: tg64 at depth 131072, q8_0 KV"
     strata bench --model "$model" --backend cuda -o runtime.context=$((131072 + 1024)) -o runtime.kv_type=q8_0 \
