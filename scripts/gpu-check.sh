@@ -6,7 +6,8 @@
 #     machine    CPU, RAM, GPU, and the CPU read bandwidth (bench tool)
 #     tests      the unit tests of the bundle (the op-parity suite includes every usable backend: cuda here)
 #     mkmodel    generates the qwen3-30b-a3b model (STRATA_QUANT, default q4_k_m; STRATA_ROUTER_SKEW, e.g. zipf:1.0,
-#                skews its routing and names another file) on local disk, timed
+#                skews its routing and names another file) on local disk, timed; then the ring's fill rate from it
+#                (strata_bench_ring_fill: one thread against 8)
 #     gpu-tests  the `gpu` label: op parity on cuda, stories260K greedy on every backend, strata_gpu_tests (tiny
 #                GPU = CPU over 64 tokens; the 30B teacher-forced top-1 agreement over 256 positions; the hybrid
 #                path; STRATA_GPU_FILTER narrows it, a gtest filter)
@@ -158,6 +159,11 @@ if want mkmodel; then
   strata mkmodel --arch qwen3moe --shape qwen3-30b-a3b --quant "$quant" --seed 1 ${skew:+--router-skew "$skew"} \
     --out "$model" > "$OUT/mkmodel.txt" 2>&1
   row "mkmodel qwen3-30b-a3b $quant ${skew:+(router skew $skew) }on $threads cores: exit $?; $(tail -1 "$OUT/mkmodel.txt")"
+  # The pinned ring's fill rate from the new file (in the page cache): one thread against 8 (prompt windows' fills).
+  if [ -x "$bin/strata_bench_ring_fill" ]; then
+    strata_bench_ring_fill "$model" --threads 8 --rounds 2 > "$OUT/ring-fill.md" 2>&1
+    row "ring fill from the file, GB/s by (threads, round): $(grep -E '^\| [0-9]' "$OUT/ring-fill.md" | awk -F'|' '{printf "(%s,%s) %s; ", $2, $3, $4}' | tr -s ' ')"
+  fi
 fi
 
 if want gpu-tests; then

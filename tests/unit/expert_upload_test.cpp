@@ -68,6 +68,7 @@ struct UploadCase {
   bool register_file;
   uint64_t ring_bytes;
   uint32_t ring_buffers;
+  uint32_t fill_threads = 1;  // with more, every copy is a wide one (the ring filled on that many threads)
 };
 
 class ExpertUploads : public ::testing::TestWithParam<UploadCase> {};
@@ -85,6 +86,7 @@ TEST_P(ExpertUploads, EverySlotHoldsTheArenasBytes) {
   o.register_file = c.register_file;
   o.ring_bytes = c.ring_bytes;
   o.ring_buffers = c.ring_buffers;
+  o.fill_threads = c.fill_threads;
   o.register_piece = 64 << 10;  // several pieces on the tiny model
   strata::ExpertUpload upload(source, gpu, gpu, o);
   strata::DeviceStream stream(gpu);
@@ -93,7 +95,9 @@ TEST_P(ExpertUploads, EverySlotHoldsTheArenasBytes) {
     if (l.bytes == 0) continue;
     const uint32_t n = model.weights().layers[il].routing.n_expert;
     strata::Buffer<unsigned char> slots(uint64_t{n} * l.bytes, &gpu);
-    for (uint32_t e = 0; e < n; ++e) upload.copy(slots.data() + uint64_t{e} * l.bytes, il, e, stream.get());
+    for (uint32_t e = 0; e < n; ++e) {
+      upload.copy(slots.data() + uint64_t{e} * l.bytes, il, e, stream.get(), c.fill_threads > 1);
+    }
     upload.drain();
     for (uint32_t e = 0; e < n; ++e) {
       ASSERT_EQ(std::memcmp(slots.data() + uint64_t{e} * l.bytes, arena.expert(il, e), l.bytes), 0)
@@ -107,6 +111,7 @@ TEST_P(ExpertUploads, EverySlotHoldsTheArenasBytes) {
     EXPECT_EQ(upload.direct_bytes(), 0u);
     EXPECT_GT(upload.staged_bytes(), 0u);
     EXPECT_NE(upload.describe().find("pinned"), std::string::npos) << upload.describe();
+    EXPECT_EQ(upload.describe().find("filled on 3 threads") != std::string::npos, c.fill_threads == 3) << upload.describe();
   } else {
     // The stand-in registers every piece: matrices inside one are copied directly, those across two are staged.
     EXPECT_GT(upload.direct_bytes(), 0u) << upload.describe();
@@ -118,7 +123,8 @@ INSTANTIATE_TEST_SUITE_P(HostCopy, ExpertUploads,
                          ::testing::Values(UploadCase{"arena", false, false, 8 << 20, 4},
                                            UploadCase{"file_ring", true, false, 8 << 20, 4},
                                            UploadCase{"file_small_ring", true, false, 64 << 10, 2},
-                                           UploadCase{"file_registered", true, true, 8 << 20, 4}),
+                                           UploadCase{"file_registered", true, true, 8 << 20, 4},
+                                           UploadCase{"file_ring_wide", true, false, 8 << 20, 4, 3}),
                          [](const auto& p) { return std::string(p.param.name); });
 
 // Every host copy gives the same logits (the same bytes computed): a 25% cache, half the misses over PCIe, swaps on,

@@ -17,6 +17,7 @@ ExpertUpload::ExpertUpload(const experts::ExpertArena& arena, DeviceMemory& mem,
   if (o.register_file) register_ranges(o);
   // The ring even when every range registered: a matrix across two pieces is staged.
   ring_bytes_ = std::max<uint64_t>(o.ring_bytes, 1 << 16);
+  if (o.fill_threads > 1) filler_ = std::make_unique<ParallelCopy>(o.fill_threads);
   for (uint32_t b = 0; b < std::max(2u, o.ring_buffers); ++b) {
     ring_.push_back(Buffer<unsigned char>::mapped(ring_bytes_, mem));
     landed_.push_back(std::make_unique<DeviceEvent>(queues));
@@ -87,6 +88,10 @@ void ExpertUpload::take(uint32_t b) {
 
 void ExpertUpload::flush(strata_stream s) {
   if (fill_ == 0) return;
+  if (!gathered_.empty()) {
+    filler_->copy(gathered_);
+    gathered_.clear();
+  }
   queues_.copy_async(run_dst_, ring_[cur_].data(), fill_, STRATA_COPY_HOST_TO_DEVICE, s);
   queues_.record(landed_[cur_]->get(), s);
   in_flight_[cur_] = true;
@@ -95,7 +100,7 @@ void ExpertUpload::flush(strata_stream s) {
   fill_ = 0;
 }
 
-void ExpertUpload::copy(void* dst, uint32_t il, uint32_t e, strata_stream s) {
+void ExpertUpload::copy(void* dst, uint32_t il, uint32_t e, strata_stream s, bool wide) {
   auto* d = static_cast<unsigned char*>(dst);
   const experts::ExpertLayout& layout = arena_.layout(il);
   std::lock_guard<std::mutex> lock(mutex_);
@@ -121,7 +126,11 @@ void ExpertUpload::copy(void* dst, uint32_t il, uint32_t e, strata_stream s) {
         run_dst_ = at;
       }
       const uint64_t n = std::min(ring_bytes_ - fill_, m.bytes - off);
-      std::memcpy(ring_[cur_].data() + fill_, m.src + off, n);
+      if (wide && filler_) {
+        gathered_.push_back({ring_[cur_].data() + fill_, m.src + off, n});  // copied as one job at the flush
+      } else {
+        std::memcpy(ring_[cur_].data() + fill_, m.src + off, n);
+      }
       fill_ += n;
       off += n;
     }
@@ -146,7 +155,9 @@ std::string ExpertUpload::describe() const {
   } else {
     s = "PCIe copies ";
   }
-  return s + "staged through " + std::to_string(ring_.size()) + " x " + experts::human_bytes(ring_bytes_) + " pinned buffers";
+  s += "staged through " + std::to_string(ring_.size()) + " x " + experts::human_bytes(ring_bytes_) + " pinned buffers";
+  if (filler_) s += " (filled on " + std::to_string(filler_->threads()) + " threads for prompt windows and the first fill)";
+  return s;
 }
 
 }  // namespace strata

@@ -8,6 +8,8 @@
 //   slices are staged through a small ring of pinned (mapped) buffers: the calling thread copies them in, and the
 //   buffer crosses the link on the stream while the next one is filled. A buffer is reused once its copy's event
 //   is done; every copy is enqueued before the call returns, so events recorded on the stream afterwards cover it.
+//   A `wide` copy (prompt windows, the cache's first fill: the CPU pool idle) fills the buffer on `fill_threads`
+//   threads (parallel_copy.hpp); decode's copies fill on the calling thread alone.
 // - experts.host_copy: file_registered: the file's expert ranges are also registered (page-locked, read-only) one
 //   bounded piece at a time, each piece's pages read in first so that the driver never waits on the disk, and
 //   stopping once the registration has taken too long; a matrix inside a registered piece is copied from the
@@ -23,6 +25,7 @@
 
 #include "strata/device_memory.hpp"
 #include "strata/device_queues.hpp"
+#include "parallel_copy.hpp"
 #include "strata/experts/expert_arena.hpp"
 
 namespace strata {
@@ -33,6 +36,7 @@ class ExpertUpload {
     bool register_file = false;      // experts.host_copy: file_registered
     uint32_t ring_buffers = 4;       // the pinned ring (the file as the host copy)
     uint64_t ring_bytes = 8ull << 20;  // each buffer
+    uint32_t fill_threads = 1;         // threads that fill a buffer for a wide copy, the caller included
     uint64_t register_piece = 256ull << 20;
     double register_budget_s = 30;   // registration stops once it has taken this long; the rest is staged
   };
@@ -44,8 +48,9 @@ class ExpertUpload {
   ExpertUpload& operator=(const ExpertUpload&) = delete;
 
   // Enqueues the copy of expert (il, e) into `dst` (device memory laid out as arena.layout(il)) on stream `s`.
-  // Thread-safe; may wait for an earlier staged copy to land before its buffer is filled again.
-  void copy(void* dst, uint32_t il, uint32_t e, strata_stream s);
+  // Thread-safe; may wait for an earlier staged copy to land before its buffer is filled again. `wide`: the ring
+  // is filled on fill_threads threads (for callers whose CPU pool is idle meanwhile).
+  void copy(void* dst, uint32_t il, uint32_t e, strata_stream s, bool wide = false);
   // Waits for every staged copy (before the ring or the mapping goes away).
   void drain();
   // "one copy each from the arena" / "staged through 4 x 8.0 MiB pinned ..." / "... registered ...".
@@ -71,6 +76,8 @@ class ExpertUpload {
   std::vector<std::unique_ptr<DeviceEvent>> landed_;
   std::vector<bool> in_flight_;
   uint64_t ring_bytes_ = 0;
+  std::unique_ptr<ParallelCopy> filler_;  // wide copies' fills (null: one thread)
+  std::vector<ParallelCopy::Piece> gathered_;  // a wide copy's pieces of the current buffer, copied at its flush
   uint32_t cur_ = 0;
   uint64_t fill_ = 0;
   unsigned char* run_dst_ = nullptr;

@@ -48,7 +48,8 @@ void HybridMoe::place_chunked(uint32_t il, uint32_t n_tok, const experts::LayerP
     // This half's previous chunk must have been computed before its slots are overwritten.
     if (c >= 2) queues_.wait(copy_stream_->get(), chunk_computed_[b]->get());
     for (size_t i = first; i < last; ++i) {
-      upload_->copy(base + (i - first) * staging_bytes_, il, plan.pcie[i].expert, copy_stream_->get());
+      // Wide: a prompt window's misses all cross the link, so the pool's cores are free to fill the ring.
+      upload_->copy(base + (i - first) * staging_bytes_, il, plan.pcie[i].expert, copy_stream_->get(), true);
     }
     queues_.record(chunk_copied_[b]->get(), copy_stream_->get());
     queues_.wait(nullptr, chunk_copied_[b]->get());

@@ -50,7 +50,7 @@ class SlotBuffers {
     for (uint32_t s = 0; s < cache.n_slots(); ++s) {
       const auto key = cache.content(s);
       if (!key) continue;
-      upload.copy(address(s), key->layer, key->expert, stream);
+      upload.copy(address(s), key->layer, key->expert, stream, true);  // before decode: the pool is idle
     }
   }
 
