@@ -104,6 +104,8 @@ gate_run() {
   row "$(printf 'gate %-34s exit %d %3ds  %s' "$name" "$rc" $((SECONDS - t0)) "${verdict:-(no verdict: see gate.log)}")"
 }
 log() { printf '\n==== %s ====\n' "$*" | tee -a "$OUT/check.log"; }
+# top_ops LOG: the four largest rows of an op profile's table (op, total ms, share).
+top_ops() { grep -E '^\| [A-Z_]+' "$1" | head -4 | awk -F'|' '{printf "%s %s ms %s; ", $2, $4, $6}' | tr -s ' '; }
 
 # The compressed bundle (STRATA_PACK_XZ=1 device-pack.sh; carry .device-pack): the bundle and the shared test data.
 if [ ! -x "$bin/strata" ] && [ -f "$root/.device-pack/strata.tar.xz" ]; then
@@ -229,7 +231,7 @@ PY
   # Where the encode goes, op by op (strata run --profile-image): the four largest rows of the table.
   strata run --model "$vl" --mmproj "$vlp" --image "$OUT/picture-1024x768.ppm" --prompt "<__media__> Describe." \
     --backend cuda -n 1 --temperature 0 --profile-image > /dev/null 2> "$OUT/vision-profile.log"
-  row "vision encode profile (exit $?): $(grep -E '^\| [A-Z_]+' "$OUT/vision-profile.log" | head -4 | awk -F'|' '{printf "%s %s ms %s; ", $2, $4, $6}' | tr -s ' ')"
+  row "vision encode profile (exit $?): $(top_ops "$OUT/vision-profile.log")"
   rm -f "$vl" "$vlp"
 fi
 
@@ -771,7 +773,7 @@ if want long; then
     # Where pp16384's time goes all in VRAM, op by op (its four largest rows; the whole table in the log).
     strata bench --model "$model" --backend cuda -o runtime.context=$ctx16 --profile-prompt 16384 \
       > "$OUT/long-profile.md" 2> "$OUT/long-profile.log"
-    row "long: pp16384 profile (exit $?): $(grep -E '^\| [A-Z_]+' "$OUT/long-profile.log" | head -4 | awk -F'|' '{printf "%s %s ms %s; ", $2, $4, $6}' | tr -s ' ')"
+    row "long: pp16384 profile (exit $?): $(top_ops "$OUT/long-profile.log")"
   fi
   if [ "${STRATA_LONG_DEEP:-1}" = 1 ]; then
     log "long: tg64 at depth 131072, q8_0 KV"

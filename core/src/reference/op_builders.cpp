@@ -4,21 +4,25 @@
 #include "strata/op_tensor.hpp"
 
 namespace strata::ops {
+namespace {
 
-strata_op mul_mat(const strata_tensor& w, const strata_tensor& x, const strata_tensor& dst) {
-  strata_op op = new_op(STRATA_OP_MUL_MAT);
-  op.src[0] = w;
-  op.src[1] = x;
-  op.dst = dst;
-  return op;
-}
-
-strata_op add(const strata_tensor& a, const strata_tensor& b, const strata_tensor& dst) {
-  strata_op op = new_op(STRATA_OP_ADD);
+// An op of two operands (src0, src1) and its destination.
+strata_op binary(uint32_t kind, const strata_tensor& a, const strata_tensor& b, const strata_tensor& dst) {
+  strata_op op = new_op(kind);
   op.src[0] = a;
   op.src[1] = b;
   op.dst = dst;
   return op;
+}
+
+}  // namespace
+
+strata_op mul_mat(const strata_tensor& w, const strata_tensor& x, const strata_tensor& dst) {
+  return binary(STRATA_OP_MUL_MAT, w, x, dst);
+}
+
+strata_op add(const strata_tensor& a, const strata_tensor& b, const strata_tensor& dst) {
+  return binary(STRATA_OP_ADD, a, b, dst);
 }
 
 strata_op rms_norm(const strata_tensor& x, const strata_tensor& w, float eps, const strata_tensor& dst) {
