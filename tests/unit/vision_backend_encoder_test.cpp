@@ -130,4 +130,50 @@ TEST(VisionBackendEncoder, MatchesLlamaCppsEmbeddings) {
   }
 }
 
+// With f16_attention (the engine's choice on a GPU), keys and values go through an f16 cache as llama.cpp's default
+// flash attention casts them: the embeddings stay within llama.cpp's own shift between its FA settings (3.0e-3,
+// the shared README's yardstick) of its FA-off embeddings, and the same bytes come back on a second run.
+TEST(VisionBackendEncoder, F16AttentionStaysWithinLlamaCppsOwnFlashShift) {
+  const std::string mmproj = vision_dir() + "/mmproj-qwen3vl-tiny-s1.gguf";
+  if (!std::filesystem::exists(mmproj) || !std::filesystem::exists(vision_dir() + "/vl-tiny-s1.json")) {
+    GTEST_SKIP() << vision_dir() << ": not here; skipped";
+  }
+  std::ifstream in(vision_dir() + "/vl-tiny-s1.json");
+  const nlohmann::json ref = nlohmann::json::parse(in);
+  const nlohmann::json& full = ref["image_embeddings"]["full"];
+  const vision::Projector projector = vision::Projector::load(mmproj);
+  const vision::ProjectorInput input = projector.preprocess(vision::load_image(vision_dir() + "/image-64x48.ppm"));
+  vision::EncodeOptions o;
+  o.f16_attention = true;
+  for (const std::string& name : strata::test::backends_under_test()) {
+    auto backend = strata::test::open_backend(name);
+    const std::optional<vision::Embeddings> e = projector.encode_on(*backend, input, o);
+    ASSERT_TRUE(e.has_value()) << name;
+    ASSERT_EQ(e->n_tokens(), full.size());
+    const std::optional<vision::Embeddings> f32 = projector.encode_on(*backend, input);
+    ASSERT_TRUE(f32.has_value()) << name;
+    double max = 0.0, mean = 0.0;
+    size_t count = 0;
+    for (size_t t = 0; t < full.size(); ++t) {
+      for (size_t i = 0; i < full[t].size(); ++i) {
+        const double d = std::abs(static_cast<double>(e->row(t)[i]) - full[t][i].get<double>());
+        max = std::max(max, d);
+        mean += d;
+        ++count;
+      }
+    }
+    mean /= static_cast<double>(count);
+    const Diff moved = compare(*e, *f32);
+    std::cout << name << ", f16 attention: max |error| " << max << ", mean " << mean
+              << " against llama.cpp's embeddings; moved max " << moved.max << ", mean " << moved.mean
+              << " from the f32 attention\n";
+    EXPECT_LE(max, 3e-3) << name;
+    EXPECT_LE(mean, 5e-4) << name;
+    EXPECT_GT(moved.max, 0.0) << name << ": f16_attention changed nothing (the keys did not go through f16)";
+    const std::optional<vision::Embeddings> again = projector.encode_on(*backend, input, o);
+    ASSERT_TRUE(again.has_value());
+    EXPECT_EQ(again->rows, e->rows) << name;
+  }
+}
+
 }  // namespace

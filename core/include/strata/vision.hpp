@@ -123,6 +123,11 @@ struct EncodeOptions {
   bool f16_gelu_table = true;    // gelu(x) = f16(gelu(f16(x))) for −10 < x < 10, 0 below, x above
   unsigned threads = 0;          // 0: the machine's hardware threads
   OpProfile* profile = nullptr;  // encode_on: each op's time added here (strata run --profile-image)
+  // encode_on: the blocks' keys and values stored as float16 before ATTENTION, as llama.cpp's default flash attention
+  // casts them (its CUDA build's default; its CPU reference data has it off). On a GPU that takes the tensor-core
+  // attention kernels instead of the portable f32 one; the embeddings move by about llama.cpp's own FA-on shift.
+  // The engine sets it for backends with device memory (engine/prompt_images.cpp).
+  bool f16_attention = false;
 };
 
 // The projector's input: the resized and normalized image, with the grid it gives.

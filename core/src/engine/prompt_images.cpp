@@ -102,6 +102,7 @@ vision::Embeddings encode_image(Engine& engine, const vision::Projector& project
   const bool plain = backend.name() == "reference";
   vision::EncodeOptions options;
   options.profile = profile;
+  options.f16_attention = backend.device_memory() != nullptr;  // a GPU: its tensor-core attention, llama.cpp's default
   if (std::optional<vision::Embeddings> e = plain ? std::nullopt : projector.encode_on(backend, input, options)) {
     if (where != nullptr) *where = backend.name();
     return std::move(*e);

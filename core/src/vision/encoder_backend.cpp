@@ -1,8 +1,8 @@
 // The Qwen3-VL vision encoder as ops on a backend (the engine's: on a GPU its device runs the whole encoder), the
 // same steps as encoder.cpp: the patch embedding's two kernels as MUL_MATs over the patch matrix built here, the
 // resized position table added, then per block LAYER_NORM, the qkv product, ROPE mode 24 on q and k, ATTENTION
-// over every patch (the keys and values stand as an f32 "cache" of n columns and every query sits at position
-// n - 1, so each sees all of them), the output product, the residual, LAYER_NORM, up, GELU, down, the residual;
+// over every patch (the keys and values stand as a "cache" of n columns, f32 or with f16_attention stored as f16 by
+// KV_STORE, and every query sits at position n - 1, so each sees all of them), the output product, the residual, LAYER_NORM, up, GELU, down, the residual;
 // the mergers over h read as rows of four patches (the 2x2 order makes a merged token's patches consecutive).
 // The weights move to the device once per projector and backend; per image only the patch matrix, the position
 // rows and the positions go up and the rows come down.
@@ -136,6 +136,8 @@ std::optional<Embeddings> Projector::encode_on(Backend& backend, const Projector
   const std::vector<float> table = detail::position_grid(w.pos_table, info.pos_side, info.width, grid.gw, grid.gh);
   std::vector<float> pos_rows(static_cast<size_t>(n * width));
   std::vector<int32_t> rope_pos(static_cast<size_t>(4 * n), 0), attn_pos(static_cast<size_t>(n), static_cast<int32_t>(n - 1));
+  std::vector<int32_t> store_pos(options.f16_attention ? static_cast<size_t>(n) : 0);
+  for (size_t s = 0; s < store_pos.size(); ++s) store_pos[s] = static_cast<int32_t>(s);
   for (int64_t s = 0; s < n; ++s) {
     const size_t src = (static_cast<size_t>(grid.row[static_cast<size_t>(s)]) * grid.gw +
                         static_cast<size_t>(grid.col[static_cast<size_t>(s)])) * info.width;
@@ -149,6 +151,10 @@ std::optional<Embeddings> Projector::encode_on(Backend& backend, const Projector
   upload(mem, pos_in.buf.data(), pos_rows.data(), pos_rows.size() * sizeof(float));
   upload(mem, rope_in.data(), rope_pos.data(), rope_pos.size() * sizeof(int32_t));
   upload(mem, attn_in.data(), attn_pos.data(), attn_pos.size() * sizeof(int32_t));
+  Buffer<int32_t> store_in(store_pos.size(), mem);
+  Buffer<uint16_t> k16(store_pos.size() * static_cast<size_t>(info.width), mem),
+      v16(store_pos.size() * static_cast<size_t>(info.width), mem);
+  if (options.f16_attention) upload(mem, store_in.data(), store_pos.data(), store_pos.size() * sizeof(int32_t));
 
   // The patch kernels as the CPU encoder uses them (rounded to f16 with f16_patch_input), once per projector.
   if (kernels_[0].empty()) {
@@ -221,10 +227,22 @@ std::optional<Embeddings> Projector::encode_on(Backend& backend, const Projector
       rope.f[0] = 10000.0f;
       list.ops.push_back(rope);
     }
+    strata_tensor keys = kr.t(), values = v.t();
+    if (options.f16_attention) {
+      keys = make_tensor(k16.data(), format::GgmlType::F16, {width, n});
+      values = make_tensor(v16.data(), format::GgmlType::F16, {width, n});
+      for (const auto& [cache, src] : {std::pair{keys, kr.t()}, std::pair{values, v.t()}}) {
+        strata_op store = new_op(STRATA_OP_KV_STORE);
+        store.dst = cache;
+        store.src[0] = src;
+        store.src[1] = tensor_i32(store_in.data(), {n});
+        list.ops.push_back(store);
+      }
+    }
     strata_op att = new_op(STRATA_OP_ATTENTION);
     att.src[0] = q_heads;
-    att.src[1] = kr.t();
-    att.src[2] = v.t();
+    att.src[1] = keys;
+    att.src[2] = values;
     att.src[3] = tensor_i32(attn_in.data(), {n});
     att.i[0] = static_cast<int32_t>(info.n_head);
     att.i[1] = static_cast<int32_t>(info.n_head);
