@@ -25,9 +25,12 @@
 #                host's read rate and the experts.pcie_frac they give this model
 #     gpu-ops    single-op timings on the GPU (strata_bench_gpu_ops: us per op, GB/s of weights)
 #     profile    where decode time goes, op by op (strata bench --profile), on cpu_avx2 (unless
-#                STRATA_PROFILE_CPU=0) and on cuda
+#                STRATA_PROFILE_CPU=0) and on cuda, the cuda one after STRATA_PROFILE_DEPTH tokens of context
+#                (default 0), and a prompt of STRATA_PROFILE_PROMPT tokens (default 512)
 #     ncu        Nsight Compute over a short greedy decode on cuda (STRATA_NCU_COUNT kernels, default 1200; the
 #                prompt STRATA_NCU_PROMPT): each kernel's mean time and DRAM read rate, to see where time goes
+#     ncu-detail Nsight Compute's sections (speed of light, occupancy, stalls, pipes) for a few launches of the
+#                kernels matching STRATA_NCU_DETAIL in a 512-token prompt, and of the decode attention at depth
 #     speculative issue 30: verify windows' cost by the 100%-acceptance ceiling (n_max 1, 3, 4, 7; all in VRAM and at
 #                25%), and stories260K-moe's acceptance with ngram and with stories260K as its draft, on cuda
 #     hybrid     strata bench on cuda with the routed experts' VRAM budget at each of STRATA_HYBRID_BUDGETS (default
@@ -287,10 +290,15 @@ if want profile; then
     strata bench --model "$model" --backend cpu_avx2 -o plugins.cpu_avx2.workers=$((threads - 1)) -p 0 -n 4 -r 1 \
       --profile 16 > /dev/null 2> "$OUT/profile-cpu.txt"
   fi
-  strata bench --model "$model" --backend cuda -p 0 -n 4 -r 1 --profile 32 --profile-prompt 512 > /dev/null \
-    2> "$OUT/profile-cuda.txt"
+  # STRATA_PROFILE_DEPTH (default 0): the decode profile after a context of that many tokens (the tg test at that
+  # depth too); STRATA_PROFILE_PROMPT (default 512): the prompt profile's length.
+  pdepth="${STRATA_PROFILE_DEPTH:-0}" pprompt="${STRATA_PROFILE_PROMPT:-512}"
+  strata bench --model "$model" --backend cuda -p 0 -n 4 -r 1 -d "$pdepth" --profile 32 --profile-prompt "$pprompt" \
+    > /dev/null 2> "$OUT/profile-cuda.txt"
   cat "$OUT/profile-cuda.txt"
   row "profiles: $OUT/profile-cpu.txt, $OUT/profile-cuda.txt"
+  row "decode profile at depth $pdepth: $(sed -n '/^decode profile/,/^prompt profile/p' "$OUT/profile-cuda.txt" > "$OUT/profile-decode.txt"; top_ops "$OUT/profile-decode.txt")"
+  row "prompt profile pp$pprompt: $(sed -n '/^prompt profile/,$p' "$OUT/profile-cuda.txt" > "$OUT/profile-prompt.txt"; top_ops "$OUT/profile-prompt.txt")"
 fi
 
 if want ncu; then
@@ -323,6 +331,33 @@ for n, a in sorted(agg.items(), key=lambda kv: -kv[1][1]):
     print(f"{a[0]:6d} {a[1]/1e3:9.1f} {a[1]/a[0]/1e3:8.2f} {a[2]/max(a[1],1):7.0f}  {a[3]:>14}  {n}")
 PY
     head -25 "$OUT/ncu-kernels.txt"
+  fi
+fi
+
+if want ncu-detail; then
+  # Why a kernel takes its time (Nsight Compute's speed-of-light, occupancy, warp-stall and pipe sections), for the
+  # kernels whose names match STRATA_NCU_DETAIL (a regex; default the tiled products and the flash attention),
+  # STRATA_NCU_DETAIL_COUNT launches each (default 3) after STRATA_NCU_DETAIL_SKIP (default 20): during a 512-token
+  # prompt, then during decode steps at depth STRATA_PROFILE_DEPTH (default 16384).
+  log "ncu: kernel detail"
+  ncu_bin="$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)"
+  if [ -z "$ncu_bin" ]; then
+    row "ncu-detail: ncu not found"
+  else
+    ncu_sections=(--section SpeedOfLight --section Occupancy --section WarpStateStats --section ComputeWorkloadAnalysis
+                  --section MemoryWorkloadAnalysis --section LaunchStats)
+    timeout 240 "$ncu_bin" --clock-control none "${ncu_sections[@]}" \
+      --kernel-name "regex:${STRATA_NCU_DETAIL:-tiled_kernel|attention_flash_tiles}" \
+      --launch-skip "${STRATA_NCU_DETAIL_SKIP:-20}" --launch-count "${STRATA_NCU_DETAIL_COUNT:-3}" \
+      strata bench --model "$model" --backend cuda -p 512 -n 0 -r 1 > "$OUT/ncu-detail-prompt.txt" 2>&1
+    row "ncu-detail prompt (exit $?): $OUT/ncu-detail-prompt.txt"
+    timeout 240 "$ncu_bin" --clock-control none "${ncu_sections[@]}" \
+      --kernel-name "regex:attention_flash_(split|combine)" --launch-count 4 \
+      strata bench --model "$model" --backend cuda -p 0 -n 2 -r 1 -d "${STRATA_PROFILE_DEPTH:-16384}" \
+      > "$OUT/ncu-detail-decode.txt" 2>&1
+    row "ncu-detail decode (exit $?): $OUT/ncu-detail-decode.txt"
+    grep -E '^  [a-z_]+.*\(|Duration|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Theoretical Occupancy' \
+      "$OUT/ncu-detail-prompt.txt" "$OUT/ncu-detail-decode.txt" | head -80
   fi
 fi
 

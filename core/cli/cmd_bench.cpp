@@ -125,7 +125,8 @@ int cmd_bench(const Args& args) {
            "per second together and, in their own column, one sequence's",
            [&](const std::string& v) { slots = parse_int("--slots", v, 1, 64); });
   p.flag("--json", "print the results as JSON instead of a markdown table", &json);
-  p.option("--profile", "N", "then decode N more tokens with a clock stamp between ops, and print (stderr) where the time goes",
+  p.option("--profile", "N", "then decode N more tokens with a clock stamp between ops, after a context of the largest -d "
+           "depth, and print (stderr) where the time goes",
            [&](const std::string& v) { profile_tokens = parse_int("--profile", v, 1, 1 << 16); });
   bool link = false;
   p.flag("--link", "then probe the link (a GPU backend): pinned host-to-device rate, a queued copy's cost, the host's "
@@ -153,6 +154,9 @@ int cmd_bench(const Args& args) {
   // The context holds the longest test at its depth.
   uint32_t longest = 0;
   for (const BenchTest& t : tests) longest = std::max(longest, t.depth + t.n_tokens);
+  const uint32_t deepest = *std::max_element(depths.begin(), depths.end());
+  if (profile_tokens > 0) longest = std::max(longest, deepest + static_cast<uint32_t>(profile_tokens) + 1);
+  longest = std::max(longest, static_cast<uint32_t>(profile_prompt));
   launch.runtime.context = std::max<int>(launch.runtime.context, static_cast<int>(longest));
 
   const uint64_t rss_before = resident_bytes();
@@ -258,12 +262,15 @@ int cmd_bench(const Args& args) {
   if (profile_tokens > 0) {
     OpProfile profile;
     engine->cut(0, 0);
+    // The context first (untimed), as the tg tests at that depth have it; then one warm step.
+    std::vector<TokenId> context(deepest + 1, 1);
+    for (uint32_t i = 0; i < deepest; ++i) context[i] = static_cast<TokenId>((uint64_t{i} * 7919 + 1) % m.hparams().n_vocab);
+    engine->feed(0, context);
     std::vector<TokenId> t = {1};
-    engine->feed(0, t);
     engine->set_profile(&profile);
     for (long long i = 0; i < profile_tokens; ++i) engine->feed(0, t);
     engine->set_profile(nullptr);
-    std::fprintf(stderr, "decode profile, %lld tokens on %s:\n%s", profile_tokens,
+    std::fprintf(stderr, "decode profile, %lld tokens at depth %u on %s:\n%s", profile_tokens, deepest,
                  engine->backend().describe().c_str(), profile.table(static_cast<uint64_t>(profile_tokens)).c_str());
   }
   if (profile_prompt > 0) {

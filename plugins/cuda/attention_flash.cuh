@@ -256,6 +256,25 @@ __host__ __device__ __forceinline__ void copy8(void* dst, const void* src) {
 #endif
 }
 
+// 16 bytes from global to shared memory without a register: on sm_80+ an asynchronous copy (cp.async, zero-filled
+// when `valid` is false), so that a thread has all its pieces of a chunk in flight at once; stage_wait() then
+// waits for the thread's copies (a barrier after it makes them the block's). Elsewhere a load and a store.
+__host__ __device__ __forceinline__ void copy16_async(void* dst_shared, const void* src, bool valid) {
+#if STRATA_FLASH_DEVICE == 1
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(dst_shared));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0) : "memory");
+#else
+  alignas(16) uint32_t w[4] = {0u, 0u, 0u, 0u};
+  if (valid) copy16(w, src);
+  copy16(dst_shared, w);
+#endif
+}
+__host__ __device__ __forceinline__ void stage_wait() {
+#if STRATA_FLASH_DEVICE == 1
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+
 // ---- the definition's pieces ---------------------------------------------------------------------------------------
 
 // A segment's state folded into the total: the weights of the old total (a) and of the segment (b), and what
@@ -288,10 +307,10 @@ __host__ __device__ __forceinline__ float* out_row(const Operands& o, int t, int
 
 // Cache columns j0 .. j0 + kChunk - 1 of one kv head as f16 rows of smem_stride halves: columns outside [begin, end)
 // (below the block's sliding windows, at or past its last position) and values past head_dim as zeros (stale or
-// unwritten columns never reach an MMA: 0 * NaN would, though such a column's P is 0). Threads tid,
-// tid + n_thr, ... of those taking part each load kBatch pieces before storing any, so that many loads are in
-// flight (decode is a memory-bound walk over the cache). f16 caches with vec16: 16-byte pieces of 8 values;
-// otherwise pieces of 4 values (`vec`: one load where the columns allow it) converted to f16.
+// unwritten columns never reach an MMA: 0 * NaN would, though such a column's P is 0). f16 caches with vec16:
+// 16-byte pieces of 8 values copied asynchronously, every piece of the thread in flight at once (decode is a
+// memory-bound walk over the cache), waited for before returning; otherwise threads tid, tid + n_thr, ... each load
+// kBatch pieces of 4 values (`vec`: one load where the columns allow it) before converting and storing any.
 template <Cache kCache, int kDp>
 __host__ __device__ __forceinline__ void stage_chunk(const char* base, uint64_t col_stride, int64_t koff, int D, int j0,
                                                      int begin, int end, bool vec, bool vec16, __half* out, int tid, int n_thr) {
@@ -299,22 +318,13 @@ __host__ __device__ __forceinline__ void stage_chunk(const char* base, uint64_t 
   constexpr int kBatch = 8;
   if (kCache == Cache::F16 && vec16) {
     constexpr int kOcts = kDp / 8, kItems = kChunk * kOcts;
-    for (int first = tid; first < kItems; first += kBatch * n_thr) {
-      alignas(16) uint32_t w[kBatch][4];
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        const int i = first + u * n_thr, jj = i / kOcts, d = (i % kOcts) * 8;
-        w[u][0] = w[u][1] = w[u][2] = w[u][3] = 0u;
-        if (i < kItems && j0 + jj >= begin && j0 + jj < end && d < D) {
-          copy16(w[u], base + static_cast<uint64_t>(j0 + jj) * col_stride + 2 * (koff + d));
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        const int i = first + u * n_thr;
-        if (i < kItems) copy16(out + (i / kOcts) * kS + (i % kOcts) * 8, w[u]);
-      }
+    for (int i = tid; i < kItems; i += n_thr) {
+      const int jj = i / kOcts, d = (i % kOcts) * 8;
+      const bool valid = j0 + jj >= begin && j0 + jj < end && d < D;
+      const char* src = valid ? base + static_cast<uint64_t>(j0 + jj) * col_stride + 2 * (koff + d) : base;
+      copy16_async(out + jj * kS + d, src, valid);
     }
+    stage_wait();
     return;
   }
   constexpr int kQuads = kDp / 4, kItems = kChunk * kQuads;
@@ -701,11 +711,23 @@ __host__ __device__ inline void combine_body(const Args& a, const Place& at, uns
     #pragma unroll
     for (int w = 0; w < kWarps; ++w) group_max = fmaxf(group_max, warp_max[w]);
     sync_block();
-    for (int k = 0; k < n; ++k) {
-      const Fold fk{fa[k], fb[k], fkind[k]};
-      const float* rec = recs + static_cast<int64_t>(g0 + k) * record_floats(kDp);
-      L = fold_value(fk, L, rec[1]);
-      if (d < o.head_dim) O = fold_value(fk, O, rec[4 + d]);
+    // The folds are a chain; the records' loads are not: kLoads of them are in flight before their folds run.
+    constexpr int kLoads = 16;
+    for (int k0 = 0; k0 < n; k0 += kLoads) {
+      float lv[kLoads], ov[kLoads];
+#pragma unroll
+      for (int u = 0; u < kLoads; ++u) {
+        const float* rec = recs + static_cast<int64_t>(g0 + imin(k0 + u, n - 1)) * record_floats(kDp);
+        lv[u] = rec[1];
+        ov[u] = d < o.head_dim ? rec[4 + d] : 0.0f;
+      }
+#pragma unroll
+      for (int u = 0; u < kLoads; ++u) {
+        if (k0 + u >= n) break;
+        const Fold fk{fa[k0 + u], fb[k0 + u], fkind[k0 + u]};
+        L = fold_value(fk, L, lv[u]);
+        if (d < o.head_dim) O = fold_value(fk, O, ov[u]);
+      }
     }
     M = group_max;
     sync_block();  // fa, fb, fkind and warp_max are written again by the next group
