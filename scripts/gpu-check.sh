@@ -197,6 +197,10 @@ if want vision; then
   # 1024x768 picture and a ~1K-token prompt (about 1,050 tokens under mkmodel's vocabulary), on cuda at STRATA_VISION_BUDGET (default 25%) and all in VRAM; the
   # image line says where and how fast it was encoded, the startup line when the first token came.
   vl="${STRATA_MODEL_DIR:-/tmp}/qwen3-vl-30b-a3b-$quant.gguf" vlp="${STRATA_MODEL_DIR:-/tmp}/qwen3-vl-30b-a3b-mmproj.gguf"
+  log "vision: the encoder's ops against the CPU encoder and llama.cpp's embeddings (f32 and f16 attention)"
+  strata_tests --gtest_brief=1 --gtest_filter='VisionBackendEncoder.*' > "$OUT/vision-encoder-tests.txt" 2>&1
+  row "VisionBackendEncoder (reference, cpu_avx2, cuda): exit $?, $(grep -E 'PASSED|FAILED|SKIPPED' "$OUT/vision-encoder-tests.txt" | head -3 | tr '\n' ' ')"
+  while IFS= read -r l; do row "  $l"; done < <(grep -E '^cuda' "$OUT/vision-encoder-tests.txt" | head -6)
   log "vision: mkmodel qwen3-vl-30b-a3b"
   strata mkmodel --shape qwen3-vl-30b-a3b --quant "$quant" --seed 1 --out "$vl" --mmproj-out "$vlp" > "$OUT/vision-mkmodel.txt" 2>&1
   row "mkmodel qwen3-vl-30b-a3b: exit $?; $(tail -2 "$OUT/vision-mkmodel.txt" | tr '\n' ' ')"
