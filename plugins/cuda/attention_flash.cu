@@ -17,22 +17,22 @@ using namespace flash;
 constexpr int kFlashThreads = flash::kThreads;
 
 #if !defined(STRATA_GPU_HIP)
-template <Cache kCache, int kDp>
+template <Cache kCache, int kDp, bool kPipe>
 __global__ void __launch_bounds__(kFlashThreads, 2) attention_flash_tiles(Args a) {
   extern __shared__ __align__(16) unsigned char flash_smem[];
   wait_for_inputs();  // dependent_launch.cuh
   start_dependents();
-  tiles_body<kCache, kDp>(a, Place{static_cast<int>(threadIdx.x), static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y),
+  tiles_body<kCache, kDp, kPipe>(a, Place{static_cast<int>(threadIdx.x), static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y),
                                    static_cast<int>(gridDim.x)},
                           flash_smem);
 }
 
-template <Cache kCache, int kDp>
+template <Cache kCache, int kDp, bool kPipe>
 __global__ void __launch_bounds__(kFlashThreads, 1) attention_flash_split(Args a) {
   extern __shared__ __align__(16) unsigned char flash_smem[];
   wait_for_inputs();
   start_dependents();
-  split_body<kCache, kDp>(a, Place{static_cast<int>(threadIdx.x), static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y),
+  split_body<kCache, kDp, kPipe>(a, Place{static_cast<int>(threadIdx.x), static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y),
                                    static_cast<int>(gridDim.x)},
                           flash_smem);
 }
@@ -180,31 +180,33 @@ void raise_smem(Kernel* kernel, size_t bytes) {
 }
 
 #if !defined(STRATA_GPU_HIP)
-template <Cache kCache, int kDp>
+template <Cache kCache, int kDp, bool kPipe>
 void launch_tiles(Context& ctx, const Args& a, int n_kv_head) {
-  auto* const kernel = attention_flash_tiles<kCache, kDp>;
-  static const bool raised = (raise_smem(kernel, tiles_smem<kDp>()), true);
+  auto* const kernel = attention_flash_tiles<kCache, kDp, kPipe>;
+  static const bool raised = (raise_smem(kernel, tiles_smem<kDp, kPipe>()), true);
   (void)raised;
   const int64_t rows = static_cast<int64_t>(a.o.n_tok) * a.o.group;
   const dim3 grid(static_cast<unsigned>((rows + 16 * kWarps - 1) / (16 * kWarps)), static_cast<unsigned>(n_kv_head));
-  launch_dependent(ctx, kernel, grid, kFlashThreads, tiles_smem<kDp>(), a);
+  launch_dependent(ctx, kernel, grid, kFlashThreads, tiles_smem<kDp, kPipe>(), a);
   check_launch("ATTENTION (flash tiles)");
 }
 
-template <Cache kCache, int kDp>
+template <Cache kCache, int kDp, bool kPipe>
 void launch_split(Context& ctx, const Args& a, int n_kv_head) {
-  auto* const kernel = attention_flash_split<kCache, kDp>;
-  static const bool raised = (raise_smem(kernel, split_smem<kDp>()), true);
+  auto* const kernel = attention_flash_split<kCache, kDp, kPipe>;
+  static const bool raised = (raise_smem(kernel, split_smem<kDp, kPipe>()), true);
   (void)raised;
+  static_assert(combine_smem<kDp>() <= 48 * 1024, "the combine's shared memory without an opt-in");
   // Enough blocks for about four per multiprocessor at the capacity's depth; warps stride over the segments.
   const int64_t y = static_cast<int64_t>(n_kv_head) * a.row_tiles;
   const int64_t seg_blocks = (a.n_seg + kWarps - 1) / kWarps;
   const int64_t want = (4 * ctx.props().multiProcessorCount + y - 1) / y;
   const int64_t x = std::max<int64_t>(1, std::min(seg_blocks, want));
-  launch_dependent(ctx, kernel, dim3(static_cast<unsigned>(x), static_cast<unsigned>(y)), kFlashThreads, split_smem<kDp>(), a);
+  launch_dependent(ctx, kernel, dim3(static_cast<unsigned>(x), static_cast<unsigned>(y)), kFlashThreads,
+                   split_smem<kDp, kPipe>(), a);
   check_launch("ATTENTION (flash split)");
   launch_dependent(ctx, attention_flash_combine<kDp>, dim3(static_cast<unsigned>(a.o.n_head), static_cast<unsigned>(a.o.n_tok)),
-                   kFlashThreads, combine_smem(), a);
+                   kFlashThreads, combine_smem<kDp>(), a);
   check_launch("ATTENTION (flash combine)");
 }
 
@@ -213,10 +215,21 @@ void launch_tc(Context& ctx, Args a, int n_kv_head, bool split) {
   if (split) {
     const uint64_t bytes = static_cast<uint64_t>(a.o.n_tok) * a.o.n_head * a.n_seg * record_floats(kDp) * sizeof(float);
     a.part = static_cast<float*>(ctx.scratch(ScratchSlot::AttnPartial, bytes));
-    launch_split<kCache, kDp>(ctx, a, n_kv_head);
+    // Two chunk buffers a warp where the device gives a block that much shared memory (sm_80 and sm_90 at every
+    // head size; sm_86, 89 and 120 below 128), else one: the same bits, loads overlapped or not.
+    if (split_smem<kDp, true>() <= static_cast<size_t>(ctx.props().sharedMemPerBlockOptin)) {
+      launch_split<kCache, kDp, true>(ctx, a, n_kv_head);
+    } else {
+      launch_split<kCache, kDp, false>(ctx, a, n_kv_head);
+    }
   } else {
     a.q8 = nullptr;
-    launch_tiles<kCache, kDp>(ctx, a, n_kv_head);
+    // Two chunk buffers where two blocks of them still fit a multiprocessor (sm_90 at every head size), else one.
+    if (2 * tiles_smem<kDp, true>() <= static_cast<size_t>(ctx.props().sharedMemPerMultiprocessor) - 2048) {
+      launch_tiles<kCache, kDp, true>(ctx, a, n_kv_head);
+    } else {
+      launch_tiles<kCache, kDp, false>(ctx, a, n_kv_head);
+    }
   }
 }
 

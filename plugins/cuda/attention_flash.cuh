@@ -274,6 +274,19 @@ __host__ __device__ __forceinline__ void stage_wait() {
   asm volatile("cp.async.wait_all;\n" ::: "memory");
 #endif
 }
+// The copies issued since the last commit as one group; stage_wait_until<N>: every group but the N most recent
+// has landed (the thread's own copies).
+__host__ __device__ __forceinline__ void stage_commit() {
+#if STRATA_FLASH_DEVICE == 1
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+template <int N>
+__host__ __device__ __forceinline__ void stage_wait_until() {
+#if STRATA_FLASH_DEVICE == 1
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
 
 // ---- the definition's pieces ---------------------------------------------------------------------------------------
 
@@ -311,20 +324,40 @@ __host__ __device__ __forceinline__ float* out_row(const Operands& o, int t, int
 // 16-byte pieces of 8 values copied asynchronously, every piece of the thread in flight at once (decode is a
 // memory-bound walk over the cache), waited for before returning; otherwise threads tid, tid + n_thr, ... each load
 // kBatch pieces of 4 values (`vec`: one load where the columns allow it) before converting and storing any.
+// `wait` false: the asynchronous copies are committed as a group and not waited for (stage_wait_until).
 template <Cache kCache, int kDp>
 __host__ __device__ __forceinline__ void stage_chunk(const char* base, uint64_t col_stride, int64_t koff, int D, int j0,
-                                                     int begin, int end, bool vec, bool vec16, __half* out, int tid, int n_thr) {
+                                                     int begin, int end, bool vec, bool vec16, __half* out, int tid, int n_thr,
+                                                     bool wait = true) {
   constexpr int kS = smem_stride<kDp>();
   constexpr int kBatch = 8;
   if (kCache == Cache::F16 && vec16) {
     constexpr int kOcts = kDp / 8, kItems = kChunk * kOcts;
-    for (int i = tid; i < kItems; i += n_thr) {
-      const int jj = i / kOcts, d = (i % kOcts) * 8;
-      const bool valid = j0 + jj >= begin && j0 + jj < end && d < D;
-      const char* src = valid ? base + static_cast<uint64_t>(j0 + jj) * col_stride + 2 * (koff + d) : base;
-      copy16_async(out + jj * kS + d, src, valid);
+    if (n_thr % kOcts == 0) {
+      // Every launch: a thread keeps one value offset d and walks the keys n_thr / kOcts apart, its source and
+      // destination advanced by adds (the copies are issued back to back).
+      const int d = (tid % kOcts) * 8, jstep = n_thr / kOcts;
+      int jj = tid / kOcts;
+      const char* src = base + static_cast<uint64_t>(j0 + jj) * col_stride + 2 * (koff + d);
+      const uint64_t src_step = static_cast<uint64_t>(jstep) * col_stride;
+      __half* dst = out + jj * kS + d;
+      for (; jj < kChunk; jj += jstep, src += src_step, dst += jstep * kS) {
+        const bool valid = d < D && j0 + jj >= begin && j0 + jj < end;
+        copy16_async(dst, valid ? src : base, valid);
+      }
+    } else {
+      for (int i = tid; i < kItems; i += n_thr) {
+        const int jj = i / kOcts, d = (i % kOcts) * 8;
+        const bool valid = j0 + jj >= begin && j0 + jj < end && d < D;
+        const char* src = valid ? base + static_cast<uint64_t>(j0 + jj) * col_stride + 2 * (koff + d) : base;
+        copy16_async(out + jj * kS + d, src, valid);
+      }
     }
-    stage_wait();
+    if (wait) {
+      stage_wait();
+    } else {
+      stage_commit();
+    }
     return;
   }
   constexpr int kQuads = kDp / 4, kItems = kChunk * kQuads;
@@ -500,26 +533,36 @@ __host__ __device__ __forceinline__ void warp_bounds(const int (&lo)[2], const i
 
 // ---- the kernels' bodies -----------------------------------------------------------------------------------------
 
-template <int kDp>
+// kPipe (both kernels): a chunk buffer for keys and one for values (the split kernel: a warp's own), so that the
+// next chunk's loads fly during the current one's MMAs; without it (devices with less shared memory) one buffer
+// serves both in turn. The same bits either way.
+template <int kDp, bool kPipe>
 __host__ __device__ constexpr size_t tiles_smem() {
-  return sizeof(__half) * static_cast<size_t>((16 * kWarps + kChunk) * smem_stride<kDp>()) +
+  return sizeof(__half) * static_cast<size_t>((16 * kWarps + (kPipe ? 2 : 1) * kChunk) * smem_stride<kDp>()) +
          sizeof(float) * static_cast<size_t>(kWarps * 16 * kDp) + sizeof(int) * 2 * kWarps;
 }
-template <int kDp>
+template <int kDp, bool kPipe>
 __host__ __device__ constexpr size_t split_smem() {
-  return sizeof(__half) * static_cast<size_t>((16 + kWarps * kChunk) * smem_stride<kDp>());
+  return sizeof(__half) * static_cast<size_t>((16 + kWarps * (kPipe ? 2 : 1) * kChunk) * smem_stride<kDp>());
 }
-__host__ __device__ constexpr size_t combine_smem() { return (3 * sizeof(float) + sizeof(int)) * kThreads; }
+// The combine takes the segments kCombineGroup at a time: their fold weights and l (a float4 each), their O parts
+// (kDp floats each, copied in whole by cp.async) and the warps' maxima.
+constexpr int kCombineGroup = 64;
+template <int kDp>
+__host__ __device__ constexpr size_t combine_smem() {
+  return sizeof(float) * (4 * kCombineGroup + static_cast<size_t>(kCombineGroup) * kDp + kWarps);
+}
 
 // Tiles (prefill): a block per (64 rows of a kv head: by = the kv head; bx counted from the last rows, which see
 // the most keys), each warp 16 rows; the block stages each chunk's keys, then its values, once for its warps.
-template <Cache kCache, int kDp>
+template <Cache kCache, int kDp, bool kPipe>
 __host__ __device__ inline void tiles_body(const Args& a, const Place& at, unsigned char* smem) {
   constexpr int kS = smem_stride<kDp>();
   constexpr int kRows = 16 * kWarps;
   auto* qs = reinterpret_cast<__half*>(smem);                // [kRows][kS]
-  __half* kv = qs + kRows * kS;                              // [kChunk][kS]: the chunk's keys, then its values
-  auto* tot = reinterpret_cast<float*>(kv + kChunk * kS);    // per warp [kDp / 8][4][32]: the total's O fragments
+  __half* kv = qs + kRows * kS;                              // [kChunk][kS]: the chunk's keys (then its values)
+  __half* vbuf = kPipe ? kv + kChunk * kS : kv;              // [kChunk][kS]: its values
+  auto* tot = reinterpret_cast<float*>(vbuf + kChunk * kS);  // per warp [kDp / 8][4][32]: the total's O fragments
   int* bounds = reinterpret_cast<int*>(tot + kWarps * 16 * kDp);  // per warp lo, hi
 
   const Operands& o = a.o;
@@ -566,18 +609,46 @@ __host__ __device__ inline void tiles_body(const Args& a, const Place& at, unsig
   if (hi_b >= 0) {
     const int c_first = lo_b / kChunk, c_last = hi_b / kChunk;
     const int chunks_per_seg = a.seg_keys / kChunk;
-    for (int c = c_first; c <= c_last; ++c) {
-      if (c > c_first && c % chunks_per_seg == 0) close_segment();
-      const int j0 = c * kChunk;
-      sync_block();  // the previous chunk's values are used up
-      stage_chunk<kCache, kDp>(o.k, o.k_stride, koff, o.head_dim, j0, lo_b, hi_b + 1, o.vec4 != 0, a.vec16 != 0, kv, tid, kThreads);
-      sync_block();
-      float s[kChunk / 8][4];
-      chunk_scores<kDp>(qf, kv, lane, j0, lo, hi, a.scale_log2, s);
-      sync_block();  // every warp's scores are out of the keys
-      stage_chunk<kCache, kDp>(o.v, o.v_stride, koff, o.head_dim, j0, lo_b, hi_b + 1, o.vec4 != 0, a.vec16 != 0, kv, tid, kThreads);
-      sync_block();
-      chunk_accumulate<kDp>(s, kv, lane, st);
+    const auto stage = [&](const char* base, uint64_t stride, int c, __half* buf, bool wait) {
+      stage_chunk<kCache, kDp>(base, stride, koff, o.head_dim, c * kChunk, lo_b, hi_b + 1, o.vec4 != 0, a.vec16 != 0,
+                               buf, tid, kThreads, wait);
+    };
+    if constexpr (kPipe) {
+      // As the split kernel: K(c) landed, scores, issue K(c + 1), V(c) landed, P V, issue V(c + 1).
+      stage(o.k, o.k_stride, c_first, kv, false);
+      stage(o.v, o.v_stride, c_first, vbuf, false);
+      for (int c = c_first; c <= c_last; ++c) {
+        if (c > c_first && c % chunks_per_seg == 0) close_segment();
+        const bool next = c < c_last;
+        stage_wait_until<1>();
+        sync_block();
+        float s[kChunk / 8][4];
+        chunk_scores<kDp>(qf, kv, lane, c * kChunk, lo, hi, a.scale_log2, s);
+        sync_block();  // every warp's scores are out of the keys
+        if (next) stage(o.k, o.k_stride, c + 1, kv, false);
+        if (next) {
+          stage_wait_until<1>();
+        } else {
+          stage_wait_until<0>();
+        }
+        sync_block();
+        chunk_accumulate<kDp>(s, vbuf, lane, st);
+        sync_block();  // every warp is done with the values
+        if (next) stage(o.v, o.v_stride, c + 1, vbuf, false);
+      }
+    } else {
+      for (int c = c_first; c <= c_last; ++c) {
+        if (c > c_first && c % chunks_per_seg == 0) close_segment();
+        sync_block();  // the previous chunk's values are used up
+        stage(o.k, o.k_stride, c, kv, true);
+        sync_block();
+        float s[kChunk / 8][4];
+        chunk_scores<kDp>(qf, kv, lane, c * kChunk, lo, hi, a.scale_log2, s);
+        sync_block();  // every warp's scores are out of the keys
+        stage(o.v, o.v_stride, c, kv, true);
+        sync_block();
+        chunk_accumulate<kDp>(s, kv, lane, st);
+      }
     }
     close_segment();
   }
@@ -613,12 +684,13 @@ __host__ __device__ inline void tiles_body(const Args& a, const Place& at, unsig
 
 // Split: a block per (kWarps segments at a time: bx, strided over the grid; a 16-row tile of a kv head: by); each
 // warp one segment, its state to scratch for the combine. Returns early where its rows see nothing.
-template <Cache kCache, int kDp>
+template <Cache kCache, int kDp, bool kPipe>
 __host__ __device__ inline void split_body(const Args& a, const Place& at, unsigned char* smem) {
   constexpr int kS = smem_stride<kDp>();
   auto* qs = reinterpret_cast<__half*>(smem);  // [16][kS]
   const int tid = at.tid, lane = tid % 32, warp = tid / 32;
-  __half* kv = qs + 16 * kS + warp * kChunk * kS;  // the warp's own chunk: keys, then values
+  __half* kv = qs + 16 * kS + warp * (kPipe ? 2 : 1) * kChunk * kS;  // the warp's own chunk: keys (then values)
+  __half* vbuf = kPipe ? kv + kChunk * kS : kv;                       // its values
   const Operands& o = a.o;
   const int kvh = at.by / a.row_tiles;
   const int64_t row0 = static_cast<int64_t>(at.by % a.row_tiles) * 16;
@@ -641,17 +713,45 @@ __host__ __device__ inline void split_body(const Args& a, const Place& at, unsig
     st.reset();
     const int c_first = imax(seg * a.seg_keys, lo_w) / kChunk;
     const int c_last = imin(seg * a.seg_keys + a.seg_keys - 1, hi_w) / kChunk;
-    for (int c = c_first; c <= c_last; ++c) {
-      const int j0 = c * kChunk;
-      sync_warp();
-      stage_chunk<kCache, kDp>(o.k, o.k_stride, koff, o.head_dim, j0, lo_w, hi_w + 1, o.vec4 != 0, a.vec16 != 0, kv, lane, 32);
-      sync_warp();
-      float s[kChunk / 8][4];
-      chunk_scores<kDp>(qf, kv, lane, j0, lo, hi, a.scale_log2, s);
-      sync_warp();
-      stage_chunk<kCache, kDp>(o.v, o.v_stride, koff, o.head_dim, j0, lo_w, hi_w + 1, o.vec4 != 0, a.vec16 != 0, kv, lane, 32);
-      sync_warp();
-      chunk_accumulate<kDp>(s, kv, lane, st);
+    const auto stage = [&](const char* base, uint64_t stride, int c, __half* buf, bool wait) {
+      stage_chunk<kCache, kDp>(base, stride, koff, o.head_dim, c * kChunk, lo_w, hi_w + 1, o.vec4 != 0, a.vec16 != 0,
+                               buf, lane, 32, wait);
+    };
+    if constexpr (kPipe) {
+      // Chunk c's keys and values in flight together, then: K(c) landed, scores, issue K(c + 1), V(c) landed,
+      // P V, issue V(c + 1): the next chunk's loads fly during this one's MMAs.
+      stage(o.k, o.k_stride, c_first, kv, false);
+      stage(o.v, o.v_stride, c_first, vbuf, false);
+      for (int c = c_first; c <= c_last; ++c) {
+        const bool next = c < c_last;
+        stage_wait_until<1>();  // K(c): only V(c) may still fly
+        sync_warp();
+        float s[kChunk / 8][4];
+        chunk_scores<kDp>(qf, kv, lane, c * kChunk, lo, hi, a.scale_log2, s);
+        sync_warp();  // every lane is done with the keys
+        if (next) stage(o.k, o.k_stride, c + 1, kv, false);
+        if (next) {
+          stage_wait_until<1>();  // V(c): only K(c + 1) may still fly
+        } else {
+          stage_wait_until<0>();
+        }
+        sync_warp();
+        chunk_accumulate<kDp>(s, vbuf, lane, st);
+        sync_warp();  // every lane is done with the values
+        if (next) stage(o.v, o.v_stride, c + 1, vbuf, false);
+      }
+    } else {
+      for (int c = c_first; c <= c_last; ++c) {
+        sync_warp();
+        stage(o.k, o.k_stride, c, kv, true);
+        sync_warp();
+        float s[kChunk / 8][4];
+        chunk_scores<kDp>(qf, kv, lane, c * kChunk, lo, hi, a.scale_log2, s);
+        sync_warp();
+        stage(o.v, o.v_stride, c, kv, true);
+        sync_warp();
+        chunk_accumulate<kDp>(s, kv, lane, st);
+      }
     }
     // The records of the rows that exist; m = -inf marks a segment a row does not see.
     #pragma unroll
@@ -670,16 +770,18 @@ __host__ __device__ inline void split_body(const Args& a, const Place& at, unsig
   }
 }
 
-// The combine: a block per (head: bx, token: by) folds the row's segments in ascending order, kThreads at a time:
-// their running maxima by a block-wide prefix-max scan (max is exact in any order), the weights in parallel, then
-// the sums as chains per value index (thread d) whose loads are independent. Puts value d (= tid) of the row in
-// `out_value`; the caller stores those below head_dim (and their Q8_1 copy on the device).
+// The combine: a block per (head: bx, token: by) folds the row's segments in ascending order, kCombineGroup at a
+// time. Per group: the segments' O parts are copied to shared memory (cp.async) while their running maxima come
+// from a block-wide prefix-max scan (max is exact in any order) and each segment's fold weights are computed in
+// parallel; then thread d runs the chains of L and of value d over the group, each step two products and a sum
+// with its operands in shared memory (the kind of a step is the same for every thread: a uniform branch). Puts
+// value d (= tid) of the row in `out_value`; the caller stores those below head_dim (and their Q8_1 copy on the
+// device).
 template <int kDp>
 __host__ __device__ inline void combine_body(const Args& a, const Place& at, unsigned char* smem, float& out_value) {
-  auto* fa = reinterpret_cast<float*>(smem);
-  float* fb = fa + kThreads;
-  float* warp_max = fb + kThreads;
-  int* fkind = reinterpret_cast<int*>(warp_max + kThreads);
+  auto* fw = reinterpret_cast<float*>(smem);   // [kCombineGroup][4]: a, b, l, kind (int bits)
+  float* so = fw + 4 * kCombineGroup;          // [kCombineGroup][kDp]: the segments' O
+  float* warp_max = so + kCombineGroup * kDp;  // [kWarps]
   const Operands& o = a.o;
   const int h = at.bx, t = at.by, tid = at.tid, lane = tid % 32, warp = tid / 32;
   const int32_t p = o.pos[t];
@@ -690,10 +792,18 @@ __host__ __device__ inline void combine_body(const Args& a, const Place& at, uns
   const int s_first = window_first_key(p, a.window) / a.seg_keys, s_last = p / a.seg_keys;
   const float* recs = a.part + (static_cast<int64_t>(t) * o.n_head + h) * a.n_seg * record_floats(kDp);
   float M = -INFINITY, L = 0.0f, O = 0.0f;
-  const int d = tid;
-  for (int g0 = s_first; g0 <= s_last; g0 += kThreads) {
-    const int n = imin(kThreads, s_last - g0 + 1);
-    const float m = tid < n ? recs[static_cast<int64_t>(g0 + tid) * record_floats(kDp)] : -INFINITY;
+  const int d = tid < kDp ? tid : kDp - 1;  // threads past the head read some value and store none
+  static_assert(kCombineGroup <= kThreads, "a thread per segment of a group");
+  for (int g0 = s_first; g0 <= s_last; g0 += kCombineGroup) {
+    const int n = imin(kCombineGroup, s_last - g0 + 1);
+    // The group's O parts: n records of kDp floats (16-byte aligned: a record is kDp + 4 floats, O at 4).
+    for (int i = tid; i < n * (kDp / 4); i += kThreads) {
+      const int k = i / (kDp / 4), q = i % (kDp / 4);
+      copy16_async(so + k * kDp + 4 * q, recs + static_cast<int64_t>(g0 + k) * record_floats(kDp) + 4 + 4 * q, true);
+    }
+    const float* rec = recs + static_cast<int64_t>(g0 + imin(tid, n - 1)) * record_floats(kDp);
+    const float m = tid < n ? rec[0] : -INFINITY;
+    const float l = rec[1];
     float v = m;  // the warp's inclusive prefix max
     for (int k = 1; k < 32; k *= 2) {
       const float u = shfl_up_f(v, k);
@@ -706,31 +816,30 @@ __host__ __device__ inline void combine_body(const Args& a, const Place& at, uns
     const float up = shfl_up_f(v, 1);
     const float excl = lane == 0 ? before : fmaxf(before, up);
     const Fold f = fold_weights(excl, m, fmaxf(excl, m));
-    fa[tid] = f.a, fb[tid] = f.b, fkind[tid] = tid < n ? f.kind : 0;
+    if (tid < n) {
+      fw[4 * tid] = f.a, fw[4 * tid + 1] = f.b, fw[4 * tid + 2] = l;
+      int kind = f.kind;
+      memcpy(&fw[4 * tid + 3], &kind, sizeof kind);
+    }
     float group_max = M;
     #pragma unroll
     for (int w = 0; w < kWarps; ++w) group_max = fmaxf(group_max, warp_max[w]);
+    stage_wait();
     sync_block();
-    // The folds are a chain; the records' loads are not: kLoads of them are in flight before their folds run.
-    constexpr int kLoads = 16;
-    for (int k0 = 0; k0 < n; k0 += kLoads) {
-      float lv[kLoads], ov[kLoads];
-#pragma unroll
-      for (int u = 0; u < kLoads; ++u) {
-        const float* rec = recs + static_cast<int64_t>(g0 + imin(k0 + u, n - 1)) * record_floats(kDp);
-        lv[u] = rec[1];
-        ov[u] = d < o.head_dim ? rec[4 + d] : 0.0f;
-      }
-#pragma unroll
-      for (int u = 0; u < kLoads; ++u) {
-        if (k0 + u >= n) break;
-        const Fold fk{fa[k0 + u], fb[k0 + u], fkind[k0 + u]};
-        L = fold_value(fk, L, lv[u]);
-        if (d < o.head_dim) O = fold_value(fk, O, ov[u]);
+    for (int k = 0; k < n; ++k) {
+      const float* wk = fw + 4 * k;
+      int kind;
+      memcpy(&kind, &wk[3], sizeof kind);
+      if (kind == 2) {
+        L = add_rn(mul_rn(L, wk[0]), mul_rn(wk[2], wk[1]));
+        O = add_rn(mul_rn(O, wk[0]), mul_rn(so[k * kDp + d], wk[1]));
+      } else if (kind == 1) {
+        L = wk[2];
+        O = so[k * kDp + d];
       }
     }
     M = group_max;
-    sync_block();  // fa, fb, fkind and warp_max are written again by the next group
+    sync_block();  // fw, so and warp_max are written again by the next group
   }
   if (a.sinks != nullptr) {
     const float m_sink = mul_rn(a.sinks[h], kLog2e);

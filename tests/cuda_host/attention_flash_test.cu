@@ -222,7 +222,7 @@ class Case {
     return a;
   }
 
-  template <int kDp, Cache kCache>
+  template <int kDp, Cache kCache, bool kPipe = true>
   void tiles(std::vector<float>& out, int window) const {
     for (int t0 = 0; t0 < s_.count; t0 += window) {
       const int n = std::min(window, s_.count - t0);
@@ -230,15 +230,15 @@ class Case {
       const int gx = (n * a.o.group + 16 * kWarps - 1) / (16 * kWarps);
       for (int by = 0; by < s_.n_kv_head; ++by) {
         for (int bx = 0; bx < gx; ++bx) {
-          run_block(bx, by, gx, tiles_smem<kDp>(), [&](const Place& at, unsigned char* smem) {
-            tiles_body<kCache, kDp>(a, at, smem);
+          run_block(bx, by, gx, tiles_smem<kDp, kPipe>(), [&](const Place& at, unsigned char* smem) {
+            tiles_body<kCache, kDp, kPipe>(a, at, smem);
           });
         }
       }
     }
   }
 
-  template <int kDp, Cache kCache>
+  template <int kDp, Cache kCache, bool kPipe>
   void split(std::vector<float>& out, int window, int gx) const {
     for (int t0 = 0; t0 < s_.count; t0 += window) {
       const int n = std::min(window, s_.count - t0);
@@ -247,14 +247,14 @@ class Case {
       a.part = part.data();
       for (int by = 0; by < s_.n_kv_head * a.row_tiles; ++by) {
         for (int bx = 0; bx < gx; ++bx) {
-          run_block(bx, by, gx, split_smem<kDp>(), [&](const Place& at, unsigned char* smem) {
-            split_body<kCache, kDp>(a, at, smem);
+          run_block(bx, by, gx, split_smem<kDp, kPipe>(), [&](const Place& at, unsigned char* smem) {
+            split_body<kCache, kDp, kPipe>(a, at, smem);
           });
         }
       }
       for (int t = 0; t < n; ++t) {
         for (int h = 0; h < s_.n_head; ++h) {
-          run_block(h, t, s_.n_head, combine_smem(), [&](const Place& at, unsigned char* smem) {
+          run_block(h, t, s_.n_head, combine_smem<kDp>(), [&](const Place& at, unsigned char* smem) {
             float v = 0.0f;
             combine_body<kDp>(a, at, smem, v);
             if (at.tid < s_.head_dim) out_row(a.o, t, h)[at.tid] = v;
@@ -340,12 +340,24 @@ void check_windows(const Shape& s) {
     c.tiles<kDp, kCache>(out, window);
     EXPECT_EQ(first_difference(prompt, out, c.row_floats()), "") << "tiles in windows of " << window;
   }
+  {
+    std::vector<float> out(n, -1.0f);
+    c.tiles<kDp, kCache, false>(out, s.count);  // one chunk buffer (devices with less shared memory)
+    EXPECT_EQ(first_difference(prompt, out, c.row_floats()), "") << "tiles with one chunk buffer";
+  }
+  // The split kernel with a chunk buffer for keys and one for values (the next chunk's loads in flight) on one
+  // block a row tile, with one buffer for both on two: either must give the same bytes.
   for (int window : {1, 2, 3, 8}) {
     for (int gx : {1, 2}) {
       std::vector<float> out(n, -1.0f);
-      c.split<kDp, kCache>(out, window, gx);
+      if (gx == 1) {
+        c.split<kDp, kCache, true>(out, window, gx);
+      } else {
+        c.split<kDp, kCache, false>(out, window, gx);
+      }
       EXPECT_EQ(first_difference(prompt, out, c.row_floats()), "")
-          << "split windows of " << window << " tokens, " << gx << " block(s) a row tile";
+          << "split windows of " << window << " tokens, " << gx << " block(s) a row tile, "
+          << (gx == 1 ? "two chunk buffers" : "one chunk buffer");
     }
   }
 }
