@@ -29,6 +29,8 @@
 #                (default 0), and a prompt of STRATA_PROFILE_PROMPT tokens (default 512)
 #     ncu        Nsight Compute over a short greedy decode on cuda (STRATA_NCU_COUNT kernels, default 1200; the
 #                prompt STRATA_NCU_PROMPT): each kernel's mean time and DRAM read rate, to see where time goes
+#     context    issue 28 item 5: 262,144 tokens with q8_0 KV all on the card and under runtime.gpu_memory=24GiB (the same
+#                text), and f16 KV under that cap refused
 #     ncu-detail Nsight Compute's sections (speed of light, occupancy, stalls, pipes) for a few launches of the
 #                kernels matching STRATA_NCU_DETAIL in a 512-token prompt, and of the decode attention at depth
 #     speculative issue 30: verify windows' cost by the 100%-acceptance ceiling (n_max 1, 3, 4, 7; all in VRAM and at
@@ -825,6 +827,24 @@ if want long; then
     fi
     long_pair "q8_0 KV, all in VRAM" "tg64 @ d131072" long-s-deep long-p-deep
   fi
+fi
+
+if want context; then
+  # Issue 28 item 5: the model's whole context, 262,144 tokens with a q8_0 KV cache, all on the card, then with the
+  # GPU's memory capped at 24 GiB (the expert cache takes what the KV cache leaves: its line says how it split);
+  # greedy ids of both equal; f16 KV under that cap is refused by name.
+  log "context: 262144 tokens, q8_0 KV, all on the card and under a 24 GiB cap"
+  ctx_prompt="The harbour master kept a ledger of every ship that came in, and on the first page he wrote"
+  for tag in full cap24; do
+    cap=(); [ "$tag" = cap24 ] && cap=(-o runtime.gpu_memory=24GiB -o experts.cache=auto)
+    strata run --model "$model" --backend cuda -o runtime.context=262144 -o runtime.kv_type=q8_0 "${cap[@]}" \
+      -p "$ctx_prompt" -n 32 --temperature 0 --json > "$OUT/context-$tag.txt" 2> "$OUT/context-$tag.log"
+    row "context 262144 q8_0 $tag (exit $?): $(grep -iE 'experts.cache|KV cache' "$OUT/context-$tag.log" | head -2 | tr '\n' ' ')$(grep -oE 'ready in [0-9.]+ s' "$OUT/context-$tag.log" | head -1)"
+  done
+  if cmp -s "$OUT/context-full.txt" "$OUT/context-cap24.txt"; then row "context: the two runs' text is the same"; else row "context: the two runs' text DIFFERS"; fi
+  strata run --model "$model" --backend cuda -o runtime.context=262144 -o runtime.kv_type=f16 -o runtime.gpu_memory=24GiB \
+    -o experts.cache=auto -p "$ctx_prompt" -n 4 --temperature 0 > /dev/null 2> "$OUT/context-f16-cap24.log"
+  row "context 262144 f16 under 24 GiB (exit $?, expect non-zero): $(tail -1 "$OUT/context-f16-cap24.log" | cut -c1-200)"
 fi
 
 if want rounds; then
