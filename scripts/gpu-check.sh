@@ -841,7 +841,7 @@ if want context; then
       -p "$ctx_prompt" -n 32 --temperature 0 --json > "$OUT/context-$tag.txt" 2> "$OUT/context-$tag.log"
     row "context 262144 q8_0 $tag (exit $?): $(grep -iE 'experts.cache|KV cache' "$OUT/context-$tag.log" | head -2 | tr '\n' ' ')$(grep -oE 'ready in [0-9.]+ s' "$OUT/context-$tag.log" | head -1)"
   done
-  if cmp -s "$OUT/context-full.txt" "$OUT/context-cap24.txt"; then row "context: the two runs' text is the same"; else row "context: the two runs' text DIFFERS"; fi
+  if cmp -s "$OUT/context-full.txt" "$OUT/context-cap24.txt"; then row "context: the two runs give the same ids"; else row "context: the two runs' ids DIFFER"; fi
   strata run --model "$model" --backend cuda -o runtime.context=262144 -o runtime.kv_type=f16 -o runtime.gpu_memory=24GiB \
     -o experts.cache=auto -p "$ctx_prompt" -n 4 --temperature 0 > /dev/null 2> "$OUT/context-f16-cap24.log"
   row "context 262144 f16 under 24 GiB (exit $?, expect non-zero): $(tail -1 "$OUT/context-f16-cap24.log" | cut -c1-200)"
