@@ -7,6 +7,7 @@
 
 #include "strata/error.hpp"
 #include "strata/generate.hpp"
+#include "strata/startup_clock.hpp"
 
 namespace strata {
 namespace {
@@ -167,9 +168,11 @@ BenchResult run_bench(Engine& engine, const BenchTest& test, int repetitions) {
       engine.feed(s, bench_tokens(engine.model(), test.depth, 7777777ull + s));
     }
     engine.reset_expert_counts();  // the hybrid summary then describes the test (and its warm-up), not the depth
+    startup::mark_first_token();   // the bench's first logits (the startup line), as after a prompt
   }
   const auto warm = run_tokens(engine.model(), test, warm_tokens, 0);
   run_once(engine, test, warm);
+  startup::mark_first_token();
   BenchResult r{test, {}, 0, 0, 0, 0, 0};
   for (int i = 0; i < repetitions; ++i) {
     const auto ids = run_tokens(engine.model(), test, test.n_tokens, static_cast<uint64_t>(i) + 1);

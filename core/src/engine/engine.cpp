@@ -679,9 +679,7 @@ std::span<const float> Engine::feed(uint32_t slot, std::span<const TokenId> toke
     const size_t n = std::min<size_t>(settings_.batch, tokens.size() - start);
     run(Window{tokens.subspan(start, n), kv_.length(slot), slot, false});
   }
-  const std::span<const float> logits = head_act().read_logits(model_->hparams().n_vocab, 1);
-  startup::mark_first_token();
-  return logits;
+  return head_act().read_logits(model_->hparams().n_vocab, 1);
 }
 
 std::span<const float> Engine::step(std::span<const SlotToken> next) {
@@ -703,9 +701,7 @@ std::span<const float> Engine::step(std::span<const SlotToken> next) {
   Window w{tokens, runs.front().first_position, runs.front().slot, true};
   if (runs.size() > 1) w.runs = runs;
   run(w);
-  const std::span<const float> logits = head_act().read_logits(model_->hparams().n_vocab, tokens.size());
-  startup::mark_first_token();
-  return logits;
+  return head_act().read_logits(model_->hparams().n_vocab, tokens.size());
 }
 
 std::span<const float> Engine::feed_window(uint32_t slot, std::span<const TokenId> tokens) {

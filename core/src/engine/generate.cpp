@@ -7,6 +7,7 @@
 
 #include "strata/error.hpp"
 #include "strata/prompt_images.hpp"
+#include "strata/startup_clock.hpp"
 
 namespace strata {
 namespace {
@@ -106,7 +107,10 @@ TokenId Completion::begin(Engine& engine) {
   }
   if (at < prompt_size_) logits = engine.feed(slot_, std::span<const TokenId>(history_.data() + at, prompt_size_ - at));
   r_.prompt_seconds += seconds_since(t0);
-  return next(logits);
+  const TokenId first = next(logits);
+  // The process's first token: after every part of the prompt (text, images, text), not after its first part.
+  startup::mark_first_token();
+  return first;
 }
 
 // The text a new piece makes final: the leading space dropped once when asked, stop strings held back.
