@@ -784,6 +784,15 @@ if want long; then
     long_pair "round $round, all in VRAM" pp512 "long$round-s-pp" "long$round-p-pp"
     long_pair "round $round, all in VRAM" pp16384 "long$round-s-pp" "long$round-p-pp"
     long_pair "round $round, all in VRAM" "tg64 @ d16384" "long$round-s-tg" "long$round-p-tg"
+    # Strata's own wider prompt windows all in VRAM (STRATA_LONG_VRAM_BATCHES, default none): what a larger
+    # runtime.batch default would cost or give where no expert crosses PCIe.
+    for b in ${STRATA_LONG_VRAM_BATCHES-}; do
+      strata bench --model "$model" --backend cuda -o runtime.context=$ctx16 -o runtime.batch=$b -p 512,16384 -n 0 -r 1 \
+        > "$OUT/long$round-s-pp-b$b.md" 2> "$OUT/long$round-s-pp-b$b.log"
+      cat "$OUT/long$round-s-pp-b$b.md"
+      long_pair "round $round, all in VRAM, window $b" pp512 "long$round-s-pp-b$b" "long$round-p-pp"
+      long_pair "round $round, all in VRAM, window $b" pp16384 "long$round-s-pp-b$b" "long$round-p-pp"
+    done
     if [ "${STRATA_LONG_HYBRID:-1}" = 1 ]; then
       log "long round $round: strata at 25%"
       strata_hybrid "long$round-s25-pp" 25% -o runtime.context=$ctx16 -p 16384 -n 0 -r 1
