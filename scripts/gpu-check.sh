@@ -195,6 +195,7 @@ if want arch; then
 fi
 
 if want vision; then
+  # STRATA_VISION_OPTS: extra launch options for Strata's runs (-o runtime.batch=2048, say).
   # Issue 32's time to first token: the qwen3-vl-30b-a3b pair (text model at STRATA_QUANT, F16 projector), a
   # 1024x768 picture and a ~1K-token prompt (about 1,050 tokens under mkmodel's vocabulary), on cuda at STRATA_VISION_BUDGET (default 25%) and all in VRAM; the
   # image line says where and how fast it was encoded, the startup line when the first token came.
@@ -220,8 +221,8 @@ PY
   for budget in "${STRATA_VISION_BUDGET:-25%}" auto; do
     for round in $(seq 1 "${STRATA_VISION_ROUNDS:-2}"); do
       strata run --model "$vl" --mmproj "$vlp" --image "$OUT/picture-1024x768.ppm" --file "$OUT/vision-prompt.txt" \
-        --backend cuda -o experts.cache="$budget" -n 16 --temperature 0 > /dev/null 2> "$OUT/vision-$budget-$round.log"
-      row "vision ttft cache $budget round $round (exit $?): $(grep -oE 'image [^:]*: [0-9]+ tokens \([0-9x]+\) encoded on [a-z_0-9]+ in [0-9.]+ s' "$OUT/vision-$budget-$round.log" | sed 's/^image [^:]*: //'); $(grep -oE 'prompt [0-9]+ tokens in [0-9.]+ s' "$OUT/vision-$budget-$round.log"); $(grep -oE 'first token at [0-9.]+ s' "$OUT/vision-$budget-$round.log")"
+        --backend cuda -o experts.cache="$budget" ${STRATA_VISION_OPTS-} -n 16 --temperature 0 > /dev/null 2> "$OUT/vision-$budget-$round.log"
+      row "vision ttft cache $budget ${STRATA_VISION_OPTS-}round $round (exit $?): ready $(grep -oE 'ready in [0-9.]+ s' "$OUT/vision-$budget-$round.log" | head -1); $(grep -oE 'image [^:]*: [0-9]+ tokens \([0-9x]+\) encoded on [a-z_0-9]+ in [0-9.]+ s' "$OUT/vision-$budget-$round.log" | sed 's/^image [^:]*: //'); $(grep -oE 'prompt [0-9]+ tokens in [0-9.]+ s' "$OUT/vision-$budget-$round.log"); $(grep -oE 'first token at [0-9.]+ s' "$OUT/vision-$budget-$round.log")"
       # The peer on the same pair, picture and prompt, right after: llama-mtmd-cli (STRATA_PEER_MTMD, else
       # .device/peer-cuda/llama-mtmd-cli; built from a fetched copy outside the project, never committed) with
       # -ncmoe 36 for the 25% budget (12 of 48 layers' experts on the card) and every layer on the card for auto;
