@@ -220,6 +220,42 @@ __device__ inline void group8_dot_f(const uint8_t* row, int64_t n, const float* 
   for (int t = 0; t < NT; ++t) out[t] = tree8(acc[t]);
 }
 
+// group8_dot_f for kRowTile rows at once against kTokTile float rows: every (row, token) pair runs exactly that
+// chain (lane r of the group accumulator r over i = r, r + 8, ... in ascending order, fma_c, then tree8), so the
+// bits are group8_dot_f's; a weight and a column value loaded once serve kTokTile and kRowTile products (the
+// one-row form loads a column value per product). out[k][t] is valid in the group's first lane; rows[k] and x[t]
+// may repeat (the caller stores only the real ones).
+constexpr int kRowTile = 4, kTokTile = 8;
+template <FloatWeight W>
+__device__ inline void group8_dot_f_tile(const uint8_t* const (&rows)[kRowTile], int64_t n,
+                                         const float* const (&x)[kTokTile], float (&out)[kRowTile][kTokTile]) {
+  const int r = static_cast<int>(threadIdx.x) % kAccumulators;
+  float acc[kRowTile][kTokTile];
+#pragma unroll
+  for (int k = 0; k < kRowTile; ++k) {
+#pragma unroll
+    for (int t = 0; t < kTokTile; ++t) acc[k][t] = 0.0f;
+  }
+#pragma unroll 2
+  for (int64_t i = r; i < n; i += kAccumulators) {
+    float wv[kRowTile], xv[kTokTile];
+#pragma unroll
+    for (int k = 0; k < kRowTile; ++k) wv[k] = load_weight<W>(rows[k], i);
+#pragma unroll
+    for (int t = 0; t < kTokTile; ++t) xv[t] = x[t][i];
+#pragma unroll
+    for (int k = 0; k < kRowTile; ++k) {
+#pragma unroll
+      for (int t = 0; t < kTokTile; ++t) acc[k][t] = fma_c(wv[k], xv[t], acc[k][t]);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kRowTile; ++k) {
+#pragma unroll
+    for (int t = 0; t < kTokTile; ++t) out[k][t] = tree8(acc[k][t]);
+  }
+}
+
 // Calls f(std::integral_constant<FloatWeight, W>{}) for a float weight type; false when `type` is not one.
 template <class F>
 bool with_float_weight(uint32_t type, F&& f) {

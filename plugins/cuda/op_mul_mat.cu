@@ -2,7 +2,8 @@
 // (core/src/reference/op_mul_mat.cpp). A quantized weight reads the columns quantized to Q8_1 once per window
 // (and not again when the previous MUL_MAT quantized the same rows: q, k and v share the normed x). One token:
 // block-wide dots (mul_mat_group.cuh); more: each warp decodes its row's spans once per pass of up to eight
-// tokens. Float weights read the float columns.
+// tokens. Float weights read the float columns: up to 16 tokens a group of eight lanes per row, more in tiles of
+// four rows and eight tokens per group (the same chains).
 // Backend 1.6: a stack of B matrices (src0 ne[2] = B, nb[2] apart; deepseek2's per-head products): src1
 // [n_in, B, n_tok] and dst [n_out, B, n_tok], views with rows nb[1] and planes nb[2] apart; column (b, t) times
 // matrix b, each exactly as a plain MUL_MAT's column (the same dot kernels, blockIdx.z the matrix; the Q8_1 copy
@@ -83,6 +84,34 @@ __global__ void __launch_bounds__(kThreads) mul_mat_f_kernel(const uint8_t* w, u
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
       if (t < n) dst[static_cast<int64_t>(t0 + t) * dst_stride + row] = out[t];
+    }
+  }
+}
+
+// Float weights, many tokens (the vision encoder's products, float models' prompts): a group of eight lanes per
+// kRowTile rows, a block kTokTile tokens; the bits of mul_mat_f_kernel (group8_dot_f_tile).
+constexpr int kFloatTileThreads = 256;
+constexpr int kFloatTileRows = kFloatTileThreads / kAccumulators * kRowTile;  // rows a block
+template <FloatWeight W>
+__global__ void __launch_bounds__(kFloatTileThreads) mul_mat_f_tile_kernel(const uint8_t* w, uint64_t w_stride, int rows,
+                                                                         int64_t n_in, const float* x, int64_t x_stride,
+                                                                         int n_tok, float* dst, int64_t dst_stride) {
+  const int row0 = static_cast<int>(blockIdx.x) * kFloatTileRows + static_cast<int>(threadIdx.x) / kAccumulators * kRowTile;
+  const int t0 = static_cast<int>(blockIdx.y) * kTokTile;
+  const uint8_t* wr[kRowTile];
+#pragma unroll
+  for (int k = 0; k < kRowTile; ++k) wr[k] = w + static_cast<uint64_t>(min(row0 + k, rows - 1)) * w_stride;
+  const float* xs[kTokTile];
+#pragma unroll
+  for (int t = 0; t < kTokTile; ++t) xs[t] = x + static_cast<int64_t>(min(t0 + t, n_tok - 1)) * x_stride;
+  float out[kRowTile][kTokTile];
+  group8_dot_f_tile<W>(wr, n_in, xs, out);
+  if (threadIdx.x % kAccumulators != 0) return;
+#pragma unroll
+  for (int k = 0; k < kRowTile; ++k) {
+#pragma unroll
+    for (int t = 0; t < kTokTile; ++t) {
+      if (row0 + k < rows && t0 + t < n_tok) dst[static_cast<int64_t>(t0 + t) * dst_stride + row0 + k] = out[k][t];
     }
   }
 }
@@ -239,6 +268,13 @@ void run_mul_mat(Context& ctx, const strata_op& op) {
                 static_cast<int>(n_tok), dst, dst_stride);
         check_launch("MUL_MAT (float weights, staged)");
       });
+      return;
+    }
+    if (n_tok >= 2 * kTokTile) {
+      const dim3 grid(blocks_for(rows, kFloatTileRows), blocks_for(n_tok, kTokTile));
+      mul_mat_f_tile_kernel<decltype(wt)::value><<<grid, kFloatTileThreads, 0, ctx.stream()>>>(
+          wdata, w.nb[1], rows, n_in, xdata, x_stride, static_cast<int>(n_tok), dst, dst_stride);
+      check_launch("MUL_MAT (float weights, tiles of rows and tokens)");
       return;
     }
     with_tokens_per_pass(n_tok, [&](auto nt) {

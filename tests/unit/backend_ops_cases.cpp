@@ -1283,6 +1283,10 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
   c.push_back(std::make_shared<MulMatCase>(GgmlType::F32, 1024, 2050, 2));
   c.push_back(std::make_shared<MulMatCase>(GgmlType::F32, 512, 67, 4));
   c.push_back(std::make_shared<MulMatCase>(GgmlType::BF16, 2048, 128, 1));
+  // Float weights over many tokens (the vision encoder): the GPU's tiles of 128 rows x 8 tokens, partial in both.
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
+    c.push_back(std::make_shared<MulMatCase>(t, 328, 133, 21));
+  }
   // Prefill windows: the GPU's tiled products (64 rows x 32 tokens), with partial row and token tiles.
   for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
     for (int64_t n_tok : {33, 130}) c.push_back(std::make_shared<MulMatCase>(t, 1024, 70, n_tok));
