@@ -32,7 +32,8 @@ EngineSettings settings_from(const config::Launch& launch) {
   EngineSettings s;
   s.context = static_cast<uint32_t>(launch.runtime.context);
   s.slots = static_cast<uint32_t>(launch.runtime.slots);
-  s.batch = static_cast<uint32_t>(launch.runtime.batch);
+  // A window never holds more than the context: the activations are sized for it.
+  s.batch = static_cast<uint32_t>(std::min(launch.runtime.batch, launch.runtime.context));
   s.kv_type = launch.runtime.kv_type == config::KvType::Q8_0 ? format::GgmlType::Q8_0 : format::GgmlType::F16;
   s.experts = launch.experts;
   s.threads = static_cast<unsigned>(launch.runtime.threads);
