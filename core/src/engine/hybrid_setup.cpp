@@ -247,7 +247,8 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
       if (ring > 0 && ring < rates_.h2d) rates_.h2d = ring;
       staged = "; PCIe reads from the file " + std::to_string(ring / 1e9).substr(0, 5) + " GB/s through the ring";
     }
-    rates_.cpu_read = experts::measure_host_read(std::max(1u, threads), uint64_t{1} << 30);
+    // 512 MiB: past the largest server caches (320 MB), half the start-up cost of a GiB.
+    rates_.cpu_read = experts::measure_host_read(std::max(1u, threads), uint64_t{512} << 20);
     rates_.hbm = experts::measure_device_copy(mem, queues);
     frac = experts::default_pcie_frac(rates_.h2d, rates_.cpu_read, geometry.routed_bytes() / std::max<uint64_t>(n_experts, 1),
                                       link.copy_overhead_s);
@@ -309,7 +310,7 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
     description_ += "; " + balancer_.name + " unused: it needs fast mode and a CPU pool";
   }
   if (pool_ && !moe_layers_.empty()) {
-    startup::Phase timing("probe");  // the pool against one expert's PCIe read
+    startup::Phase timing("cutover");  // the pool against one expert's PCIe read
     description_ += "; " + choose_cutover(moe_layers_.front());
   }
 }

@@ -24,7 +24,9 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 class AnonymousBuffer {
  public:
   explicit AnonymousBuffer(uint64_t bytes) : bytes_(bytes) {
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    // MAP_POPULATE: the kernel backs the pages in one pass (a 1 GiB buffer faulted in page by page took a few
+    // hundred milliseconds of the engine's start).
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (p == MAP_FAILED) {
       throw Error("link probe: cannot map " + std::to_string(bytes) + " bytes of host memory: " + std::strerror(errno));
     }
