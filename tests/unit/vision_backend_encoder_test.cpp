@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "engine_backends.hpp"
 #include "strata/mkmodel.hpp"
@@ -97,36 +98,51 @@ TEST(VisionBackendEncoder, EqualsTheCpuEncoderOnEveryBackend) {
 
 std::string vision_dir() { return std::string(STRATA_SOURCE_DIR) + "/../shared/data/vision"; }
 
-TEST(VisionBackendEncoder, MatchesLlamaCppsEmbeddings) {
-  const std::string mmproj = vision_dir() + "/mmproj-qwen3vl-tiny-s1.gguf";
-  if (!std::filesystem::exists(mmproj) || !std::filesystem::exists(vision_dir() + "/vl-tiny-s1.json")) {
-    GTEST_SKIP() << vision_dir() << ": not here; skipped";
+// The shared tiny projector, its test image and llama.cpp's embeddings of it, when ../shared is here.
+struct SharedVision {
+  nlohmann::json full;  // image_embeddings.full: a row per image token
+  std::optional<vision::Projector> projector;
+  vision::ProjectorInput input;
+  static std::optional<SharedVision> load() {
+    const std::string mmproj = vision_dir() + "/mmproj-qwen3vl-tiny-s1.gguf";
+    if (!std::filesystem::exists(mmproj) || !std::filesystem::exists(vision_dir() + "/vl-tiny-s1.json")) return std::nullopt;
+    SharedVision v;
+    std::ifstream in(vision_dir() + "/vl-tiny-s1.json");
+    v.full = nlohmann::json::parse(in)["image_embeddings"]["full"];
+    v.projector.emplace(vision::Projector::load(mmproj));
+    v.input = v.projector->preprocess(vision::load_image(vision_dir() + "/image-64x48.ppm"));
+    return v;
   }
-  std::ifstream in(vision_dir() + "/vl-tiny-s1.json");
-  const nlohmann::json ref = nlohmann::json::parse(in);
-  const nlohmann::json& full = ref["image_embeddings"]["full"];
-  const vision::Projector projector = vision::Projector::load(mmproj);
-  const vision::ProjectorInput input = projector.preprocess(vision::load_image(vision_dir() + "/image-64x48.ppm"));
-  for (const std::string& name : strata::test::backends_under_test()) {
-    auto backend = strata::test::open_backend(name);
-    const std::optional<vision::Embeddings> e = projector.encode_on(*backend, input);
-    ASSERT_TRUE(e.has_value()) << name;
-    ASSERT_EQ(e->n_tokens(), full.size());
-    double max = 0.0, mean = 0.0;
+  // Max and mean |difference| of e's rows from llama.cpp's.
+  Diff error(const vision::Embeddings& e) const {
+    Diff d;
+    EXPECT_EQ(e.n_tokens(), full.size());
     size_t count = 0;
-    for (size_t t = 0; t < full.size(); ++t) {
+    for (size_t t = 0; t < full.size() && t < e.n_tokens(); ++t) {
       for (size_t i = 0; i < full[t].size(); ++i) {
-        const double d = std::abs(static_cast<double>(e->row(t)[i]) - full[t][i].get<double>());
-        max = std::max(max, d);
-        mean += d;
+        const double x = std::abs(static_cast<double>(e.row(t)[i]) - full[t][i].get<double>());
+        d.max = std::max(d.max, x);
+        d.mean += x;
         ++count;
       }
     }
-    mean /= static_cast<double>(count);
-    std::cout << name << ": max |error| " << max << ", mean " << mean << " against llama.cpp's embeddings\n";
+    d.mean /= static_cast<double>(std::max<size_t>(1, count));
+    return d;
+  }
+};
+
+TEST(VisionBackendEncoder, MatchesLlamaCppsEmbeddings) {
+  const std::optional<SharedVision> v = SharedVision::load();
+  if (!v) GTEST_SKIP() << vision_dir() << ": not here; skipped";
+  for (const std::string& name : strata::test::backends_under_test()) {
+    auto backend = strata::test::open_backend(name);
+    const std::optional<vision::Embeddings> e = v->projector->encode_on(*backend, v->input);
+    ASSERT_TRUE(e.has_value()) << name;
+    const Diff d = v->error(*e);
+    std::cout << name << ": max |error| " << d.max << ", mean " << d.mean << " against llama.cpp's embeddings\n";
     // The CPU encoder's tolerance with llama.cpp's F16 steps emulated (vision_projector_test).
-    EXPECT_LE(max, 1.5e-3) << name;
-    EXPECT_LE(mean, 3e-4) << name;
+    EXPECT_LE(d.max, 1.5e-3) << name;
+    EXPECT_LE(d.mean, 3e-4) << name;
   }
 }
 
@@ -134,43 +150,24 @@ TEST(VisionBackendEncoder, MatchesLlamaCppsEmbeddings) {
 // flash attention casts them: the embeddings stay within llama.cpp's own shift between its FA settings (3.0e-3,
 // the shared README's yardstick) of its FA-off embeddings, and the same bytes come back on a second run.
 TEST(VisionBackendEncoder, F16AttentionStaysWithinLlamaCppsOwnFlashShift) {
-  const std::string mmproj = vision_dir() + "/mmproj-qwen3vl-tiny-s1.gguf";
-  if (!std::filesystem::exists(mmproj) || !std::filesystem::exists(vision_dir() + "/vl-tiny-s1.json")) {
-    GTEST_SKIP() << vision_dir() << ": not here; skipped";
-  }
-  std::ifstream in(vision_dir() + "/vl-tiny-s1.json");
-  const nlohmann::json ref = nlohmann::json::parse(in);
-  const nlohmann::json& full = ref["image_embeddings"]["full"];
-  const vision::Projector projector = vision::Projector::load(mmproj);
-  const vision::ProjectorInput input = projector.preprocess(vision::load_image(vision_dir() + "/image-64x48.ppm"));
+  const std::optional<SharedVision> v = SharedVision::load();
+  if (!v) GTEST_SKIP() << vision_dir() << ": not here; skipped";
   vision::EncodeOptions o;
   o.f16_attention = true;
   for (const std::string& name : strata::test::backends_under_test()) {
     auto backend = strata::test::open_backend(name);
-    const std::optional<vision::Embeddings> e = projector.encode_on(*backend, input, o);
+    const std::optional<vision::Embeddings> e = v->projector->encode_on(*backend, v->input, o);
     ASSERT_TRUE(e.has_value()) << name;
-    ASSERT_EQ(e->n_tokens(), full.size());
-    const std::optional<vision::Embeddings> f32 = projector.encode_on(*backend, input);
+    const std::optional<vision::Embeddings> f32 = v->projector->encode_on(*backend, v->input);
     ASSERT_TRUE(f32.has_value()) << name;
-    double max = 0.0, mean = 0.0;
-    size_t count = 0;
-    for (size_t t = 0; t < full.size(); ++t) {
-      for (size_t i = 0; i < full[t].size(); ++i) {
-        const double d = std::abs(static_cast<double>(e->row(t)[i]) - full[t][i].get<double>());
-        max = std::max(max, d);
-        mean += d;
-        ++count;
-      }
-    }
-    mean /= static_cast<double>(count);
-    const Diff moved = compare(*e, *f32);
-    std::cout << name << ", f16 attention: max |error| " << max << ", mean " << mean
+    const Diff d = v->error(*e), moved = compare(*e, *f32);
+    std::cout << name << ", f16 attention: max |error| " << d.max << ", mean " << d.mean
               << " against llama.cpp's embeddings; moved max " << moved.max << ", mean " << moved.mean
               << " from the f32 attention\n";
-    EXPECT_LE(max, 3e-3) << name;
-    EXPECT_LE(mean, 5e-4) << name;
+    EXPECT_LE(d.max, 3e-3) << name;
+    EXPECT_LE(d.mean, 5e-4) << name;
     EXPECT_GT(moved.max, 0.0) << name << ": f16_attention changed nothing (the keys did not go through f16)";
-    const std::optional<vision::Embeddings> again = projector.encode_on(*backend, input, o);
+    const std::optional<vision::Embeddings> again = v->projector->encode_on(*backend, v->input, o);
     ASSERT_TRUE(again.has_value());
     EXPECT_EQ(again->rows, e->rows) << name;
   }
