@@ -2,7 +2,7 @@
 // (core/src/reference/op_mul_mat.cpp). A quantized weight reads the columns quantized to Q8_1 once per window
 // (and not again when the previous MUL_MAT quantized the same rows: q, k and v share the normed x). One token:
 // block-wide dots (mul_mat_group.cuh); more: each warp decodes its row's spans once per pass of up to eight
-// tokens. Float weights read the float columns: up to 16 tokens a group of eight lanes per row, more in tiles of
+// tokens. Float weights read the float columns: below 16 tokens a group of eight lanes per row, more in tiles of
 // four rows and eight tokens per group (the same chains).
 // Backend 1.6: a stack of B matrices (src0 ne[2] = B, nb[2] apart; deepseek2's per-head products): src1
 // [n_in, B, n_tok] and dst [n_out, B, n_tok], views with rows nb[1] and planes nb[2] apart; column (b, t) times

@@ -2,8 +2,9 @@
 // same steps as encoder.cpp: the patch embedding's two kernels as MUL_MATs over the patch matrix built here, the
 // resized position table added, then per block LAYER_NORM, the qkv product, ROPE mode 24 on q and k, ATTENTION
 // over every patch (the keys and values stand as a "cache" of n columns, f32 or with f16_attention stored as f16 by
-// KV_STORE, and every query sits at position n - 1, so each sees all of them), the output product, the residual, LAYER_NORM, up, GELU, down, the residual;
-// the mergers over h read as rows of four patches (the 2x2 order makes a merged token's patches consecutive).
+// KV_STORE, and every query sits at position n - 1, so each sees all of them), the output product, the residual,
+// LAYER_NORM, up, GELU, down, the residual; the mergers over h read as rows of four patches (the 2x2 order makes
+// a merged token's patches consecutive).
 // The weights move to the device once per projector and backend; per image only the patch matrix, the position
 // rows and the positions go up and the rows come down.
 #include <algorithm>
