@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -246,6 +247,30 @@ TEST(ArchVision, ReadsTheMropeSectionsAndDeepstack) {
   EXPECT_EQ(hp.arch, strata::Arch::Qwen3VlMoe);
   EXPECT_EQ(hp.rope_sections, (std::array<uint32_t, 4>{12, 10, 10, 0}));
   EXPECT_EQ(hp.n_deepstack, 2u);
+}
+
+// The path of a GPU engine's images (prompt_images.cpp sets f16_attention where the backend has device memory):
+// the PNG through the projector's backend ops with the keys and values in an f16 cache, then the text model, on
+// every backend under test: still llama.cpp's 16 greedy ids (its own FA-on shift keeps them too; the smallest
+// greedy margin is 0.066).
+TEST(ArchVision, F16AttentionEncoderGivesLlamaCppsIds) {
+  if (!have_data()) GTEST_SKIP() << vision_dir() << ": not here; skipped";
+  const nlohmann::json j = reference_json();
+  const strata::vision::Projector projector = strata::vision::Projector::load(vision_dir() + "/mmproj-qwen3vl-tiny-s1.gguf");
+  const strata::vision::ProjectorInput input = projector.preprocess(strata::vision::load_image(vision_dir() + "/image-64x48.png"));
+  strata::vision::EncodeOptions o;
+  o.f16_attention = true;
+  for (const std::string& backend : strata::test::backends_under_test()) {
+    auto e = strata::test::open_engine(text_model(), backend, vision_settings());
+    const std::optional<strata::vision::Embeddings> emb = projector.encode_on(e->backend(), input, o);
+    ASSERT_TRUE(emb.has_value()) << backend;
+    strata::PromptImage image;
+    const std::vector<TokenId> ids = image_prompt_ids(j, emb->n_tokens(), image.at);
+    image.tokens = strata::Engine::ImageTokens{emb->rows, emb->nx, emb->ny, emb->n_pos};
+    const strata::CompletionResult r =
+        strata::complete(*e, 0, ids, 0, greedy_with(image), [](const strata::GeneratedToken&) { return true; });
+    EXPECT_EQ(r.generated_ids, j.at("greedy").at("generated").get<std::vector<TokenId>>()) << backend;
+  }
 }
 
 }  // namespace
