@@ -18,6 +18,8 @@
 #include <vector>
 
 #include "engine_backends.hpp"
+#include "stand_in_gpu.hpp"
+#include "strata/config.hpp"
 #include "strata/generate.hpp"
 #include "strata/vision.hpp"
 
@@ -271,6 +273,30 @@ TEST(ArchVision, F16AttentionEncoderGivesLlamaCppsIds) {
         strata::complete(*e, 0, ids, 0, greedy_with(image), [](const strata::GeneratedToken&) { return true; });
     EXPECT_EQ(r.generated_ids, j.at("greedy").at("generated").get<std::vector<TokenId>>()) << backend;
   }
+}
+
+// Item 1's hybrid path: the same image prompt through an engine whose experts sit in a 25% cache on a stand-in GPU
+// (cpu_avx2 ops on device-like memory), misses split between its PCIe reads and the CPU pool: the cpu_avx2
+// engine's logits to the byte after the prompt (placement never changes a token) and llama.cpp's 16 greedy ids.
+TEST(ArchVision, ImagePromptOnTheHybridPath) {
+  if (!have_data()) GTEST_SKIP() << vision_dir() << ": not here; skipped";
+  const nlohmann::json j = reference_json();
+  auto plain = strata::test::open_engine(text_model(), "cpu_avx2", vision_settings());
+  const ImagePromptResult want = run_image_prompt(*plain, j, "qwen3vlmoe on cpu_avx2");
+  strata::EngineSettings s = vision_settings();
+  s.experts.cache.kind = strata::config::CacheSize::Kind::Percent;
+  s.experts.cache.percent = 25;
+  s.experts.pcie_frac = 0.5;
+  s.graphs = true;
+  auto hybrid = std::make_unique<strata::Engine>(
+      strata::Model::load(text_model()),
+      std::make_unique<strata::test::StandInGpu>(strata::test::open_backend("cpu_avx2")), s,
+      strata::test::built_plugins().instantiate("cpu_avx2"));
+  ASSERT_TRUE(hybrid->hybrid());
+  const ImagePromptResult got = run_image_prompt(*hybrid, j, "qwen3vlmoe hybrid at 25%");
+  EXPECT_EQ(got.max_logit_error, want.max_logit_error);  // the same logits, so the same distance to llama.cpp's
+  EXPECT_EQ(got.greedy.matched, want.greedy.matched);
+  EXPECT_EQ(got.greedy.matched, 16);
 }
 
 }  // namespace
