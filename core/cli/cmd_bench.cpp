@@ -76,6 +76,13 @@ void print_link_probe(Engine& engine) {
                static_cast<double>(mean) / (1 << 20));
 }
 
+// The profiles' inputs: n ids spread over the vocabulary, the same every run.
+std::vector<TokenId> spread_ids(size_t n, uint32_t n_vocab) {
+  std::vector<TokenId> ids(n);
+  for (size_t i = 0; i < n; ++i) ids[i] = static_cast<TokenId>((uint64_t{i} * 7919 + 1) % n_vocab);
+  return ids;
+}
+
 }  // namespace
 
 int cmd_bench(const Args& args) {
@@ -263,8 +270,8 @@ int cmd_bench(const Args& args) {
     OpProfile profile;
     engine->cut(0, 0);
     // The context first (untimed), as the tg tests at that depth have it; then one warm step.
-    std::vector<TokenId> context(deepest + 1, 1);
-    for (uint32_t i = 0; i < deepest; ++i) context[i] = static_cast<TokenId>((uint64_t{i} * 7919 + 1) % m.hparams().n_vocab);
+    std::vector<TokenId> context = spread_ids(deepest, m.hparams().n_vocab);
+    context.push_back(1);
     engine->feed(0, context);
     std::vector<TokenId> t = {1};
     engine->set_profile(&profile);
@@ -276,8 +283,7 @@ int cmd_bench(const Args& args) {
   if (profile_prompt > 0) {
     OpProfile profile;
     engine->cut(0, 0);
-    std::vector<TokenId> prompt(static_cast<size_t>(profile_prompt));
-    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<TokenId>((i * 7919 + 1) % m.hparams().n_vocab);
+    const std::vector<TokenId> prompt = spread_ids(static_cast<size_t>(profile_prompt), m.hparams().n_vocab);
     engine->feed(0, prompt);  // warm: the first window of a shape runs without a graph
     engine->cut(0, 0);
     engine->set_profile(&profile);

@@ -531,6 +531,54 @@ __host__ __device__ __forceinline__ void warp_bounds(const int (&lo)[2], const i
   lo_w = l, hi_w = h;
 }
 
+// The chunk walk of both kernels over chunks c_first..c_last: stage the chunk's keys (stage(true, c, buf, wait)),
+// its scores (scores(c, keys, s)), stage its values, then accumulate(s, values); at_chunk(c) first in each chunk
+// (the tiles kernel closes a segment there); `sync` is the barrier of those who share the buffers (the block, or one
+// warp). kPipe (two buffers): chunk c's keys and values are issued together, then K(c) landed, scores, issue
+// K(c + 1), V(c) landed, P V, issue V(c + 1), so the next chunk's loads fly during this one's MMAs; otherwise one
+// buffer takes the keys, then the values. The arithmetic is the same either way.
+template <bool kPipe, class Stage, class Sync, class AtChunk, class Scores, class Accumulate>
+__host__ __device__ __forceinline__ void walk_chunks(int c_first, int c_last, __half* kbuf, __half* vbuf,
+                                                     const Stage& stage, const Sync& sync, const AtChunk& at_chunk,
+                                                     const Scores& scores, const Accumulate& accumulate) {
+  if constexpr (kPipe) {
+    stage(true, c_first, kbuf, false);
+    stage(false, c_first, vbuf, false);
+    for (int c = c_first; c <= c_last; ++c) {
+      at_chunk(c);
+      const bool next = c < c_last;
+      stage_wait_until<1>();  // K(c): only V(c) may still fly
+      sync();
+      float s[kChunk / 8][4];
+      scores(c, kbuf, s);
+      sync();  // every score is out of the keys
+      if (next) stage(true, c + 1, kbuf, false);
+      if (next) {
+        stage_wait_until<1>();  // V(c): only K(c + 1) may still fly
+      } else {
+        stage_wait_until<0>();
+      }
+      sync();
+      accumulate(s, vbuf);
+      sync();  // the values are used up
+      if (next) stage(false, c + 1, vbuf, false);
+    }
+  } else {
+    for (int c = c_first; c <= c_last; ++c) {
+      at_chunk(c);
+      sync();  // the previous chunk's values are used up
+      stage(true, c, kbuf, true);
+      sync();
+      float s[kChunk / 8][4];
+      scores(c, kbuf, s);
+      sync();  // every score is out of the keys
+      stage(false, c, kbuf, true);
+      sync();
+      accumulate(s, kbuf);
+    }
+  }
+}
+
 // ---- the kernels' bodies -----------------------------------------------------------------------------------------
 
 // kPipe (both kernels): a chunk buffer for keys and one for values (the split kernel: a warp's own), so that the
@@ -545,12 +593,16 @@ template <int kDp, bool kPipe>
 __host__ __device__ constexpr size_t split_smem() {
   return sizeof(__half) * static_cast<size_t>((16 + kWarps * (kPipe ? 2 : 1) * kChunk) * smem_stride<kDp>());
 }
-// The combine takes the segments kCombineGroup at a time: their fold weights and l (a float4 each), their O parts
-// (kDp floats each, copied in whole by cp.async) and the warps' maxima.
+// The combine takes the segments kCombineGroup at a time: a record each (its fold and its l), their O parts (kDp
+// floats each, copied in whole by cp.async) and the warps' maxima.
 constexpr int kCombineGroup = 64;
+struct SegmentFold {
+  Fold f;
+  float l;
+};
 template <int kDp>
 __host__ __device__ constexpr size_t combine_smem() {
-  return sizeof(float) * (4 * kCombineGroup + static_cast<size_t>(kCombineGroup) * kDp + kWarps);
+  return sizeof(SegmentFold) * kCombineGroup + sizeof(float) * (static_cast<size_t>(kCombineGroup) * kDp + kWarps);
 }
 
 // Tiles (prefill): a block per (64 rows of a kv head: by = the kv head; bx counted from the last rows, which see
@@ -609,47 +661,20 @@ __host__ __device__ inline void tiles_body(const Args& a, const Place& at, unsig
   if (hi_b >= 0) {
     const int c_first = lo_b / kChunk, c_last = hi_b / kChunk;
     const int chunks_per_seg = a.seg_keys / kChunk;
-    const auto stage = [&](const char* base, uint64_t stride, int c, __half* buf, bool wait) {
-      stage_chunk<kCache, kDp>(base, stride, koff, o.head_dim, c * kChunk, lo_b, hi_b + 1, o.vec4 != 0, a.vec16 != 0,
-                               buf, tid, kThreads, wait);
-    };
-    if constexpr (kPipe) {
-      // As the split kernel: K(c) landed, scores, issue K(c + 1), V(c) landed, P V, issue V(c + 1).
-      stage(o.k, o.k_stride, c_first, kv, false);
-      stage(o.v, o.v_stride, c_first, vbuf, false);
-      for (int c = c_first; c <= c_last; ++c) {
-        if (c > c_first && c % chunks_per_seg == 0) close_segment();
-        const bool next = c < c_last;
-        stage_wait_until<1>();
-        sync_block();
-        float s[kChunk / 8][4];
-        chunk_scores<kDp>(qf, kv, lane, c * kChunk, lo, hi, a.scale_log2, s);
-        sync_block();  // every warp's scores are out of the keys
-        if (next) stage(o.k, o.k_stride, c + 1, kv, false);
-        if (next) {
-          stage_wait_until<1>();
-        } else {
-          stage_wait_until<0>();
-        }
-        sync_block();
-        chunk_accumulate<kDp>(s, vbuf, lane, st);
-        sync_block();  // every warp is done with the values
-        if (next) stage(o.v, o.v_stride, c + 1, vbuf, false);
-      }
-    } else {
-      for (int c = c_first; c <= c_last; ++c) {
-        if (c > c_first && c % chunks_per_seg == 0) close_segment();
-        sync_block();  // the previous chunk's values are used up
-        stage(o.k, o.k_stride, c, kv, true);
-        sync_block();
-        float s[kChunk / 8][4];
-        chunk_scores<kDp>(qf, kv, lane, c * kChunk, lo, hi, a.scale_log2, s);
-        sync_block();  // every warp's scores are out of the keys
-        stage(o.v, o.v_stride, c, kv, true);
-        sync_block();
-        chunk_accumulate<kDp>(s, kv, lane, st);
-      }
-    }
+    walk_chunks<kPipe>(
+        c_first, c_last, kv, vbuf,
+        [&](bool keys, int c, __half* buf, bool wait) {
+          stage_chunk<kCache, kDp>(keys ? o.k : o.v, keys ? o.k_stride : o.v_stride, koff, o.head_dim, c * kChunk, lo_b,
+                                   hi_b + 1, o.vec4 != 0, a.vec16 != 0, buf, tid, kThreads, wait);
+        },
+        [] { sync_block(); },
+        [&](int c) {
+          if (c > c_first && c % chunks_per_seg == 0) close_segment();
+        },
+        [&](int c, const __half* ks, float (&s)[kChunk / 8][4]) {
+          chunk_scores<kDp>(qf, ks, lane, c * kChunk, lo, hi, a.scale_log2, s);
+        },
+        [&](float (&s)[kChunk / 8][4], const __half* vs) { chunk_accumulate<kDp>(s, vs, lane, st); });
     close_segment();
   }
 
@@ -713,46 +738,17 @@ __host__ __device__ inline void split_body(const Args& a, const Place& at, unsig
     st.reset();
     const int c_first = imax(seg * a.seg_keys, lo_w) / kChunk;
     const int c_last = imin(seg * a.seg_keys + a.seg_keys - 1, hi_w) / kChunk;
-    const auto stage = [&](const char* base, uint64_t stride, int c, __half* buf, bool wait) {
-      stage_chunk<kCache, kDp>(base, stride, koff, o.head_dim, c * kChunk, lo_w, hi_w + 1, o.vec4 != 0, a.vec16 != 0,
-                               buf, lane, 32, wait);
-    };
-    if constexpr (kPipe) {
-      // Chunk c's keys and values in flight together, then: K(c) landed, scores, issue K(c + 1), V(c) landed,
-      // P V, issue V(c + 1): the next chunk's loads fly during this one's MMAs.
-      stage(o.k, o.k_stride, c_first, kv, false);
-      stage(o.v, o.v_stride, c_first, vbuf, false);
-      for (int c = c_first; c <= c_last; ++c) {
-        const bool next = c < c_last;
-        stage_wait_until<1>();  // K(c): only V(c) may still fly
-        sync_warp();
-        float s[kChunk / 8][4];
-        chunk_scores<kDp>(qf, kv, lane, c * kChunk, lo, hi, a.scale_log2, s);
-        sync_warp();  // every lane is done with the keys
-        if (next) stage(o.k, o.k_stride, c + 1, kv, false);
-        if (next) {
-          stage_wait_until<1>();  // V(c): only K(c + 1) may still fly
-        } else {
-          stage_wait_until<0>();
-        }
-        sync_warp();
-        chunk_accumulate<kDp>(s, vbuf, lane, st);
-        sync_warp();  // every lane is done with the values
-        if (next) stage(o.v, o.v_stride, c + 1, vbuf, false);
-      }
-    } else {
-      for (int c = c_first; c <= c_last; ++c) {
-        sync_warp();
-        stage(o.k, o.k_stride, c, kv, true);
-        sync_warp();
-        float s[kChunk / 8][4];
-        chunk_scores<kDp>(qf, kv, lane, c * kChunk, lo, hi, a.scale_log2, s);
-        sync_warp();
-        stage(o.v, o.v_stride, c, kv, true);
-        sync_warp();
-        chunk_accumulate<kDp>(s, kv, lane, st);
-      }
-    }
+    walk_chunks<kPipe>(
+        c_first, c_last, kv, vbuf,
+        [&](bool keys, int c, __half* buf, bool wait) {
+          stage_chunk<kCache, kDp>(keys ? o.k : o.v, keys ? o.k_stride : o.v_stride, koff, o.head_dim, c * kChunk, lo_w,
+                                   hi_w + 1, o.vec4 != 0, a.vec16 != 0, buf, lane, 32, wait);
+        },
+        [] { sync_warp(); }, [](int) {},
+        [&](int c, const __half* ks, float (&s)[kChunk / 8][4]) {
+          chunk_scores<kDp>(qf, ks, lane, c * kChunk, lo, hi, a.scale_log2, s);
+        },
+        [&](float (&s)[kChunk / 8][4], const __half* vs) { chunk_accumulate<kDp>(s, vs, lane, st); });
     // The records of the rows that exist; m = -inf marks a segment a row does not see.
     #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -773,15 +769,15 @@ __host__ __device__ inline void split_body(const Args& a, const Place& at, unsig
 // The combine: a block per (head: bx, token: by) folds the row's segments in ascending order, kCombineGroup at a
 // time. Per group: the segments' O parts are copied to shared memory (cp.async) while their running maxima come
 // from a block-wide prefix-max scan (max is exact in any order) and each segment's fold weights are computed in
-// parallel; then thread d runs the chains of L and of value d over the group, each step two products and a sum
-// with its operands in shared memory (the kind of a step is the same for every thread: a uniform branch). Puts
+// parallel; then thread d runs the chains of L and of value d over the group (fold_value: two products and a sum)
+// with its operands in shared memory (a step's kind is the same for every thread: a uniform choice). Puts
 // value d (= tid) of the row in `out_value`; the caller stores those below head_dim (and their Q8_1 copy on the
 // device).
 template <int kDp>
 __host__ __device__ inline void combine_body(const Args& a, const Place& at, unsigned char* smem, float& out_value) {
-  auto* fw = reinterpret_cast<float*>(smem);   // [kCombineGroup][4]: a, b, l, kind (int bits)
-  float* so = fw + 4 * kCombineGroup;          // [kCombineGroup][kDp]: the segments' O
-  float* warp_max = so + kCombineGroup * kDp;  // [kWarps]
+  auto* folds = reinterpret_cast<SegmentFold*>(smem);         // [kCombineGroup]
+  auto* so = reinterpret_cast<float*>(folds + kCombineGroup);  // [kCombineGroup][kDp]: the segments' O
+  float* warp_max = so + kCombineGroup * kDp;                 // [kWarps]
   const Operands& o = a.o;
   const int h = at.bx, t = at.by, tid = at.tid, lane = tid % 32, warp = tid / 32;
   const int32_t p = o.pos[t];
@@ -816,30 +812,19 @@ __host__ __device__ inline void combine_body(const Args& a, const Place& at, uns
     const float up = shfl_up_f(v, 1);
     const float excl = lane == 0 ? before : fmaxf(before, up);
     const Fold f = fold_weights(excl, m, fmaxf(excl, m));
-    if (tid < n) {
-      fw[4 * tid] = f.a, fw[4 * tid + 1] = f.b, fw[4 * tid + 2] = l;
-      int kind = f.kind;
-      memcpy(&fw[4 * tid + 3], &kind, sizeof kind);
-    }
+    if (tid < n) folds[tid] = {f, l};
     float group_max = M;
     #pragma unroll
     for (int w = 0; w < kWarps; ++w) group_max = fmaxf(group_max, warp_max[w]);
     stage_wait();
     sync_block();
     for (int k = 0; k < n; ++k) {
-      const float* wk = fw + 4 * k;
-      int kind;
-      memcpy(&kind, &wk[3], sizeof kind);
-      if (kind == 2) {
-        L = add_rn(mul_rn(L, wk[0]), mul_rn(wk[2], wk[1]));
-        O = add_rn(mul_rn(O, wk[0]), mul_rn(so[k * kDp + d], wk[1]));
-      } else if (kind == 1) {
-        L = wk[2];
-        O = so[k * kDp + d];
-      }
+      const SegmentFold sf = folds[k];
+      L = fold_value(sf.f, L, sf.l);
+      O = fold_value(sf.f, O, so[k * kDp + d]);
     }
     M = group_max;
-    sync_block();  // fw, so and warp_max are written again by the next group
+    sync_block();  // folds, so and warp_max are written again by the next group
   }
   if (a.sinks != nullptr) {
     const float m_sink = mul_rn(a.sinks[h], kLog2e);
