@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "async_copy.cuh"
 #include "attention_common.cuh"
 #include "canonical_math.cuh"
 
@@ -253,38 +254,6 @@ __host__ __device__ __forceinline__ void copy8(void* dst, const void* src) {
   *static_cast<uint2*>(dst) = *static_cast<const uint2*>(src);
 #else
   memcpy(dst, src, 8);
-#endif
-}
-
-// 16 bytes from global to shared memory without a register: on sm_80+ an asynchronous copy (cp.async, zero-filled
-// when `valid` is false), so that a thread has all its pieces of a chunk in flight at once; stage_wait() then
-// waits for the thread's copies (a barrier after it makes them the block's). Elsewhere a load and a store.
-__host__ __device__ __forceinline__ void copy16_async(void* dst_shared, const void* src, bool valid) {
-#if STRATA_FLASH_DEVICE == 1
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(dst_shared));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0) : "memory");
-#else
-  alignas(16) uint32_t w[4] = {0u, 0u, 0u, 0u};
-  if (valid) copy16(w, src);
-  copy16(dst_shared, w);
-#endif
-}
-__host__ __device__ __forceinline__ void stage_wait() {
-#if STRATA_FLASH_DEVICE == 1
-  asm volatile("cp.async.wait_all;\n" ::: "memory");
-#endif
-}
-// The copies issued since the last commit as one group; stage_wait_until<N>: every group but the N most recent
-// has landed (the thread's own copies).
-__host__ __device__ __forceinline__ void stage_commit() {
-#if STRATA_FLASH_DEVICE == 1
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-template <int N>
-__host__ __device__ __forceinline__ void stage_wait_until() {
-#if STRATA_FLASH_DEVICE == 1
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 #endif
 }
 

@@ -1,0 +1,60 @@
+// Copies from global to shared memory that a thread issues now and waits for later: on CUDA devices (sm_80 and
+// up) cp.async, so that a block's next loads are in flight while it computes on what landed before; on AMD and in
+// the host emulation of the kernels (tests/cuda_host) a plain copy at the call, which the waits then find done.
+// Used by the flash attention kernels (attention_flash.cuh) and the tiled products (tiled_product.cu).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#if defined(STRATA_GPU_HIP)
+#include <hip/hip_runtime.h>
+#else
+#include <cuda_runtime.h>
+#endif
+
+#if defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
+#define STRATA_CP_ASYNC 1
+#else
+#define STRATA_CP_ASYNC 0
+#endif
+
+namespace strata::gpu {
+
+// 16 bytes from global to shared memory (both 16-byte aligned), zero-filled when `valid` is false; stage_wait()
+// then waits for the thread's copies (a barrier after it makes them the block's).
+__host__ __device__ __forceinline__ void copy16_async(void* dst_shared, const void* src, bool valid) {
+#if STRATA_CP_ASYNC
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(dst_shared));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0) : "memory");
+#elif defined(__HIP_DEVICE_COMPILE__)
+  *static_cast<uint4*>(dst_shared) = valid ? *static_cast<const uint4*>(src) : make_uint4(0u, 0u, 0u, 0u);
+#else
+  alignas(16) uint32_t w[4] = {0u, 0u, 0u, 0u};
+  if (valid) std::memcpy(w, src, 16);
+  std::memcpy(dst_shared, w, 16);
+#endif
+}
+
+// Every copy the thread has issued has landed.
+__host__ __device__ __forceinline__ void stage_wait() {
+#if STRATA_CP_ASYNC
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+
+// The copies issued since the last commit as one group; stage_wait_until<N>: every group but the N most recent
+// has landed (the thread's own copies).
+__host__ __device__ __forceinline__ void stage_commit() {
+#if STRATA_CP_ASYNC
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+template <int N>
+__host__ __device__ __forceinline__ void stage_wait_until() {
+#if STRATA_CP_ASYNC
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+}  // namespace strata::gpu
