@@ -11,6 +11,7 @@
 #include "act_quant.cuh"
 #include "attention_paths.hpp"
 #include "dependent_launch.cuh"
+#include "dynamic_smem.hpp"
 #include "ops.hpp"
 #include "warp_reduce.cuh"
 
@@ -302,13 +303,11 @@ int heads_per_block(int group, int head_dim) {
 }
 
 // Blocks may need more than the default 48 KB of shared memory (head_dim 256 tiles): raise the kernel's limit
-// before its first launch (a function attribute, not a stream operation).
+// on this device before its first launch there (a function attribute, not a stream operation).
 template <Cache kCache, int kT>
 void launch_split(const DecodeArgs& a, dim3 grid, const Context& ctx) {
   auto* const kernel = attention_split_f64ref<kCache, kT>;
-  static const cudaError_t raised =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSplitSmemLimit));
-  (void)raised;
+  allow_dynamic_smem<attention_split_f64ref<kCache, kT>>(ctx, kSplitSmemLimit);
   launch_dependent(ctx, kernel, grid, kThreads, split_smem(kT, a.heads, a.o.head_dim), a);
 }
 

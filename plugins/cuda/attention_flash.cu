@@ -8,6 +8,7 @@
 #include "attention_paths.hpp"
 #include "canonical_math.cuh"
 #include "dependent_launch.cuh"
+#include "dynamic_smem.hpp"
 #include "ops.hpp"
 
 namespace strata::gpu::attention {
@@ -171,20 +172,11 @@ Args make_args(const Operands& o) {
   return a;
 }
 
-template <class Kernel>
-void raise_smem(Kernel* kernel, size_t bytes) {
-  if (bytes > 48 * 1024) {
-    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-    (void)e;
-  }
-}
-
 #if !defined(STRATA_GPU_HIP)
 template <Cache kCache, int kDp, bool kPipe>
 void launch_tiles(Context& ctx, const Args& a, int n_kv_head) {
   auto* const kernel = attention_flash_tiles<kCache, kDp, kPipe>;
-  static const bool raised = (raise_smem(kernel, tiles_smem<kDp, kPipe>()), true);
-  (void)raised;
+  allow_dynamic_smem<attention_flash_tiles<kCache, kDp, kPipe>>(ctx, tiles_smem<kDp, kPipe>());
   const int64_t rows = static_cast<int64_t>(a.o.n_tok) * a.o.group;
   const dim3 grid(static_cast<unsigned>((rows + 16 * kWarps - 1) / (16 * kWarps)), static_cast<unsigned>(n_kv_head));
   launch_dependent(ctx, kernel, grid, kFlashThreads, tiles_smem<kDp, kPipe>(), a);
@@ -194,8 +186,7 @@ void launch_tiles(Context& ctx, const Args& a, int n_kv_head) {
 template <Cache kCache, int kDp, bool kPipe>
 void launch_split(Context& ctx, const Args& a, int n_kv_head) {
   auto* const kernel = attention_flash_split<kCache, kDp, kPipe>;
-  static const bool raised = (raise_smem(kernel, split_smem<kDp, kPipe>()), true);
-  (void)raised;
+  allow_dynamic_smem<attention_flash_split<kCache, kDp, kPipe>>(ctx, split_smem<kDp, kPipe>());
   static_assert(combine_smem<kDp>() <= 48 * 1024, "the combine's shared memory without an opt-in");
   // Enough blocks for about four per multiprocessor at the capacity's depth; warps stride over the segments.
   const int64_t y = static_cast<int64_t>(n_kv_head) * a.row_tiles;

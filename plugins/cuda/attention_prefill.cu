@@ -9,6 +9,7 @@
 // every row's position, or below every row's sliding window (backend 1.6), are never loaded (causal skipping); the
 // grid depends on the shapes only. The sinks (1.6) join each row's denominator at the end.
 #include "attention_paths.hpp"
+#include "dynamic_smem.hpp"
 #include "ops.hpp"
 #include "warp_reduce.cuh"
 
@@ -205,26 +206,24 @@ __global__ void __launch_bounds__(kThreads, 1) attention_tiled_f64ref(Operands o
 }
 
 template <Cache kCache, int kT>
-void launch_tiled(const Operands& o, int n_kv_head, cudaStream_t stream) {
+void launch_tiled(const Context& ctx, const Operands& o, int n_kv_head) {
   constexpr int kRows = rows_for<kT>();
   auto* const kernel = attention_tiled_f64ref<kCache, kT, kRows>;
   constexpr auto bytes = Layout<kT, kRows>::kBytes;
-  static const cudaError_t raised =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-  (void)raised;
+  allow_dynamic_smem<attention_tiled_f64ref<kCache, kT, kRows>>(ctx, bytes);
   const int64_t tiles = (static_cast<int64_t>(o.n_tok) * o.group + kRows - 1) / kRows;
   const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(n_kv_head));
-  kernel<<<grid, kThreads, bytes, stream>>>(o);
+  kernel<<<grid, kThreads, bytes, ctx.stream()>>>(o);
 }
 
 template <Cache kCache>
-void launch_tiled_for(const Operands& o, int n_kv_head, cudaStream_t stream) {
+void launch_tiled_for(const Context& ctx, const Operands& o, int n_kv_head) {
   if (o.head_dim <= 2 * kLanes) {
-    launch_tiled<kCache, 2>(o, n_kv_head, stream);
+    launch_tiled<kCache, 2>(ctx, o, n_kv_head);
   } else if (o.head_dim <= 4 * kLanes) {
-    launch_tiled<kCache, 4>(o, n_kv_head, stream);
+    launch_tiled<kCache, 4>(ctx, o, n_kv_head);
   } else {
-    launch_tiled<kCache, 8>(o, n_kv_head, stream);
+    launch_tiled<kCache, 8>(ctx, o, n_kv_head);
   }
 }
 
@@ -249,9 +248,9 @@ int64_t prefill_blocks(int64_t n_tok, int64_t group, int64_t head_dim, int64_t n
 
 void run_prefill(Context& ctx, const Operands& o, Cache cache, int n_kv_head) {
   switch (cache) {
-    case Cache::F16: launch_tiled_for<Cache::F16>(o, n_kv_head, ctx.stream()); break;
-    case Cache::Q8_0: launch_tiled_for<Cache::Q8_0>(o, n_kv_head, ctx.stream()); break;
-    case Cache::F32: launch_tiled_for<Cache::F32>(o, n_kv_head, ctx.stream()); break;
+    case Cache::F16: launch_tiled_for<Cache::F16>(ctx, o, n_kv_head); break;
+    case Cache::Q8_0: launch_tiled_for<Cache::Q8_0>(ctx, o, n_kv_head); break;
+    case Cache::F32: launch_tiled_for<Cache::F32>(ctx, o, n_kv_head); break;
   }
   check_launch("ATTENTION (prefill tiles)");
 }
