@@ -7,11 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
-#if defined(STRATA_GPU_HIP)
-#include <hip/hip_runtime.h>
-#else
-#include <cuda_runtime.h>
-#endif
+#include "gpu_runtime.cuh"
 
 #if defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
 #define STRATA_CP_ASYNC 1
