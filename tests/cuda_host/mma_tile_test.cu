@@ -43,29 +43,60 @@ void emulate_mma(int k_values, const Lanes4& a, const Lanes2& b, int start, int 
   }
 }
 
+// The bytes a chunk copy of the kernel's staged form puts in shared memory: `c.units` 16-byte units from c.from,
+// the rest of the row's room poisoned (a decoder that read past its blocks would see it).
+void copy_chunk(const ChunkCopy& c, int room_units, unsigned char* dst) {
+  ASSERT_LE(c.units, room_units) << "a chunk's copy overflows its room";
+  std::memset(dst, 0xA5, static_cast<size_t>(16 * room_units));
+  std::memcpy(dst, c.from, static_cast<size_t>(16 * c.units));
+}
+
 // One block of the tiled kernel: rows [0, n_rows) of `w` (clamped to the last row past it, like the kernel) against
-// the Q8_1 columns act[0 .. n_cols); out[c][r] for r < n_rows, c < n_cols.
+// the Q8_1 columns at act + c * act_stride, c < n_cols; out[c][r] for r < n_rows, c < n_cols. `staged`: the
+// kernel's staged form, which makes the records from 16-byte-unit copies of each row's and column's chunk.
 template <class Dec>
-std::vector<std::vector<float>> emulate_block(const std::vector<unsigned char>& w, uint64_t w_stride, int n_rows,
-                                              const std::vector<std::vector<format::block_q8_1>>& act, int n_spans) {
-  const int n_cols = static_cast<int>(act.size());
+std::vector<std::vector<float>> emulate_block(const unsigned char* w, uint64_t w_stride, int n_rows,
+                                              const unsigned char* act, uint64_t act_stride, int n_cols, int n_spans,
+                                              bool staged) {
+  std::vector<unsigned char> wcopy(static_cast<size_t>(16 * kTileRows * kWeightChunkUnits<Dec>));
+  std::vector<unsigned char> acopy(static_cast<size_t>(16 * kTileCols * kActChunkUnits));
   std::vector<float> acc(static_cast<size_t>(kTileWarps * kTileRows * kTileCols), 0.0f);
   const auto at = [&](int warp, int row, int col) -> float& {
     return acc[static_cast<size_t>((warp * kTileRows + row) * kTileCols + col)];
   };
   std::vector<uint32_t> wrecs(static_cast<size_t>(kTileWarps * kTileRows * kRecordWords));
   std::vector<uint32_t> arecs(static_cast<size_t>(kTileWarps * kTileCols * kRecordWords));
+  const auto weight_row = [&](int r) { return w + static_cast<uint64_t>(r < n_rows ? r : n_rows - 1) * w_stride; };
+  const auto act_col = [&](int c) { return act + static_cast<uint64_t>(c < n_cols ? c : n_cols - 1) * act_stride; };
   for (int base = 0; base < n_spans; base += kTileWarps) {
-    for (int s = 0; s < kTileWarps && base + s < n_spans; ++s) {
+    if (staged) {
       for (int r = 0; r < kTileRows; ++r) {
-        const int row = r < n_rows ? r : n_rows - 1;
-        make_weight_record<Dec>(w.data() + static_cast<uint64_t>(row) * w_stride, base + s,
-                                wrecs.data() + (s * kTileRows + r) * kRecordWords);
+        copy_chunk(chunk_copy(weight_chunk_at<Dec>(weight_row(r), base), weight_chunk_bytes<Dec>(base, n_spans)),
+                   kWeightChunkUnits<Dec>, wcopy.data() + 16 * r * kWeightChunkUnits<Dec>);
       }
       for (int c = 0; c < kTileCols; ++c) {
-        const auto& col = act[static_cast<size_t>(c < n_cols ? c : n_cols - 1)];
-        make_act_record<Dec>(reinterpret_cast<const unsigned char*>(col.data()), base + s,
-                             arecs.data() + (s * kTileCols + c) * kRecordWords);
+        copy_chunk(chunk_copy(act_col(c) + base * kQ8BlockBytes, act_chunk_bytes(base, n_spans)), kActChunkUnits,
+                   acopy.data() + 16 * c * kActChunkUnits);
+      }
+    }
+    for (int s = 0; s < kTileWarps && base + s < n_spans; ++s) {
+      for (int r = 0; r < kTileRows; ++r) {
+        uint32_t* rec = wrecs.data() + (s * kTileRows + r) * kRecordWords;
+        if (staged) {
+          const int at = chunk_offset(weight_chunk_at<Dec>(weight_row(r), base));
+          make_weight_record<Dec>(wcopy.data() + 16 * r * kWeightChunkUnits<Dec> + at, s, rec);
+        } else {
+          make_weight_record<Dec>(weight_row(r), base + s, rec);
+        }
+      }
+      for (int c = 0; c < kTileCols; ++c) {
+        uint32_t* rec = arecs.data() + (s * kTileCols + c) * kRecordWords;
+        if (staged) {
+          const int at = chunk_offset(act_col(c) + base * kQ8BlockBytes);
+          make_act_record<Dec>(acopy.data() + 16 * c * kActChunkUnits + at, s, rec);
+        } else {
+          make_act_record<Dec>(act_col(c), base + s, rec);
+        }
       }
     }
     for (int warp = 0; warp < kTileWarps && base + warp < n_spans; ++warp) {
@@ -125,38 +156,50 @@ std::vector<unsigned char> ggml_blocks(GgmlType type) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-// n_rows rows of n_in values, row r made of ggml's blocks r, r + 1, ... (wrapping), and n_cols random columns.
+// n_rows rows of n_in values, row r made of ggml's blocks r, r + 1, ... (wrapping), and n_cols random columns; the
+// weights start `w_shift` bytes (a multiple of the type's alignment) past a 16-byte boundary, the columns
+// `a_shift` (a multiple of 4), with 16 poisoned bytes around both for the staged form's whole-unit copies.
 template <class Dec>
-void expect_tile_matches(int n_rows, int64_t n_in, int n_cols, uint32_t seed) {
+void expect_tile_matches(int n_rows, int64_t n_in, int n_cols, uint32_t seed, bool staged, int w_shift = 0,
+                         int a_shift = 0) {
+  constexpr int kPad = 16;
   const std::vector<unsigned char> blocks = ggml_blocks(Dec::kType);
   const int64_t n_blocks = static_cast<int64_t>(blocks.size() / Dec::kBytes);
   ASSERT_GT(n_blocks, 0);
   const int64_t per_row = n_in / Dec::kElems;
   const uint64_t w_stride = static_cast<uint64_t>(per_row * Dec::kBytes);
-  std::vector<unsigned char> w(w_stride * static_cast<uint64_t>(n_rows));
+  std::vector<uint64_t> w_room((2 * kPad + w_shift + w_stride * static_cast<uint64_t>(n_rows) + 7) / 8);
+  std::memset(w_room.data(), 0x5A, 8 * w_room.size());
+  unsigned char* w = reinterpret_cast<unsigned char*>(w_room.data()) + kPad + w_shift;
   for (int r = 0; r < n_rows; ++r) {
     for (int64_t i = 0; i < per_row; ++i) {
-      std::memcpy(w.data() + r * w_stride + i * Dec::kBytes, blocks.data() + ((r + i) % n_blocks) * Dec::kBytes, Dec::kBytes);
+      std::memcpy(w + r * w_stride + i * Dec::kBytes, blocks.data() + ((r + i) % n_blocks) * Dec::kBytes, Dec::kBytes);
     }
   }
   std::mt19937 rng(seed);
   std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<std::vector<format::block_q8_1>> act(static_cast<size_t>(n_cols));
-  for (auto& col : act) {
+  const uint64_t act_stride = static_cast<uint64_t>(n_in / 32) * sizeof(format::block_q8_1);
+  std::vector<uint64_t> a_room((2 * kPad + a_shift + act_stride * static_cast<uint64_t>(n_cols) + 7) / 8);
+  std::memset(a_room.data(), 0x5A, 8 * a_room.size());
+  unsigned char* act = reinterpret_cast<unsigned char*>(a_room.data()) + kPad + a_shift;
+  std::vector<format::block_q8_1> col(static_cast<size_t>(n_in / 32));
+  for (int c = 0; c < n_cols; ++c) {
     std::vector<float> x(static_cast<size_t>(n_in));
     for (float& v : x) v = dist(rng);
     x[3] = 0.0f;  // a zero and a large value in the first block
     x[5] = 40.0f;
-    col.resize(static_cast<size_t>(n_in / 32));
     format::quantize_row_q8_1(x.data(), col.data(), n_in);
+    std::memcpy(act + c * act_stride, col.data(), act_stride);
   }
-  const auto got = emulate_block<Dec>(w, w_stride, n_rows, act, static_cast<int>(n_in / 32));
+  const auto got = emulate_block<Dec>(w, w_stride, n_rows, act, act_stride, n_cols, static_cast<int>(n_in / 32), staged);
   for (int c = 0; c < n_cols; ++c) {
+    std::memcpy(col.data(), act + c * act_stride, act_stride);
     for (int r = 0; r < n_rows; ++r) {
-      const float want = format::canonical_dot(Dec::kType, w.data() + r * w_stride, act[static_cast<size_t>(c)].data(), n_in);
+      const float want = format::canonical_dot(Dec::kType, w + r * w_stride, col.data(), n_in);
       const float have = got[static_cast<size_t>(c)][static_cast<size_t>(r)];
       ASSERT_EQ(format::f32_bits(have), format::f32_bits(want))
-          << format::traits(Dec::kType).name << " row " << r << " column " << c << ": " << have << " vs " << want;
+          << format::traits(Dec::kType).name << (staged ? " (staged)" : "") << " row " << r << " column " << c
+          << ": " << have << " vs " << want;
     }
   }
 }
@@ -168,9 +211,24 @@ TEST_P(TiledProduct, EveryRowAndColumnIsTheCanonicalDot) {
     using Dec = decltype(dec);
     const bool k_quant = Dec::kElems == 256;
     // A full tile with several chunks of eight spans, a partial chunk (7 or 24 + 3 spans), spare rows and columns.
-    expect_tile_matches<Dec>(kTileRows, k_quant ? 2048 : 1024, kTileCols, 3u);
-    expect_tile_matches<Dec>(37, k_quant ? 768 : 224, 13, 4u);
-    expect_tile_matches<Dec>(5, k_quant ? 256 : 32, 1, 5u);
+    expect_tile_matches<Dec>(kTileRows, k_quant ? 2048 : 1024, kTileCols, 3u, false);
+    expect_tile_matches<Dec>(37, k_quant ? 768 : 224, 13, 4u, false);
+    expect_tile_matches<Dec>(5, k_quant ? 256 : 32, 1, 5u, false);
+  }));
+}
+
+// The staged form (chunks copied as whole 16-byte units, records made from the copies) gives the same bits, with
+// the rows and columns at every start the decoders' alignment allows and partial last chunks.
+TEST_P(TiledProduct, StagedChunksGiveTheSameBits) {
+  ASSERT_TRUE(with_tiled_decoder(static_cast<uint32_t>(GetParam()), [](auto dec) {
+    using Dec = decltype(dec);
+    const bool k_quant = Dec::kElems == 256;
+    for (int w_shift = 0; w_shift < 16; w_shift += Dec::kAlign) {
+      const int a_shift = 4 * (w_shift / Dec::kAlign) % 16;
+      expect_tile_matches<Dec>(kTileRows, k_quant ? 1024 : 352, kTileCols, 6u, true, w_shift, a_shift);
+    }
+    expect_tile_matches<Dec>(37, k_quant ? 768 : 224, 13, 7u, true, Dec::kAlign, 8);
+    expect_tile_matches<Dec>(5, k_quant ? 256 : 32, 1, 8u, true, 0, 12);
   }));
 }
 
