@@ -34,7 +34,8 @@
 #     ncu-detail Nsight Compute's sections (speed of light, occupancy, stalls, pipes) for a few launches of the
 #                kernels matching STRATA_NCU_DETAIL in a 512-token prompt, and of the decode attention at depth
 #     speculative issue 30: verify windows' cost by the 100%-acceptance ceiling (n_max 1, 3, 4, 7; all in VRAM and at
-#                25%), and stories260K-moe's acceptance with ngram and with stories260K as its draft, on cuda
+#                25%), where a window of 1, 4, 5 and 8 tokens spends its time (bench --profile-window), and
+#                stories260K-moe's acceptance with ngram and with stories260K as its draft, on cuda
 #     hybrid     strata bench on cuda with the routed experts' VRAM budget at each of STRATA_HYBRID_BUDGETS (default
 #                25%): the hybrid path (cache, PCIe reads, CPU pool), pcie_frac from the link probe; then, unless
 #                STRATA_HYBRID_POOL=0, the pool alone (pcie_frac 0) at the first budget; expert summaries in the logs
@@ -410,6 +411,16 @@ if want speculative; then
         "$(grep -E '^\| .*tg64 greedy' "$OUT/$tag.md" | awk -F'|' '{print "greedy " $(NF-2)}' | tr -s ' ')" \
         "$(grep -E 'drafted' "$OUT/$tag.log" | tail -1 | cut -c1-150)")"
     done
+  done
+  # Where a window's time goes, op by op, for windows of 1, 4, 5 and 8 tokens all in VRAM (5-token windows, n_max
+  # 4, cost more a token than 4- and 8-token ones in two leases): each table's four largest rows here, the whole
+  # tables in the log.
+  strata bench --model "$model" --backend cuda -p 0 -n 1 -r 1 --profile-window 1,4,5,8 \
+    > "$OUT/spec-window-profile.md" 2> "$OUT/spec-window-profile.log"
+  rc=$?
+  for k in 1 4 5 8; do
+    awk -v k="$k" '/^window profile/ { on = ($6 == k) } on' "$OUT/spec-window-profile.log" > "$OUT/spec-window-$k.log"
+    row "speculative window profile, $k tokens (exit $rc): $(grep -E 'all ops' "$OUT/spec-window-$k.log" | awk -F'|' '{print $5 " ms a window; "}')$(top_ops "$OUT/spec-window-$k.log")"
   done
   story="Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big red ball. Once upon a time, there was a little girl named Lily. She loved to play outside"
   for d in "ngram" "model"; do

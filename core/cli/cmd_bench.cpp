@@ -140,6 +140,11 @@ int cmd_bench(const Args& args) {
          "read rate, and the experts.pcie_frac they give (stderr)", &link);
   p.option("--profile-prompt", "N", "then feed an N-token prompt the same way and print where its time goes",
            [&](const std::string& v) { profile_prompt = parse_int("--profile-prompt", v, 1, 1 << 20); });
+  std::vector<uint32_t> profile_windows;
+  p.option("--profile-window", "K[,K...]", "then, after a context of the largest -d depth, feed 16 verify windows of K "
+           "tokens each (every one cut back after it, as a rejected draft is) the same way and print where a window's "
+           "time goes",
+           [&](const std::string& v) { profile_windows = parse_counts("--profile-window", v); });
   bool ceiling = false;
   std::string spec_prompt;
   p.flag("--draft-ceiling", "speculative tests whose drafts are the model's own greedy continuation (acceptance 100%)",
@@ -158,12 +163,21 @@ int cmd_bench(const Args& args) {
   }
   if (slots > 1) launch.runtime.slots = std::max<int>(launch.runtime.slots, static_cast<int>(slots));
   if (tests.empty() && !link) throw UsageError("nothing to measure: -p and -n are both 0 (and no --link)");
+  // A window keeps every token's logits: the engine holds up to 16 rows of them, or speculative.n_max + 1.
+  const auto most_window = static_cast<uint32_t>(std::max(16, launch.speculative.n_max + 1));
+  for (uint32_t k : profile_windows) {
+    if (k > most_window) {
+      throw UsageError("--profile-window " + std::to_string(k) + ": a window holds at most " +
+                       std::to_string(most_window) + " tokens here (raise speculative.n_max for longer ones)");
+    }
+  }
   // The context holds the longest test at its depth.
   uint32_t longest = 0;
   for (const BenchTest& t : tests) longest = std::max(longest, t.depth + t.n_tokens);
   const uint32_t deepest = *std::max_element(depths.begin(), depths.end());
   if (profile_tokens > 0) longest = std::max(longest, deepest + static_cast<uint32_t>(profile_tokens) + 1);
   longest = std::max(longest, static_cast<uint32_t>(profile_prompt));
+  for (uint32_t k : profile_windows) longest = std::max(longest, deepest + 1 + k);
   launch.runtime.context = std::max<int>(launch.runtime.context, static_cast<int>(longest));
 
   const uint64_t rss_before = resident_bytes();
@@ -293,6 +307,26 @@ int cmd_bench(const Args& args) {
     std::fprintf(stderr, "prompt profile, %lld tokens (windows of %u) on %s:\n%s", profile_prompt,
                  engine->settings().batch, engine->backend().describe().c_str(),
                  profile.table(static_cast<uint64_t>(profile_prompt)).c_str());
+  }
+  for (uint32_t k : profile_windows) {
+    constexpr int kWindows = 16;
+    OpProfile profile;
+    engine->cut(0, 0);
+    std::vector<TokenId> context = spread_ids(deepest, m.hparams().n_vocab);
+    context.push_back(1);
+    engine->feed(0, context);
+    const auto at = static_cast<uint32_t>(context.size());
+    const std::vector<TokenId> window = spread_ids(k, m.hparams().n_vocab);
+    engine->feed_window(0, window);  // warm: the first window of a shape runs without a graph
+    engine->cut(0, at);
+    engine->set_profile(&profile);
+    for (int i = 0; i < kWindows; ++i) {
+      engine->feed_window(0, window);
+      engine->cut(0, at);
+    }
+    engine->set_profile(nullptr);
+    std::fprintf(stderr, "window profile, %d windows of %u tokens at depth %u on %s:\n%s", kWindows, k,
+                 deepest, engine->backend().describe().c_str(), profile.table(kWindows, "window").c_str());
   }
   std::fprintf(stderr, "strata bench: %s\n", startup::line(startup::report()).c_str());
   // What the model added to the process (its mapped pages, the KV cache, the activations) against the budget.

@@ -137,3 +137,17 @@ if(NOT slots EQUAL 2 OR NOT per_slot GREATER 0 OR NOT aggregate GREATER per_slot
 endif()
 strata_run(2 ERR err ARGS bench --model ${STORIES} -n 8 --slots 0)
 expect_contains("${err}" "--slots")
+
+# bench's profiles on stderr, op by op: decode steps at the deepest -d, a prompt, and verify windows of K tokens
+# (each cut back after it); a window longer than the engine keeps logits for is refused before any test runs.
+set(MOE_MODEL ${SRC}/models/stories260K-moe.gguf)
+strata_run(0 OUT out ERR err ARGS bench --model ${MOE_MODEL} --backend cpu_avx2 -p 0 -n 4 -r 1 -d 8 --profile 2
+           --profile-prompt 16 --profile-window 1,5)
+expect_contains("${err}" "decode profile, 2 tokens at depth 8")
+expect_contains("${err}" "prompt profile, 16 tokens")
+expect_contains("${err}" "window profile, 16 windows of 1 tokens at depth 8")
+expect_contains("${err}" "window profile, 16 windows of 5 tokens at depth 8")
+expect_contains("${err}" "| op | calls | total ms | ms/window |")
+expect_contains("${err}" "| MOE ")
+strata_run(2 ERR err ARGS bench --model ${MOE_MODEL} -p 0 -n 4 --profile-window 17)
+expect_contains("${err}" "--profile-window 17: a window holds at most 16 tokens")

@@ -27,8 +27,9 @@ class OpProfile {
   void add_host(double seconds);
   void clear() { entries_.clear(); }
   const std::map<std::string, Entry>& entries() const { return entries_; }
-  // A markdown table sorted by time: key, calls, total ms, ms per token (over `tokens`), share, GB/s.
-  std::string table(uint64_t tokens) const;
+  // A markdown table sorted by time: key, calls, total ms, ms per `unit` (over `units` of them: tokens, or verify
+  // windows), share, GB/s.
+  std::string table(uint64_t units, const char* unit = "token") const;
 
  private:
   std::map<std::string, Entry> entries_;

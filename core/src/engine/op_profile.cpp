@@ -60,23 +60,24 @@ void OpProfile::add_host(double seconds) {
   e.seconds += seconds;
 }
 
-std::string OpProfile::table(uint64_t tokens) const {
+std::string OpProfile::table(uint64_t units, const char* unit) const {
   std::vector<std::pair<std::string, Entry>> rows(entries_.begin(), entries_.end());
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
   double total = 0.0;
   for (const auto& r : rows) total += r.second.seconds;
-  std::string out = "| op | calls | total ms | ms/token | share | GB/s (weights) |\n| --- | ---: | ---: | ---: | ---: | ---: |\n";
+  std::string out = std::string("| op | calls | total ms | ms/") + unit +
+                    " | share | GB/s (weights) |\n| --- | ---: | ---: | ---: | ---: | ---: |\n";
   char line[256];
   for (const auto& [key, e] : rows) {
     const double gbs = e.weight_bytes > 0 && e.seconds > 0 ? static_cast<double>(e.weight_bytes) / e.seconds / 1e9 : 0.0;
     std::snprintf(line, sizeof line, "| %s | %llu | %.2f | %.3f | %.1f%% | %s |\n", key.c_str(),
                   static_cast<unsigned long long>(e.calls), e.seconds * 1e3,
-                  tokens > 0 ? e.seconds * 1e3 / static_cast<double>(tokens) : 0.0, total > 0 ? 100.0 * e.seconds / total : 0.0,
+                  units > 0 ? e.seconds * 1e3 / static_cast<double>(units) : 0.0, total > 0 ? 100.0 * e.seconds / total : 0.0,
                   gbs > 0 ? std::to_string(static_cast<int>(gbs + 0.5)).c_str() : "");
     out += line;
   }
   std::snprintf(line, sizeof line, "| all ops | | %.2f | %.3f | 100%% | |\n", total * 1e3,
-                tokens > 0 ? total * 1e3 / static_cast<double>(tokens) : 0.0);
+                units > 0 ? total * 1e3 / static_cast<double>(units) : 0.0);
   out += line;
   return out;
 }
