@@ -23,7 +23,8 @@ bool allow_dynamic_smem(const Context& ctx, size_t bytes) {
   const int device = ctx.options().device;
   const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
   if (bit != 0 && (allowed.load(std::memory_order_acquire) & bit) != 0) return true;
-  if (cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)) != cudaSuccess) {
+  const int value = static_cast<int>(bytes);
+  if (cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, value) != cudaSuccess) {
     (void)cudaGetLastError();  // not sticky: clear it so that the next launch's check does not report it
     return false;
   }

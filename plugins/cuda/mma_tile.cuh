@@ -161,11 +161,11 @@ __host__ __device__ inline float tile_partial(const RowScales& w, const ColScale
   return t * a.da;
 }
 
-// ---- staged chunks (the kernel's two-stage form) ----------------------------------------------------------------
+// ---- staged chunks (the kernel's staged form) --------------------------------------------------------------------
 
 // A chunk of kTileWarps spans (256 values) starts at a block boundary of every tiled type (their blocks hold 32 or
 // 256 values), so the blocks a chunk reads are consecutive bytes of a weight row, and of a Q8_1 column. The
-// kernel's two-stage form copies those bytes into shared memory while the block computes on the chunk before, and
+// kernel's staged form copies those bytes into shared memory while the block computes on the chunk before, and
 // makes the records from the copy. A copy is whole 16-byte units from the one that holds the first byte: it keeps
 // every byte's address modulo 16, so a decoder's loads see the alignment they see in global memory.
 struct ChunkCopy {
@@ -206,7 +206,7 @@ __host__ __device__ inline int act_chunk_bytes(int base, int n_spans) {
   return (n_spans - base < kTileWarps ? n_spans - base : kTileWarps) * kQ8BlockBytes;
 }
 
-// Shared memory of the two-stage form beyond the records: every row's and column's copy of one chunk.
+// Shared memory of the staged form beyond the records: every row's and column's copy of one chunk.
 template <class Dec>
 constexpr int kChunkCopyBytes = 16 * (kTileRows * kWeightChunkUnits<Dec> + kTileCols * kActChunkUnits);
 

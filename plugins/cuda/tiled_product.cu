@@ -216,9 +216,12 @@ __device__ __forceinline__ void tiled_body(TiledJob p) {
     const auto issue = [&](int base) {
       {
         const int r = tid / kRowThreads;
-        const ChunkCopy c = chunk_copy(weight_chunk_at<Dec>(sources[r], base), weight_chunk_bytes<Dec>(base, p.n_spans));
+        const ChunkCopy c =
+            chunk_copy(weight_chunk_at<Dec>(sources[r], base), weight_chunk_bytes<Dec>(base, p.n_spans));
         uint8_t* dst = wcopy + 16 * r * kWeightChunkUnits<Dec>;
-        for (int u = tid % kRowThreads; u < c.units; u += kRowThreads) copy16_async(dst + 16 * u, c.from + 16 * u, true);
+        for (int u = tid % kRowThreads; u < c.units; u += kRowThreads) {
+          copy16_async(dst + 16 * u, c.from + 16 * u, true);
+        }
         if (tid % kRowThreads == 0) copy_at[r] = static_cast<uint8_t>(c.offset);
       }
       {
@@ -226,7 +229,9 @@ __device__ __forceinline__ void tiled_body(TiledJob p) {
         const ChunkCopy c = chunk_copy(sources[kTileRows + col] + static_cast<int64_t>(base) * kQ8BlockBytes,
                                        act_chunk_bytes(base, p.n_spans));
         uint8_t* dst = acopy + 16 * col * kActChunkUnits;
-        for (int u = tid % kColThreads; u < c.units; u += kColThreads) copy16_async(dst + 16 * u, c.from + 16 * u, true);
+        for (int u = tid % kColThreads; u < c.units; u += kColThreads) {
+          copy16_async(dst + 16 * u, c.from + 16 * u, true);
+        }
         if (tid % kColThreads == 0) copy_at[kTileRows + col] = static_cast<uint8_t>(c.offset);
       }
       stage_commit();

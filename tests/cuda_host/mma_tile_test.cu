@@ -191,7 +191,8 @@ void expect_tile_matches(int n_rows, int64_t n_in, int n_cols, uint32_t seed, bo
     format::quantize_row_q8_1(x.data(), col.data(), n_in);
     std::memcpy(act + c * act_stride, col.data(), act_stride);
   }
-  const auto got = emulate_block<Dec>(w, w_stride, n_rows, act, act_stride, n_cols, static_cast<int>(n_in / 32), staged);
+  const auto got =
+      emulate_block<Dec>(w, w_stride, n_rows, act, act_stride, n_cols, static_cast<int>(n_in / 32), staged);
   for (int c = 0; c < n_cols; ++c) {
     std::memcpy(col.data(), act + c * act_stride, act_stride);
     for (int r = 0; r < n_rows; ++r) {
