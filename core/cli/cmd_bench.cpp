@@ -83,6 +83,16 @@ std::vector<TokenId> spread_ids(size_t n, uint32_t n_vocab) {
   return ids;
 }
 
+// Empties slot 0 and feeds it `depth` spread ids and one more (untimed), as the tg tests at that depth have their
+// context; returns the positions it holds.
+uint32_t feed_profile_context(Engine& engine, uint32_t depth, uint32_t n_vocab) {
+  engine.cut(0, 0);
+  std::vector<TokenId> context = spread_ids(depth, n_vocab);
+  context.push_back(1);
+  engine.feed(0, context);
+  return static_cast<uint32_t>(context.size());
+}
+
 }  // namespace
 
 int cmd_bench(const Args& args) {
@@ -282,11 +292,7 @@ int cmd_bench(const Args& args) {
   if (link) print_link_probe(*engine);
   if (profile_tokens > 0) {
     OpProfile profile;
-    engine->cut(0, 0);
-    // The context first (untimed), as the tg tests at that depth have it; then one warm step.
-    std::vector<TokenId> context = spread_ids(deepest, m.hparams().n_vocab);
-    context.push_back(1);
-    engine->feed(0, context);
+    feed_profile_context(*engine, deepest, m.hparams().n_vocab);
     std::vector<TokenId> t = {1};
     engine->set_profile(&profile);
     for (long long i = 0; i < profile_tokens; ++i) engine->feed(0, t);
@@ -311,11 +317,7 @@ int cmd_bench(const Args& args) {
   for (uint32_t k : profile_windows) {
     constexpr int kWindows = 16;
     OpProfile profile;
-    engine->cut(0, 0);
-    std::vector<TokenId> context = spread_ids(deepest, m.hparams().n_vocab);
-    context.push_back(1);
-    engine->feed(0, context);
-    const auto at = static_cast<uint32_t>(context.size());
+    const uint32_t at = feed_profile_context(*engine, deepest, m.hparams().n_vocab);
     const std::vector<TokenId> window = spread_ids(k, m.hparams().n_vocab);
     engine->feed_window(0, window);  // warm: the first window of a shape runs without a graph
     engine->cut(0, at);
