@@ -4,7 +4,8 @@
 #   1. the normal build (build/): every test but the `gpu` label (run on the GPU machine by scripts/gpu-check.sh);
 #      the unit tests in one process per core (gtest shards), the others through ctest
 #   2. a sanitizer pass (build-asan/): the unit and CLI tests under ASan+UBSan, GPU plugins left out
-#   3. a bounded fuzz pass (build-fuzz/): each libFuzzer target for STRATA_FUZZ_SECONDS (default 20) seconds
+#   3. a bounded fuzz pass (build-fuzz/): each libFuzzer target for STRATA_FUZZ_SECONDS (default 20) seconds, one
+#      target per core at a time
 #
 # Step 1 is scripts/build.sh as the README's first command runs it (the same build/, the same configuration: after
 # scripts/quickstart.sh nothing is rebuilt): warnings are errors when CI is set (as on the CI machine) or
@@ -63,6 +64,6 @@ step "fuzz pass (${fuzz_seconds}s per target)"
 STRATA_BUILD_DIR="$root/build-fuzz" STRATA_BUILD_TARGETS=strata_fuzzers "$root/scripts/build.sh" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DSTRATA_FUZZ=ON -DSTRATA_TESTS=ON \
   -DSTRATA_CUDA=OFF -DSTRATA_HIP=OFF -DSTRATA_FUZZ_SECONDS="$fuzz_seconds"
-ctest --test-dir "$root/build-fuzz" --output-on-failure -L fuzz
+ctest --test-dir "$root/build-fuzz" --output-on-failure -j "$jobs" -L fuzz
 
 step "all passes green"
