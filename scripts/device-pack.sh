@@ -38,10 +38,14 @@ if [ -x "$root/.peer/build-cpu/bin/llama-bench" ]; then
 fi
 if [ -x "$root/.peer/build-cuda/bin/llama-bench" ]; then
   # Its CUDA build (sm_90, ggml linked in): libcudart and libcublas are the GPU machine's own (/usr/local/cuda/lib64).
+  # llama-completion, when built, gives the peer's load time (gpu-check's hostcopy step).
   mkdir -p "$pack/peer-cuda"
-  cp "$root/.peer/build-cuda/bin/llama-bench" "$pack/peer-cuda/"
+  for tool in llama-bench llama-completion; do
+    [ -x "$root/.peer/build-cuda/bin/$tool" ] || continue
+    cp "$root/.peer/build-cuda/bin/$tool" "$pack/peer-cuda/"
+    strip --strip-unneeded "$pack/peer-cuda/$tool" 2>/dev/null || true
+  done
   cp "$(ldd "$root/.peer/build-cuda/bin/llama-bench" | awk '/libgomp/ {print $3}')" "$pack/peer-cuda/" 2>/dev/null || true
-  strip --strip-unneeded "$pack/peer-cuda/llama-bench" 2>/dev/null || true
 fi
 
 # Anything beyond the base libraries may not be on the GPU machine (the server's cpp-httplib and what it links:

@@ -76,6 +76,14 @@
 #                -ncmoe 36; tg64 at depth 131072 with q8_0 KV), Strata then llama.cpp per round (STRATA_LONG_ROUNDS);
 #                at 25% also pp16384 with prompt windows of STRATA_LONG_BATCHES tokens (default 2048; "" for none);
 #                then (STRATA_LONG_PROFILE=1, the default) where pp16384's time goes, op by op
+#     hostcopy   issue 29: the experts' host copy, the mapped file against the filled arena, interleaved
+#                (STRATA_HOSTCOPY_ROUNDS, default 2) at 25% and 0%, tg64; file_registered at 25%; the added-RSS line
+#                of each (100% too); the startup line of `strata run -n 1` all in VRAM and at 25% against llama.cpp's
+#                load time (llama-completion beside the peer's llama-bench, or STRATA_PEER_CLI)
+#     warmstart  issue 29: `strata profile` at 25%, then the first 64 tokens' hit rate cold and with experts.profile
+#                auto (use a skewed router: STRATA_ROUTER_SKEW=zipf:1.0 with mkmodel)
+#     big235     issue 29: qwen3-235b-a22b iq2_xs written to a 100 GB tmpfs (STRATA_BIG_DIR), at 10% against
+#                llama.cpp -ncmoe STRATA_BIG_NCMOE (default 84), pp512 and tg32; the file removed after
 #     peer-cuda  llama.cpp's llama-bench -ngl 99 -fa on, when a binary is given: STRATA_PEER_CUDA, else
 #                .device/peer-cuda/llama-bench. It is built from a fetched copy outside the project; no build of it
 #                is committed here (docs/PERFORMANCE.md says how the figures were taken).
@@ -957,6 +965,109 @@ if want contention; then
   pa="$(best_peer alone)" pb="$(best_peer busy)"
   row "contention, $busy busy nice-19 loops: strata 25% tg128 alone $sa, busy $sb (kept $(ratio "$sb" "$sa"))"
   row "  llama.cpp -ncmoe 36 (best of -t $threads/-t $((threads / 2)), tg32) alone $pa, busy $pb (kept $(ratio "$pb" "$pa")); strata/llama.cpp busy: $(ratio "$sb" "$pb")"
+fi
+
+if want hostcopy; then
+  # Issue 29, items 1, 2 and 5. The experts' host copy: the mapped file itself (the default) against the filled
+  # arena, interleaved in STRATA_HOSTCOPY_ROUNDS (default 2) rounds at 25% and 0% (tg64; the file within 5% of the
+  # arena is the target); file_registered once at 25% (whether registering pieces of a disk file's mapping
+  # returns); each run's peak-RSS line (added RSS <= 1.05 x (file + KV) + 1 GiB), at 100% too. Then the start:
+  # `strata run -n 1` all in VRAM and at 25% (its startup line) against llama.cpp's load time on the same file
+  # (llama-completion beside the peer's llama-bench, when bundled), each process's wall seconds beside.
+  rss_of() { grep -oE 'the added RSS is [0-9.]+%' "$1" | tail -1 | grep -oE '[0-9.]+%'; }
+  for round in $(seq 1 "${STRATA_HOSTCOPY_ROUNDS:-2}"); do
+    for budget in 25% 0%; do
+      for kind in file arena; do
+        tag="hc$round-${budget%\%}-$kind"
+        log "host copy round $round: $kind at $budget"
+        strata_hybrid "$tag" "$budget" -o experts.host_copy=$kind -p 0 -n 64 -r 2
+        row "$(printf 'host copy round %d %-4s %-6s tg64 %-16s added RSS %s of file+KV; %s' "$round" "$budget" "$kind" \
+          "$(tg_of "$OUT/$tag.md" tg64)" "$(rss_of "$OUT/$tag.log")" "$(grep -oE 'ready in [0-9.]+ s' "$OUT/$tag.log" | head -1)")"
+      done
+      row "$(printf '  round %d %-4s file / arena: %s' "$round" "$budget" \
+        "$(ratio "$(tg_of "$OUT/hc$round-${budget%\%}-file.md" tg64)" "$(tg_of "$OUT/hc$round-${budget%\%}-arena.md" tg64)")")"
+    done
+  done
+  strata_hybrid hc-25-registered 25% -o experts.host_copy=file_registered -p 0 -n 64 -r 2
+  row "host copy file_registered 25% (exit $?): tg64 $(tg_of "$OUT/hc-25-registered.md" tg64); $(grep -E 'file_registered|register' "$OUT/hc-25-registered.log" | head -1 | cut -c1-160)"
+  strata_hybrid hc-100-file 100% -p 0 -n 64 -r 2
+  row "host copy file 100% (exit $?): tg64 $(tg_of "$OUT/hc-100-file.md" tg64), added RSS $(rss_of "$OUT/hc-100-file.log") of file+KV"
+  for f in "$OUT"/hc*.log; do grep -H 'peak RSS' "$f"; done > "$OUT/hostcopy-rss.txt"
+  # The first minute: strata's startup line and wall time, and llama.cpp's load time, on the same file.
+  peer_cli="${STRATA_PEER_CLI:-$(dirname "$peer")/llama-completion}"
+  for budget in auto 25%; do
+    t0=$(date +%s.%N)
+    strata run --model "$model" --backend cuda -o experts.cache=$budget -p "Once upon a time" -n 1 --temperature 0 \
+      > "$OUT/start-strata-${budget%\%}.txt" 2> "$OUT/start-strata-${budget%\%}.log"
+    rc=$?
+    wall=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+    row "start strata cache $budget (exit $rc, wall $wall s): $(grep -oE 'startup: .*' "$OUT/start-strata-${budget%\%}.log" | head -1 | cut -c1-190)"
+  done
+  if [ -x "$peer_cli" ]; then
+    for ncmoe in 0 36; do
+      t0=$(date +%s.%N)
+      "$peer_cli" -m "$model" -ngl 99 -fa on -ncmoe $ncmoe -t "$threads" -p "Once upon a time" -n 1 -no-cnv --temp 0 \
+        < /dev/null > "$OUT/start-peer-$ncmoe.txt" 2> "$OUT/start-peer-$ncmoe.log"
+      rc=$?
+      wall=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+      row "start llama.cpp -ncmoe $ncmoe (exit $rc, wall $wall s): $(grep -oE 'load time = +[0-9.]+ ms' "$OUT/start-peer-$ncmoe.log" | head -1)"
+    done
+  else
+    row "start llama.cpp: no llama-completion at $peer_cli"
+  fi
+fi
+
+if want warmstart; then
+  # Issue 29 item 4: the first 64 tokens' hit rate at 25%, cold (a uniform fill) and from a routing profile that
+  # `strata profile` records first (beside the model: experts.profile auto). Meaningful on a skewed router
+  # (STRATA_ROUTER_SKEW=zipf:1.0 with the mkmodel step); on a uniform one a profile has nothing to find.
+  warm_prompt="The lighthouse keeper counted the ships that passed, and each evening he wrote their names in a book"
+  rm -f "${model%.gguf}.profile.json" "$model.profile.json"
+  strata profile --model "$model" --backend cuda -o experts.cache=25% -n 16 > "$OUT/warm-profile.txt" 2> "$OUT/warm-profile.log"
+  row "warm start: strata profile (exit $?): $(tail -1 "$OUT/warm-profile.log" | cut -c1-170)"
+  for how in cold profile; do
+    extra=(); [ "$how" = profile ] && extra=(-o experts.profile=auto)
+    strata run --model "$model" --backend cuda -o experts.cache=25% -o experts.adapt_swaps=0 "${extra[@]}" -p "$warm_prompt" \
+      -n 64 --temperature 0 --json > "$OUT/warm-$how.txt" 2> "$OUT/warm-$how.log"
+    row "warm start $how (exit $?): $(grep -oE 'expert cache: [0-9]+ slots, [0-9.]+% hits \([0-9]+ of [0-9]+' "$OUT/warm-$how.log" | head -1); $(grep -oE 'first token at [0-9.]+ s' "$OUT/warm-$how.log" | head -1)"
+  done
+  if cmp -s "$OUT/warm-cold.txt" "$OUT/warm-profile.txt"; then row "warm start: the same ids cold and profiled"; else row "warm start: ids DIFFER cold and profiled"; fi
+fi
+
+if want big235; then
+  # Issue 29 item 3: a model larger than half the RAM. qwen3-235b-a22b at iq2_xs (about 70 GB) written to a tmpfs
+  # of 100 GB (the disk holds 64 GiB; /dev/shm is half the RAM), run at a 10% expert budget against llama.cpp's
+  # -ncmoe STRATA_BIG_NCMOE (default 84: 10 of 94 layers' experts on the card, a little more than 10%), pp512 and
+  # tg32, STRATA_BIG_ROUNDS (default 1) interleaved rounds; the file removed at the end.
+  big_dir="${STRATA_BIG_DIR:-/mnt/strata-big}"
+  mkdir -p "$big_dir"
+  mountpoint -q "$big_dir" || mount -t tmpfs -o size=100G strata-big "$big_dir" 2> "$OUT/big-mount.log"
+  if ! mountpoint -q "$big_dir"; then
+    row "big235: could not mount a 100 GB tmpfs at $big_dir: $(head -1 "$OUT/big-mount.log")"
+  else
+    big="$big_dir/qwen3-235b-a22b-iq2_xs.gguf"
+    t0=$SECONDS
+    [ -f "$big" ] || strata mkmodel --arch qwen3moe --shape qwen3-235b-a22b --quant iq2_xs --seed 1 --out "$big" > "$OUT/big-mkmodel.txt" 2>&1
+    row "big235 mkmodel (exit $?, $((SECONDS - t0)) s): $(tail -1 "$OUT/big-mkmodel.txt" | cut -c1-150); RAM $(free -g | awk '/Mem:/ {print $3 " used, " $7 " available GiB"}')"
+    ncmoe="${STRATA_BIG_NCMOE:-84}"
+    for round in $(seq 1 "${STRATA_BIG_ROUNDS:-1}"); do
+      log "big235 round $round: strata at 10%, then llama.cpp -ncmoe $ncmoe"
+      strata bench --model "$big" --backend cuda -o experts.cache=10% -p 512 -n 32 -r 1 > "$OUT/big$round-s.md" 2> "$OUT/big$round-s.log"
+      row "big235 round $round strata 10% (exit $?): $(grep -oE 'ready in [0-9.]+ s' "$OUT/big$round-s.log" | head -1); added RSS $(grep -oE 'the added RSS is [0-9.]+%' "$OUT/big$round-s.log" | tail -1 | grep -oE '[0-9.]+%')"
+      cat "$OUT/big$round-s.md"
+      if [ -x "$peer" ]; then
+        "$peer" -m "$big" -ngl 99 -fa on -ncmoe "$ncmoe" -t "$threads" -p 512 -n 32 -r 1 > "$OUT/big$round-p.md" 2> "$OUT/big$round-p.log"
+        row "big235 round $round llama.cpp -ncmoe $ncmoe (exit $?)"
+        cat "$OUT/big$round-p.md"
+      fi
+      for t in pp512 tg32; do
+        s="$(tg_of "$OUT/big$round-s.md" "$t")" p="$(tg_of "$OUT/big$round-p.md" "$t" 2>/dev/null)"
+        row "$(printf '  big235 round %d %-6s strata %-16s llama.cpp %-16s ratio %s' "$round" "$t" "$s" "${p:--}" "$(ratio "$s" "$p")")"
+      done
+    done
+    nvidia-smi --query-gpu=memory.used,memory.total --format=csv > "$OUT/big-gpu-mem.txt" 2>&1
+    [ "${STRATA_BIG_KEEP:-0}" = 1 ] || rm -f "$big"
+  fi
 fi
 
 # The device call returns only a few files: everything but the summary goes back in one archive.
