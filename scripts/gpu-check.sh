@@ -82,8 +82,9 @@
 #                load time (llama-completion beside the peer's llama-bench, or STRATA_PEER_CLI)
 #     warmstart  issue 29: `strata profile` at 25%, then the first 64 tokens' hit rate cold and with experts.profile
 #                auto (use a skewed router: STRATA_ROUTER_SKEW=zipf:1.0 with mkmodel)
-#     big235     issue 29: qwen3-235b-a22b iq2_xs written to a 100 GB tmpfs (STRATA_BIG_DIR), at 10% against
-#                llama.cpp -ncmoe STRATA_BIG_NCMOE (default 84), pp512 and tg32; the file removed after
+#     big        a model larger than half the RAM on a 100 GB tmpfs (STRATA_BIG_DIR): by default issue 29's
+#                qwen3-235b-a22b iq2_xs at 10% against llama.cpp -ncmoe 84, pp512 and tg32 (STRATA_BIG_* pick
+#                issue 31's shapes: see the step); the file removed after
 #     peer-cuda  llama.cpp's llama-bench -ngl 99 -fa on, when a binary is given: STRATA_PEER_CUDA, else
 #                .device/peer-cuda/llama-bench. It is built from a fetched copy outside the project; no build of it
 #                is committed here (docs/PERFORMANCE.md says how the figures were taken).
@@ -1034,35 +1035,40 @@ if want warmstart; then
   if cmp -s "$OUT/warm-cold.txt" "$OUT/warm-profile.txt"; then row "warm start: the same ids cold and profiled"; else row "warm start: ids DIFFER cold and profiled"; fi
 fi
 
-if want big235; then
-  # Issue 29 item 3: a model larger than half the RAM. qwen3-235b-a22b at iq2_xs (about 70 GB) written to a tmpfs
-  # of 100 GB (the disk holds 64 GiB; /dev/shm is half the RAM), run at a 10% expert budget against llama.cpp's
-  # -ncmoe STRATA_BIG_NCMOE (default 84: 10 of 94 layers' experts on the card, a little more than 10%), pp512 and
-  # tg32, STRATA_BIG_ROUNDS (default 1) interleaved rounds; the file removed at the end.
+if want big; then
+  # A model larger than half the RAM, written to a tmpfs of 100 GB (the disk holds 64 GiB; /dev/shm is half the
+  # RAM), at an expert budget against llama.cpp's -ncmoe at about the same VRAM bytes, pp512 and tg32, in
+  # STRATA_BIG_ROUNDS (default 1) interleaved rounds; the file removed at the end unless STRATA_BIG_KEEP=1.
+  # Default: issue 29's qwen3-235b-a22b at iq2_xs (about 70 GB) at 10% against -ncmoe 84 (10 of 94 layers' experts
+  # on the card, a little more than 10%). Issue 31's: STRATA_BIG_ARCH/SHAPE/QUANT ("" the shape's own recipe)/
+  # LAYERS (mkmodel --layers)/BUDGET/NCMOE, e.g. gpt-oss gpt-oss-120b "" "" 25% 27.
   big_dir="${STRATA_BIG_DIR:-/mnt/strata-big}"
+  big_arch="${STRATA_BIG_ARCH:-qwen3moe}" big_shape="${STRATA_BIG_SHAPE:-qwen3-235b-a22b}"
+  big_quant="${STRATA_BIG_QUANT-iq2_xs}" big_layers="${STRATA_BIG_LAYERS:-}" big_budget="${STRATA_BIG_BUDGET:-10%}"
   mkdir -p "$big_dir"
   mountpoint -q "$big_dir" || mount -t tmpfs -o size=100G strata-big "$big_dir" 2> "$OUT/big-mount.log"
   if ! mountpoint -q "$big_dir"; then
-    row "big235: could not mount a 100 GB tmpfs at $big_dir: $(head -1 "$OUT/big-mount.log")"
+    row "big: could not mount a 100 GB tmpfs at $big_dir: $(head -1 "$OUT/big-mount.log")"
   else
-    big="$big_dir/qwen3-235b-a22b-iq2_xs.gguf"
+    big="$big_dir/$big_shape${big_quant:+-$big_quant}${big_layers:+-l$big_layers}.gguf"
     t0=$SECONDS
-    [ -f "$big" ] || strata mkmodel --arch qwen3moe --shape qwen3-235b-a22b --quant iq2_xs --seed 1 --out "$big" > "$OUT/big-mkmodel.txt" 2>&1
-    row "big235 mkmodel (exit $?, $((SECONDS - t0)) s): $(tail -1 "$OUT/big-mkmodel.txt" | cut -c1-150); RAM $(free -g | awk '/Mem:/ {print $3 " used, " $7 " available GiB"}')"
+    [ -f "$big" ] || strata mkmodel --arch "$big_arch" --shape "$big_shape" ${big_quant:+--quant "$big_quant"} \
+      ${big_layers:+--layers "$big_layers"} --seed 1 --out "$big" > "$OUT/big-mkmodel.txt" 2>&1
+    row "big $big_shape mkmodel (exit $?, $((SECONDS - t0)) s): $(tail -1 "$OUT/big-mkmodel.txt" | cut -c1-150); RAM $(free -g | awk '/Mem:/ {print $3 " used, " $7 " available GiB"}')"
     ncmoe="${STRATA_BIG_NCMOE:-84}"
     for round in $(seq 1 "${STRATA_BIG_ROUNDS:-1}"); do
-      log "big235 round $round: strata at 10%, then llama.cpp -ncmoe $ncmoe"
-      strata bench --model "$big" --backend cuda -o experts.cache=10% -p 512 -n 32 -r 1 > "$OUT/big$round-s.md" 2> "$OUT/big$round-s.log"
-      row "big235 round $round strata 10% (exit $?): $(grep -oE 'ready in [0-9.]+ s' "$OUT/big$round-s.log" | head -1); added RSS $(grep -oE 'the added RSS is [0-9.]+%' "$OUT/big$round-s.log" | tail -1 | grep -oE '[0-9.]+%')"
+      log "big $big_shape round $round: strata at $big_budget, then llama.cpp -ncmoe $ncmoe"
+      strata bench --model "$big" --backend cuda -o experts.cache="$big_budget" -p 512 -n 32 -r 1 > "$OUT/big$round-s.md" 2> "$OUT/big$round-s.log"
+      row "big round $round strata $big_budget (exit $?): $(grep -oE 'ready in [0-9.]+ s' "$OUT/big$round-s.log" | head -1); added RSS $(grep -oE 'the added RSS is [0-9.]+%' "$OUT/big$round-s.log" | tail -1 | grep -oE '[0-9.]+%'); $(grep -oE 'experts.cache[^;]*slots[^;]*' "$OUT/big$round-s.log" | head -1 | cut -c1-90)"
       cat "$OUT/big$round-s.md"
       if [ -x "$peer" ]; then
         "$peer" -m "$big" -ngl 99 -fa on -ncmoe "$ncmoe" -t "$threads" -p 512 -n 32 -r 1 > "$OUT/big$round-p.md" 2> "$OUT/big$round-p.log"
-        row "big235 round $round llama.cpp -ncmoe $ncmoe (exit $?)"
+        row "big round $round llama.cpp -ncmoe $ncmoe (exit $?)"
         cat "$OUT/big$round-p.md"
       fi
       for t in pp512 tg32; do
         s="$(tg_of "$OUT/big$round-s.md" "$t")" p="$(tg_of "$OUT/big$round-p.md" "$t" 2>/dev/null)"
-        row "$(printf '  big235 round %d %-6s strata %-16s llama.cpp %-16s ratio %s' "$round" "$t" "$s" "${p:--}" "$(ratio "$s" "$p")")"
+        row "$(printf '  big round %d %-6s strata %-16s llama.cpp %-16s ratio %s' "$round" "$t" "$s" "${p:--}" "$(ratio "$s" "$p")")"
       done
     done
     nvidia-smi --query-gpu=memory.used,memory.total --format=csv > "$OUT/big-gpu-mem.txt" 2>&1
