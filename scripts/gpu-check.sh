@@ -192,9 +192,11 @@ if want gpu-tests; then
   row "op parity on cuda: exit $rc, $(grep -cE '^\[       OK|^\[  PASSED' "$OUT/gpu-parity.txt") ok lines, $(grep -E 'PASSED|FAILED|SKIPPED' "$OUT/gpu-parity.txt" | head -3 | tr '\n' ' ')"
   strata_tests --gtest_brief=1 --gtest_filter='EngineGreedy.*' > "$OUT/gpu-greedy.txt" 2>&1
   row "stories260K greedy on every backend (cuda included): exit $?, $(grep -E 'PASSED|FAILED' "$OUT/gpu-greedy.txt" | head -2 | tr '\n' ' ')"
-  # A driver call that never returns must not take the whole call with it.
+  # A driver call that never returns must not take the whole call with it. STRATA_GPU_E2E=0 leaves these out.
+  if [ "${STRATA_GPU_E2E:-1}" = 1 ]; then
   STRATA_GPU_MODEL_30B="$model" timeout 360 strata_gpu_tests --gtest_filter="${STRATA_GPU_FILTER:-*}" > "$OUT/gpu-e2e.txt" 2>&1
   row "strata_gpu_tests: exit $?, $(grep -E '^\[(tiny|qwen3|link)' "$OUT/gpu-e2e.txt" | tr '\n' ' ') $(grep -E 'PASSED|FAILED|SKIPPED' "$OUT/gpu-e2e.txt" | head -3 | tr '\n' ' ')"
+  fi
 fi
 
 if want arch; then
@@ -365,11 +367,13 @@ if want ncu-detail; then
   else
     ncu_sections=(--section SpeedOfLight --section Occupancy --section WarpStateStats --section ComputeWorkloadAnalysis
                   --section MemoryWorkloadAnalysis --section LaunchStats)
+    if [ "${STRATA_NCU_DETAIL_PROMPT:-1}" = 1 ]; then  # 0: the decode attention's kernels only
     timeout 240 "$ncu_bin" --clock-control none "${ncu_sections[@]}" \
       --kernel-name "regex:${STRATA_NCU_DETAIL:-tiled_kernel|attention_flash_tiles}" \
       --launch-skip "${STRATA_NCU_DETAIL_SKIP:-20}" --launch-count "${STRATA_NCU_DETAIL_COUNT:-3}" \
       strata bench --model "$model" --backend cuda -p 512 -n 0 -r 1 > "$OUT/ncu-detail-prompt.txt" 2>&1
     row "ncu-detail prompt (exit $?): $OUT/ncu-detail-prompt.txt"
+    fi
     timeout 240 "$ncu_bin" --clock-control none "${ncu_sections[@]}" \
       --kernel-name "regex:attention_flash_(split|combine)" --launch-count 4 \
       strata bench --model "$model" --backend cuda -p 0 -n 2 -r 1 -d "${STRATA_PROFILE_DEPTH:-16384}" \
@@ -410,7 +414,8 @@ if want speculative; then
   # window of n_max + 1 tokens is accepted whole): a window's cost against one token's is (n_max + 1) x greedy t/s /
   # ceiling t/s; all in VRAM and at 25%. Then real acceptance on trained weights on cuda: stories260K-moe with ngram
   # and with stories260K as its draft, on the story that repeats itself (docs/PERFORMANCE.md, issue 30's section).
-  for budget in auto 25%; do
+  # STRATA_SPEC_CEILING=0 leaves the ceiling runs out, STRATA_SPEC_STORIES=0 the stories260K ones.
+  for budget in $([ "${STRATA_SPEC_CEILING:-1}" = 1 ] && echo auto 25%); do
     for n in 1 3 4 7; do
       tag="spec-${budget%\%}-n$n"
       strata bench --model "$model" --backend cuda -o experts.cache="$budget" -p 0 -n 64 -r 2 --draft-ceiling \
@@ -432,7 +437,7 @@ if want speculative; then
     row "speculative window profile, $k tokens (exit $rc): $(grep -E 'all ops' "$OUT/spec-window-$k.log" | awk -F'|' '{print $5 " ms a window; "}')$(top_ops "$OUT/spec-window-$k.log")"
   done
   story="Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big red ball. Once upon a time, there was a little girl named Lily. She loved to play outside"
-  for d in "ngram" "model"; do
+  for d in $([ "${STRATA_SPEC_STORIES:-1}" = 1 ] && echo ngram model); do
     extra=(-o speculative.draft=$d)
     [ "$d" = model ] && extra+=(-o speculative.model="$root/models/stories260K.gguf" -o speculative.backend=launch)
     strata bench --model "$root/models/stories260K-moe.gguf" --backend cuda -p 0 -n 200 -r 3 --prompt "$story" \
