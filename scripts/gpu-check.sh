@@ -78,8 +78,9 @@
 #                then (STRATA_LONG_PROFILE=1, the default) where pp16384's time goes, op by op
 #     hostcopy   issue 29: the experts' host copy, the mapped file against the filled arena, interleaved
 #                (STRATA_HOSTCOPY_ROUNDS, default 2) at 25% and 0%, tg64; file_registered at 25%; the added-RSS line
-#                of each (100% too); the startup line of `strata run -n 1` all in VRAM and at 25% against llama.cpp's
-#                load time (llama-completion beside the peer's llama-bench, or STRATA_PEER_CLI)
+#                of each (100% too)
+#     start      issue 29: `strata run -n 1`'s startup line all in VRAM and at 25% against llama.cpp's load time
+#                (llama-completion beside the peer's llama-bench, or STRATA_PEER_CLI; else llama-bench -p 1 timed)
 #     warmstart  issue 29: `strata profile` at 25%, then the first 64 tokens' hit rate cold and with experts.profile
 #                auto (use a skewed router: STRATA_ROUTER_SKEW=zipf:1.0 with mkmodel)
 #     big        a model larger than half the RAM on a 100 GB tmpfs (STRATA_BIG_DIR): by default issue 29's
@@ -974,12 +975,10 @@ if want contention; then
 fi
 
 if want hostcopy; then
-  # Issue 29, items 1, 2 and 5. The experts' host copy: the mapped file itself (the default) against the filled
+  # Issue 29, items 1 and 2. The experts' host copy: the mapped file itself (the default) against the filled
   # arena, interleaved in STRATA_HOSTCOPY_ROUNDS (default 2) rounds at 25% and 0% (tg64; the file within 5% of the
   # arena is the target); file_registered once at 25% (whether registering pieces of a disk file's mapping
-  # returns); each run's peak-RSS line (added RSS <= 1.05 x (file + KV) + 1 GiB), at 100% too. Then the start:
-  # `strata run -n 1` all in VRAM and at 25% (its startup line) against llama.cpp's load time on the same file
-  # (llama-completion beside the peer's llama-bench, when bundled), each process's wall seconds beside.
+  # returns); each run's peak-RSS line (added RSS <= 1.05 x (file + KV) + 1 GiB), at 100% too.
   rss_of() { grep -oE 'the added RSS is [0-9.]+%' "$1" | tail -1 | grep -oE '[0-9.]+%'; }
   for round in $(seq 1 "${STRATA_HOSTCOPY_ROUNDS:-2}"); do
     for budget in 25% 0%; do
@@ -999,28 +998,37 @@ if want hostcopy; then
   strata_hybrid hc-100-file 100% -p 0 -n 64 -r 2
   row "host copy file 100% (exit $?): tg64 $(tg_of "$OUT/hc-100-file.md" tg64), added RSS $(rss_of "$OUT/hc-100-file.log") of file+KV"
   for f in "$OUT"/hc*.log; do grep -H 'peak RSS' "$f"; done > "$OUT/hostcopy-rss.txt"
-  # The first minute: strata's startup line and wall time, and llama.cpp's load time, on the same file.
+fi
+
+if want start; then
+  # Issue 29 item 5, the first minute: `strata run -n 1` all in VRAM and at 25% (its startup line and the process's
+  # wall seconds) against llama.cpp on the same file: llama-completion's load time where it is bundled
+  # (STRATA_PEER_CLI), else llama-bench's process with one prompt token and no warm-up, timed whole.
   peer_cli="${STRATA_PEER_CLI:-$(dirname "$peer")/llama-completion}"
-  for budget in auto 25%; do
-    t0=$(date +%s.%N)
-    strata run --model "$model" --backend cuda -o experts.cache=$budget -p "Once upon a time" -n 1 --temperature 0 \
-      > "$OUT/start-strata-${budget%\%}.txt" 2> "$OUT/start-strata-${budget%\%}.log"
-    rc=$?
-    wall=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
-    row "start strata cache $budget (exit $rc, wall $wall s): $(grep -oE 'startup: .*' "$OUT/start-strata-${budget%\%}.log" | head -1 | cut -c1-190)"
-  done
-  if [ -x "$peer_cli" ]; then
+  wall_since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; }
+  for round in 1 2; do
+    for budget in auto 25%; do
+      t0=$(date +%s.%N)
+      strata run --model "$model" --backend cuda -o experts.cache=$budget -p "Once upon a time" -n 1 --temperature 0 \
+        > "$OUT/start$round-strata-${budget%\%}.txt" 2> "$OUT/start$round-strata-${budget%\%}.log"
+      rc=$?
+      row "start round $round strata cache $budget (exit $rc, process $(wall_since "$t0") s): $(grep -oE 'startup: .*' "$OUT/start$round-strata-${budget%\%}.log" | head -1 | cut -c1-170)"
+    done
     for ncmoe in 0 36; do
       t0=$(date +%s.%N)
-      "$peer_cli" -m "$model" -ngl 99 -fa on -ncmoe $ncmoe -t "$threads" -p "Once upon a time" -n 1 -no-cnv --temp 0 \
-        < /dev/null > "$OUT/start-peer-$ncmoe.txt" 2> "$OUT/start-peer-$ncmoe.log"
-      rc=$?
-      wall=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
-      row "start llama.cpp -ncmoe $ncmoe (exit $rc, wall $wall s): $(grep -oE 'load time = +[0-9.]+ ms' "$OUT/start-peer-$ncmoe.log" | head -1)"
+      if [ -x "$peer_cli" ]; then
+        "$peer_cli" -m "$model" -ngl 99 -fa on -ncmoe $ncmoe -t "$threads" -p "Once upon a time" -n 1 -no-cnv --temp 0 \
+          < /dev/null > "$OUT/start$round-peer-$ncmoe.txt" 2> "$OUT/start$round-peer-$ncmoe.log"
+        rc=$?
+        row "start round $round llama-completion -ncmoe $ncmoe (exit $rc, process $(wall_since "$t0") s): $(grep -oE 'load time = +[0-9.]+ ms' "$OUT/start$round-peer-$ncmoe.log" | head -1)"
+      elif [ -x "$peer" ]; then
+        "$peer" -m "$model" -ngl 99 -fa on -ncmoe $ncmoe -t "$threads" -p 1 -n 0 -r 1 --no-warmup \
+          > "$OUT/start$round-peer-$ncmoe.md" 2> "$OUT/start$round-peer-$ncmoe.log"
+        rc=$?
+        row "start round $round llama-bench -ncmoe $ncmoe -p 1 -n 0 --no-warmup (exit $rc, process $(wall_since "$t0") s)"
+      fi
     done
-  else
-    row "start llama.cpp: no llama-completion at $peer_cli"
-  fi
+  done
 fi
 
 if want warmstart; then
