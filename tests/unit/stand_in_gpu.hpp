@@ -23,6 +23,7 @@
 #include <cstring>
 #include <memory>
 #include <map>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -50,6 +51,7 @@ class StandInGpu final : public Backend, public DeviceMemory, public DeviceQueue
   const std::string& name() const override { return name_; }
   std::string describe() const override { return name_; }
   void compute(std::span<const strata_op> ops) override {
+    if (on_ops_) on_ops_(ops);
     drain();
     inner_->compute(ops);
   }
@@ -112,6 +114,7 @@ class StandInGpu final : public Backend, public DeviceMemory, public DeviceQueue
     enqueue([dst, src, bytes] { std::memcpy(dst, src, bytes); });
   }
   void compute_async(std::span<const strata_op> ops) override {
+    if (on_ops_) on_ops_(ops);
     bool fail = false;
     for (const strata_op& op : ops) fail = fail || op.kind == fail_kind_;
     enqueue([this, fail, list = std::vector<strata_op>(ops.begin(), ops.end())] {
@@ -123,6 +126,8 @@ class StandInGpu final : public Backend, public DeviceMemory, public DeviceQueue
   // A device whose enqueue returns only when the work is done (as a full launch queue, or scratch memory growing
   // before a first run, makes a real one wait).
   void set_blocking_enqueue(bool on) { blocking_enqueue_ = on; }
+  // Called with every op list the device is given (compute and compute_async), before it runs.
+  void watch_ops(std::function<void(std::span<const strata_op>)> f) { on_ops_ = std::move(f); }
   // Op lists holding an op of this kind fail on the device (the next wait reports it).
   void fail_lists_with(uint32_t kind) { fail_kind_ = kind; }
   bool register_host(void*, uint64_t, bool, std::string&) override { return true; }
@@ -211,6 +216,7 @@ class StandInGpu final : public Backend, public DeviceMemory, public DeviceQueue
   uintptr_t streams_ = 0, events_ = 0;
   std::map<void*, uint64_t> live_;
   std::string name_;
+  std::function<void(std::span<const strata_op>)> on_ops_;
 };
 
 }  // namespace strata::test
