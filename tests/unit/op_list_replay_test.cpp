@@ -40,11 +40,6 @@ Key key_of(std::span<const strata_op> ops) {
 
 std::string moe() { return strata::test::models_dir() + "/stories260K-moe.gguf"; }
 
-struct Recorded {
-  std::unique_ptr<strata::Engine> engine;
-  std::vector<Key>* lists;
-};
-
 // An engine on a stand-in GPU whose op lists go to `lists`; `percent` > 0: the hybrid path at that expert budget.
 std::unique_ptr<strata::Engine> recording_engine(std::vector<Key>& lists, uint32_t percent) {
   strata::EngineSettings s = strata::test::test_settings();
@@ -91,7 +86,9 @@ void expect_windows_repeat(uint32_t percent) {
     // Nine windows, so that their positions cross a 64-key chunk and fall at every offset a small ring could have.
     const std::vector<std::vector<Key>> w = windows_of(*e, lists, n, 9);
     ASSERT_FALSE(w[1].empty());
-    if (!last_size.empty()) EXPECT_FALSE(w[1].front() == last_size.front()) << "the key does not see the window's size";
+    if (!last_size.empty()) {
+      EXPECT_FALSE(w[1].front() == last_size.front()) << "the key does not see the window's size";
+    }
     last_size = w[1];
     for (size_t i = 2; i < w.size(); ++i) {
       ASSERT_EQ(w[i].size(), w[1].size()) << "window " << i << " gave the device another number of op lists";
