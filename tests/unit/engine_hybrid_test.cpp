@@ -243,6 +243,18 @@ TEST(HybridFastMode, DeviceFailureInsideAProgramIsReported) {
   EXPECT_EQ(logits.size(), e->model().hparams().n_vocab);
 }
 
+// A device without MOE_ROUTED's ready-flagged form for the model's expert types (cuda's decode kernels have no
+// IQ2_XS, so qwen3-235b-a22b at iq2_xs failed at its first decode window): the windows the pool serves run in simple
+// mode instead, with the plain engine's bytes.
+TEST(HybridFastMode, ADeviceWithoutTheFlaggedFormRunsThoseWindowsInSimpleMode) {
+  if (!has_cpu_avx2()) GTEST_SKIP() << "cpu_avx2 is not usable on this machine";
+  strata::test::StandInGpu* device = nullptr;
+  auto e = hybrid_engine(experts(25, 0.5, 0), true, &device);
+  device->lack_flagged_moe_routed(true);
+  expect_same_bytes(run(*e), plain_cpu());
+  EXPECT_EQ(e->expert_summary().find("fast mode: 13 windows"), std::string::npos) << e->expert_summary();
+}
+
 }  // namespace
 
 namespace {

@@ -52,12 +52,13 @@ class StandInGpu final : public Backend, public DeviceMemory, public DeviceQueue
   std::string describe() const override { return name_; }
   void compute(std::span<const strata_op> ops) override {
     if (on_ops_) on_ops_(ops);
+    refuse_what_it_lacks(ops);
     drain();
     inner_->compute(ops);
   }
   DeviceMemory* device_memory() override { return this; }
   DeviceQueues* device_queues() override { return this; }
-  bool supports(const strata_op& op) override { return inner_->supports(op); }
+  bool supports(const strata_op& op) override { return !lacks(op) && inner_->supports(op); }
 
   // DeviceMemory: 64-byte aligned host memory.
   void* allocate(uint64_t bytes) override { return grab(bytes); }
@@ -115,6 +116,7 @@ class StandInGpu final : public Backend, public DeviceMemory, public DeviceQueue
   }
   void compute_async(std::span<const strata_op> ops) override {
     if (on_ops_) on_ops_(ops);
+    refuse_what_it_lacks(ops);
     bool fail = false;
     for (const strata_op& op : ops) fail = fail || op.kind == fail_kind_;
     enqueue([this, fail, list = std::vector<strata_op>(ops.begin(), ops.end())] {
@@ -126,6 +128,9 @@ class StandInGpu final : public Backend, public DeviceMemory, public DeviceQueue
   // A device whose enqueue returns only when the work is done (as a full launch queue, or scratch memory growing
   // before a first run, makes a real one wait).
   void set_blocking_enqueue(bool on) { blocking_enqueue_ = on; }
+  // A device without MOE_ROUTED's ready-flagged form (i[0] = 1), as cuda for expert types its decode kernels
+  // lack: supports() says no, and a list holding one is refused when given, as the plugin refuses it.
+  void lack_flagged_moe_routed(bool on) { lacks_flagged_ = on; }
   // Called with every op list the device is given (compute and compute_async), before it runs.
   void watch_ops(std::function<void(std::span<const strata_op>)> f) { on_ops_ = std::move(f); }
   // Op lists holding an op of this kind fail on the device (the next wait reports it).
@@ -217,6 +222,13 @@ class StandInGpu final : public Backend, public DeviceMemory, public DeviceQueue
   std::map<void*, uint64_t> live_;
   std::string name_;
   std::function<void(std::span<const strata_op>)> on_ops_;
+  bool lacks_flagged_ = false;
+  bool lacks(const strata_op& op) const { return lacks_flagged_ && op.kind == STRATA_OP_MOE_ROUTED && op.i[0] == 1; }
+  void refuse_what_it_lacks(std::span<const strata_op> ops) const {
+    for (const strata_op& op : ops) {
+      if (lacks(op)) throw Error("stand-in GPU: unsupported op: MOE_ROUTED with a ready flag");
+    }
+  }
 };
 
 }  // namespace strata::test

@@ -255,6 +255,10 @@ class HybridMoe final : public ExpertPlacement {
   int32_t* placed_flag(uint32_t il) const { return flags_.data() + 2 * il + 1; }
   // Returns the call's seconds (also added to times_.pool_s).
   double run_pool(uint32_t il, uint32_t n_tok, const std::vector<experts::PlannedExpert>& cpu);
+  // Whether the device takes every MoE layer's MOE_ROUTED for windows of n_tok tokens with the pool's rows behind
+  // a ready flag, as one program needs. cuda's flagged form runs on its decode kernels, which some expert types
+  // lack (IQ2_XS): such windows run in simple mode, where the host waits for the pool before the op.
+  bool flagged_rows_supported(uint32_t n_tok);
   // Measures the pool and the link on one expert of layer il and sets pool_max_tokens_; returns a line saying so.
   std::string choose_cutover(uint32_t il);
   double measure_upload(uint32_t il);  // bytes/s of expert copies through upload_ (the pinned ring from the file)
@@ -289,6 +293,9 @@ class HybridMoe final : public ExpertPlacement {
   int adapt_swaps_ = 0;
   bool program_ = false;         // fast mode available
   bool program_window_ = false;  // and taken by the current window
+  // Per window size 1..kPoolMaxTokens: whether the device takes every layer's MOE_ROUTED with the pool's rows
+  // behind a ready flag (-1: not asked yet); see flagged_rows_supported.
+  std::vector<int8_t> flagged_supported_ = std::vector<int8_t>(kPoolMaxTokens + 1, -1);
   bool chunk_window_ = false;    // the current window's layers take the prompt path's chunks
   std::function<bool(const strata_op&)> supports_;
   uint32_t pool_max_tokens_ = 0;

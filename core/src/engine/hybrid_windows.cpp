@@ -4,17 +4,19 @@
 #include "hybrid_moe.hpp"
 
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "hybrid_step_support.hpp"
 #include "strata/error.hpp"
+#include "strata/log.hpp"
 
 namespace strata {
 
 void HybridMoe::begin_window(uint32_t n_tok, bool program_allowed) {
   cache_->begin_window(n_tok);
   counters_.add_window(n_tok);
-  program_window_ = program_ && program_allowed;
+  program_window_ = program_ && program_allowed && (n_tok > pool_max_tokens_ || flagged_rows_supported(n_tok));
   balancing_window_ = balancer_ && !request_frac_ && one_program(n_tok) && n_tok == 1 && n_tok <= pool_max_tokens_;
   chunk_window_ = chunkable_ && n_tok > pool_max_tokens_ && !one_program(n_tok) && chunks_supported(n_tok);
   // The peer's rows need a way in: the pool's rows (decode windows; in a program, behind their ready flag), or, in
@@ -26,6 +28,29 @@ void HybridMoe::begin_window(uint32_t n_tok, bool program_allowed) {
   // The pool's roofline is per token of the windows it serves (decode windows): prompts do not dilute it.
   if (pool_ && n_tok <= pool_max_tokens_) times_.pool.tokens += n_tok;
   window_start_ = clock_type::now();
+}
+
+bool HybridMoe::flagged_rows_supported(uint32_t n_tok) {
+  if (!supports_ || n_tok == 0 || n_tok > kPoolMaxTokens) return true;
+  int8_t& known = flagged_supported_[n_tok];
+  if (known < 0) {
+    known = 1;
+    for (uint32_t il : moe_layers_) {
+      const uint32_t k = model_.weights().layers[il].routing.k;
+      strata_op op = act_.moe_routed(n_embd_, k, n_tok, &tables_[il]);
+      op.src[3] = precomputed_rows(n_tok, k);
+      op.i[0] = 1;
+      op.i[3] = stamping_ ? 1 : 0;
+      if (!supports_(op)) {
+        known = 0;
+        log::info("hybrid path: the device takes no MOE_ROUTED with the pool's rows behind a ready flag for windows of " +
+                  std::to_string(n_tok) + " tokens (layer " + std::to_string(il) +
+                  "'s expert types): those windows run in simple mode");
+        break;
+      }
+    }
+  }
+  return known == 1;
 }
 
 void HybridMoe::set_request_pcie_frac(std::optional<double> frac) {
