@@ -393,6 +393,9 @@ fi
 
 # tg_of FILE TEST: the rate of TEST (e.g. tg128) in a markdown table of strata bench or llama-bench, "M ± S".
 tg_of() { grep -E "\| +$2 +\|" "$1" | head -1 | grep -oE '[0-9.]+ ± [0-9.]+' | head -1; }
+# rss_of LOG: the added RSS's share of file + KV from a bench's last peak-RSS line; ready_of LOG: "ready in N s".
+rss_of() { grep -oE 'the added RSS is [0-9.]+%' "$1" | tail -1 | grep -oE '[0-9.]+%'; }
+ready_of() { grep -oE 'ready in [0-9.]+ s' "$1" | head -1; }
 # ratio A B: A / B of two "M ± S" cells (their means), two decimals; "-" when one is missing.
 ratio() { awk -v a="${1%% *}" -v b="${2%% *}" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else printf "-" }'; }
 # strata_hybrid TAG BUDGET BENCH-ARGS...: strata bench on cuda at an expert budget (with STRATA_HYBRID_OPTS), its table
@@ -906,7 +909,7 @@ if want context; then
     cap=(); [ "$tag" = cap24 ] && cap=(-o runtime.gpu_memory=24GiB -o experts.cache=auto)
     strata run --model "$model" --backend cuda -o runtime.context=262144 -o runtime.kv_type=q8_0 "${cap[@]}" \
       -p "$ctx_prompt" -n 32 --temperature 0 --json > "$OUT/context-$tag.txt" 2> "$OUT/context-$tag.log"
-    row "context 262144 q8_0 $tag (exit $?): $(grep -iE 'experts.cache|KV cache' "$OUT/context-$tag.log" | head -2 | tr '\n' ' ')$(grep -oE 'ready in [0-9.]+ s' "$OUT/context-$tag.log" | head -1)"
+    row "context 262144 q8_0 $tag (exit $?): $(grep -iE 'experts.cache|KV cache' "$OUT/context-$tag.log" | head -2 | tr '\n' ' ')$(ready_of "$OUT/context-$tag.log")"
   done
   if cmp -s "$OUT/context-full.txt" "$OUT/context-cap24.txt"; then row "context: the two runs give the same ids"; else row "context: the two runs' ids DIFFER"; fi
   strata run --model "$model" --backend cuda -o runtime.context=262144 -o runtime.kv_type=f16 -o runtime.gpu_memory=24GiB \
@@ -979,7 +982,6 @@ if want hostcopy; then
   # arena, interleaved in STRATA_HOSTCOPY_ROUNDS (default 2) rounds at 25% and 0% (tg64; the file within 5% of the
   # arena is the target); file_registered once at 25% (whether registering pieces of a disk file's mapping
   # returns); each run's peak-RSS line (added RSS <= 1.05 x (file + KV) + 1 GiB), at 100% too.
-  rss_of() { grep -oE 'the added RSS is [0-9.]+%' "$1" | tail -1 | grep -oE '[0-9.]+%'; }
   for round in $(seq 1 "${STRATA_HOSTCOPY_ROUNDS:-2}"); do
     for budget in 25% 0%; do
       for kind in file arena; do
@@ -987,7 +989,7 @@ if want hostcopy; then
         log "host copy round $round: $kind at $budget"
         strata_hybrid "$tag" "$budget" -o experts.host_copy=$kind -p 0 -n 64 -r 2
         row "$(printf 'host copy round %d %-4s %-6s tg64 %-16s added RSS %s of file+KV; %s' "$round" "$budget" "$kind" \
-          "$(tg_of "$OUT/$tag.md" tg64)" "$(rss_of "$OUT/$tag.log")" "$(grep -oE 'ready in [0-9.]+ s' "$OUT/$tag.log" | head -1)")"
+          "$(tg_of "$OUT/$tag.md" tg64)" "$(rss_of "$OUT/$tag.log")" "$(ready_of "$OUT/$tag.log")")"
       done
       row "$(printf '  round %d %-4s file / arena: %s' "$round" "$budget" \
         "$(ratio "$(tg_of "$OUT/hc$round-${budget%\%}-file.md" tg64)" "$(tg_of "$OUT/hc$round-${budget%\%}-arena.md" tg64)")")"
@@ -1072,7 +1074,7 @@ if want big; then
     for round in $(seq 1 "${STRATA_BIG_ROUNDS:-1}"); do
       log "big $big_shape round $round: strata at $big_budget, then llama.cpp -ncmoe $ncmoe"
       strata bench --model "$big" --backend cuda -o experts.cache="$big_budget" -p 512 -n 32 -r 1 > "$OUT/big$round-s.md" 2> "$OUT/big$round-s.log"
-      row "big round $round strata $big_budget (exit $?): $(grep -oE 'ready in [0-9.]+ s' "$OUT/big$round-s.log" | head -1); added RSS $(grep -oE 'the added RSS is [0-9.]+%' "$OUT/big$round-s.log" | tail -1 | grep -oE '[0-9.]+%'); $(grep -oE 'experts.cache[^;]*slots[^;]*' "$OUT/big$round-s.log" | head -1 | cut -c1-90)"
+      row "big round $round strata $big_budget (exit $?): $(ready_of "$OUT/big$round-s.log"); added RSS $(rss_of "$OUT/big$round-s.log"); $(grep -oE 'experts.cache[^;]*slots[^;]*' "$OUT/big$round-s.log" | head -1 | cut -c1-90)"
       cat "$OUT/big$round-s.md"
       if [ -x "$peer" ]; then
         "$peer" -m "$big" -ngl 99 -fa on -ncmoe "$ncmoe" -t "$threads" -p 512 -n 32 -r 1 > "$OUT/big$round-p.md" 2> "$OUT/big$round-p.log"
