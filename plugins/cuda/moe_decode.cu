@@ -153,6 +153,8 @@ constexpr int spans_in_flight(int most) {
     return most < 2 ? most : 2;  // the unaligned fallback (byte loads)
   } else if constexpr (std::is_same_v<Dec, DecodeQ3_K>) {
     return most < 2 ? most : 2;
+  } else if constexpr (std::is_same_v<Dec, DecodeMXFP4>) {
+    return 1;  // 17-byte blocks read by byte loads: two spans in flight spill in down_kernel
   } else {
     return most;
   }
@@ -393,8 +395,10 @@ int down_rows_log2(int n_spans, int k) {
 }
 
 // The decoders the decode path is built for; other types take the general pipeline.
+// IQ2_XS and MXFP4 are the expert types of the 2-bit Qwen3-235B recipe and of gpt-oss: without them those models'
+// hybrid windows could not take the pool's rows behind a ready flag (HybridMoe::flagged_rows_supported).
 using DecodePathTypes = OneOf<GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
-                              GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS>;
+                              GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS, GgmlType::IQ2_XS, GgmlType::MXFP4>;
 template <class F>
 bool with_decode_type(uint32_t type, F&& f) {
   return with_decoder_in<DecodePathTypes>(type, f);

@@ -1560,6 +1560,14 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
   c.push_back(std::make_shared<MultiRopeCase>(40, 64, 4, 17, 64, std::array{12, 10, 10, 0}, false));
   c.push_back(std::make_shared<MultiRopeCase>(40, 64, 2, 5, 64, std::array{8, 6, 6, 4}, true));
   c.push_back(std::make_shared<MultiRopeCase>(40, 128, 4, 9, 128, std::array{24, 20, 20, 0}, false, true));
+  // The GPU's decode kernels for IQ2_XS (Qwen3-235B's 2-bit recipe) and MXFP4 (gpt-oss) experts: one token at
+  // qwen3's k 8 and n_ff 768, a verify window with repeated ids and precomputed rows, rows out.
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::IQ2_XS, GgmlType::IQ2_XS, 256, 768, 1, 8));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::IQ2_XS, GgmlType::IQ2_XS, 512, 256, 5, 8, true, every_third));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::IQ2_XS, GgmlType::IQ2_XS, 256, 256, 3, 4, false, first_token,
+                                              rows));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::MXFP4, GgmlType::MXFP4, 256, 160, 5, 4, true, every_third,
+                                              RoutedOut::Sums, oai));
   return c;
 }
 
