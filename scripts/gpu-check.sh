@@ -32,7 +32,8 @@
 #     context    issue 28 item 5: 262,144 tokens with q8_0 KV all on the card and under runtime.gpu_memory=24GiB (the same
 #                text), and f16 KV under that cap refused
 #     ncu-detail Nsight Compute's sections (speed of light, occupancy, stalls, pipes) for a few launches of the
-#                kernels matching STRATA_NCU_DETAIL in a 512-token prompt, and of the decode attention at depth
+#                kernels matching STRATA_NCU_DETAIL in a 512-token prompt, and of the decode attention at depth;
+#                STRATA_NCU_DETAIL_WINDOW=K adds the MoE decode kernels in verify windows of K tokens
 #     speculative issue 30: verify windows' cost by the 100%-acceptance ceiling (n_max 1, 3, 4, 7; all in VRAM and at
 #                25%), where a window of 1, 4, 5 and 8 tokens spends its time (bench --profile-window), and
 #                stories260K-moe's acceptance with ngram and with stories260K as its draft, on cuda
@@ -380,8 +381,20 @@ if want ncu-detail; then
       strata bench --model "$model" --backend cuda -p 0 -n 2 -r 1 -d "${STRATA_PROFILE_DEPTH:-16384}" \
       > "$OUT/ncu-detail-decode.txt" 2>&1
     row "ncu-detail decode (exit $?): $OUT/ncu-detail-decode.txt"
-    grep -E '^  [a-z_]+.*\(|Duration|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Theoretical Occupancy' \
-      "$OUT/ncu-detail-prompt.txt" "$OUT/ncu-detail-decode.txt" | head -80
+    # STRATA_NCU_DETAIL_WINDOW=K: the MoE decode kernels (STRATA_NCU_WINDOW_KERNELS) in windows of K tokens (the
+    # window profile's 16, each 48 layers x 2 launches, after a few one-token steps' 96 each): why a window's
+    # experts cost what they do (issue 30). Their grids say the window's size: gate_up's y is (k + 1) x K.
+    : > "$OUT/ncu-detail-window.txt"
+    if [ -n "${STRATA_NCU_DETAIL_WINDOW:-}" ]; then
+      timeout 240 "$ncu_bin" --clock-control none "${ncu_sections[@]}" \
+        --kernel-name "regex:${STRATA_NCU_WINDOW_KERNELS:-gate_up_kernel|down_kernel}" \
+        --launch-skip "${STRATA_NCU_WINDOW_SKIP:-1000}" --launch-count "${STRATA_NCU_WINDOW_COUNT:-6}" \
+        strata bench --model "$model" --backend cuda -p 0 -n 1 -r 1 --profile-window "$STRATA_NCU_DETAIL_WINDOW" \
+        > "$OUT/ncu-detail-window.txt" 2>&1
+      row "ncu-detail window of $STRATA_NCU_DETAIL_WINDOW (exit $?): $OUT/ncu-detail-window.txt"
+    fi
+    grep -E '^  [a-z_]+.*\(|Duration|Memory Throughput|DRAM Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Theoretical Occupancy' \
+      "$OUT/ncu-detail-prompt.txt" "$OUT/ncu-detail-decode.txt" "$OUT/ncu-detail-window.txt" | head -120
   fi
 fi
 
