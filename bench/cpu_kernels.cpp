@@ -76,7 +76,7 @@ double read_bandwidth(unsigned threads, size_t bytes, double seconds) {
   return best;
 }
 
-// rows x n weights of `type` (F32 or a type quantize_row writes): a chunk of real quantized rows (normal values through the format library's
+// rows x n weights of `type` (F32, F16, IQ2_XS, MXFP4 or a type quantize_row writes): a chunk of real quantized rows (normal values through the format library's
 // quantizer), tiled, so scales and values look like a model's.
 std::vector<unsigned char> quantized_matrix(GgmlType type, int64_t rows, int64_t n, std::mt19937& rng) {
   const uint64_t rb = strata::format::row_bytes(type, static_cast<uint64_t>(n));
@@ -93,6 +93,20 @@ std::vector<unsigned char> quantized_matrix(GgmlType type, int64_t rows, int64_t
       for (int64_t i = 0; i < n; ++i) {  // the vision projector's matrices
         const uint16_t h = strata::format::fp32_to_fp16(f[static_cast<size_t>(i)]);
         std::memcpy(dst + 2 * i, &h, 2);
+      }
+    } else if (type == GgmlType::IQ2_XS || type == GgmlType::MXFP4) {
+      // No quantizer for these: random blocks with a sane scale (IQ2_XS: f16 d first; MXFP4: an exponent near
+      // 2^-8 first). Speed does not depend on the values.
+      const auto& tr = strata::format::traits(type);
+      std::uniform_int_distribution<int> byte(0, 255);
+      for (uint64_t i = 0; i < rb; ++i) dst[i] = static_cast<unsigned char>(byte(rng));
+      for (uint64_t b = 0; b < rb; b += tr.block_bytes) {
+        if (type == GgmlType::MXFP4) {
+          dst[b] = static_cast<unsigned char>(115 + byte(rng) % 12);
+        } else {
+          const uint16_t h = strata::format::fp32_to_fp16(0.002f);
+          std::memcpy(dst + b, &h, 2);
+        }
       }
     } else {
       strata::format::quantize_row(type, f.data(), dst, n);
@@ -275,6 +289,11 @@ int main(int argc, char** argv) {
     shapes.push_back({GgmlType::Q4_K, 2048, 4096});
     shapes.push_back({GgmlType::Q4_K, 4096, 2048});
     shapes.push_back({GgmlType::F32, 2048, 128});
+    // The experts the pool computes for the big models: Qwen3-235B's 2-bit recipe (4096x1536, 1536x4096) and
+    // gpt-oss's MXFP4 (2880x2880).
+    shapes.push_back({GgmlType::IQ2_XS, 4096, 1536});
+    shapes.push_back({GgmlType::IQ2_XS, 1536, 4096});
+    shapes.push_back({GgmlType::MXFP4, 2880, 2880});
     for (const Shape& sh : shapes) {
       for (int64_t n_tok : {1, 8}) {
         const std::string name = "MUL_MAT " + std::string(strata::format::traits(sh.type).name) + " " +

@@ -36,6 +36,7 @@ class Context {
   const std::string& setup_line() const { return setup_line_; }
   void set_setup_line(std::string line) { setup_line_ = std::move(line); }
   IsaPath path() const { return path_; }
+  bool gathers() const { return gathers_; }
   const KernelTable& kernels() const { return *kernels_; }
   ThreadPool& pool() { return pool_; }
   Scratch& scratch() { return scratch_; }
@@ -54,6 +55,7 @@ class Context {
   Options options_;
   std::string setup_line_;
   IsaPath path_;
+  bool gathers_;  // the AVX-512 kernels may gather (options.gathers, or gathers_fast)
   const KernelTable* kernels_;
   ThreadPool pool_;
   Scratch scratch_;

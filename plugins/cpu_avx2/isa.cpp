@@ -28,8 +28,16 @@ IsaPath choose_path(const IsaFeatures& f, bool force_avx2) {
   return (!force_avx2 && f.avx512() && f.avx512vnni) ? IsaPath::Avx512 : IsaPath::Avx2;
 }
 
-const char* path_arch(IsaPath path) {
-  return path == IsaPath::Avx512 ? "x86-64-v4 (AVX-512 VNNI)" : "x86-64-v3 (AVX2+FMA+F16C)";
+bool gathers_fast() {
+  std::ifstream in("/sys/devices/system/cpu/vulnerabilities/gather_data_sampling");
+  std::string state;
+  std::getline(in, state);
+  return state.rfind("Mitigation", 0) != 0;  // "Not affected", "Vulnerable...", or no such file
+}
+
+const char* path_arch(IsaPath path, bool gathers) {
+  if (path != IsaPath::Avx512) return "x86-64-v3 (AVX2+FMA+F16C)";
+  return gathers ? "x86-64-v4 (AVX-512 VNNI)" : "x86-64-v4 (AVX-512 VNNI, no gathers)";
 }
 
 std::string cpu_model_name() {

@@ -22,8 +22,13 @@ IsaFeatures detect_isa();
 // The path a context uses: AVX-512 when the CPU has F, BW, VL, DQ and VNNI and force_avx2 is off.
 IsaPath choose_path(const IsaFeatures& f, bool force_avx2);
 
-// "x86-64-v3 (AVX2+FMA+F16C)" or "x86-64-v4 (AVX-512 VNNI)": what device_info reports as arch.
-const char* path_arch(IsaPath path);
+// Whether gather instructions run at full speed here: false where Linux reports the microcode mitigation of Gather
+// Data Sampling (Intel Skylake to Tiger Lake), which makes every gather several times slower.
+bool gathers_fast();
+
+// "x86-64-v3 (AVX2+FMA+F16C)", "x86-64-v4 (AVX-512 VNNI)" or "x86-64-v4 (AVX-512 VNNI, no gathers)": what
+// device_info reports as arch.
+const char* path_arch(IsaPath path, bool gathers = true);
 
 // The CPU's model name from /proc/cpuinfo ("AMD EPYC 9654 96-Core Processor"), or "x86-64 CPU" when unknown.
 std::string cpu_model_name();

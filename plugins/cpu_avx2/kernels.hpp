@@ -25,8 +25,9 @@ struct KernelTable {
   FloatMatVec floating[kMaxTypeId] = {};
 };
 
-// The table of a path (filled once).
-const KernelTable& kernel_table(IsaPath path);
+// The table of a path (filled once). gathers: whether AVX-512 kernels may use gather instructions (gathers_fast);
+// without them the types that gather take a buffer of plain loads instead, with the same bits.
+const KernelTable& kernel_table(IsaPath path, bool gathers = true);
 
 // Each family file fills its types into both tables.
 void add_legacy_kernels(KernelTable& avx2, KernelTable& avx512);
@@ -34,5 +35,7 @@ void add_kquant_kernels(KernelTable& avx2, KernelTable& avx512);
 void add_iquant_kernels(KernelTable& avx2, KernelTable& avx512);
 void add_ternary_kernels(KernelTable& avx2, KernelTable& avx512);
 void add_float_kernels(KernelTable& avx2, KernelTable& avx512);
+// Replaces, in a copy of the AVX-512 table, the kernels that gather with their gather-free forms.
+void add_gather_free_kernels(KernelTable& avx512);
 
 }  // namespace strata::cpu

@@ -8,7 +8,7 @@
 namespace strata::cpu {
 namespace {
 
-constexpr const char* kKnown = "workers, reserve, host_worker, force_avx2, spin_us, pin, canonical_double";
+constexpr const char* kKnown = "workers, reserve, host_worker, force_avx2, gathers, spin_us, pin, canonical_double";
 constexpr unsigned kMaxSpinUs = 1000000;
 constexpr unsigned kMaxWorkers = 1024;
 
@@ -51,6 +51,13 @@ bool parse_options(const char* const* options, size_t n, const CpuTopology& cpus
                  std::to_string(kMaxWorkers);
         return false;
       }
+    } else if (key == "gathers") {
+      bool b = false;
+      if (value != "auto" && !parse_bool_option(value, &b)) {
+        *error = "option gathers=" + std::string(value) + ": expected auto, true or false";
+        return false;
+      }
+      o.gathers = value == "auto" ? -1 : b ? 1 : 0;
     } else if (key == "reserve") {
       if (!parse_count(key, value, kMaxWorkers, "cores", &o.reserve, error)) return false;
     } else if (key == "spin_us") {

@@ -13,6 +13,7 @@ struct Options {
   unsigned reserve = 0;     // cores that workers=auto leaves to the engine's own threads (the host's fast mode)
   bool host_worker = true;  // the calling thread claims pieces of every op too
   bool force_avx2 = false;  // ignore AVX-512 even where the CPU has it
+  int gathers = -1;         // AVX-512 kernels may gather: 1 yes, 0 no, -1 auto (gathers_fast)
   unsigned spin_us = 300;   // how long idle workers spin for the next op before they sleep
   bool pin = false;         // pin each worker to a CPU of its own
   std::string why;          // the set-up line: how many workers, and why that many

@@ -50,7 +50,7 @@ strata_status* device_info(void* c, uint32_t index, strata_device_info* out) {
     out->struct_size = sizeof *out;
     out->kind = STRATA_DEVICE_CPU;
     out->name = ctx->device_name().c_str();
-    out->arch = path_arch(ctx->path());
+    out->arch = path_arch(ctx->path(), ctx->gathers());
     out->memory_total = memory_total_bytes();
     out->memory_free = memory_available_bytes();
     out->compute_units = ctx->pool().parts();
@@ -147,7 +147,7 @@ strata_status* init(const strata_host_api* host, const char* const* options, siz
   auto ctx = std::make_unique<Context>(host, opts);
   // The set-up line: how many threads compute, and why that many (also the expert pool's describe()).
   ctx->set_setup_line(opts.why + (opts.host_worker ? " + the calling thread" : "") + (opts.pin ? ", pinned" : ""));
-  ctx->log(STRATA_LOG_INFO, std::string(path_arch(ctx->path())) + ", " + ctx->setup_line());
+  ctx->log(STRATA_LOG_INFO, std::string(path_arch(ctx->path(), ctx->gathers())) + ", " + ctx->setup_line());
   out->struct_size = sizeof *out;
   out->reserved0 = 0;
   out->ctx = ctx.release();

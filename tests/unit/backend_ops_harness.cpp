@@ -65,6 +65,7 @@ struct Discovered {
   std::vector<std::unique_ptr<PluginInstance>> instances;
   std::vector<BackendUnderTest> backends;
   std::optional<BackendUnderTest> one_worker;  // cpu_avx2 with workers=1: not a parity label, a bytes check's
+  std::optional<BackendUnderTest> gathering, gather_free;  // cpu_avx2 with gathers=true / false: the same
 
   Discovered() {
     PluginSearchPath path;
@@ -76,17 +77,26 @@ struct Discovered {
       add(c.name, c.name, {});
       if (c.name == "cpu_avx2") {
         add(c.name, "cpu_avx2_force_avx2", {"force_avx2=true"});
-        auto inst = registry->instantiate(c.name, {"workers=1"});
-        if (const auto* be = inst->get<strata_backend_v1>(STRATA_BACKEND_FAMILY, STRATA_BACKEND_VERSION)) {
-          one_worker = BackendUnderTest{"cpu_avx2_one_worker", be, inst->ctx(), inst.get()};
-          instances.push_back(std::move(inst));
-        }
+        one_worker = bytes_check(c.name, "cpu_avx2_one_worker", "workers=1");
+        gathering = bytes_check(c.name, "cpu_avx2_gathering", "gathers=true");
+        gather_free = bytes_check(c.name, "cpu_avx2_gather_free", "gathers=false");
       }
       // The GPU plugins' double kernels (issue 28): the CPU's arithmetic, compared as tightly as cpu_avx2.
       if (c.name == "cuda" || c.name == "hip") add(c.name, c.name + "_canonical_double", {"canonical_double=true"}, true);
       // The tiled products' staged form (sm_90; the plain form elsewhere, so the label checks that path twice).
       if (c.name == "cuda") add(c.name, "cuda_staged_tiles", {"staged_tiles=true"}, true);
     }
+  }
+
+  // An instance with one option, for a bytes check against another (not a parity label).
+  std::optional<BackendUnderTest> bytes_check(const std::string& plugin, const std::string& label,
+                                              const std::string& option) {
+    auto inst = registry->instantiate(plugin, {option});
+    const auto* be = inst->get<strata_backend_v1>(STRATA_BACKEND_FAMILY, STRATA_BACKEND_VERSION);
+    if (be == nullptr) return std::nullopt;
+    BackendUnderTest b{label, be, inst->ctx(), inst.get()};
+    instances.push_back(std::move(inst));
+    return b;
   }
 
   // `always`: list a variant even when its device reports the plugin's default arch (its path is an option's).
@@ -144,6 +154,16 @@ const std::vector<BackendUnderTest>& backends_under_test() { return discovered()
 
 const BackendUnderTest* cpu_one_worker() {
   const auto& w = discovered().one_worker;
+  return w ? &*w : nullptr;
+}
+
+const BackendUnderTest* cpu_gathering() {
+  const auto& w = discovered().gathering;
+  return w ? &*w : nullptr;
+}
+
+const BackendUnderTest* cpu_gather_free() {
+  const auto& w = discovered().gather_free;
   return w ? &*w : nullptr;
 }
 

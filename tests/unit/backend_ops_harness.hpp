@@ -95,6 +95,10 @@ std::vector<std::string> backend_labels();
 const BackendUnderTest* find_backend(const std::string& label);
 // cpu_avx2 with one worker (NULL without the plugin): its bytes must equal the default's, whatever the split.
 const BackendUnderTest* cpu_one_worker();
+// cpu_avx2 with gathers=true and with gathers=false (NULL without the plugin): the AVX-512 kernels that gather and
+// their gather-free forms, whichever the CPU would choose, must give the same bytes.
+const BackendUnderTest* cpu_gathering();
+const BackendUnderTest* cpu_gather_free();
 
 // The outcome of running one case on one backend.
 struct RunResult {

@@ -108,6 +108,20 @@ TEST_P(CpuPaths, OneWorkerEqualsAll) {
   expect_same_bytes(*all, *one, GetParam(), "all workers vs one");
 }
 
+// Nor on whether its AVX-512 kernels gather (IQ2_XS's grid entries) or read through a buffer; on the AVX2 path the
+// option changes nothing, so only the AVX-512 path's cases of a gathering type are checked.
+TEST_P(CpuPaths, GatherFreeEqualsGathering) {
+  const BackendUnderTest* gathering = cpu_gathering();
+  const BackendUnderTest* gather_free = cpu_gather_free();
+  if (gathering == nullptr || gather_free == nullptr) GTEST_SKIP() << "no cpu_avx2 plugin";
+  if (gathering->instance->devices().at(0).arch.find("AVX-512") == std::string::npos) {
+    GTEST_SKIP() << "this CPU has only cpu_avx2's AVX2 path";
+  }
+  const std::string vars = all_cases()[GetParam()]->vars();
+  if (vars.find("iq2_xs") == std::string::npos) GTEST_SKIP() << "no weights of a type whose kernel gathers";
+  expect_same_bytes(*gathering, *gather_free, GetParam(), "gathering vs gather-free");
+}
+
 INSTANTIATE_TEST_SUITE_P(Parity, CpuPaths, ::testing::ValuesIn(case_indices()),
                          [](const ::testing::TestParamInfo<size_t>& p) {
                            return test_name(all_cases()[p.param]->vars());
