@@ -34,6 +34,7 @@
 #     ncu-detail Nsight Compute's sections (speed of light, occupancy, stalls, pipes) for a few launches of the
 #                kernels matching STRATA_NCU_DETAIL in a 512-token prompt, and of the decode attention at depth;
 #                STRATA_NCU_DETAIL_WINDOW=K adds the MoE decode kernels in verify windows of K tokens
+#                (STRATA_NCU_DETAIL_PROMPT=0 / STRATA_NCU_DETAIL_DECODE=0 leave the first two out)
 #     speculative issue 30: verify windows' cost by the 100%-acceptance ceiling (n_max 1, 3, 4, 7; all in VRAM and at
 #                25%), where a window of 1, 4, 5 and 8 tokens spends its time (bench --profile-window), and
 #                stories260K-moe's acceptance with ngram and with stories260K as its draft, on cuda
@@ -376,11 +377,14 @@ if want ncu-detail; then
       strata bench --model "$model" --backend cuda -p 512 -n 0 -r 1 > "$OUT/ncu-detail-prompt.txt" 2>&1
     row "ncu-detail prompt (exit $?): $OUT/ncu-detail-prompt.txt"
     fi
+    : > "$OUT/ncu-detail-decode.txt"
+    if [ "${STRATA_NCU_DETAIL_DECODE:-1}" = 1 ]; then  # 0: leaves out the decode attention at depth
     timeout 240 "$ncu_bin" --clock-control none "${ncu_sections[@]}" \
       --kernel-name "regex:attention_flash_(split|combine)" --launch-count 4 \
       strata bench --model "$model" --backend cuda -p 0 -n 2 -r 1 -d "${STRATA_PROFILE_DEPTH:-16384}" \
       > "$OUT/ncu-detail-decode.txt" 2>&1
     row "ncu-detail decode (exit $?): $OUT/ncu-detail-decode.txt"
+    fi
     # STRATA_NCU_DETAIL_WINDOW=K: the MoE decode kernels (STRATA_NCU_WINDOW_KERNELS) in windows of K tokens (the
     # window profile's 16, each 48 layers x 2 launches, after a few one-token steps' 96 each): why a window's
     # experts cost what they do (issue 30). Their grids say the window's size: gate_up's y is (k + 1) x K.
