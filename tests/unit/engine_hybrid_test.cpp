@@ -185,6 +185,11 @@ TEST(HybridSummary, AutoShareProbesTheLinkAndPrintsTheRoofline) {
   EXPECT_NE(summary.find("a MoE layer (planning "), std::string::npos) << summary;
   EXPECT_EQ(summary.rfind("hybrid set-up: experts in RAM: ", 0), 0u) << summary;
   EXPECT_NE(summary.find("from the link probe"), std::string::npos) << summary;
+  // The pool timed on the model's experts at start, a positive rate (the share takes the slower of it and the host
+  // read).
+  const size_t timed = summary.find("the pool on this model's experts ");
+  ASSERT_NE(timed, std::string::npos) << summary;
+  EXPECT_GT(std::atof(summary.c_str() + timed + std::strlen("the pool on this model's experts ")), 0.0) << summary;
   // The set-up line says how many threads the pool computes with and why (expert_pool 1.2's describe).
   EXPECT_NE(summary.find("CPU pool: cpu_avx2 ("), std::string::npos) << summary;
   EXPECT_NE(summary.find("+ the calling thread)"), std::string::npos) << summary;

@@ -189,9 +189,11 @@ class HybridMoe final : public ExpertPlacement {
   // learns.
   void set_request_pcie_frac(std::optional<double> frac);
   // The decode roofline's inputs, measured at start with pcie_frac: auto (0 otherwise): weights read from VRAM at
-  // the device's copy rate, misses at the host's read rate plus the pinned link's.
+  // the device's copy rate, misses at the pool's rate plus the pinned link's. The pool's rate is the slower of the
+  // host's read rate and the pool timed on the model's experts (2-bit i-quants compute slower than RAM reads).
   struct Rates {
-    double hbm = 0, h2d = 0, cpu_read = 0;  // bytes/s
+    double hbm = 0, h2d = 0, cpu_read = 0, pool = 0;  // bytes/s
+    double pool_rate() const { return pool > 0 && pool < cpu_read ? pool : cpu_read; }
   };
   const Rates& rates() const { return rates_; }
   // The dense weights one token reads (all but the routed experts and the embedding table).
@@ -262,6 +264,7 @@ class HybridMoe final : public ExpertPlacement {
   // Measures the pool and the link on one expert of layer il and sets pool_max_tokens_; returns a line saying so.
   std::string choose_cutover(uint32_t il);
   double measure_upload(uint32_t il);  // bytes/s of expert copies through upload_ (the pinned ring from the file)
+  double measure_pool(uint32_t il);    // bytes/s of the pool on layer il's experts at one token each (a decode call)
 
   const Model& model_;
   Activations& act_;

@@ -250,12 +250,14 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
     // 512 MiB: past the largest server caches (320 MB), half the start-up cost of a GiB.
     rates_.cpu_read = experts::measure_host_read(std::max(1u, threads), uint64_t{512} << 20);
     rates_.hbm = experts::measure_device_copy(mem, queues);
-    frac = experts::default_pcie_frac(rates_.h2d, rates_.cpu_read, geometry.routed_bytes() / std::max<uint64_t>(n_experts, 1),
+    if (!moe_layers_.empty()) rates_.pool = measure_pool(moe_layers_.front());
+    frac = experts::default_pcie_frac(rates_.h2d, rates_.pool_rate(), geometry.routed_bytes() / std::max<uint64_t>(n_experts, 1),
                                       link.copy_overhead_s);
     description_ += "; pcie_frac " + std::to_string(frac).substr(0, 5) + " from the link probe (" + experts::describe(link) +
                     "; host read " + std::to_string(rates_.cpu_read / 1e9).substr(0, 6) + " GB/s with " +
-                    std::to_string(threads) + " threads; device copy " + std::to_string(rates_.hbm / 1e9).substr(0, 7) +
-                    " GB/s" + staged + ")";
+                    std::to_string(threads) + " threads; the pool on this model's experts " +
+                    std::to_string(rates_.pool / 1e9).substr(0, 6) + " GB/s; device copy " +
+                    std::to_string(rates_.hbm / 1e9).substr(0, 7) + " GB/s" + staged + ")";
   }
   // worker_count counts every thread that computes, the calling one (the placer) included; a 1.2 pool says why.
   if (pool_) {
@@ -330,6 +332,33 @@ double HybridMoe::measure_upload(uint32_t il) {
     seconds = seconds_since(t0);
   }
   return seconds > 0 ? static_cast<double>(count * bytes) / seconds : 0;
+}
+
+double HybridMoe::measure_pool(uint32_t il) {
+  // Up to 8 experts of the layer in one call, one token each (a decode layer's misses), best of three (the first
+  // warms the pool up): the experts' bytes over the time.
+  const LayerWeights& lw = model_.weights().layers[il];
+  const uint32_t n = std::min<uint32_t>(8, tables_[il].n_expert);
+  if (n == 0) return 0;
+  std::vector<float> x(n_embd_), rows(size_t{n_embd_} * n), weight(n, 1.0f);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919) % 2001) / 1000.0f - 1.0f;
+  std::vector<uint32_t> ids(n), offsets(n + 1), index(n, 0);
+  std::vector<strata_expert_weights> w(n);
+  for (uint32_t e = 0; e < n; ++e) {
+    ids[e] = e;
+    offsets[e] = e;
+    w[e] = arena_->weights(il, e);
+  }
+  offsets[n] = n;
+  const strata_moe_op m{n_embd_, lw.experts.n_ff, 1, n, ids.data(), w.data(), offsets.data(), index.data(),
+                        weight.data(), x.data(), rows.data(), lw.experts.form()};
+  double best = 1e9;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto t0 = clock_type::now();
+    throw_if_error(pool_.table->compute(pool_.ctx, &m, nullptr, 0), pool_.name, "expert_pool.compute");
+    best = std::min(best, seconds_since(t0));
+  }
+  return best > 0 ? static_cast<double>(n) * static_cast<double>(arena_->layout(il).bytes) / best : 0;
 }
 
 std::string HybridMoe::choose_cutover(uint32_t il) {

@@ -99,12 +99,12 @@ std::string HybridMoe::summary(double decode_tokens_per_s) const {
   using experts::ExpertSource;
   const double vram = static_cast<double>(dense_token_bytes_) + plans.bytes_per_token(ExpertSource::Hit);
   const double missed = plans.bytes_per_token(ExpertSource::Pcie) + plans.bytes_per_token(ExpertSource::Cpu);
-  if (r.hbm > 0 && r.h2d + r.cpu_read > 0 && plans.positions > 0) {
-    const double seconds = vram / r.hbm + missed / (r.h2d + r.cpu_read);
+  if (r.hbm > 0 && r.h2d + r.pool_rate() > 0 && plans.positions > 0) {
+    const double seconds = vram / r.hbm + missed / (r.h2d + r.pool_rate());
     std::snprintf(line, sizeof line,
-                  "roofline: %.1f MiB a token from VRAM at %.0f GB/s + %.1f MiB missed at %.1f + %.1f GB/s (host read + "
-                  "pinned link) = %.3f ms: %.1f tokens/s at most\n",
-                  vram / 1048576.0, r.hbm / 1e9, missed / 1048576.0, r.cpu_read / 1e9, r.h2d / 1e9, 1e3 * seconds,
+                  "roofline: %.1f MiB a token from VRAM at %.0f GB/s + %.1f MiB missed at %.1f + %.1f GB/s (the pool: "
+                  "host read or its measured rate, the slower + pinned link) = %.3f ms: %.1f tokens/s at most\n",
+                  vram / 1048576.0, r.hbm / 1e9, missed / 1048576.0, r.pool_rate() / 1e9, r.h2d / 1e9, 1e3 * seconds,
                   1.0 / seconds);
     out += line;
     if (decode_tokens_per_s > 0) {
