@@ -76,7 +76,7 @@ double read_bandwidth(unsigned threads, size_t bytes, double seconds) {
   return best;
 }
 
-// rows x n weights of `type` (F32, F16, IQ2_XS, MXFP4 or a type quantize_row writes): a chunk of real quantized rows (normal values through the format library's
+// rows x n weights of `type` (F32, F16, MXFP4, an i-quant but IQ1_M and IQ4_NL, or a type quantize_row writes): a chunk of real quantized rows (normal values through the format library's
 // quantizer), tiled, so scales and values look like a model's.
 std::vector<unsigned char> quantized_matrix(GgmlType type, int64_t rows, int64_t n, std::mt19937& rng) {
   const uint64_t rb = strata::format::row_bytes(type, static_cast<uint64_t>(n));
@@ -94,9 +94,11 @@ std::vector<unsigned char> quantized_matrix(GgmlType type, int64_t rows, int64_t
         const uint16_t h = strata::format::fp32_to_fp16(f[static_cast<size_t>(i)]);
         std::memcpy(dst + 2 * i, &h, 2);
       }
-    } else if (type == GgmlType::IQ2_XS || type == GgmlType::MXFP4) {
-      // No quantizer for these: random blocks with a sane scale (IQ2_XS: f16 d first; MXFP4: an exponent near
-      // 2^-8 first). Speed does not depend on the values.
+    } else if (type == GgmlType::MXFP4 || type == GgmlType::IQ2_XXS || type == GgmlType::IQ2_XS ||
+               type == GgmlType::IQ2_S || type == GgmlType::IQ3_XXS || type == GgmlType::IQ3_S ||
+               type == GgmlType::IQ1_S || type == GgmlType::IQ4_XS) {
+      // No quantizer for these: random blocks with a sane scale (the i-quants: f16 d first; MXFP4: an exponent
+      // near 2^-8 first). Speed does not depend on the values.
       const auto& tr = strata::format::traits(type);
       std::uniform_int_distribution<int> byte(0, 255);
       for (uint64_t i = 0; i < rb; ++i) dst[i] = static_cast<unsigned char>(byte(rng));
@@ -294,6 +296,11 @@ int main(int argc, char** argv) {
     shapes.push_back({GgmlType::IQ2_XS, 4096, 1536});
     shapes.push_back({GgmlType::IQ2_XS, 1536, 4096});
     shapes.push_back({GgmlType::MXFP4, 2880, 2880});
+    // The i-quants of DeepSeek-V3's and Kimi-K2's low-bit files (their experts: 7168x2048, 2048x7168).
+    for (GgmlType t : {GgmlType::IQ1_S, GgmlType::IQ2_XXS, GgmlType::IQ2_S, GgmlType::IQ3_XXS, GgmlType::IQ3_S,
+                       GgmlType::IQ4_XS}) {
+      shapes.push_back({t, 7168, 2048});
+    }
     for (const Shape& sh : shapes) {
       for (int64_t n_tok : {1, 8}) {
         const std::string name = "MUL_MAT " + std::string(strata::format::traits(sh.type).name) + " " +

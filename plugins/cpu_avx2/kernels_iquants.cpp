@@ -262,6 +262,145 @@ struct IQ1_M {
   }
 };
 
+// ---- AVX-512 forms that gather: w[j] holds spans 2j and 2j + 1 (quant_matvec.hpp's pairs512), the grid entries
+// fetched by one gather per register and the signs computed on vectors. The structs above, without pairs512, are
+// the gather-free forms (add_gather_free_kernels); both give the same values.
+
+// Per 64-bit lane, seven sign bits in its low bits (the rest zero): the lane's eight values to negate, the eighth
+// sign being the parity of the seven (ksigns_iq2xs), bit b negating byte b.
+STRATA_AVX512 inline __attribute__((always_inline)) __mmask64 ksign_lanes(__m512i s7) {
+  __m512i parity = _mm512_xor_si512(s7, _mm512_srli_epi64(s7, 4));
+  parity = _mm512_xor_si512(parity, _mm512_srli_epi64(parity, 2));
+  parity = _mm512_xor_si512(parity, _mm512_srli_epi64(parity, 1));
+  const __m512i s8 = _mm512_or_si512(s7, _mm512_slli_epi64(_mm512_and_si512(parity, _mm512_set1_epi64(1)), 7));
+  // Byte 0 of each 64-bit lane to its eight bytes (bytes 0 and 8 of each 128-bit lane).
+  const __m512i spread = _mm512_set_epi64(0x0808080808080808, 0, 0x0808080808080808, 0, 0x0808080808080808, 0,
+                                          0x0808080808080808, 0);
+  return _mm512_test_epi8_mask(_mm512_shuffle_epi8(s8, spread),
+                               _mm512_set1_epi64(static_cast<long long>(0x8040201008040201ull)));
+}
+
+// Two 32-bit words holding 4 x 7 sign bits each (bits 0..27), dwords A and B of v: lanes 0..3 groups 0..3 of A's,
+// lanes 4..7 of B's. (Each lane holds its word twice; shifts of at most 21 keep the upper copy out of bits 0..6.)
+template <int A, int B>
+STRATA_AVX512 inline __attribute__((always_inline)) __mmask64 ksign_words(__m128i v) {
+  const __m512i words = _mm512_permutexvar_epi32(_mm512_setr_epi32(A, A, A, A, A, A, A, A, B, B, B, B, B, B, B, B),
+                                                 _mm512_castsi128_si512(v));
+  const __m512i shift = _mm512_set_epi64(21, 14, 7, 0, 21, 14, 7, 0);
+  return ksign_lanes(_mm512_and_si512(_mm512_srlv_epi64(words, shift), _mm512_set1_epi64(127)));
+}
+
+STRATA_AVX512 inline __attribute__((always_inline)) __m512i negate_lanes(__m512i v, __mmask64 negative) {
+  return _mm512_mask_sub_epi8(v, negative, _mm512_setzero_si512(), v);
+}
+
+// iq2_scale of eight 4-bit scales as 32-bit lanes.
+STRATA_INLINE_AVX2 __m256 iq2_scales8_epi32(__m256 d, __m256i s) { return iq2_scales8(d, _mm256_cvtepi32_ps(s)); }
+
+struct IQ2_XXSGather : IQ2_XXS {
+  STRATA_INLINE_AVX2 static void scales(const unsigned char* p, Group& g) {
+    // The eight spans' words (4 x 7 sign bits, then the scale) are dwords 1, 3, ..., 15 from p + 2.
+    const __m256i lo = load256(p + 2), hi = load256(p + 34);
+    const __m256i odd = _mm256_setr_epi32(1, 3, 5, 7, 0, 0, 0, 0);
+    const __m256i metas = _mm256_permute2x128_si256(_mm256_permutevar8x32_epi32(lo, odd),
+                                                    _mm256_permutevar8x32_epi32(hi, odd), 0x20);
+    g.c0 = iq2_scales8_epi32(f16_splat(p), _mm256_srli_epi32(metas, 28));
+  }
+  STRATA_AVX512 inline __attribute__((always_inline)) static void pairs512(const unsigned char* p, __m512i (&w)[4]) {
+    for (int j = 0; j < 4; ++j) {
+      // Span 2j's 8 bytes (4 indices, its word) then span 2j + 1's.
+      const __m128i q = load128(p + 2 + 16 * j);
+      const __m128i picked = _mm_shuffle_epi8(q, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, -1, -1, -1, -1, -1, -1, -1, -1));
+      const __m512i grid = _mm512_i32gather_epi64(_mm256_cvtepu8_epi32(picked), iq2xxs_grid, 8);
+      w[j] = negate_lanes(grid, ksign_words<1, 3>(q));
+    }
+  }
+};
+
+struct IQ2_SGather : IQ2_S {
+  STRATA_INLINE_AVX2 static void scales(const unsigned char* p, Group& g) {
+    const uint64_t sc = load_scalar<uint64_t>(p + 74);
+    const __m256 d = f16_splat(p);
+    g.c0 = iq2_scales8(d, u8x8_to_ps(sc & 0x0f0f0f0f0f0f0f0full));
+    g.c1 = iq2_scales8(d, u8x8_to_ps((sc >> 4) & 0x0f0f0f0f0f0f0f0full));
+  }
+  STRATA_AVX512 inline __attribute__((always_inline)) static void pairs512(const unsigned char* p, __m512i (&w)[4]) {
+    // Entry k of w[j]: qs[8j + k] plus two bits of qh[2j + k / 4] (bits 2 (k % 4)) above them; explicit signs, a
+    // bit per value.
+    const __m256i shift = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+    for (int j = 0; j < 4; ++j) {
+      const __m256i low = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 2 + 8 * j)));
+      const __m256i qh = _mm256_set1_epi32(load_scalar<uint16_t>(p + 66 + 2 * j));
+      const __m256i high = _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(qh, shift), _mm256_set1_epi32(3)), 8);
+      const __m512i grid = _mm512_i32gather_epi64(_mm256_or_si256(low, high), iq2s_grid, 8);
+      w[j] = negate_lanes(grid, static_cast<__mmask64>(load_scalar<uint64_t>(p + 34 + 8 * j)));
+    }
+  }
+};
+
+struct IQ3_XXSGather : IQ3_XXS {
+  STRATA_INLINE_AVX2 static void scales(const unsigned char* p, Group& g) {
+    const __m256 s = _mm256_cvtepi32_ps(_mm256_srli_epi32(load256(p + 66), 28));
+    g.c0 = _mm256_mul_ps(_mm256_mul_ps(f16_splat(p), _mm256_add_ps(_mm256_set1_ps(0.5f), s)), _mm256_set1_ps(0.5f));
+  }
+  STRATA_AVX512 inline __attribute__((always_inline)) static void pairs512(const unsigned char* p, __m512i (&w)[4]) {
+    for (int j = 0; j < 4; ++j) {
+      // Sixteen 4-value entries; each 64-bit lane (8 values) takes one 7-bit sign group of its span's word.
+      const __m512i grid = _mm512_i32gather_epi32(_mm512_cvtepu8_epi32(load128(p + 2 + 16 * j)), iq3xxs_grid, 4);
+      w[j] = negate_lanes(grid, ksign_words<0, 1>(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 66 + 8 * j))));
+    }
+  }
+};
+
+struct IQ3_SGather : IQ3_S {
+  STRATA_INLINE_AVX2 static void scales(const unsigned char* p, Group& g) {
+    // Span s's scale: nibble s of the 32-bit word at 106; c = d x (1 + 2 s).
+    const __m256i nib = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(load_scalar<int32_t>(p + 106)),
+                                                           _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                                         _mm256_set1_epi32(15));
+    const __m256i odd = _mm256_add_epi32(_mm256_slli_epi32(nib, 1), _mm256_set1_epi32(1));
+    g.c0 = _mm256_mul_ps(f16_splat(p), _mm256_cvtepi32_ps(odd));
+  }
+  STRATA_AVX512 inline __attribute__((always_inline)) static void pairs512(const unsigned char* p, __m512i (&w)[4]) {
+    // Entry k of w[j]: qs[16j + k] plus bit k % 8 of qh[2j + k / 8] as its ninth bit; explicit signs.
+    const __m512i shift = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (int j = 0; j < 4; ++j) {
+      const __m512i low = _mm512_cvtepu8_epi32(load128(p + 2 + 16 * j));
+      const __m512i qh = _mm512_set1_epi32(load_scalar<uint16_t>(p + 66 + 2 * j));
+      const __m512i high = _mm512_slli_epi32(_mm512_and_si512(_mm512_srlv_epi32(qh, shift), _mm512_set1_epi32(1)), 8);
+      const __m512i grid = _mm512_i32gather_epi32(_mm512_or_si512(low, high), iq3s_grid, 4);
+      w[j] = negate_lanes(grid, static_cast<__mmask64>(load_scalar<uint64_t>(p + 74 + 8 * j)));
+    }
+  }
+};
+
+struct IQ1_SGather : IQ1_S {
+  STRATA_INLINE_AVX2 static void scales(const unsigned char* p, Group& g) {
+    // c = d x (2 x ((qh >> 12) & 7) + 1) x 0.125, qh the span's 16-bit word at 34.
+    const __m256i qh = _mm256_cvtepu16_epi32(load128(p + 34));
+    const __m256i odd = _mm256_add_epi32(
+        _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(qh, 12), _mm256_set1_epi32(7)), 1), _mm256_set1_epi32(1));
+    g.c0 = _mm256_mul_ps(_mm256_mul_ps(f16_splat(p), _mm256_cvtepi32_ps(odd)), _mm256_set1_ps(0.125f));
+  }
+  STRATA_AVX512 inline __attribute__((always_inline)) static void pairs512(const unsigned char* p, __m512i (&w)[4]) {
+    // Entry k of w[j]: qs[8j + k] plus three bits of span 2j + k / 4's word (bits 3 (k % 4)) above them; the values
+    // 8 x grid + the span's shift (-1 where bit 15 of its word is set, else +1).
+    const __m256i shift = _mm256_setr_epi32(0, 3, 6, 9, 16, 19, 22, 25);
+    for (int j = 0; j < 4; ++j) {
+      const uint32_t words = load_scalar<uint32_t>(p + 34 + 4 * j);  // spans 2j (low half) and 2j + 1
+      const __m256i low = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 2 + 8 * j)));
+      const __m256i high = _mm256_slli_epi32(
+          _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(words)), shift), _mm256_set1_epi32(7)),
+          8);
+      const __m512i grid = _mm512_i32gather_epi64(_mm256_or_si256(low, high), iq1s_grid, 8);
+      const __m512i times8 = _mm512_and_si512(_mm512_slli_epi16(grid, 3), _mm512_set1_epi8(static_cast<char>(0xf8)));
+      const __m512i shifts = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi8((words & 0x8000u) ? -1 : 1)),
+                                                _mm256_set1_epi8((words & 0x80000000u) ? -1 : 1), 1);
+      w[j] = _mm512_add_epi8(times8, shifts);
+    }
+  }
+};
+
 struct IQ4_XS {
   static constexpr int kBlockValues = 256, kBlockBytes = sizeof(block_iq4_xs), kBias = 0;
   static constexpr bool kSigned = true, kTwoSub = false, kOffset = false;
@@ -283,18 +422,23 @@ struct IQ4_XS {
 }  // namespace
 
 void add_iquant_kernels(KernelTable& avx2, KernelTable& avx512) {
-  add_quant_kernel<IQ2_XXS>(avx2, avx512, GgmlType::IQ2_XXS);
+  add_quant_kernel<IQ2_XXSGather>(avx2, avx512, GgmlType::IQ2_XXS);
   add_quant_kernel<IQ2_XS<true>>(avx2, avx512, GgmlType::IQ2_XS);
-  add_quant_kernel<IQ2_S>(avx2, avx512, GgmlType::IQ2_S);
-  add_quant_kernel<IQ3_XXS>(avx2, avx512, GgmlType::IQ3_XXS);
-  add_quant_kernel<IQ3_S>(avx2, avx512, GgmlType::IQ3_S);
-  add_quant_kernel<IQ1_S>(avx2, avx512, GgmlType::IQ1_S);
+  add_quant_kernel<IQ2_SGather>(avx2, avx512, GgmlType::IQ2_S);
+  add_quant_kernel<IQ3_XXSGather>(avx2, avx512, GgmlType::IQ3_XXS);
+  add_quant_kernel<IQ3_SGather>(avx2, avx512, GgmlType::IQ3_S);
+  add_quant_kernel<IQ1_SGather>(avx2, avx512, GgmlType::IQ1_S);
   add_quant_kernel<IQ1_M>(avx2, avx512, GgmlType::IQ1_M);
   add_quant_kernel<IQ4_XS>(avx2, avx512, GgmlType::IQ4_XS);
 }
 
 void add_gather_free_kernels(KernelTable& avx512) {
+  avx512.quant[static_cast<int>(GgmlType::IQ2_XXS)] = &avx512::quant_matvec_pairs<IQ2_XXS>;
   avx512.quant[static_cast<int>(GgmlType::IQ2_XS)] = &avx512::quant_matvec_pairs<IQ2_XS<false>>;
+  avx512.quant[static_cast<int>(GgmlType::IQ2_S)] = &avx512::quant_matvec_pairs<IQ2_S>;
+  avx512.quant[static_cast<int>(GgmlType::IQ3_XXS)] = &avx512::quant_matvec_pairs<IQ3_XXS>;
+  avx512.quant[static_cast<int>(GgmlType::IQ3_S)] = &avx512::quant_matvec_pairs<IQ3_S>;
+  avx512.quant[static_cast<int>(GgmlType::IQ1_S)] = &avx512::quant_matvec_pairs<IQ1_S>;
 }
 
 }  // namespace strata::cpu

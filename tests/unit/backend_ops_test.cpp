@@ -108,8 +108,9 @@ TEST_P(CpuPaths, OneWorkerEqualsAll) {
   expect_same_bytes(*all, *one, GetParam(), "all workers vs one");
 }
 
-// Nor on whether its AVX-512 kernels gather (IQ2_XS's grid entries) or read through a buffer; on the AVX2 path the
-// option changes nothing, so only the AVX-512 path's cases of a gathering type are checked.
+// Nor on whether its AVX-512 kernels gather (the grid entries of IQ1_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S)
+// or take their gather-free forms; on the AVX2 path the option changes nothing, so only the AVX-512 path's cases
+// of those types are checked.
 TEST_P(CpuPaths, GatherFreeEqualsGathering) {
   const BackendUnderTest* gathering = cpu_gathering();
   const BackendUnderTest* gather_free = cpu_gather_free();
@@ -117,8 +118,12 @@ TEST_P(CpuPaths, GatherFreeEqualsGathering) {
   if (gathering->instance->devices().at(0).arch.find("AVX-512") == std::string::npos) {
     GTEST_SKIP() << "this CPU has only cpu_avx2's AVX2 path";
   }
-  const std::string vars = all_cases()[GetParam()]->vars();
-  if (vars.find("iq2_xs") == std::string::npos) GTEST_SKIP() << "no weights of a type whose kernel gathers";
+  const std::string vars = test_name(all_cases()[GetParam()]->vars()) + "_";  // "MUL_MAT_type_iq2_xs_n_in_..."
+  bool gathers = false;
+  for (const char* type : {"iq1_s", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s"}) {
+    gathers = gathers || vars.find(std::string("_") + type + "_") != std::string::npos;
+  }
+  if (!gathers) GTEST_SKIP() << "no weights of a type whose kernel gathers";
   expect_same_bytes(*gathering, *gather_free, GetParam(), "gathering vs gather-free");
 }
 
