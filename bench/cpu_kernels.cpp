@@ -296,9 +296,9 @@ int main(int argc, char** argv) {
     shapes.push_back({GgmlType::IQ2_XS, 4096, 1536});
     shapes.push_back({GgmlType::IQ2_XS, 1536, 4096});
     shapes.push_back({GgmlType::MXFP4, 2880, 2880});
-    // The i-quants of DeepSeek-V3's and Kimi-K2's low-bit files (their experts: 7168x2048, 2048x7168).
+    // The i-quants and 2-3 bit k-quants of DeepSeek-V3's and Kimi-K2's low-bit files (their experts: 7168x2048).
     for (GgmlType t : {GgmlType::IQ1_S, GgmlType::IQ2_XXS, GgmlType::IQ2_S, GgmlType::IQ3_XXS, GgmlType::IQ3_S,
-                       GgmlType::IQ4_XS}) {
+                       GgmlType::IQ4_XS, GgmlType::Q2_K, GgmlType::Q3_K}) {
       shapes.push_back({t, 7168, 2048});
     }
     for (const Shape& sh : shapes) {
