@@ -2,11 +2,12 @@
 //
 // Measures, in one process: the read bandwidth of a plain multi-threaded sum over a buffer much larger than the
 // caches (as many threads as the plugin has parts), MUL_MAT on Q4_K, Q6_K and Q8_0 weights of realistic sizes for
-// 1 and 8 tokens, and the expert pool on 1 token x 8, 2 and 1 experts of 768x2048 Q4_K (also with the calls 1 ms
+// 1 and 8 tokens (and on the big models' expert types: IQ2_XS, MXFP4, the i-quants, Q2_K, Q3_K), and the expert pool on 1 token x 8, 2 and 1 experts of 768x2048 Q4_K (also with the calls 1 ms
 // apart, as decode makes them, and each case's best call in microseconds). Weights are cycled through enough copies
 // to exceed the caches, so every figure is a memory-bound rate: weight bytes read per second.
 //
-//   strata_bench_cpu_kernels [--workers N] [--spin-us US] [--force-avx2] [--seconds S] [--memory MiB] [--match TEXT]
+//   strata_bench_cpu_kernels [--workers N] [--spin-us US] [--force-avx2] [--gathers auto|true|false] [--seconds S]
+//                            [--memory MiB] [--match TEXT]
 //
 // A small --memory (a few MiB) keeps the weights in the caches: then the figures measure the kernels' compute
 // rate rather than the memory's (with --workers 0, one core's).
@@ -243,6 +244,8 @@ int main(int argc, char** argv) {
       s.plugin_options.push_back(std::string("spin_us=") + argv[++i]);
     } else if (a == "--force-avx2") {
       s.plugin_options.push_back("force_avx2=true");
+    } else if (a == "--gathers" && i + 1 < argc) {
+      s.plugin_options.push_back(std::string("gathers=") + argv[++i]);
     } else if (a == "--seconds" && i + 1 < argc) {
       s.seconds = std::atof(argv[++i]);
     } else if (a == "--match" && i + 1 < argc) {
@@ -250,7 +253,9 @@ int main(int argc, char** argv) {
     } else if (a == "--memory" && i + 1 < argc) {
       s.memory = static_cast<size_t>(std::atof(argv[++i]) * 1048576.0);
     } else {
-      std::fprintf(stderr, "usage: %s [--workers N] [--spin-us US] [--force-avx2] [--seconds S] [--memory MiB] [--match TEXT]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--workers N] [--spin-us US] [--force-avx2] [--gathers auto|true|false] [--seconds S] "
+                   "[--memory MiB] [--match TEXT]\n",
                    argv[0]);
       return 2;
     }
