@@ -8,9 +8,9 @@
 #     mkmodel    generates the qwen3-30b-a3b model (STRATA_QUANT, default q4_k_m; STRATA_ROUTER_SKEW, e.g. zipf:1.0,
 #                skews its routing and names another file) on local disk, timed; then the ring's fill rate from it
 #                (strata_bench_ring_fill: one thread against 8)
-#     gpu-tests  the `gpu` label: op parity on cuda, stories260K greedy on every backend, strata_gpu_tests (tiny
-#                GPU = CPU over 64 tokens; the 30B teacher-forced top-1 agreement over 256 positions; the hybrid
-#                path; STRATA_GPU_FILTER narrows it, a gtest filter)
+#     gpu-tests  the `gpu` label: op parity on cuda (STRATA_PARITY_FILTER narrows it), stories260K greedy on every
+#                backend, strata_gpu_tests (tiny GPU = CPU over 64 tokens; the 30B teacher-forced top-1 agreement
+#                over 256 positions; the hybrid path; STRATA_GPU_FILTER narrows it, a gtest filter)
 #     arch       ArchLlamaCpp.* and ArchVision.* (the tiny gpt-oss, glm4moe, deepseek2, qwen3moe and qwen3vlmoe files
 #                against llama.cpp's outputs, in .device/shared-data when device-pack bundled it) and the verify windows
 #                (EngineSpeculative.*, HybridSpeculative.*), on every usable backend
@@ -191,7 +191,8 @@ fi
 
 if want gpu-tests; then
   log "gpu tests"
-  strata_tests --gtest_brief=1 --gtest_filter='Parity/BackendOps.*/cuda_*:Parity/AttentionWindows.*/cuda_*' > "$OUT/gpu-parity.txt" 2>&1
+  strata_tests --gtest_brief=1 --gtest_filter="${STRATA_PARITY_FILTER:-Parity/BackendOps.*/cuda_*:Parity/AttentionWindows.*/cuda_*}" \
+    > "$OUT/gpu-parity.txt" 2>&1
   rc=$?
   row "op parity on cuda: exit $rc, $(grep -cE '^\[       OK|^\[  PASSED' "$OUT/gpu-parity.txt") ok lines, $(grep -E 'PASSED|FAILED|SKIPPED' "$OUT/gpu-parity.txt" | head -3 | tr '\n' ' ')"
   strata_tests --gtest_brief=1 --gtest_filter='EngineGreedy.*' > "$OUT/gpu-greedy.txt" 2>&1
