@@ -87,7 +87,8 @@
 #                auto (use a skewed router: STRATA_ROUTER_SKEW=zipf:1.0 with mkmodel)
 #     big        a model larger than half the RAM on a 100 GB tmpfs (STRATA_BIG_DIR): by default issue 29's
 #                qwen3-235b-a22b iq2_xs at 10% against llama.cpp -ncmoe 84, pp512 and tg32 (STRATA_BIG_* pick
-#                issue 31's shapes: see the step; STRATA_BIG_BALANCE=1 adds a Strata run with pcie_balance on); the
+#                issue 31's shapes: see the step; STRATA_BIG_BALANCE=1 adds a Strata run with pcie_balance on;
+#                STRATA_BIG_OPTS adds -o options to Strata's runs, e.g. "-o experts.host_copy=file_registered"); the
 #                file removed after
 #     peer-cuda  llama.cpp's llama-bench -ngl 99 -fa on, when a binary is given: STRATA_PEER_CUDA, else
 #                .device/peer-cuda/llama-bench. It is built from a fetched copy outside the project; no build of it
@@ -1092,14 +1093,17 @@ if want big; then
     ncmoe="${STRATA_BIG_NCMOE:-84}"
     for round in $(seq 1 "${STRATA_BIG_ROUNDS:-1}"); do
       log "big $big_shape round $round: strata at $big_budget, then llama.cpp -ncmoe $ncmoe"
-      strata bench --model "$big" --backend cuda -o experts.cache="$big_budget" -p 512 -n 32 -r 1 > "$OUT/big$round-s.md" 2> "$OUT/big$round-s.log"
+      # shellcheck disable=SC2086  # STRATA_BIG_OPTS: extra -o options for Strata's runs, split on spaces
+      strata bench --model "$big" --backend cuda -o experts.cache="$big_budget" ${STRATA_BIG_OPTS:-} -p 512 -n 32 -r 1 \
+        > "$OUT/big$round-s.md" 2> "$OUT/big$round-s.log"
       row "big round $round strata $big_budget (exit $?): $(ready_of "$OUT/big$round-s.log"); added RSS $(rss_of "$OUT/big$round-s.log"); $(grep -oE 'experts.cache[^;]*slots[^;]*' "$OUT/big$round-s.log" | head -1 | cut -c1-90)"
       cat "$OUT/big$round-s.md"
       # STRATA_BIG_BALANCE=1: again with plugins/pcie_balance on, which fits the PCIe share to the pool's measured
       # rate (pcie_frac auto assumes the pool reads at the host's read rate; 2-bit i-quants compute slower).
       if [ "${STRATA_BIG_BALANCE:-0}" = 1 ]; then
+        # shellcheck disable=SC2086
         strata bench --model "$big" --backend cuda -o experts.cache="$big_budget" -o plugins.pcie_balance.enabled=true \
-          -p 512 -n 32 -r 1 > "$OUT/big$round-b.md" 2> "$OUT/big$round-b.log"
+          ${STRATA_BIG_OPTS:-} -p 512 -n 32 -r 1 > "$OUT/big$round-b.md" 2> "$OUT/big$round-b.log"
         row "big round $round strata $big_budget, pcie_balance on (exit $?): pp512 $(tg_of "$OUT/big$round-b.md" pp512), tg32 $(tg_of "$OUT/big$round-b.md" tg32)"
       fi
       if [ -x "$peer" ]; then

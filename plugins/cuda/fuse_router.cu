@@ -1,11 +1,12 @@
 // Fusion: the MoE router's two ops in one launch,
 //   MUL_MAT(logits <- router weight (f32, f16 or bf16) x xn)  ROUTER(ids, weights <- logits [, bias])
-// for the windows whose MUL_MAT takes the staged path (up to kStageMaxTokens tokens: a decode step, a short verify
-// window). Every block computes and writes its rows of the logits exactly as the MUL_MAT's staged kernel does
-// (mul_mat_staged.cuh; the logits stay an output another op may read), then counts itself done on a counter in
-// ScratchSlot::Counters; the block that finishes last routes every token of the window with the ROUTER kernel's
-// arithmetic (router_block.cuh) on the logits the blocks wrote. So the bytes of the logits, ids and weights are
-// those of the two ops run one by one, and a decode step saves the ROUTER's launch and its wait on the MUL_MAT.
+// for the windows whose MUL_MAT takes the staged path in one launch (up to kStageMaxTokens tokens: a decode step, a
+// short verify window). Every block computes and writes its rows of the logits exactly as the MUL_MAT's staged
+// kernel does (mul_mat_staged.cuh; the logits stay an output another op may read), then counts itself done on a
+// counter in ScratchSlot::Counters; the block that finishes last routes every token of the window with the ROUTER
+// kernel's arithmetic (router_block.cuh) on the logits the blocks wrote. So the bytes of the logits, ids and
+// weights are those of the two ops run one by one, and a decode step saves the ROUTER's launch and its wait on the
+// MUL_MAT.
 // A grouped router (backend 1.6's i[3] > 1, DeepSeek-V3) is not fused: it runs as its own op.
 #include <algorithm>
 
@@ -100,7 +101,7 @@ size_t fuse_mul_mat_router(Context& ctx, const strata_op* ops, size_t i, size_t 
   if (route.i[3] > 1) return 0;  // expert groups: the ROUTER op's kernel (route_token's group code is left out here)
   if (!with_float_weight(w.type, [](auto) {}) || x.ne[1] < 1 || w.ne[1] < 1 || w.ne[2] != 1) return 0;
   const StagedPlan plan = staged_plan(w, x);
-  if (!plan.staged) return 0;
+  if (!plan.staged || x.ne[1] > kStageMaxTokens) return 0;  // one launch stages every token of the window
   // Each output apart from everything else the launch reads or writes (the ops' order is then the kernel's).
   for (const strata_tensor* out : {&logits, &ids, &weights}) {
     for (const strata_tensor* other : {&w, &x, &bias, &logits, &ids, &weights}) {

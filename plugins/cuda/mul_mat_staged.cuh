@@ -22,12 +22,16 @@ constexpr int kStageThreads = 256;
 constexpr int kStageLoads = 4;  // loads a thread issues before storing any
 constexpr uint64_t kStageSharedBytes = 48 * 1024;
 constexpr int kOneRowBlocksUpTo = 512;  // one row a block up to here (past it, fewer re-reads of the token rows)
-constexpr int64_t kStageMaxTokens = 4;
+constexpr int64_t kStageMaxTokens = 4;   // tokens one launch stages (four 2048-float rows and a weight row: 41 KB)
+constexpr int64_t kStageMaxWindow = 8;   // windows of up to this many tokens take launches of up to 4 tokens each
 
 // Row pitch (floats) of the staged weights: rows start 8 banks apart, so the warp's row groups hit distinct banks.
 __host__ __device__ inline int64_t stage_pitch(int64_t n_in) { return n_in + (40 - n_in % 32) % 32; }
 
-// How a MUL_MAT with float weights [n_in, rows] over n_tok tokens runs staged, if it does.
+// How a MUL_MAT with float weights [n_in, rows] over n_tok tokens runs staged, if it does: in launches of up to
+// kStageMaxTokens tokens each (a verify window of 5 to 8 tokens takes two; the per-thread fallback for them ran a
+// 2048 x 128 router product on 4 blocks, 70 us where the staged launches take a few: the 5-token window's
+// anomaly of issue 30). Each token's chains are the same in any launch, so the bits do not depend on the split.
 struct StagedPlan {
   bool staged = false;  // false: too many tokens, or rows too long for the shared memory
   int rows_per_block = 1;
@@ -40,8 +44,9 @@ inline StagedPlan staged_plan(const strata_tensor& w, const strata_tensor& x) {
   StagedPlan p;
   const int64_t n_in = w.ne[0], rows = w.ne[1], n_tok = x.ne[1];
   p.rows_per_block = rows <= kOneRowBlocksUpTo ? 1 : kStageRows;
-  p.shared_bytes = static_cast<uint64_t>(p.rows_per_block * stage_pitch(n_in) + n_tok * n_in) * sizeof(float);
-  p.staged = n_tok <= kStageMaxTokens && p.shared_bytes <= kStageSharedBytes;
+  const int64_t per_launch = n_tok < kStageMaxTokens ? n_tok : kStageMaxTokens;
+  p.shared_bytes = static_cast<uint64_t>(p.rows_per_block * stage_pitch(n_in) + per_launch * n_in) * sizeof(float);
+  p.staged = n_tok <= kStageMaxWindow && p.shared_bytes <= kStageSharedBytes;
   p.vec4 = n_in % 4 == 0 && (reinterpret_cast<uintptr_t>(w.data) | w.nb[1]) % 16 == 0 &&
            reinterpret_cast<uintptr_t>(x.data) % 16 == 0 && (n_tok == 1 || x.nb[1] % 16 == 0);
   p.blocks = static_cast<unsigned>((rows + p.rows_per_block - 1) / p.rows_per_block);

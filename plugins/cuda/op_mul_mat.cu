@@ -261,13 +261,16 @@ void run_mul_mat(Context& ctx, const strata_op& op) {
   const bool floating = with_float_weight(w.type, [&](auto wt) {
     const StagedPlan plan = staged_plan(w, x);
     if (plan.staged) {
-      with_tokens_per_pass(n_tok, [&](auto nt) {
-        mul_mat_f_staged_kernel<decltype(wt)::value, decltype(nt)::value>
-            <<<plan.blocks, kStageThreads, plan.shared_bytes, ctx.stream()>>>(
-                wdata, w.nb[1], rows, plan.rows_per_block, static_cast<int>(n_in), plan.vec4, xdata, x_stride,
-                static_cast<int>(n_tok), dst, dst_stride);
-        check_launch("MUL_MAT (float weights, staged)");
-      });
+      for (int64_t t0 = 0; t0 < n_tok; t0 += kStageMaxTokens) {  // launches of up to kStageMaxTokens tokens
+        const int64_t part = n_tok - t0 < kStageMaxTokens ? n_tok - t0 : kStageMaxTokens;
+        with_tokens_per_pass(part, [&](auto nt) {
+          mul_mat_f_staged_kernel<decltype(wt)::value, decltype(nt)::value>
+              <<<plan.blocks, kStageThreads, plan.shared_bytes, ctx.stream()>>>(
+                  wdata, w.nb[1], rows, plan.rows_per_block, static_cast<int>(n_in), plan.vec4, xdata + t0 * x_stride,
+                  x_stride, static_cast<int>(part), dst + t0 * dst_stride, dst_stride);
+          check_launch("MUL_MAT (float weights, staged)");
+        });
+      }
       return;
     }
     if (n_tok >= 2 * kTokTile) {

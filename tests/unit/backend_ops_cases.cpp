@@ -1568,6 +1568,8 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
                                               rows));
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::MXFP4, GgmlType::MXFP4, 256, 160, 5, 4, true, every_third,
                                               RoutedOut::Sums, oai));
+  // The router's product in verify windows of 5 to 8 tokens: the GPU's staged launches of up to 4 tokens each.
+  for (int64_t n_tok : {5, 8}) c.push_back(std::make_shared<MulMatCase>(GgmlType::F32, 2048, 128, n_tok));
   return c;
 }
 
