@@ -158,11 +158,28 @@ TEST(ExpertHostCopy, EveryHostCopyGivesTheSameLogits) {
     return all;
   };
   const std::vector<float> file = logits(strata::config::HostCopy::File);
-  for (strata::config::HostCopy h : {strata::config::HostCopy::Arena, strata::config::HostCopy::FileRegistered}) {
+  for (strata::config::HostCopy h : {strata::config::HostCopy::Arena, strata::config::HostCopy::FileRegistered,
+                                     strata::config::HostCopy::Auto}) {
     const std::vector<float> got = logits(h);
     ASSERT_EQ(got.size(), file.size());
     EXPECT_EQ(std::memcmp(got.data(), file.data(), got.size() * sizeof(float)), 0) << static_cast<int>(h);
   }
+}
+
+// experts.host_copy: auto, the default: a model whose experts fit in memory (this tiny one) gets its expert pages
+// registered, and the set-up line says why.
+TEST(ExpertHostCopy, AutoRegistersAModelThatFitsInMemory) {
+  if (!has_cpu_avx2()) GTEST_SKIP() << "cpu_avx2 is not usable on this machine";
+  strata::EngineSettings s = strata::test::test_settings();
+  s.experts.cache.kind = strata::config::CacheSize::Kind::Percent;
+  s.experts.cache.percent = 25;
+  EXPECT_EQ(s.experts.host_copy, strata::config::HostCopy::Auto);
+  strata::Engine e(strata::Model::load(strata::test::tiny_moe_model()),
+                   std::make_unique<strata::test::StandInGpu>(strata::test::open_backend("cpu_avx2")), s,
+                   strata::test::built_plugins().instantiate("cpu_avx2"));
+  const std::string summary = e.expert_summary(1.0);
+  EXPECT_NE(summary.find("host_copy auto: registered, the experts fit in memory"), std::string::npos) << summary;
+  EXPECT_NE(summary.find(" registered in "), std::string::npos) << summary;
 }
 
 // Issue 29 item 2 on the stand-in GPU: the resident memory a hybrid engine adds, less what the stand-in's "device

@@ -32,7 +32,7 @@ enum class CachePolicy { Lru, Lfu };
 enum class KvType { F16, Q8_0 };
 // The hybrid path's host copy of the experts: the mapped model file (PCIe reads staged through a pinned ring), the
 // file with its expert pages also registered piece by piece, or an arena the experts are copied into at start.
-enum class HostCopy { File, FileRegistered, Arena };
+enum class HostCopy { File, FileRegistered, Arena, Auto };
 // speculative.draft: where verify windows' drafts come from (core/include/strata/speculative.hpp).
 enum class DraftKind { Off, Ngram, Model };
 
@@ -45,7 +45,7 @@ struct ExpertsConfig {
   std::optional<std::string> profile;  // absolute path, or "auto" (the profile beside the model, if any)
   std::optional<std::string> record;   // absolute path: the run's routing counts are written there at exit
   std::optional<std::string> arena;    // absolute path of a file on tmpfs; nullopt: private memory
-  HostCopy host_copy = HostCopy::File;
+  HostCopy host_copy = HostCopy::Auto;
   double peer_hot = 0;
   // experts.arena set makes the host copy that arena whatever experts.host_copy says.
   HostCopy host_copy_kind() const { return arena ? HostCopy::Arena : host_copy; }

@@ -3,17 +3,18 @@
 //
 // - An arena (experts.host_copy: arena, or experts.arena): each expert is one run, page-locked as a whole by its
 //   owner, so a copy is one copy_async.
-// - The mapped GGUF (experts.host_copy: file, the default): an expert is three slices of the file. A copy from
-//   pageable memory runs at a fraction of the link's rate and, on CUDA, is staged by the driver anyway, so the
-//   slices are staged through a small ring of pinned (mapped) buffers: the calling thread copies them in, and the
-//   buffer crosses the link on the stream while the next one is filled. A buffer is reused once its copy's event
-//   is done; every copy is enqueued before the call returns, so events recorded on the stream afterwards cover it.
-//   A `wide` copy (prompt windows, the cache's first fill: the CPU pool idle) fills the buffer on `fill_threads`
-//   threads (parallel_copy.hpp); decode's copies fill on the calling thread alone.
-// - experts.host_copy: file_registered: the file's expert ranges are also registered (page-locked, read-only) one
-//   bounded piece at a time, each piece's pages read in first so that the driver never waits on the disk, and
-//   stopping once the registration has taken too long; a matrix inside a registered piece is copied from the
-//   mapping directly, any other through the ring.
+// - The mapped GGUF (experts.host_copy: file, or auto for a model larger than the memory): an expert is three
+//   slices of the file. A copy from pageable memory runs at a fraction of the link's rate and, on CUDA, is staged
+//   by the driver anyway, so the slices are staged through a small ring of pinned (mapped) buffers: the calling
+//   thread copies them in, and the buffer crosses the link on the stream while the next one is filled. A buffer is
+//   reused once its copy's event is done; every copy is enqueued before the call returns, so events recorded on
+//   the stream afterwards cover it. A `wide` copy (prompt windows, the cache's first fill: the CPU pool idle)
+//   fills the buffer on `fill_threads` threads (parallel_copy.hpp); decode's copies fill on the calling thread
+//   alone.
+// - experts.host_copy: file_registered (and auto, the default, when the experts fit in memory): the file's expert
+//   ranges are also registered (page-locked, read-only) one bounded piece at a time, each piece's pages read in
+//   first so that the driver never waits on the disk, and stopping once the registration has taken too long; a
+//   matrix inside a registered piece is copied from the mapping directly, any other through the ring.
 #pragma once
 
 #include <chrono>

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "strata/error.hpp"
 #include "strata/format/types.hpp"
@@ -116,10 +117,10 @@ std::vector<ExpertArena::Range> ExpertArena::ranges() const {
   return merged;
 }
 
-uint64_t ExpertArena::advise_willneed() const {
-  if (!in_file_ || size_ == 0) return 0;
-  // Only when the experts fit in what the kernel calls available: read-ahead of a file larger than RAM would push
-  // out the pages the cache fill and the first tokens need.
+namespace {
+
+// What the kernel calls available (MemAvailable), 0 when unknown.
+uint64_t memory_available() {
   uint64_t available = 0;
   if (FILE* f = std::fopen("/proc/meminfo", "r")) {
     char line[256];
@@ -129,6 +130,32 @@ uint64_t ExpertArena::advise_willneed() const {
     }
     std::fclose(f);
   }
+  return available;
+}
+
+}  // namespace
+
+bool ExpertArena::fits_in_memory() const {
+  if (!in_file_ || size_ == 0) return false;
+  const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  uint64_t resident = 0;
+  std::vector<unsigned char> in_core;
+  for (const Range& r : ranges()) {
+    const auto a = reinterpret_cast<uintptr_t>(r.p) / page * page;
+    const uint64_t len = reinterpret_cast<uintptr_t>(r.p) + r.bytes - a;
+    in_core.assign((len + page - 1) / page, 0);
+    if (mincore(reinterpret_cast<void*>(a), len, in_core.data()) != 0) continue;
+    for (unsigned char c : in_core) resident += (c & 1u) != 0 ? page : 0;
+  }
+  const uint64_t room = memory_available() + resident;
+  return size_ <= room / 10 * 9;
+}
+
+uint64_t ExpertArena::advise_willneed() const {
+  if (!in_file_ || size_ == 0) return 0;
+  // Only when the experts fit in what the kernel calls available: read-ahead of a file larger than RAM would push
+  // out the pages the cache fill and the first tokens need.
+  const uint64_t available = memory_available();
   if (available == 0 || size_ > available / 10 * 9) return 0;
   const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   uint64_t asked = 0;

@@ -2,11 +2,11 @@
 // and PCIe copies read it (core/src/engine/expert_upload.hpp). A device slot lays an expert's matrices out together,
 // [gate | up | down] (`ExpertLayout`).
 //
-// By default (experts.host_copy: file) the host copy is the mapped GGUF itself: no second copy of the experts in
-// RAM. Expert e of a layer is then three slices, one per stack (a layer's experts are one 3-D tensor per matrix),
-// and `pieces` names them. Page-locking a mapping of a file on a disk file system never returned on the GPU machine
-// (docs/ARCHITECTURE.md, "Registered host memory"), so PCIe reads stage the slices through a small pinned ring, or,
-// with experts.host_copy: file_registered, read pieces of the mapping registered one bounded piece at a time.
+// By default (experts.host_copy: auto, and file, file_registered) the host copy is the mapped GGUF itself: no second
+// copy of the experts in RAM. Expert e of a layer is then three slices, one per stack (a layer's experts are one
+// 3-D tensor per matrix), and `pieces` names them. PCIe reads take pieces of the mapping registered one bounded
+// piece at a time (file_registered, and auto when the experts fit in memory: fits_in_memory), or stage the slices
+// through a small pinned ring (docs/ARCHITECTURE.md, "Registered host memory").
 //
 // With experts.host_copy: arena (or experts.arena set) the experts are copied into an arena at start, each expert's
 // matrices together, one expert after another and layer after layer, so that a missed expert crosses the link as
@@ -82,6 +82,10 @@ class ExpertArena {
   // Asks the kernel to read the experts' pages ahead (MADV_WILLNEED) when they fit in the memory available;
   // returns the bytes asked for (0 when skipped or an arena).
   uint64_t advise_willneed() const;
+  // Whether the mapped file's expert pages fit in memory: their bytes within 90% of what is available plus what of
+  // them is already resident (a tmpfs file's pages all are). experts.host_copy: auto registers them only then, so
+  // that page-locking never pins a model larger than the RAM. False for an arena.
+  bool fits_in_memory() const;
   unsigned char* data() const { return base_; }
   uint64_t size() const { return size_; }
   double fill_seconds() const { return fill_seconds_; }
