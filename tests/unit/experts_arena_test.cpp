@@ -105,4 +105,16 @@ TEST(ExpertArena, FileOffTmpfsIsRefusedWithTheFix) {
   EXPECT_FALSE(std::filesystem::exists(folder / "arena.bin"));
 }
 
+// experts.host_copy: auto asks whether the mapped file's experts fit in memory: a small model's do, whether or not
+// its resident pages count (tmpfs); an arena is never registered this way. on_tmpfs agrees with statfs.
+TEST(ExpertArena, SmallMappedModelFitsInMemory) {
+  const ExpertArena mapped(tiny().weights(), ExpertArena::InFile{});
+  EXPECT_TRUE(mapped.fits_in_memory(false));
+  EXPECT_TRUE(mapped.fits_in_memory(true));
+  const ExpertArena copy(tiny().weights(), 1);
+  EXPECT_FALSE(copy.fits_in_memory(false));
+  EXPECT_EQ(ExpertArena::on_tmpfs(STRATA_SOURCE_DIR), on_tmpfs(STRATA_SOURCE_DIR));
+  EXPECT_FALSE(ExpertArena::on_tmpfs("/no/such/folder"));
+}
+
 }  // namespace

@@ -211,7 +211,8 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
     // auto: the file's expert pages page-locked when they fit in memory (PCIe then reads them directly: on the H100
     // host 2.3x the 235B shape's decode at 10% over staging them); a model larger than the RAM stays staged.
     const config::HostCopy kind = experts_cfg.host_copy_kind();
-    const bool fits = kind == config::HostCopy::Auto && arena_->fits_in_memory();
+    const bool fits = kind == config::HostCopy::Auto &&
+                      arena_->fits_in_memory(experts::ExpertArena::on_tmpfs(model_.file().name()));
     upload_options.register_file = kind == config::HostCopy::FileRegistered || fits;
     if (kind == config::HostCopy::Auto) {
       description_ += fits ? " (host_copy auto: registered, the experts fit in memory)"

@@ -135,12 +135,17 @@ uint64_t memory_available() {
 
 }  // namespace
 
-bool ExpertArena::fits_in_memory() const {
+bool ExpertArena::on_tmpfs(const std::string& path) {
+  struct statfs fs {};
+  return statfs(path.c_str(), &fs) == 0 && static_cast<uint64_t>(fs.f_type) == TMPFS_MAGIC;
+}
+
+bool ExpertArena::fits_in_memory(bool in_shmem) const {
   if (!in_file_ || size_ == 0) return false;
   const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   uint64_t resident = 0;
   std::vector<unsigned char> in_core;
-  for (const Range& r : ranges()) {
+  for (const Range& r : in_shmem ? ranges() : std::vector<Range>{}) {
     const auto a = reinterpret_cast<uintptr_t>(r.p) / page * page;
     const uint64_t len = reinterpret_cast<uintptr_t>(r.p) + r.bytes - a;
     in_core.assign((len + page - 1) / page, 0);

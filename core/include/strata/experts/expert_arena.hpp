@@ -82,10 +82,13 @@ class ExpertArena {
   // Asks the kernel to read the experts' pages ahead (MADV_WILLNEED) when they fit in the memory available;
   // returns the bytes asked for (0 when skipped or an arena).
   uint64_t advise_willneed() const;
-  // Whether the mapped file's expert pages fit in memory: their bytes within 90% of what is available plus what of
-  // them is already resident (a tmpfs file's pages all are). experts.host_copy: auto registers them only then, so
-  // that page-locking never pins a model larger than the RAM. False for an arena.
-  bool fits_in_memory() const;
+  // Whether the mapped file's expert pages fit in memory: their bytes within 90% of what the kernel calls available
+  // (which counts a disk file's cached pages), plus, for a file on tmpfs (`in_shmem`: its pages are memory the
+  // kernel does not count as available), what of them is resident. experts.host_copy: auto registers them only
+  // then, so that page-locking never pins a model larger than the RAM. False for an arena.
+  bool fits_in_memory(bool in_shmem) const;
+  // Whether `path` is on tmpfs (false when it cannot be told).
+  static bool on_tmpfs(const std::string& path);
   unsigned char* data() const { return base_; }
   uint64_t size() const { return size_; }
   double fill_seconds() const { return fill_seconds_; }
