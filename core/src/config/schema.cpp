@@ -102,7 +102,7 @@ std::vector<Key> build_schema() {
             "a file on tmpfs (/dev/shm/...) for the experts' host copy, an arena whatever experts.host_copy says, kept between runs and mapped by every engine that names it (the elastic pair's shared copy); unset: experts.host_copy decides",
             [](Launch& l) -> Field { return &l.experts.arena; }),
       choice("experts.host_copy", "auto", {"file", "file_registered", "arena", "auto"},
-             "the hybrid path's host copy of the experts: file = the model file's own mapping, no second copy (PCIe reads staged through a few pinned buffers); file_registered = the same with its expert pages page-locked piece by piece, so PCIe reads them directly; auto = file_registered when the experts fit in memory (available plus already resident), else file; arena = a copy in page-locked private memory filled at start (experts.arena set: that tmpfs file, whatever this says)",
+             "the hybrid path's host copy of the experts: file = the model file's own mapping, no second copy (PCIe reads staged through a few pinned buffers); file_registered = the same with its expert pages page-locked piece by piece, so PCIe reads them directly; auto = file_registered when the experts fit in 90% of the memory available (for a file on tmpfs, plus its resident pages), else file; arena = a copy in page-locked private memory filled at start (experts.arena set: that tmpfs file, whatever this says)",
              [](Launch& l) -> Field { return &l.experts.host_copy; }),
       number("experts.peer_hot", T::Float, "0.5", kUnit, "share of the cached experts dealt to the peer card, down the profile's rank (0.5: every second)",
              [](Launch& l) -> Field { return &l.experts.peer_hot; }),
