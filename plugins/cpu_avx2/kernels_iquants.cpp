@@ -53,20 +53,20 @@ STRATA_INLINE_AVX2 __m256 iq2_scales8(__m256 d, __m256 s) {
   return _mm256_mul_ps(_mm256_mul_ps(d, _mm256_add_ps(_mm256_set1_ps(0.5f), s)), _mm256_set1_ps(0.25f));
 }
 
-// kGather: the AVX-512 path fetches grid entries with vpgatherdq (fast where the CPU's gathers are; see
-// gathers_fast in isa.hpp), else through a buffer of plain loads and stores. Both give the same values.
-template <bool kGather>
+// IQ2_XS's and IQ2_S's c0 and c1: the low and high nibbles of eight scale bytes at p + at, against d at p.
+STRATA_INLINE_AVX2 void iq2_nibble_scales(const unsigned char* p, int at, Group& g) {
+  const uint64_t sc = load_scalar<uint64_t>(p + at);
+  const __m256 d = f16_splat(p);
+  g.c0 = iq2_scales8(d, u8x8_to_ps(sc & 0x0f0f0f0f0f0f0f0full));
+  g.c1 = iq2_scales8(d, u8x8_to_ps((sc >> 4) & 0x0f0f0f0f0f0f0f0full));
+}
+
 struct IQ2_XS {
   static constexpr int kBlockValues = 256, kBlockBytes = sizeof(block_iq2_xs), kBias = 0;
   static constexpr bool kSigned = true, kTwoSub = true, kOffset = false;
   // d @0, qs[32] (uint16: 9-bit grid index, 7-bit sign index) @2, scales[8] @66 (low nibble: values 0..15 of
   // the span, high nibble: 16..31).
-  STRATA_INLINE_AVX2 static void scales(const unsigned char* p, Group& g) {
-    const uint64_t sc = load_scalar<uint64_t>(p + 66);
-    const __m256 d = f16_splat(p);
-    g.c0 = iq2_scales8(d, u8x8_to_ps(sc & 0x0f0f0f0f0f0f0f0full));
-    g.c1 = iq2_scales8(d, u8x8_to_ps((sc >> 4) & 0x0f0f0f0f0f0f0f0full));
-  }
+  STRATA_INLINE_AVX2 static void scales(const unsigned char* p, Group& g) { iq2_nibble_scales(p, 66, g); }
   STRATA_INLINE_AVX2 static void decode(const unsigned char* p, int, Group& g) {
     for (int ib = 0; ib < 8; ++ib) {
       uint16_t q[4];  // 9-bit grid index, 7-bit sign index
@@ -78,61 +78,6 @@ struct IQ2_XS {
                             iq2xs_grid[q[3] & 511], neg);
     }
     scales(p, g);
-  }
-  // AVX-512: span 2j is grid entries 8j..8j+3 and span 2j + 1 entries 8j+4..8j+7, so w[j] is eight consecutive
-  // entries, gathered or read through a buffer (inserting 64-bit words into registers one by one, as decode does,
-  // queues on one port). The signs are computed, not looked up: the 7 stored bits plus their parity as the eighth
-  // (ksigns_iq2xs), spread to a byte mask per value.
-  STRATA_AVX512 inline __attribute__((always_inline)) static void pairs512(const unsigned char* p, __m512i (&w)[4]) {
-    alignas(64) uint64_t grid[32];  // the buffer's (unused when gathering)
-    if constexpr (!kGather) {
-      for (int i = 0; i < 8; ++i) {
-        const uint64_t four = load_scalar<uint64_t>(p + 2 + 8 * i);
-        for (int l = 0; l < 4; ++l) grid[4 * i + l] = iq2xs_grid[(four >> (16 * l)) & 511];
-      }
-    }
-    const __m512i qs = _mm512_loadu_si512(p + 2);
-    const __m512i index = _mm512_and_si512(qs, _mm512_set1_epi16(511));
-    const __m512i s7 = _mm512_srli_epi16(qs, 9);
-    __m512i parity = _mm512_xor_si512(s7, _mm512_srli_epi16(s7, 4));
-    parity = _mm512_xor_si512(parity, _mm512_srli_epi16(parity, 2));
-    parity = _mm512_xor_si512(parity, _mm512_srli_epi16(parity, 1));
-    // Byte 2i: the eight sign bits of entry i.
-    const __m512i s8 = _mm512_or_si512(s7, _mm512_slli_epi16(_mm512_and_si512(parity, _mm512_set1_epi16(1)), 7));
-    // Within each 128-bit lane L (entries 8j + 2L and 8j + 2L + 1 of w[j]), byte b takes sign byte 2L + b / 8 of
-    // the chunk: source byte 4L + 2 (b / 8).
-    const __m512i spread = _mm512_set_epi64(0x0e0e0e0e0e0e0e0e, 0x0c0c0c0c0c0c0c0c, 0x0a0a0a0a0a0a0a0a,
-                                            0x0808080808080808, 0x0606060606060606, 0x0404040404040404,
-                                            0x0202020202020202, 0x0000000000000000);
-    const __m512i select = _mm512_set1_epi64(static_cast<long long>(0x8040201008040201ull));
-    const __m512i zero = _mm512_setzero_si512();
-    const __m128i part[4] = {_mm512_extracti32x4_epi32(index, 0), _mm512_extracti32x4_epi32(index, 1),
-                             _mm512_extracti32x4_epi32(index, 2), _mm512_extracti32x4_epi32(index, 3)};
-    const __m512i chunk[4] = {_mm512_shuffle_i32x4(s8, s8, 0x00), _mm512_shuffle_i32x4(s8, s8, 0x55),
-                              _mm512_shuffle_i32x4(s8, s8, 0xaa), _mm512_shuffle_i32x4(s8, s8, 0xff)};
-    for (int j = 0; j < 4; ++j) {
-      const __mmask64 negative = _mm512_test_epi8_mask(_mm512_shuffle_epi8(chunk[j], spread), select);
-      __m512i g;
-      if constexpr (kGather) {
-        g = _mm512_i32gather_epi64(_mm256_cvtepu16_epi32(part[j]), iq2xs_grid, 8);
-      } else {
-        g = _mm512_load_si512(grid + 8 * j);
-      }
-      w[j] = _mm512_mask_sub_epi8(g, negative, zero, g);
-    }
-  }
-  STRATA_AVX512 inline __attribute__((always_inline)) static void scales_pair(const unsigned char* pa,
-                                                                              const unsigned char* pb,
-                                                                              avx512::ScalePair& sp) {
-    // [a's eight scale bytes | b's], their nibbles as 16 floats each; d of a in lanes 0..7, of b in 8..15.
-    const __m128i sc = _mm_set_epi64x(static_cast<long long>(load_scalar<uint64_t>(pb + 66)),
-                                      static_cast<long long>(load_scalar<uint64_t>(pa + 66)));
-    const __m128i lo = _mm_and_si128(sc, _mm_set1_epi8(0x0f));
-    const __m128i hi = _mm_and_si128(_mm_srli_epi16(sc, 4), _mm_set1_epi8(0x0f));
-    const __m512 d = _mm512_insertf32x8(_mm512_castps256_ps512(f16_splat(pa)), f16_splat(pb), 1);
-    const __m512 half = _mm512_set1_ps(0.5f), quarter = _mm512_set1_ps(0.25f);
-    sp.c0 = _mm512_mul_ps(_mm512_mul_ps(d, _mm512_add_ps(half, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(lo)))), quarter);
-    sp.c1 = _mm512_mul_ps(_mm512_mul_ps(d, _mm512_add_ps(half, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(hi)))), quarter);
   }
 };
 
@@ -268,16 +213,27 @@ struct IQ1_M {
 
 // Per 64-bit lane, seven sign bits in its low bits (the rest zero): the lane's eight values to negate, the eighth
 // sign being the parity of the seven (ksigns_iq2xs), bit b negating byte b.
-STRATA_AVX512 inline __attribute__((always_inline)) __mmask64 ksign_lanes(__m512i s7) {
-  __m512i parity = _mm512_xor_si512(s7, _mm512_srli_epi64(s7, 4));
-  parity = _mm512_xor_si512(parity, _mm512_srli_epi64(parity, 2));
-  parity = _mm512_xor_si512(parity, _mm512_srli_epi64(parity, 1));
-  const __m512i s8 = _mm512_or_si512(s7, _mm512_slli_epi64(_mm512_and_si512(parity, _mm512_set1_epi64(1)), 7));
+// The 7 sign bits in each 16-bit lane's low bits (the rest zero) with their parity as the eighth (ksigns_iq2xs).
+STRATA_AVX512 inline __attribute__((always_inline)) __m512i with_parity16(__m512i s7) {
+  __m512i parity = _mm512_xor_si512(s7, _mm512_srli_epi16(s7, 4));
+  parity = _mm512_xor_si512(parity, _mm512_srli_epi16(parity, 2));
+  parity = _mm512_xor_si512(parity, _mm512_srli_epi16(parity, 1));
+  return _mm512_or_si512(s7, _mm512_slli_epi16(_mm512_and_si512(parity, _mm512_set1_epi16(1)), 7));
+}
+
+// Per 64-bit lane, eight sign bits in its low byte: the lane's values to negate, bit b negating byte b.
+STRATA_AVX512 inline __attribute__((always_inline)) __mmask64 sign_byte_lanes(__m512i s8) {
   // Byte 0 of each 64-bit lane to its eight bytes (bytes 0 and 8 of each 128-bit lane).
   const __m512i spread = _mm512_set_epi64(0x0808080808080808, 0, 0x0808080808080808, 0, 0x0808080808080808, 0,
                                           0x0808080808080808, 0);
   return _mm512_test_epi8_mask(_mm512_shuffle_epi8(s8, spread),
                                _mm512_set1_epi64(static_cast<long long>(0x8040201008040201ull)));
+}
+
+// Per 64-bit lane, seven sign bits in its low bits (the rest zero): the lane's values to negate, the eighth sign
+// being the parity of the seven.
+STRATA_AVX512 inline __attribute__((always_inline)) __mmask64 ksign_lanes(__m512i s7) {
+  return sign_byte_lanes(with_parity16(s7));  // the bits above 7 are zero, so 16-bit lanes give the same parity
 }
 
 // Two 32-bit words holding 4 x 7 sign bits each (bits 0..27), dwords A and B of v: lanes 0..3 groups 0..3 of A's,
@@ -317,12 +273,50 @@ struct IQ2_XXSGather : IQ2_XXS {
   }
 };
 
+// IQ2_XS's and IQ2_S's scales for two rows at once (quant_matvec.hpp's scales_pair): iq2_nibble_scales with a's
+// in lanes 0..7 and b's in 8..15.
+STRATA_AVX512 inline __attribute__((always_inline)) void iq2_nibble_scales_pair(const unsigned char* pa,
+                                                                                const unsigned char* pb, int at,
+                                                                                avx512::ScalePair& sp) {
+  const __m128i sc = _mm_set_epi64x(static_cast<long long>(load_scalar<uint64_t>(pb + at)),
+                                    static_cast<long long>(load_scalar<uint64_t>(pa + at)));
+  const __m128i lo = _mm_and_si128(sc, _mm_set1_epi8(0x0f));
+  const __m128i hi = _mm_and_si128(_mm_srli_epi16(sc, 4), _mm_set1_epi8(0x0f));
+  const __m512 d = _mm512_insertf32x8(_mm512_castps256_ps512(f16_splat(pa)), f16_splat(pb), 1);
+  const __m512 half = _mm512_set1_ps(0.5f), quarter = _mm512_set1_ps(0.25f);
+  sp.c0 = _mm512_mul_ps(_mm512_mul_ps(d, _mm512_add_ps(half, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(lo)))), quarter);
+  sp.c1 = _mm512_mul_ps(_mm512_mul_ps(d, _mm512_add_ps(half, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(hi)))), quarter);
+}
+
+struct IQ2_XSGather : IQ2_XS {
+  STRATA_AVX512 inline __attribute__((always_inline)) static void pairs512(const unsigned char* p, __m512i (&w)[4]) {
+    // 32 16-bit words (a 9-bit grid index, then the 7 sign bits), eight per w[j] (spans 2j and 2j + 1); the sign
+    // bytes of all 32 at once.
+    const __m512i qs = _mm512_loadu_si512(p + 2);
+    const __m512i index = _mm512_and_si512(qs, _mm512_set1_epi16(511));
+    const __m512i s8 = with_parity16(_mm512_srli_epi16(qs, 9));
+    const __m128i part[4] = {_mm512_extracti32x4_epi32(index, 0), _mm512_extracti32x4_epi32(index, 1),
+                             _mm512_extracti32x4_epi32(index, 2), _mm512_extracti32x4_epi32(index, 3)};
+    const __m128i sign[4] = {_mm512_extracti32x4_epi32(s8, 0), _mm512_extracti32x4_epi32(s8, 1),
+                             _mm512_extracti32x4_epi32(s8, 2), _mm512_extracti32x4_epi32(s8, 3)};
+    for (int j = 0; j < 4; ++j) {
+      const __m512i grid = _mm512_i32gather_epi64(_mm256_cvtepu16_epi32(part[j]), iq2xs_grid, 8);
+      w[j] = negate_lanes(grid, sign_byte_lanes(_mm512_cvtepu16_epi64(sign[j])));
+    }
+  }
+  STRATA_AVX512 inline __attribute__((always_inline)) static void scales_pair(const unsigned char* pa,
+                                                                              const unsigned char* pb,
+                                                                              avx512::ScalePair& sp) {
+    iq2_nibble_scales_pair(pa, pb, 66, sp);
+  }
+};
+
 struct IQ2_SGather : IQ2_S {
-  STRATA_INLINE_AVX2 static void scales(const unsigned char* p, Group& g) {
-    const uint64_t sc = load_scalar<uint64_t>(p + 74);
-    const __m256 d = f16_splat(p);
-    g.c0 = iq2_scales8(d, u8x8_to_ps(sc & 0x0f0f0f0f0f0f0f0full));
-    g.c1 = iq2_scales8(d, u8x8_to_ps((sc >> 4) & 0x0f0f0f0f0f0f0f0full));
+  STRATA_INLINE_AVX2 static void scales(const unsigned char* p, Group& g) { iq2_nibble_scales(p, 74, g); }
+  STRATA_AVX512 inline __attribute__((always_inline)) static void scales_pair(const unsigned char* pa,
+                                                                              const unsigned char* pb,
+                                                                              avx512::ScalePair& sp) {
+    iq2_nibble_scales_pair(pa, pb, 74, sp);
   }
   STRATA_AVX512 inline __attribute__((always_inline)) static void pairs512(const unsigned char* p, __m512i (&w)[4]) {
     // Entry k of w[j]: qs[8j + k] plus two bits of qh[2j + k / 4] (bits 2 (k % 4)) above them; explicit signs, a
@@ -423,7 +417,7 @@ struct IQ4_XS {
 
 void add_iquant_kernels(KernelTable& avx2, KernelTable& avx512) {
   add_quant_kernel<IQ2_XXSGather>(avx2, avx512, GgmlType::IQ2_XXS);
-  add_quant_kernel<IQ2_XS<true>>(avx2, avx512, GgmlType::IQ2_XS);
+  add_quant_kernel<IQ2_XSGather>(avx2, avx512, GgmlType::IQ2_XS);
   add_quant_kernel<IQ2_SGather>(avx2, avx512, GgmlType::IQ2_S);
   add_quant_kernel<IQ3_XXSGather>(avx2, avx512, GgmlType::IQ3_XXS);
   add_quant_kernel<IQ3_SGather>(avx2, avx512, GgmlType::IQ3_S);
@@ -434,7 +428,7 @@ void add_iquant_kernels(KernelTable& avx2, KernelTable& avx512) {
 
 void add_gather_free_kernels(KernelTable& avx512) {
   avx512.quant[static_cast<int>(GgmlType::IQ2_XXS)] = &avx512::quant_matvec_pairs<IQ2_XXS>;
-  avx512.quant[static_cast<int>(GgmlType::IQ2_XS)] = &avx512::quant_matvec_pairs<IQ2_XS<false>>;
+  avx512.quant[static_cast<int>(GgmlType::IQ2_XS)] = &avx512::quant_matvec_pairs<IQ2_XS>;
   avx512.quant[static_cast<int>(GgmlType::IQ2_S)] = &avx512::quant_matvec_pairs<IQ2_S>;
   avx512.quant[static_cast<int>(GgmlType::IQ3_XXS)] = &avx512::quant_matvec_pairs<IQ3_XXS>;
   avx512.quant[static_cast<int>(GgmlType::IQ3_S)] = &avx512::quant_matvec_pairs<IQ3_S>;
