@@ -265,6 +265,8 @@ class HybridMoe final : public ExpertPlacement {
   std::string choose_cutover(uint32_t il);
   double measure_upload(uint32_t il);  // bytes/s of expert copies through upload_ (the pinned ring from the file)
   double measure_pool(uint32_t il);    // bytes/s of the pool on layer il's experts at one token each (a decode call)
+  // The seconds of one pool call on layer il's experts `ids` (ascending), every one of n_tok tokens routed to each.
+  double time_pool_call(uint32_t il, const std::vector<uint32_t>& ids, uint32_t n_tok);
 
   const Model& model_;
   Activations& act_;

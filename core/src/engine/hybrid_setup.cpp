@@ -343,52 +343,47 @@ double HybridMoe::measure_upload(uint32_t il) {
   return seconds > 0 ? static_cast<double>(count * bytes) / seconds : 0;
 }
 
+double HybridMoe::time_pool_call(uint32_t il, const std::vector<uint32_t>& ids, uint32_t n_tok) {
+  // Every token routed to every expert (ids ascending), inputs of a fixed pattern, weights 1.
+  const LayerWeights& lw = model_.weights().layers[il];
+  const auto n = static_cast<uint32_t>(ids.size());
+  std::vector<float> x(size_t{n_embd_} * n_tok), rows(size_t{n_embd_} * n_tok * n), weight(size_t{n_tok} * n, 1.0f);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919) % 2001) / 1000.0f - 1.0f;
+  std::vector<uint32_t> offsets(n + 1), index(size_t{n_tok} * n);
+  std::vector<strata_expert_weights> w(n);
+  for (uint32_t e = 0; e <= n; ++e) offsets[e] = e * n_tok;
+  for (size_t i = 0; i < index.size(); ++i) index[i] = static_cast<uint32_t>(i % n_tok);
+  for (uint32_t e = 0; e < n; ++e) w[e] = arena_->weights(il, ids[e]);
+  const strata_moe_op m{n_embd_, lw.experts.n_ff, n_tok, n, ids.data(), w.data(), offsets.data(), index.data(),
+                        weight.data(), x.data(), rows.data(), lw.experts.form()};
+  const auto t0 = clock_type::now();
+  throw_if_error(pool_.table->compute(pool_.ctx, &m, nullptr, 0), pool_.name, "expert_pool.compute");
+  return seconds_since(t0);
+}
+
 double HybridMoe::measure_pool(uint32_t il) {
   // Up to 8 experts of the layer in one call, one token each (a decode layer's misses): a warm-up call, then the
   // best of three calls on other experts each (so that no timed call finds its weights in the caches): the experts'
   // bytes over the time.
-  const LayerWeights& lw = model_.weights().layers[il];
   const uint32_t n_expert = tables_[il].n_expert, n = std::min<uint32_t>(8, n_expert);
   if (n == 0) return 0;
-  std::vector<float> x(n_embd_), rows(size_t{n_embd_} * n), weight(n, 1.0f);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919) % 2001) / 1000.0f - 1.0f;
-  std::vector<uint32_t> ids(n), offsets(n + 1), index(n, 0);
-  std::vector<strata_expert_weights> w(n);
-  for (uint32_t e = 0; e <= n; ++e) offsets[e] = e;
   double best = 1e9;
   for (uint32_t call = 0; call < 4; ++call) {
+    std::vector<uint32_t> ids(n);
     for (uint32_t e = 0; e < n; ++e) ids[e] = (call * n + e) % n_expert;
     std::sort(ids.begin(), ids.end());  // a moe op's experts ascend
-    for (uint32_t e = 0; e < n; ++e) w[e] = arena_->weights(il, ids[e]);
-    const strata_moe_op m{n_embd_, lw.experts.n_ff, 1, n, ids.data(), w.data(), offsets.data(), index.data(),
-                          weight.data(), x.data(), rows.data(), lw.experts.form()};
-    const auto t0 = clock_type::now();
-    throw_if_error(pool_.table->compute(pool_.ctx, &m, nullptr, 0), pool_.name, "expert_pool.compute");
-    if (call > 0) best = std::min(best, seconds_since(t0));
+    const double seconds = time_pool_call(il, ids, 1);
+    if (call > 0) best = std::min(best, seconds);
   }
   return best > 0 ? static_cast<double>(n) * static_cast<double>(arena_->layout(il).bytes) / best : 0;
 }
 
 std::string HybridMoe::choose_cutover(uint32_t il) {
-  const LayerWeights& lw = model_.weights().layers[il];
   const uint32_t n_max = kPoolMaxTokens;
   // The pool on expert 0 with every token of a window routed to it, best of three (the first warms it up).
-  std::vector<float> x(size_t{n_embd_} * n_max), rows(size_t{n_embd_} * n_max), weight(n_max, 1.0f);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919) % 2001) / 1000.0f - 1.0f;
-  std::vector<uint32_t> index(n_max);
-  for (uint32_t t = 0; t < n_max; ++t) index[t] = t;
-  const uint32_t expert_id = 0;
-  const strata_expert_weights w = arena_->weights(il, 0);
   const auto pool_time = [&](uint32_t n) {
-    const uint32_t offsets[2] = {0, n};
-    const strata_moe_op m{n_embd_, lw.experts.n_ff, n, 1, &expert_id, &w, offsets, index.data(), weight.data(),
-                          x.data(), rows.data(), lw.experts.form()};
     double best = 1e9;
-    for (int rep = 0; rep < 3; ++rep) {
-      const auto t0 = clock_type::now();
-      throw_if_error(pool_.table->compute(pool_.ctx, &m, nullptr, 0), pool_.name, "expert_pool.compute");
-      best = std::min(best, seconds_since(t0));
-    }
+    for (int rep = 0; rep < 3; ++rep) best = std::min(best, time_pool_call(il, {0}, n));
     return best;
   };
   const double pool_1 = pool_time(1), pool_n = pool_time(n_max);
