@@ -26,7 +26,7 @@ struct KernelTable {
 };
 
 // The table of a path (filled once). gathers: whether AVX-512 kernels may use gather instructions (gathers_fast);
-// without them the types that gather take a buffer of plain loads instead, with the same bits.
+// without them the types that gather take their per-span decoders instead, with the same bits.
 const KernelTable& kernel_table(IsaPath path, bool gathers = true);
 
 // Each family file fills its types into both tables.
