@@ -1,9 +1,10 @@
-// Backend memory members: device and page-locked host buffers (1.1), copies (1.1 synchronous, 1.2 on a stream),
-// and registration of host memory the caller owns (1.2), such as the mapped model file that PCIe copies read.
+// Backend memory members: device and page-locked host buffers (1.1), copies (1.1 synchronous, 1.2 on a stream,
+// 1.8 many in one call), and registration of host memory the caller owns (1.2), such as the mapped model file that PCIe copies read.
 #include <unistd.h>
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "instance.hpp"
 
@@ -102,6 +103,45 @@ strata_status* copy_async(void* c, uint32_t device, void* dst, const void* src, 
     if (!copy_kind(kind, k)) return bad_copy_kind(inst, kind);
     check_cuda(cudaSetDevice(inst->ctx.options().device), "cudaSetDevice");
     check_cuda(cudaMemcpyAsync(dst, src, bytes, k, stream_of(inst, stream)), "copy_async");
+    return nullptr;
+  });
+}
+
+// One runtime call for the batch where the runtime has one (cudaMemcpyBatchAsync, CUDA 13's form): a
+// cudaMemcpyAsync costs the calling thread about 3 us, and the hybrid path's placing thread enqueues a MoE layer's
+// misses before its pool starts. The sources are read in stream order, like cudaMemcpyAsync's. Elsewhere (HIP,
+// older runtimes, a runtime that refuses the batch once) the copies go one by one.
+strata_status* copy_batch_async(void* c, uint32_t device, void* const* dsts, const void* const* srcs,
+                                const uint64_t* bytes, uint32_t count, uint32_t kind, strata_stream stream) {
+  auto* inst = static_cast<Instance*>(c);
+  return guarded(inst, [&]() -> strata_status* {
+    if (device != 0) return wrong_device(inst, device);
+    if (count == 0) return nullptr;
+    if (dsts == nullptr || srcs == nullptr || bytes == nullptr) {
+      return inst->ctx.error(STRATA_ERR_INVALID_ARGUMENT,
+                             std::string(kPluginName) + ": copy_batch_async needs destinations, sources and sizes");
+    }
+    cudaMemcpyKind k;
+    if (!copy_kind(kind, k)) return bad_copy_kind(inst, kind);
+    check_cuda(cudaSetDevice(inst->ctx.options().device), "cudaSetDevice");
+    const cudaStream_t s = stream_of(inst, stream);
+#if !defined(STRATA_GPU_HIP) && defined(CUDART_VERSION) && CUDART_VERSION >= 13000
+    if (!inst->batch_refused.load(std::memory_order_relaxed)) {
+      static_assert(sizeof(size_t) == sizeof(uint64_t), "sizes pass as size_t");
+      std::vector<size_t> sizes(bytes, bytes + count);
+      cudaMemcpyAttributes attr{};
+      attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+      attr.flags = cudaMemcpyFlagPreferOverlapWithCompute;
+      size_t first = 0;
+      const cudaError_t err = cudaMemcpyBatchAsync(dsts, srcs, sizes.data(), count, &attr, &first, 1, s);
+      if (err == cudaSuccess) return nullptr;
+      (void)cudaGetLastError();  // not a sticky error: the copies go one by one from now on
+      inst->batch_refused.store(true, std::memory_order_relaxed);
+    }
+#endif
+    for (uint32_t i = 0; i < count; ++i) {
+      if (bytes[i] != 0) check_cuda(cudaMemcpyAsync(dsts[i], srcs[i], bytes[i], k, s), "copy_batch_async");
+    }
     return nullptr;
   });
 }

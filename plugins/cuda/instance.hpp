@@ -3,6 +3,7 @@
 // (device_queues.cu).
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <new>
@@ -23,6 +24,7 @@ struct Instance {
   std::mutex pinned_mutex;
   std::set<void*> pinned;               // buffers from cudaHostAlloc: freed with cudaFreeHost
   std::map<void*, void*> registered;    // host_register's pointer -> the page-aligned base it registered
+  std::atomic<bool> batch_refused{false};  // the runtime refused a batched copy once: copy_batch_async loops since
   Instance(const strata_host_api* host, const Options& o) : ctx(host, o) {}
 };
 
@@ -53,6 +55,8 @@ void buffer_free(void* c, uint32_t device, void* buffer);
 strata_status* copy(void* c, uint32_t device, void* dst, const void* src, uint64_t bytes, uint32_t kind);
 strata_status* copy_async(void* c, uint32_t device, void* dst, const void* src, uint64_t bytes, uint32_t kind,
                           strata_stream stream);
+strata_status* copy_batch_async(void* c, uint32_t device, void* const* dsts, const void* const* srcs,
+                                const uint64_t* bytes, uint32_t count, uint32_t kind, strata_stream stream);
 strata_status* host_register(void* c, uint32_t device, void* ptr, uint64_t bytes, uint32_t flags);
 void host_unregister(void* c, uint32_t device, void* ptr);
 strata_status* synchronize(void* c, uint32_t device);

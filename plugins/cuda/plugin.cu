@@ -147,7 +147,8 @@ const strata_backend_v1 kBackend = {{sizeof(strata_backend_v1), STRATA_BACKEND_M
                                     copy_async,
                                     compute_async,
                                     host_register,
-                                    host_unregister};
+                                    host_unregister,
+                                    copy_batch_async};
 
 const void* get_interface(void*, const char* family, uint32_t version) {
   const std::string f = family != nullptr ? family : "";

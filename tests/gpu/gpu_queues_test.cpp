@@ -151,6 +151,58 @@ void copy_from_file_mapping(const std::filesystem::path& dir) {
 
 TEST(GpuQueues, ReadOnlyTmpfsMappingCopiesIntact) { copy_from_file_mapping("/dev/shm"); }
 
+// Backend 1.8: slices of registered memory at odd offsets and lengths, enqueued as one batch, land where each was
+// sent (an expert of a mapped file is three such slices); the batch is ordered after the stream's earlier copy,
+// which wrote the same places first.
+TEST(GpuQueues, ABatchOfCopiesLandsLikeCopiesOneByOne) {
+  auto be = open_gpu();
+  if (!be) GTEST_SKIP() << "no usable GPU backend";
+  strata::DeviceQueues* q = be->device_queues();
+  ASSERT_NE(q, nullptr);
+  strata::DeviceMemory& mem = *be->device_memory();
+  constexpr size_t bytes = size_t{24} << 20;
+  std::vector<unsigned char> src(bytes), zeros(bytes, 0);
+  for (size_t i = 0; i < bytes; ++i) src[i] = static_cast<unsigned char>((i * 2654435761u) >> 11);
+  strata::HostRegistration reg(*q, src.data(), bytes, /*read_only=*/true);
+  ASSERT_TRUE(reg.locked()) << reg.why();
+  strata::HostRegistration reg_zeros(*q, zeros.data(), bytes, /*read_only=*/true);
+  ASSERT_TRUE(reg_zeros.locked()) << reg_zeros.why();
+  strata::Buffer<unsigned char> dev(bytes, &mem);
+  std::vector<void*> dsts;
+  std::vector<const void*> srcs;
+  std::vector<uint64_t> sizes;
+  // 37 slices of growing odd lengths, each read at an offset of its own and written at another (the gaps differ),
+  // so that a slice written to the wrong place, or too long, shows.
+  std::vector<std::pair<size_t, size_t>> slices;  // (offset, length)
+  for (size_t at = 3, len = 4093; slices.size() < 37; at += len + 29, len += 12289) slices.push_back({at, len});
+  ASSERT_LE(slices.back().first + slices.back().second, bytes);
+  std::vector<size_t> to(slices.size());
+  for (size_t i = 0, place = 1; i < slices.size(); ++i) {
+    to[i] = place;
+    place += slices[i].second + 17;
+  }
+  ASSERT_LE(to.back() + slices.back().second, bytes);
+  for (size_t i = 0; i < slices.size(); ++i) {
+    dsts.push_back(dev.data() + to[i]);
+    srcs.push_back(src.data() + slices[i].first);
+    sizes.push_back(slices[i].second);
+  }
+  strata::DeviceStream copies(*q);
+  strata::DeviceEvent landed(*q);
+  q->copy_async(dev.data(), zeros.data(), bytes, STRATA_COPY_HOST_TO_DEVICE, copies.get());
+  q->copy_batch_async(dsts, srcs, sizes, STRATA_COPY_HOST_TO_DEVICE, copies.get());
+  q->record(landed.get(), copies.get());
+  q->synchronize(landed.get());
+  std::vector<unsigned char> got(bytes);
+  mem.download(got.data(), dev.data(), bytes);
+  for (size_t i = 0; i < slices.size(); ++i) {
+    EXPECT_EQ(0, std::memcmp(got.data() + to[i], src.data() + slices[i].first, slices[i].second)) << "slice " << i;
+    if (i + 1 < slices.size()) {
+      for (size_t g = to[i] + slices[i].second; g < to[i + 1]; ++g) ASSERT_EQ(got[g], 0) << "byte " << g << " between slices";
+    }
+  }
+}
+
 TEST(GpuQueues, BadArgumentsAreMessages) {
   auto be = open_gpu();
   if (!be) GTEST_SKIP() << "no usable GPU backend";

@@ -127,6 +127,45 @@ INSTANTIATE_TEST_SUITE_P(HostCopy, ExpertUploads,
                                            UploadCase{"file_ring_wide", true, false, 8 << 20, 4, 3}),
                          [](const auto& p) { return std::string(p.param.name); });
 
+// A layer's experts in one call (the hybrid path's PCIe misses): the same bytes as one call each, and the direct
+// copies enqueued as one batch: one copy an expert from the arena, three (gate, up, down) from the registered file.
+TEST(ExpertHostCopy, ALayersCopiesGoAsOneBatch) {
+  if (!has_cpu_avx2()) GTEST_SKIP() << "cpu_avx2 is not usable on this machine";
+  const auto model_ptr = strata::Model::load(strata::test::tiny_moe_model());
+  const strata::Model& model = *model_ptr;
+  const ExpertArena arena(model.weights(), 2);
+  const ExpertArena file(model.weights(), ExpertArena::InFile{});
+  for (const bool in_file : {false, true}) {
+    strata::test::StandInGpu gpu(strata::test::open_backend("cpu_avx2"));
+    strata::ExpertUpload::Options o;
+    o.register_file = in_file;  // one piece holds the tiny model's experts: every slice is direct
+    strata::ExpertUpload upload(in_file ? file : arena, gpu, gpu, o);
+    strata::DeviceStream stream(gpu);
+    uint32_t layers = 0;
+    for (uint32_t il = 0; il < model.weights().layers.size(); ++il) {
+      const auto& l = arena.layout(il);
+      if (l.bytes == 0) continue;
+      ++layers;
+      const uint32_t n = model.weights().layers[il].routing.n_expert;
+      strata::Buffer<unsigned char> slots(uint64_t{n} * l.bytes, &gpu);
+      std::memset(slots.data(), 0xA5, uint64_t{n} * l.bytes);
+      std::vector<strata::ExpertUpload::Target> targets;
+      for (uint32_t e = n; e-- > 0;) targets.push_back({slots.data() + uint64_t{e} * l.bytes, e});  // any order
+      const uint64_t batches = gpu.batches(), copies = gpu.batched_copies();
+      upload.copy_experts(targets, il, stream.get());
+      upload.drain();
+      EXPECT_EQ(gpu.batches() - batches, 1u) << (in_file ? "file" : "arena") << " layer " << il;
+      EXPECT_EQ(gpu.batched_copies() - copies, (in_file ? 3u : 1u) * n) << (in_file ? "file" : "arena") << " layer " << il;
+      for (uint32_t e = 0; e < n; ++e) {
+        ASSERT_EQ(std::memcmp(slots.data() + uint64_t{e} * l.bytes, arena.expert(il, e), l.bytes), 0)
+            << (in_file ? "file" : "arena") << ": layer " << il << " expert " << e;
+      }
+    }
+    EXPECT_GT(layers, 0u);
+    EXPECT_EQ(upload.staged_bytes(), 0u) << upload.describe();
+  }
+}
+
 // Every host copy gives the same logits (the same bytes computed): a 25% cache, half the misses over PCIe, swaps on,
 // a 20-token prompt and 8 greedy tokens, in fast mode.
 TEST(ExpertHostCopy, EveryHostCopyGivesTheSameLogits) {

@@ -59,6 +59,16 @@ class HostDevice final : public strata::DeviceMemory, public strata::DeviceQueue
     copies.push_back({src, bytes, inside});
     std::memcpy(dst, src, bytes);
   }
+  // Batches: their sizes noted, their destinations apart (a batch's copies may run in any order), then copied.
+  std::vector<size_t> batches;
+  void copy_batch_async(std::span<void* const> dsts, std::span<const void* const> srcs, std::span<const uint64_t> bytes,
+                        strata_copy_kind kind, strata_stream s) override {
+    batches.push_back(dsts.size());
+    for (size_t i = 0; i < dsts.size(); ++i) {
+      for (size_t j = 0; j < i; ++j) EXPECT_NE(dsts[i], dsts[j]) << "a batch writes one place twice";
+    }
+    DeviceQueues::copy_batch_async(dsts, srcs, bytes, kind, s);
+  }
   void compute_async(std::span<const strata_op>) override { ADD_FAILURE() << "the probe computes nothing"; }
   bool register_host(void* p, uint64_t bytes, bool read_only, std::string& why) override {
     EXPECT_TRUE(read_only) << "the arena's kind of registration";
@@ -92,14 +102,17 @@ TEST(ExpertsLinkProbe, TimesLargeCopiesFromLockedMemoryThenAQueueOfSmallOnes) {
   EXPECT_EQ(m.bytes, bytes);
   EXPECT_GT(m.h2d_bytes_per_s, 0.0);
   EXPECT_GT(m.copy_overhead_s, 0.0);
-  // A warm-up and three timed large copies, then the queue of small ones: every copy from the locked memory.
-  ASSERT_EQ(d.copies.size(), 4u + ex::kSmallCopies);
+  EXPECT_GT(m.batch_overhead_s, 0.0);
+  // A warm-up and three timed large copies, then the queue of small ones one by one and again as one batch: every
+  // copy from the locked memory.
+  ASSERT_EQ(d.copies.size(), 4u + 2 * ex::kSmallCopies);
   for (size_t i = 0; i < d.copies.size(); ++i) {
     EXPECT_EQ(d.copies[i].bytes, i < 4 ? bytes : ex::kSmallCopyBytes) << i;
     EXPECT_TRUE(d.copies[i].from_locked) << i;
   }
-  EXPECT_EQ(d.recorded, 5);  // one event wait per timed batch
-  EXPECT_EQ(d.synced, 5);
+  EXPECT_EQ(d.batches, std::vector<size_t>{static_cast<size_t>(ex::kSmallCopies)});
+  EXPECT_EQ(d.recorded, 6);  // one event wait per timed step
+  EXPECT_EQ(d.synced, 6);
   // Everything made is released.
   EXPECT_EQ(d.live_streams, 0);
   EXPECT_EQ(d.live_events, 0);
@@ -114,8 +127,10 @@ TEST(ExpertsLinkProbe, MemoryThatCannotBeLockedIsTimedPageableAndSaysWhy) {
   EXPECT_FALSE(m.pinned);
   EXPECT_EQ(m.why_not_pinned, "the stand-in refuses");
   EXPECT_GT(m.h2d_bytes_per_s, 0.0);
-  // 64 KiB holds 16 places for the 64 small copies: they wrap around inside the buffers.
-  EXPECT_EQ(d.copies.size(), 2u + ex::kSmallCopies);
+  // 64 KiB holds 16 places for the 64 small copies: they wrap around inside the buffers, and the batched queue is
+  // four batches of 16, none writing a place twice.
+  EXPECT_EQ(d.copies.size(), 2u + 2 * ex::kSmallCopies);
+  EXPECT_EQ(d.batches, std::vector<size_t>(4, 16));
   const std::string text = ex::describe(m);
   EXPECT_NE(text.find("pageable"), std::string::npos) << text;
   EXPECT_NE(text.find("the stand-in refuses"), std::string::npos) << text;

@@ -114,6 +114,15 @@ class StandInGpu final : public Backend, public DeviceMemory, public DeviceQueue
     }
     enqueue([dst, src, bytes] { std::memcpy(dst, src, bytes); });
   }
+  // Counted, then copied one by one as the base does (a backend without backend 1.8's batch).
+  void copy_batch_async(std::span<void* const> dsts, std::span<const void* const> srcs, std::span<const uint64_t> bytes,
+                        strata_copy_kind kind, strata_stream s) override {
+    ++batches_;
+    batched_copies_ += dsts.size();
+    DeviceQueues::copy_batch_async(dsts, srcs, bytes, kind, s);
+  }
+  uint64_t batches() const { return batches_; }
+  uint64_t batched_copies() const { return batched_copies_; }
   void compute_async(std::span<const strata_op> ops) override {
     if (on_ops_) on_ops_(ops);
     refuse_what_it_lacks(ops);
@@ -218,6 +227,7 @@ class StandInGpu final : public Backend, public DeviceMemory, public DeviceQueue
   std::thread worker_;
   uint64_t free_ = 0, used_ = 0;
   std::atomic<uint64_t> copied_{0};
+  std::atomic<uint64_t> batches_{0}, batched_copies_{0};
   uintptr_t streams_ = 0, events_ = 0;
   std::map<void*, uint64_t> live_;
   std::string name_;

@@ -26,6 +26,13 @@ class DeviceQueues {
   virtual bool done(strata_event e) = 0;
   virtual void synchronize(strata_event e) = 0;
   virtual void copy_async(void* dst, const void* src, uint64_t bytes, strata_copy_kind kind, strata_stream s) = 0;
+  // Copies that copy_async would enqueue one after another, in one call where the backend has one (backend 1.8):
+  // each copy_async costs the host microseconds, and a MoE layer's misses from a mapped file are a dozen copies.
+  // The destinations must not overlap: the batch's copies may run in any order among themselves.
+  virtual void copy_batch_async(std::span<void* const> dsts, std::span<const void* const> srcs,
+                                std::span<const uint64_t> bytes, strata_copy_kind kind, strata_stream s) {
+    for (size_t i = 0; i < dsts.size(); ++i) copy_async(dsts[i], srcs[i], bytes[i], kind, s);
+  }
   // Enqueues ops on the compute stream and returns (every op must be one the backend supports).
   virtual void compute_async(std::span<const strata_op> ops) = 0;
   // Page-locks host memory; false with the device's reason when it cannot (the caller copies pageable memory).

@@ -48,6 +48,9 @@
  *                    STRATA_OP_GELU and ROPE's mode 24 (2-D vision rotary: neox halves, the rotated pairs split
  *                    between a row and a column section, each section's frequencies counted from 0). Appended kinds:
  *                    the host asks supports_op before using them and encodes images on the CPU otherwise.
+ *   backend 1.8      copy_batch_async: many host-to-device copies enqueued in one call (an expert of a mapped
+ *                    GGUF is three slices; a MoE layer's misses are a dozen), where each copy_async costs the
+ *                    host some microseconds on the critical path. The host loops over copy_async when it is NULL.
  *   expert_pool 1.0  worker_count; compute(moe): one weighted row per (token, expert), never a summed row.
  *   expert_pool 1.1  set_worker_limit(n): later calls use at most n workers (0: all again), so that another
  *                    process gets the other cores (POOL_HOLD); the rows' bytes do not change.
@@ -161,7 +164,7 @@ typedef struct strata_interface_header {
 
 #define STRATA_BACKEND_FAMILY "backend"
 #define STRATA_BACKEND_VERSION 1u
-#define STRATA_BACKEND_MINOR 7u
+#define STRATA_BACKEND_MINOR 8u
 
 typedef enum strata_device_kind { STRATA_DEVICE_CPU = 1, STRATA_DEVICE_GPU = 2 } strata_device_kind;
 
@@ -429,6 +432,11 @@ typedef struct strata_backend_v1 {
   strata_status* (*host_register)(void* ctx, uint32_t device, void* ptr, uint64_t bytes, uint32_t flags);
   /* Undoes host_register(ptr); unknown pointers are ignored. */
   void (*host_unregister)(void* ctx, uint32_t device, void* ptr);
+  /* 1.8; NULL: the host calls copy_async for each. `count` copies of `kind` enqueued on `stream` as copy_async
+   * would enqueue them one after another (the batch runs in the stream's order; its copies may run in any order
+   * among themselves, so their destinations must not overlap). */
+  strata_status* (*copy_batch_async)(void* ctx, uint32_t device, void* const* dsts, const void* const* srcs,
+                                     const uint64_t* bytes, uint32_t count, uint32_t kind, strata_stream stream);
 } strata_backend_v1;
 
 /* ---- family: expert_pool ---------------------------------------------------------------------------------- */

@@ -101,38 +101,66 @@ void ExpertUpload::flush(strata_stream s) {
 }
 
 void ExpertUpload::copy(void* dst, uint32_t il, uint32_t e, strata_stream s, bool wide) {
-  auto* d = static_cast<unsigned char*>(dst);
+  const Target t{dst, e};
+  copy_experts(std::span<const Target>(&t, 1), il, s, wide);
+}
+
+void ExpertUpload::copy_experts(std::span<const Target> targets, uint32_t il, strata_stream s, bool wide) {
+  if (targets.empty()) return;
   const experts::ExpertLayout& layout = arena_.layout(il);
   std::lock_guard<std::mutex> lock(mutex_);
+  batch_dst_.clear();
+  batch_src_.clear();
+  batch_bytes_.clear();
+  const auto direct = [&](void* to, const void* from, uint64_t bytes) {
+    batch_dst_.push_back(to);
+    batch_src_.push_back(from);
+    batch_bytes_.push_back(bytes);
+    direct_bytes_ += bytes;
+  };
   if (arena_.contiguous()) {
-    queues_.copy_async(d, arena_.expert(il, e), layout.bytes, STRATA_COPY_HOST_TO_DEVICE, s);
-    direct_bytes_ += layout.bytes;
+    for (const Target& t : targets) direct(t.dst, arena_.expert(il, t.expert), layout.bytes);
+    queues_.copy_batch_async(batch_dst_, batch_src_, batch_bytes_, STRATA_COPY_HOST_TO_DEVICE, s);
     return;
   }
+  // The registered slices first, as one batch: the link starts on them while this thread fills the ring with the
+  // others. The order among a call's copies does not matter (their destinations are apart); events recorded on the
+  // stream after the call cover them all.
   experts::ExpertArena::Piece pieces[3];
-  arena_.pieces(il, e, pieces);
-  for (const experts::ExpertArena::Piece& m : pieces) {
-    if (registered(m.src, m.bytes)) {
-      flush(s);  // keep the stream's order: what was staged before goes first
-      queues_.copy_async(d + m.offset, m.src, m.bytes, STRATA_COPY_HOST_TO_DEVICE, s);
-      direct_bytes_ += m.bytes;
-      continue;
-    }
-    for (uint64_t off = 0; off < m.bytes;) {
-      unsigned char* at = d + m.offset + off;
-      if (fill_ > 0 && (fill_ == ring_bytes_ || run_dst_ + fill_ != at)) flush(s);
-      if (fill_ == 0) {
-        take(cur_);
-        run_dst_ = at;
-      }
-      const uint64_t n = std::min(ring_bytes_ - fill_, m.bytes - off);
-      if (wide && filler_) {
-        gathered_.push_back({ring_[cur_].data() + fill_, m.src + off, n});  // copied as one job at the flush
+  bool staged = false;
+  for (const Target& t : targets) {
+    arena_.pieces(il, t.expert, pieces);
+    for (const experts::ExpertArena::Piece& m : pieces) {
+      if (registered(m.src, m.bytes)) {
+        direct(static_cast<unsigned char*>(t.dst) + m.offset, m.src, m.bytes);
       } else {
-        std::memcpy(ring_[cur_].data() + fill_, m.src + off, n);
+        staged = true;
       }
-      fill_ += n;
-      off += n;
+    }
+  }
+  queues_.copy_batch_async(batch_dst_, batch_src_, batch_bytes_, STRATA_COPY_HOST_TO_DEVICE, s);
+  if (!staged) return;
+  for (const Target& t : targets) {
+    auto* d = static_cast<unsigned char*>(t.dst);
+    arena_.pieces(il, t.expert, pieces);
+    for (const experts::ExpertArena::Piece& m : pieces) {
+      if (registered(m.src, m.bytes)) continue;
+      for (uint64_t off = 0; off < m.bytes;) {
+        unsigned char* at = d + m.offset + off;
+        if (fill_ > 0 && (fill_ == ring_bytes_ || run_dst_ + fill_ != at)) flush(s);
+        if (fill_ == 0) {
+          take(cur_);
+          run_dst_ = at;
+        }
+        const uint64_t n = std::min(ring_bytes_ - fill_, m.bytes - off);
+        if (wide && filler_) {
+          gathered_.push_back({ring_[cur_].data() + fill_, m.src + off, n});  // copied as one job at the flush
+        } else {
+          std::memcpy(ring_[cur_].data() + fill_, m.src + off, n);
+        }
+        fill_ += n;
+        off += n;
+      }
     }
   }
   flush(s);

@@ -15,12 +15,16 @@
 //   ranges are also registered (page-locked, read-only) one bounded piece at a time, each piece's pages read in
 //   first so that the driver never waits on the disk, and stopping once the registration has taken too long; a
 //   matrix inside a registered piece is copied from the mapping directly, any other through the ring.
+// A call's direct copies (the arena's experts, the registered slices) go to the device in one batch
+// (DeviceQueues::copy_batch_async): one enqueue costs the calling thread microseconds, and the file's experts are
+// three slices each.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -52,6 +56,12 @@ class ExpertUpload {
   // Thread-safe; may wait for an earlier staged copy to land before its buffer is filled again. `wide`: the ring
   // is filled on fill_threads threads (for callers whose CPU pool is idle meanwhile).
   void copy(void* dst, uint32_t il, uint32_t e, strata_stream s, bool wide = false);
+  // copy() of several experts of layer il at once (their destinations apart): the direct copies in one batch.
+  struct Target {
+    void* dst;
+    uint32_t expert;
+  };
+  void copy_experts(std::span<const Target> targets, uint32_t il, strata_stream s, bool wide = false);
   // Waits for every staged copy (before the ring or the mapping goes away).
   void drain();
   // "one copy each from the arena" / "staged through 4 x 8.0 MiB pinned ..." / "... registered ...".
@@ -89,6 +99,10 @@ class ExpertUpload {
   std::string register_why_;
   bool register_tried_ = false;
   uint64_t staged_bytes_ = 0, direct_bytes_ = 0;
+  // A call's direct copies, enqueued as one batch.
+  std::vector<void*> batch_dst_;
+  std::vector<const void*> batch_src_;
+  std::vector<uint64_t> batch_bytes_;
 };
 
 }  // namespace strata

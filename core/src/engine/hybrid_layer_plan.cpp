@@ -61,12 +61,15 @@ experts::LayerPlan HybridMoe::plan_layer(uint32_t il, uint32_t n_tok, bool stage
   const experts::ExpertLayout& layout = arena_->layout(il);
   strata_expert_weights* entries = host_entries_[il].data();
   for (const experts::PlannedExpert& h : plan.hit) entries[h.expert] = layout.at(slot_address(h.slot));
-  uint32_t next = 0;
-  for (const experts::PlannedExpert& p : plan.pcie) {
-    if (!stage_copies) break;
-    unsigned char* dst = staging_.data() + uint64_t{next++} * staging_bytes_;
-    entries[p.expert] = layout.at(dst);
-    upload_->copy(dst, il, p.expert, copy_stream_->get());
+  if (stage_copies && !plan.pcie.empty()) {
+    upload_targets_.clear();
+    uint32_t next = 0;
+    for (const experts::PlannedExpert& p : plan.pcie) {
+      unsigned char* dst = staging_.data() + uint64_t{next++} * staging_bytes_;
+      entries[p.expert] = layout.at(dst);
+      upload_targets_.push_back({dst, p.expert});
+    }
+    upload_->copy_experts(upload_targets_, il, copy_stream_->get());  // one batch: the pool starts after it
   }
   times_.copies += plan.pcie.size();
   // The pool's and the peer's experts: computed elsewhere, their rows come in through src3.

@@ -309,6 +309,7 @@ class HybridMoe final : public ExpertPlacement {
   std::shared_ptr<experts::ExpertArena> arena_;
   std::unique_ptr<HostRegistration> arena_lock_;
   std::unique_ptr<ExpertUpload> upload_;  // copies from the host copy (a pinned ring for the file)
+  std::vector<ExpertUpload::Target> upload_targets_;  // a layer's (or a chunk's) PCIe copies, enqueued as one call
   std::unique_ptr<experts::ExpertCache> cache_;
   std::unique_ptr<experts::Planner> planner_;
   experts::PlanCounters counters_;

@@ -47,10 +47,10 @@ void HybridMoe::place_chunked(uint32_t il, uint32_t n_tok, const experts::LayerP
     const size_t first = size_t{c} * per_chunk, last = std::min(n_miss, first + per_chunk);
     // This half's previous chunk must have been computed before its slots are overwritten.
     if (c >= 2) queues_.wait(copy_stream_->get(), chunk_computed_[b]->get());
-    for (size_t i = first; i < last; ++i) {
-      // Wide: a prompt window's misses all cross the link, so the pool's cores are free to fill the ring.
-      upload_->copy(base + (i - first) * staging_bytes_, il, plan.pcie[i].expert, copy_stream_->get(), true);
-    }
+    upload_targets_.clear();
+    for (size_t i = first; i < last; ++i) upload_targets_.push_back({base + (i - first) * staging_bytes_, plan.pcie[i].expert});
+    // Wide: a prompt window's misses all cross the link, so the pool's cores are free to fill the ring.
+    upload_->copy_experts(upload_targets_, il, copy_stream_->get(), true);
     queues_.record(chunk_copied_[b]->get(), copy_stream_->get());
     queues_.wait(nullptr, chunk_copied_[b]->get());
     const auto fill = [&](strata_expert_weights* e) {

@@ -18,7 +18,12 @@ bool has_queues(const strata_backend_v1& t) {
 
 class PluginQueues final : public DeviceQueues {
  public:
-  PluginQueues(PluginInstance& plugin, const strata_backend_v1& table) : plugin_(plugin), t_(table) {}
+  PluginQueues(PluginInstance& plugin, const strata_backend_v1& table)
+      : plugin_(plugin),
+        t_(table),
+        has_batch_(table.header.minor >= 8 &&
+                   table.header.struct_size >= offsetof(strata_backend_v1, copy_batch_async) + sizeof(void*) &&
+                   table.copy_batch_async != nullptr) {}
 
   strata_stream make_stream() override {
     strata_stream s = nullptr;
@@ -47,6 +52,19 @@ class PluginQueues final : public DeviceQueues {
   void copy_async(void* dst, const void* src, uint64_t bytes, strata_copy_kind kind, strata_stream s) override {
     check(t_.copy_async(ctx(), 0, dst, src, bytes, kind, s), "copy_async");
   }
+  void copy_batch_async(std::span<void* const> dsts, std::span<const void* const> srcs, std::span<const uint64_t> bytes,
+                        strata_copy_kind kind, strata_stream s) override {
+    if (dsts.size() != srcs.size() || dsts.size() != bytes.size()) {
+      throw Error("internal: copy_batch_async's destinations, sources and sizes differ in number");
+    }
+    if (dsts.empty()) return;
+    if (!has_batch_) {
+      DeviceQueues::copy_batch_async(dsts, srcs, bytes, kind, s);
+      return;
+    }
+    check(t_.copy_batch_async(ctx(), 0, dsts.data(), srcs.data(), bytes.data(), static_cast<uint32_t>(dsts.size()), kind, s),
+          "copy_batch_async");
+  }
   void compute_async(std::span<const strata_op> ops) override {
     check(t_.compute_async(ctx(), 0, ops.data(), ops.size()), "compute_async");
   }
@@ -66,6 +84,7 @@ class PluginQueues final : public DeviceQueues {
 
   PluginInstance& plugin_;
   const strata_backend_v1& t_;
+  bool has_batch_;  // backend 1.8's copy_batch_async (else copy_async for each)
 };
 
 }  // namespace

@@ -19,6 +19,7 @@ namespace strata::experts {
 struct LinkMeasure {
   double h2d_bytes_per_s = 0;   // large host-to-device copies
   double copy_overhead_s = 0;   // one small copy's share of a queue of them
+  double batch_overhead_s = 0;  // the same, the queue enqueued as one batch (DeviceQueues::copy_batch_async)
   bool pinned = false;          // false: the host memory was pageable (why_not_pinned says why)
   std::string why_not_pinned;
   uint64_t bytes = 0;           // of each large copy
