@@ -78,9 +78,9 @@
 #                -ncmoe 36; tg64 at depth 131072 with q8_0 KV), Strata then llama.cpp per round (STRATA_LONG_ROUNDS);
 #                at 25% also pp16384 with prompt windows of STRATA_LONG_BATCHES tokens (default 2048; "" for none);
 #                then (STRATA_LONG_PROFILE=1, the default) where pp16384's time goes, op by op
-#     hostcopy   issue 29: the experts' host copy, the mapped file against the filled arena, interleaved
-#                (STRATA_HOSTCOPY_ROUNDS, default 2) at 25% and 0%, tg64; file_registered at 25%; the added-RSS line
-#                of each (100% too)
+#     hostcopy   issue 29: the experts' host copy, the mapped file (auto: registered) against the filled arena,
+#                interleaved (STRATA_HOSTCOPY_ROUNDS, default 2) at 25% and 0%, tg64; the file staged through the
+#                ring at 25%; the added-RSS and placement lines of each (100% too)
 #     start      issue 29: `strata run -n 1`'s startup line all in VRAM and at 25% against llama.cpp's load time
 #                (llama-completion beside the peer's llama-bench, or STRATA_PEER_CLI; else llama-bench -p 1 timed)
 #     warmstart  issue 29: `strata profile` at 25%, then the first 64 tokens' hit rate cold and with experts.profile
@@ -998,25 +998,28 @@ if want contention; then
 fi
 
 if want hostcopy; then
-  # Issue 29, items 1 and 2. The experts' host copy: the mapped file itself (the default) against the filled
-  # arena, interleaved in STRATA_HOSTCOPY_ROUNDS (default 2) rounds at 25% and 0% (tg64; the file within 5% of the
-  # arena is the target); file_registered once at 25% (whether registering pieces of a disk file's mapping
-  # returns); each run's peak-RSS line (added RSS <= 1.05 x (file + KV) + 1 GiB), at 100% too.
+  # Issue 29, items 1 and 2. The experts' host copy: the mapped file itself as the default takes it (auto: its
+  # expert pages registered, since they fit in memory) against the filled arena, interleaved in
+  # STRATA_HOSTCOPY_ROUNDS (default 2) rounds at 25% and 0% (tg64; the file within 5% of the arena is the target);
+  # the file staged through the ring (experts.host_copy: file) once at 25%; each run's peak-RSS line (added RSS <=
+  # 1.05 x (file + KV) + 1 GiB), at 100% too; the placement line of each (planning holds the copies' enqueue).
   for round in $(seq 1 "${STRATA_HOSTCOPY_ROUNDS:-2}"); do
     for budget in 25% 0%; do
-      for kind in file arena; do
+      for kind in auto arena; do
         tag="hc$round-${budget%\%}-$kind"
         log "host copy round $round: $kind at $budget"
         strata_hybrid "$tag" "$budget" -o experts.host_copy=$kind -p 0 -n 64 -r 2
         row "$(printf 'host copy round %d %-4s %-6s tg64 %-16s added RSS %s of file+KV; %s' "$round" "$budget" "$kind" \
           "$(tg_of "$OUT/$tag.md" tg64)" "$(rss_of "$OUT/$tag.log")" "$(ready_of "$OUT/$tag.log")")"
+        row "    $(grep -oE 'host placement [^;]*;[^,]*' "$OUT/$tag.log" | tail -1)"
       done
-      row "$(printf '  round %d %-4s file / arena: %s' "$round" "$budget" \
-        "$(ratio "$(tg_of "$OUT/hc$round-${budget%\%}-file.md" tg64)" "$(tg_of "$OUT/hc$round-${budget%\%}-arena.md" tg64)")")"
+      row "$(printf '  round %d %-4s file (auto) / arena: %s' "$round" "$budget" \
+        "$(ratio "$(tg_of "$OUT/hc$round-${budget%\%}-auto.md" tg64)" "$(tg_of "$OUT/hc$round-${budget%\%}-arena.md" tg64)")")"
     done
   done
-  strata_hybrid hc-25-registered 25% -o experts.host_copy=file_registered -p 0 -n 64 -r 2
-  row "host copy file_registered 25% (exit $?): tg64 $(tg_of "$OUT/hc-25-registered.md" tg64); $(grep -E 'file_registered|register' "$OUT/hc-25-registered.log" | head -1 | cut -c1-160)"
+  row "  auto's set-up: $(grep -oE 'experts in RAM: [^;]*' "$OUT/hc1-25-auto.log" | head -1 | cut -c1-200)"
+  strata_hybrid hc-25-staged 25% -o experts.host_copy=file -p 0 -n 64 -r 2
+  row "host copy file (staged through the ring) 25% (exit $?): tg64 $(tg_of "$OUT/hc-25-staged.md" tg64)"
   strata_hybrid hc-100-file 100% -p 0 -n 64 -r 2
   row "host copy file 100% (exit $?): tg64 $(tg_of "$OUT/hc-100-file.md" tg64), added RSS $(rss_of "$OUT/hc-100-file.log") of file+KV"
   for f in "$OUT"/hc*.log; do grep -H 'peak RSS' "$f"; done > "$OUT/hostcopy-rss.txt"
