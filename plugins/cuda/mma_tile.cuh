@@ -184,8 +184,10 @@ __host__ __device__ inline ChunkCopy chunk_copy(const uint8_t* first, int bytes)
 // The most 16-byte units a copy of `bytes` bytes takes (its first byte anywhere in a unit).
 constexpr int chunk_units(int bytes) { return (bytes + 15 + 15) / 16; }
 
+// A weight row's bytes of one chunk: eight blocks of a 32-value type (MXFP4: 136 bytes, starting at any byte of a
+// unit, as kAlign 1 allows), one block of a 256-value type.
 template <class Dec>
-constexpr int kChunkBytes = kTileWarps * 32 / Dec::kElems * Dec::kBytes;  // a weight row's bytes of one chunk
+constexpr int kChunkBytes = kTileWarps * 32 / Dec::kElems * Dec::kBytes;
 template <class Dec>
 constexpr int kWeightChunkUnits = chunk_units(kChunkBytes<Dec>);
 constexpr int kActChunkUnits = chunk_units(kTileWarps * kQ8BlockBytes);
@@ -210,10 +212,15 @@ __host__ __device__ inline int act_chunk_bytes(int base, int n_spans) {
 template <class Dec>
 constexpr int kChunkCopyBytes = 16 * (kTileRows * kWeightChunkUnits<Dec> + kTileCols * kActChunkUnits);
 
-// The weight types with a tiled kernel: f(Decoder{}) and true, or false.
-using TiledTypes = OneOf<GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K,
-                         GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_NL,
-                         GgmlType::IQ4_XS>;
+// The weight types with a tiled kernel: f(Decoder{}) and true, or false. Every decoder's g_i must be the
+// dequantized integer exactly and fit int8, the MMAs' inputs: the grid i-quants' signed grid bytes (|g| <= 43 for
+// IQ2, 62 for IQ3_XXS, 15 for IQ3_S), IQ1's 8 * grid +- 1 (|g| <= 9) and MXFP4's table values (|g| <= 12) do. The
+// ternary TQ1_0 / TQ2_0 would fit too but are not built (they stay on the warp-per-row kernels).
+using TiledTypes =
+    OneOf<GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K,
+          GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S,
+          GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::IQ4_NL, GgmlType::IQ4_XS,
+          GgmlType::MXFP4>;
 template <class F>
 bool with_tiled_decoder(uint32_t type, F&& f) {
   return with_decoder_in<TiledTypes>(type, f);

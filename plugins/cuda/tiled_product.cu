@@ -20,6 +20,7 @@ namespace {
 
 constexpr int kStageWords = kTileWarps * (kTileRows + kTileCols) * kRecordWords;
 constexpr int kSlotFloats = kTileRows * kTileCols;  // one warp's accumulators in the tree's exchange
+constexpr uint32_t kSpareColumn = 0xffffffffu;      // col_out of a tile's columns past its last
 static_assert(4 * kSlotFloats <= kStageWords, "the tree's exchange reuses the staging memory");
 
 // start + A x B over 32 values (one 32-value sub-block) and over 16 values (a 16-value sub-block), exact int32.
@@ -86,9 +87,9 @@ __device__ inline void add_span(const uint32_t* wrecs, const uint32_t* arecs, in
   }
 }
 
-// Types with 16-value sub-blocks (Q2_K, Q3_K, Q6_K) take two k16 MMAs a span; compiled for sm_86/89/120 their
-// kernels spill a few bytes (ptxas -Werror fails the build), so they are built for sm_90 only and
-// has_tiled_kernel keeps other archs on the untiled path for them.
+// Types with 16-value sub-blocks (Q2_K, Q3_K, Q6_K, IQ2_XS, IQ2_S, IQ1_M) take two k16 MMAs a span; compiled for
+// sm_86/89/120 their kernels spill a few bytes (12-24 with nvcc 13; ptxas -Werror fails the build), so they are
+// built for sm_90 only and has_tiled_kernel keeps other archs on the untiled path for them.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
 #define STRATA_TILED_SUB16 0
 #else
@@ -106,8 +107,9 @@ __device__ inline void add_span(const uint32_t* wrecs, const uint32_t* arecs, in
 template <class Dec, bool kStaged>
 __device__ __forceinline__ void tiled_body(TiledJob p);
 
-// Types with 16-value sub-blocks (Q2_K, Q3_K, Q6_K) stay direct: in the staged form ptxas spills 24-36 bytes of
-// theirs at 128 registers (two blocks per multiprocessor).
+// Types with 16-value sub-blocks (the six above) stay direct: in the staged form ptxas spilled 24-36 bytes of
+// theirs at 128 registers (two blocks per multiprocessor). Since the column count left the registers (kSpareColumn)
+// they fit with nvcc 13, but their staged kernels have not been run on a GPU.
 template <class Dec>
 constexpr bool kHasStaged = Dec::kSub == 32;
 
@@ -153,29 +155,31 @@ __device__ __forceinline__ void tiled_body(TiledJob p) {
   extern __shared__ uint4 tiled_dynamic[];
   uint32_t* const stage = kStaged ? reinterpret_cast<uint32_t*>(tiled_dynamic) : stage_static;
   __shared__ uint32_t col_act[kTileCols];  // activation row of each column
-  __shared__ uint32_t col_out[kTileCols];  // output row of each column
+  __shared__ uint32_t col_out[kTileCols];  // output row of each column, kSpareColumn past the tile's columns
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32;
 
+  // The tile's column count lives on in col_out only (kSpareColumn), so that no register holds it through the
+  // loop: with it in a register the sub16 i-quants (IQ2_XS, IQ2_S, IQ1_M) spill 8 bytes on sm_90.
   const uint8_t* w = p.w;
-  int n_cols;
   if (p.tiles != nullptr) {
     if (blockIdx.y >= *p.n_tiles) return;  // the whole block leaves together
     const ExpertTile tile = p.tiles[blockIdx.y];
     const strata_expert_weights& e = p.experts[tile.expert];
     w = static_cast<const uint8_t*>(p.which == 0 ? e.gate : p.which == 1 ? e.up : e.down);
-    n_cols = static_cast<int>(tile.count);
+    const int n_cols = static_cast<int>(tile.count);
     if (tid < kTileCols) {
       const uint32_t pair = p.pairs[tile.begin + static_cast<uint32_t>(tid < n_cols ? tid : n_cols - 1)];
       col_act[tid] = pair / static_cast<uint32_t>(p.act_div);
-      col_out[tid] = pair;
+      col_out[tid] = tid < n_cols ? pair : kSpareColumn;
     }
   } else {
     const int c0 = static_cast<int>(blockIdx.y) * kTileCols;
-    n_cols = p.n_cols - c0 < kTileCols ? p.n_cols - c0 : kTileCols;
+    const int n_cols = p.n_cols - c0 < kTileCols ? p.n_cols - c0 : kTileCols;
     if (tid < kTileCols) {
       const auto c = static_cast<uint32_t>(c0 + (tid < n_cols ? tid : n_cols - 1));  // spare columns repeat one
-      col_act[tid] = col_out[tid] = c;
+      col_act[tid] = c;
+      col_out[tid] = tid < n_cols ? c : kSpareColumn;
     }
   }
   const int row0 = static_cast<int>(blockIdx.x) * kTileRows;
@@ -319,9 +323,8 @@ __device__ __forceinline__ void tiled_body(TiledJob p) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const int row = row0 + 16 * m + frag_c_row(lane, i);
-        const int c = 8 * n + frag_c_col(lane, i);
-        if (row < p.rows && c < n_cols) {
-          const uint32_t o = col_out[c];
+        const uint32_t o = col_out[8 * n + frag_c_col(lane, i)];
+        if (row < p.rows && o != kSpareColumn) {
           const float v = p.pair_weight != nullptr ? p.pair_weight[o] * acc[m][n][i] : acc[m][n][i];
           p.out[static_cast<int64_t>(o) * p.out_stride + row] = v;
         }

@@ -238,7 +238,9 @@ std::string type_name(const ::testing::TestParamInfo<GgmlType>& info) { return s
 INSTANTIATE_TEST_SUITE_P(TiledTypes, TiledProduct,
                          ::testing::Values(GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
                                            GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
-                                           GgmlType::IQ4_NL, GgmlType::IQ4_XS),
+                                           GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ3_XXS,
+                                           GgmlType::IQ3_S, GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::IQ4_NL,
+                                           GgmlType::IQ4_XS, GgmlType::MXFP4),
                          type_name);
 
 // Every sum a span can have (|S| < 2^22) comes back from the biased MMA result as exactly float(S).
@@ -251,7 +253,8 @@ TEST(TiledProduct, BiasedSumsConvertExactly) {
 
 // A type without a tiled kernel stays on the warp-per-row kernels.
 TEST(TiledProduct, TypesWithoutTilesAreDeclined) {
-  EXPECT_FALSE(with_tiled_decoder(static_cast<uint32_t>(GgmlType::IQ2_XXS), [](auto) {}));
+  EXPECT_FALSE(with_tiled_decoder(static_cast<uint32_t>(GgmlType::TQ1_0), [](auto) {}));
+  EXPECT_FALSE(with_tiled_decoder(static_cast<uint32_t>(GgmlType::TQ2_0), [](auto) {}));
   EXPECT_FALSE(with_tiled_decoder(static_cast<uint32_t>(GgmlType::F32), [](auto) {}));
 }
 

@@ -1336,7 +1336,8 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 512, 256, 40, 4, false, every_third));
   // src3 on prefill windows (backend 1.4: GPUs take it on every window): many pairs per expert (the GPU's tiled
   // experts), a token with every row precomputed and repeated ids there; few pairs per expert (its pair kernels),
-  // and experts without a tiled kernel (float and IQ3_S matrices).
+  // float experts (no tiled kernel) and IQ3_S ones (tiled since MXFP4 and the grid i-quants got tiles; the pair
+  // kernels over a quantized prefill window are the TQ2_0 case at the end).
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q4_K, 512, 768, 130, 4, false, every_third));
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 512, 256, 33, 4, true, first_token));
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 512, 256, 20, 3, false, every_third));
@@ -1349,7 +1350,8 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::F16, GgmlType::F32, 128, 32, 1540, 8));
   // Rows out (backend 1.4): one column per pair whose entry has a gate, the NULL entries' columns untouched, in
   // windows of every GPU path: decode (1 and 5 tokens, k 16 with repeated ids), the pair kernels (20 tokens, k 3:
-  // few pairs per expert; float and IQ3_S experts) and the tiled experts (40 and 130 tokens, repeated ids at 33).
+  // few pairs per expert; float experts), IQ3_S experts (tiled) and the tiled experts (40 and 130 tokens, repeated
+  // ids at 33).
   const auto rows = RoutedOut::Rows;
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 256, 768, 1, 8, false, every_third, rows));
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q4_K, 512, 256, 5, 4, false, first_token, rows));
@@ -1570,6 +1572,31 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
                                               RoutedOut::Sums, oai));
   // The router's product in verify windows of 5 to 8 tokens: the GPU's staged launches of up to 4 tokens each.
   for (int64_t n_tok : {5, 8}) c.push_back(std::make_shared<MulMatCase>(GgmlType::F32, 2048, 128, n_tok));
+  // The GPU's tiled products of MXFP4 (gpt-oss) and the grid i-quants (IQ2_XS: Qwen3-235B's 2-bit recipe; IQ2_XXS
+  // to IQ1_M: the low-bit DeepSeek and Kimi files) over prefill windows (the types with 16-value scales, IQ2_XS,
+  // IQ2_S and IQ1_M, have tiles on sm_90 only). MUL_MAT as for Q4_K above (64 rows x 32 tokens, partial in both),
+  // and MXFP4 rows of 33 spans (a last chunk of one span, 17-byte blocks at every offset in a 16-byte unit).
+  for (GgmlType t : {GgmlType::MXFP4, GgmlType::IQ2_XS, GgmlType::IQ2_XXS, GgmlType::IQ2_S, GgmlType::IQ3_XXS,
+                     GgmlType::IQ3_S, GgmlType::IQ1_S, GgmlType::IQ1_M}) {
+    for (int64_t n_tok : {33, 130}) c.push_back(std::make_shared<MulMatCase>(t, 1024, 70, n_tok));
+  }
+  c.push_back(std::make_shared<MulMatCase>(GgmlType::MXFP4, 1056, 70, 40));
+  // Tiled experts (16 experts, k 4: four or more pairs per expert) as for Q4_K above; gpt-oss's form over rows of
+  // 17 and 9 spans with precomputed rows; IQ2_XS with rows out and with repeated ids; the low-bit mixes.
+  for (int64_t n_tok : {33, 130}) {
+    c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::MXFP4, GgmlType::MXFP4, 512, 256, n_tok, 4));
+    c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::IQ2_XS, GgmlType::IQ2_XS, 512, 768, n_tok, 4));
+  }
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::MXFP4, GgmlType::MXFP4, 544, 288, 130, 4, false, every_third,
+                                              RoutedOut::Sums, oai));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::IQ2_XS, GgmlType::IQ2_XS, 512, 256, 40, 4, false, every_third,
+                                              rows));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::IQ2_XS, GgmlType::IQ2_XS, 512, 256, 33, 4, true, first_token));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::IQ2_XXS, GgmlType::IQ3_XXS, 512, 256, 33, 4));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::IQ1_S, GgmlType::IQ2_S, 512, 256, 33, 4));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::IQ1_M, GgmlType::IQ3_S, 512, 256, 33, 4));
+  // A prefill window of experts without a tiled kernel (TQ2_0) and many pairs per expert: the GPU's pair kernels.
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::TQ2_0, GgmlType::TQ2_0, 512, 256, 24, 4, false, every_third));
   return c;
 }
 
