@@ -111,9 +111,9 @@ strata_status* set_worker_limit(void* c, uint32_t n) {
 
 const strata_backend_v1 kBackend = {
     {sizeof(strata_backend_v1), STRATA_BACKEND_MINOR}, device_count, device_info, supports_op, compute,
-    // Host memory: no device buffers (backend 1.1), no streams (1.2).
+    // Host memory: no device buffers (backend 1.1), no streams (1.2), no batched copies (1.8).
     nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-    nullptr, nullptr, nullptr, nullptr};
+    nullptr, nullptr, nullptr, nullptr, nullptr};
 const char* pool_describe(void* c) { return static_cast<Context*>(c)->setup_line().c_str(); }
 
 const strata_expert_pool_v1 kExpertPool = {

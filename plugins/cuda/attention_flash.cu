@@ -187,7 +187,7 @@ template <Cache kCache, int kDp, bool kPipe>
 void launch_split(Context& ctx, const Args& a, int n_kv_head) {
   auto* const kernel = attention_flash_split<kCache, kDp, kPipe>;
   allow_dynamic_smem<attention_flash_split<kCache, kDp, kPipe>>(ctx, split_smem<kDp, kPipe>());
-  static_assert(combine_smem<kDp>() <= 48 * 1024, "the combine's shared memory without an opt-in");
+  allow_dynamic_smem<attention_flash_combine<kDp>>(ctx, combine_smem<kDp>());
   // Enough blocks for about four per multiprocessor at the capacity's depth; warps stride over the segments.
   const int64_t y = static_cast<int64_t>(n_kv_head) * a.row_tiles;
   const int64_t seg_blocks = (a.n_seg + kWarps - 1) / kWarps;

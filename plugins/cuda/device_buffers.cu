@@ -136,7 +136,10 @@ strata_status* copy_batch_async(void* c, uint32_t device, void* const* dsts, con
       const cudaError_t err = cudaMemcpyBatchAsync(dsts, srcs, sizes.data(), count, &attr, &first, 1, s);
       if (err == cudaSuccess) return nullptr;
       (void)cudaGetLastError();  // not a sticky error: the copies go one by one from now on
-      inst->batch_refused.store(true, std::memory_order_relaxed);
+      if (!inst->batch_refused.exchange(true)) {
+        inst->ctx.log(STRATA_LOG_WARN, std::string(kPluginName) + ": cudaMemcpyBatchAsync refused a batch (" +
+                                           cudaGetErrorName(err) + "); batched copies go one by one from now on");
+      }
     }
 #endif
     for (uint32_t i = 0; i < count; ++i) {

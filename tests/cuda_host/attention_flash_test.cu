@@ -382,6 +382,12 @@ TEST(AttentionFlash, WindowsGiveThePromptsBytesHead128) {
   check_windows<128, Cache::F16>({false, 128, 8, 1, 70000, 250, 12});
 }
 
+TEST(AttentionFlash, DeepWindowsFoldManySegments) {
+  // Positions near 17,000 in segments of 128 keys: 133 segments, so the combine folds two groups (128 and 5), most
+  // folds in its unrolled steps and the last ones one by one.
+  check_windows<32, Cache::F16>({false, 32, 2, 1, 32768, 16990, 9});
+}
+
 TEST(AttentionFlash, SlidingWindowsAndSinksPlugIn) {
   // gpt-oss's attention: a 16-key window (positions 100..139 cross a chunk and a 128-key segment boundary, so
   // the first chunks and segments are skipped for the later rows) and per-head sinks; then a 300-key window over

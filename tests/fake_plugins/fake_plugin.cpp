@@ -66,9 +66,9 @@ struct FakeContext {
 
 [[maybe_unused]] const strata_backend_v1 kBackend = {
     {sizeof(strata_backend_v1), STRATA_BACKEND_MINOR}, device_count, device_info, supports_op, compute,
-    // Host memory: no device buffers (backend 1.1), no streams (1.2).
+    // Host memory: no device buffers (backend 1.1), no streams (1.2), no batched copies (1.8).
     nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-    nullptr, nullptr, nullptr, nullptr};
+    nullptr, nullptr, nullptr, nullptr, nullptr};
 
 [[maybe_unused]] const void* get_interface(void* ctx, const char* family, uint32_t version) {
   (void)ctx;
