@@ -9,12 +9,35 @@ namespace {
 
 using namespace format;
 
-// The f16 at byte `offset` of each of the group's blocks (0 for spans that do not exist).
+// The f16 at byte `offset` of each of the group's blocks (0 for spans that do not exist). The halves are packed
+// in registers: eight 2-byte stores read back by one 16-byte load would stall on store forwarding every group.
 template <int kBytes>
 STRATA_INLINE_AVX2 __m256 block_f16(const unsigned char* p, int spans, int offset) {
-  uint16_t h[8] = {};
-  for (int s = 0; s < spans; ++s) h[s] = load_scalar<uint16_t>(p + s * kBytes + offset);
-  return f16x8_to_ps(h);
+  uint64_t lo = 0, hi = 0;
+  for (int s = 0; s < spans; ++s) {
+    const uint64_t h = load_scalar<uint16_t>(p + s * kBytes + offset);
+    if (s < 4) {
+      lo |= h << (16 * s);
+    } else {
+      hi |= h << (16 * (s - 4));
+    }
+  }
+  return _mm256_cvtph_ps(_mm_set_epi64x(static_cast<long long>(hi), static_cast<long long>(lo)));
+}
+
+// MXFP4's scales, 2^(e - 128) for the E8M0 byte e of each of the group's blocks (format::e8m0_to_fp32_half's bits:
+// (e - 1) << 23, or the subnormals 0x00200000 << e for e < 2), 0 for spans that do not exist; in registers, as
+// block_f16.
+template <int kBytes>
+STRATA_INLINE_AVX2 __m256 block_e8m0_half(const unsigned char* p, int spans) {
+  uint64_t bytes = 0;
+  for (int s = 0; s < spans; ++s) bytes |= static_cast<uint64_t>(p[s * kBytes]) << (8 * s);
+  const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(bytes)));
+  const __m256i one = _mm256_set1_epi32(1);
+  const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, one), 23);
+  const __m256i subnormal = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+  const __m256i bits = _mm256_blendv_epi8(subnormal, normal, _mm256_cmpgt_epi32(e, one));
+  return _mm256_castsi256_ps(_mm256_and_si256(bits, lane_mask(spans)));
 }
 
 // The fifth bit of each value (Q5_0/Q5_1), as 16 where set.
@@ -103,14 +126,9 @@ struct MXFP4 {
   static constexpr int kBlockValues = 32, kBlockBytes = sizeof(block_mxfp4), kBias = 0;
   static constexpr bool kSigned = true, kTwoSub = false, kOffset = false;
   STRATA_INLINE_AVX2 static void decode(const unsigned char* p, int spans, Group& g) {
-    float c[8] = {};
-    for (int s = 0; s < spans; ++s) {
-      const unsigned char* b = p + s * kBlockBytes;
-      g.w[s] = lookup16(kvalues_mxfp4, nibbles_32(b + 1));
-      c[s] = e8m0_to_fp32_half(b[0]);
-    }
+    for (int s = 0; s < spans; ++s) g.w[s] = lookup16(kvalues_mxfp4, nibbles_32(p + s * kBlockBytes + 1));
     zero_missing(g, spans);
-    g.c0 = _mm256_loadu_ps(c);
+    g.c0 = block_e8m0_half<kBlockBytes>(p, spans);
   }
 };
 
