@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numbers>
 #include <string>
+#include <utility>
 
 #include "graph.hpp"
 #include "strata/device_weights.hpp"
@@ -201,9 +202,17 @@ void emit_attention(uint32_t il, const LayerWeights& lw, const GraphContext& ctx
   std::vector<strata_op>& ops = out.ops();
   rms_norm(ops, rows_of(a.xn, ctx.hp.n_embd, n), rows_of(a.x, ctx.hp.n_embd, n), ctx.weight(w.norm), ctx.hp.rms_eps);
   const strata_tensor xn = rows_of(a.xn, ctx.hp.n_embd, n);
-  linear(ops, ctx, rows_of(a.q, n_q, n), w.q, xn, w.q_bias);
-  linear(ops, ctx, rows_of(a.k, n_kv, n), w.k, xn, w.k_bias);
-  linear(ops, ctx, rows_of(a.v, n_kv, n), w.v, xn, w.v_bias);
+  // The three products first, then their biases (glm4moe, gpt-oss, qwen2moe): products over one input that follow
+  // each other run as one launch on a GPU (cuda's fuse_mul_mat_group), and each bias's ADD reads and writes its own
+  // product's rows alone, so the order changes no bit.
+  const std::pair<strata_tensor, Tensor> projections[] = {
+      {rows_of(a.q, n_q, n), w.q_bias}, {rows_of(a.k, n_kv, n), w.k_bias}, {rows_of(a.v, n_kv, n), w.v_bias}};
+  ops.push_back(ops::mul_mat(ctx.weight(w.q), xn, projections[0].first));
+  ops.push_back(ops::mul_mat(ctx.weight(w.k), xn, projections[1].first));
+  ops.push_back(ops::mul_mat(ctx.weight(w.v), xn, projections[2].first));
+  for (const auto& [rows, bias] : projections) {
+    if (bias != nullptr) ops.push_back(ops::add(rows, ctx.weight(bias), rows));
+  }
   const strata_tensor q = norm_and_rope(ops, a.q, a.q_alt, s.n_head, w.q_norm, s, ctx);
   const strata_tensor k = norm_and_rope(ops, a.k, a.k_alt, s.n_head_kv, w.k_norm, s, ctx);
 
