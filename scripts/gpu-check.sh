@@ -88,8 +88,8 @@
 #     big        a model larger than half the RAM on a 100 GB tmpfs (STRATA_BIG_DIR): by default issue 29's
 #                qwen3-235b-a22b iq2_xs at 10% against llama.cpp -ncmoe 84, pp512 and tg32 (STRATA_BIG_* pick
 #                issue 31's shapes: see the step; STRATA_BIG_BALANCE=1 adds a Strata run with pcie_balance on;
-#                STRATA_BIG_OPTS adds -o options to Strata's runs, e.g. "-o experts.host_copy=file_registered"); the
-#                file removed after
+#                STRATA_BIG_OPTS adds -o options to Strata's runs, e.g. "-o experts.host_copy=file_registered";
+#                STRATA_BIG_PROFILE=1 adds Strata's op profile of decode and a 512-token prompt); the file removed after
 #     peer-cuda  llama.cpp's llama-bench -ngl 99 -fa on, when a binary is given: STRATA_PEER_CUDA, else
 #                .device/peer-cuda/llama-bench. It is built from a fetched copy outside the project; no build of it
 #                is committed here (docs/PERFORMANCE.md says how the figures were taken).
@@ -1119,6 +1119,15 @@ if want big; then
         row "$(printf '  big round %d %-6s strata %-16s llama.cpp %-16s ratio %s' "$round" "$t" "$s" "${p:--}" "$(ratio "$s" "$p")")"
       done
     done
+    # STRATA_BIG_PROFILE=1: where Strata's decode and a 512-token prompt spend their time on this file, op by op, at
+    # the same budget (glm-4.5-air all in VRAM decoded at 0.83x llama.cpp's in the session of 2026-12-06, noon).
+    if [ "${STRATA_BIG_PROFILE:-0}" = 1 ]; then
+      # shellcheck disable=SC2086
+      strata bench --model "$big" --backend cuda -o experts.cache="$big_budget" ${STRATA_BIG_OPTS:-} -p 0 -n 4 -r 1 \
+        --profile 16 --profile-prompt 512 > /dev/null 2> "$OUT/big-profile.txt"
+      row "big profile (exit $?): decode $(sed -n '/^decode profile/,/^prompt profile/p' "$OUT/big-profile.txt" > "$OUT/big-profile-decode.txt"; top_ops "$OUT/big-profile-decode.txt")"
+      row "  prompt $(sed -n '/^prompt profile/,$p' "$OUT/big-profile.txt" > "$OUT/big-profile-prompt.txt"; top_ops "$OUT/big-profile-prompt.txt")"
+    fi
     nvidia-smi --query-gpu=memory.used,memory.total --format=csv > "$OUT/big-gpu-mem.txt" 2>&1
     [ "${STRATA_BIG_KEEP:-0}" = 1 ] || rm -f "$big"
   fi
