@@ -58,7 +58,7 @@ class PluginQueues final : public DeviceQueues {
       throw Error("internal: copy_batch_async's destinations, sources and sizes differ in number");
     }
     if (dsts.empty()) return;
-    if (!has_batch_) {
+    if (!has_batch_ || dsts.size() == 1) {  // one copy: the plain call
       DeviceQueues::copy_batch_async(dsts, srcs, bytes, kind, s);
       return;
     }
