@@ -10,9 +10,6 @@ namespace {
 
 using namespace format;
 
-// IQ2_XXS/IQ2_XS/IQ2_S's scale of a 4-bit sub-block scale s, as the dequantizer forms it.
-inline float iq2_scale(float d, int s) { return d * (0.5f + static_cast<float>(s)) * 0.25f; }
-
 // Four 8-value grid entries with their sign masks (0xff bytes negate) as one span of int8 values.
 STRATA_INLINE_AVX2 __m256i signed_grid(uint64_t g0, uint64_t g1, uint64_t g2, uint64_t g3, __m256i negate) {
   const __m256i grid = _mm256_setr_epi64x(static_cast<long long>(g0), static_cast<long long>(g1),
@@ -30,25 +27,8 @@ STRATA_INLINE_AVX2 __m256i ksign_masks(uint32_t meta) {
 // Two 4-value grid entries of 32 bits per 8 values.
 STRATA_INLINE_AVX2 __m256i grid32x8(const uint32_t (&g)[8]) { return load256(g); }
 
-struct IQ2_XXS {
-  static constexpr int kBlockValues = 256, kBlockBytes = sizeof(block_iq2_xxs), kBias = 0;
-  static constexpr bool kSigned = true, kTwoSub = false, kOffset = false;
-  STRATA_INLINE_AVX2 static void decode(const unsigned char* p, int, Group& g) {
-    const float d = f16_at(p);
-    float c[8];
-    for (int ib = 0; ib < 8; ++ib) {
-      // Per span, 8 bytes: four grid indices, then 4 x 7 sign bits and the 4-bit scale on top.
-      const unsigned char* q = p + 2 + 8 * ib;
-      const uint32_t meta = load_scalar<uint32_t>(q + 4);
-      g.w[ib] = signed_grid(iq2xxs_grid[q[0]], iq2xxs_grid[q[1]], iq2xxs_grid[q[2]], iq2xxs_grid[q[3]],
-                            ksign_masks(meta));
-      c[ib] = iq2_scale(d, static_cast<int>(meta >> 28));
-    }
-    g.c0 = _mm256_loadu_ps(c);
-  }
-};
-
-// iq2_scale of eight 4-bit scales s (as floats) against d, with the same operations lane by lane.
+// IQ2_XXS/IQ2_XS/IQ2_S's scales of eight 4-bit sub-block scales s (as floats) against d, as the dequantizer forms
+// each: d x (0.5 + s) x 0.25.
 STRATA_INLINE_AVX2 __m256 iq2_scales8(__m256 d, __m256 s) {
   return _mm256_mul_ps(_mm256_mul_ps(d, _mm256_add_ps(_mm256_set1_ps(0.5f), s)), _mm256_set1_ps(0.25f));
 }
@@ -60,6 +40,31 @@ STRATA_INLINE_AVX2 void iq2_nibble_scales(const unsigned char* p, int at, Group&
   g.c0 = iq2_scales8(d, u8x8_to_ps(sc & 0x0f0f0f0f0f0f0f0full));
   g.c1 = iq2_scales8(d, u8x8_to_ps((sc >> 4) & 0x0f0f0f0f0f0f0f0full));
 }
+
+// iq2_scales8 of eight 4-bit scales as 32-bit lanes.
+STRATA_INLINE_AVX2 __m256 iq2_scales8_epi32(__m256 d, __m256i s) { return iq2_scales8(d, _mm256_cvtepi32_ps(s)); }
+
+struct IQ2_XXS {
+  static constexpr int kBlockValues = 256, kBlockBytes = sizeof(block_iq2_xxs), kBias = 0;
+  static constexpr bool kSigned = true, kTwoSub = false, kOffset = false;
+  STRATA_INLINE_AVX2 static void scales(const unsigned char* p, Group& g) {
+    // The eight spans' words (4 x 7 sign bits, then the scale) are dwords 1, 3, ..., 15 from p + 2.
+    const __m256i lo = load256(p + 2), hi = load256(p + 34);
+    const __m256i odd = _mm256_setr_epi32(1, 3, 5, 7, 0, 0, 0, 0);
+    const __m256i metas = _mm256_permute2x128_si256(_mm256_permutevar8x32_epi32(lo, odd),
+                                                    _mm256_permutevar8x32_epi32(hi, odd), 0x20);
+    g.c0 = iq2_scales8_epi32(f16_splat(p), _mm256_srli_epi32(metas, 28));
+  }
+  STRATA_INLINE_AVX2 static void decode(const unsigned char* p, int, Group& g) {
+    for (int ib = 0; ib < 8; ++ib) {
+      // Per span, 8 bytes: four grid indices, then 4 x 7 sign bits and the 4-bit scale on top.
+      const unsigned char* q = p + 2 + 8 * ib;
+      g.w[ib] = signed_grid(iq2xxs_grid[q[0]], iq2xxs_grid[q[1]], iq2xxs_grid[q[2]], iq2xxs_grid[q[3]],
+                            ksign_masks(load_scalar<uint32_t>(q + 4)));
+    }
+    scales(p, g);
+  }
+};
 
 struct IQ2_XS {
   static constexpr int kBlockValues = 256, kBlockBytes = sizeof(block_iq2_xs), kBias = 0;
@@ -84,53 +89,56 @@ struct IQ2_XS {
 struct IQ2_S {
   static constexpr int kBlockValues = 256, kBlockBytes = sizeof(block_iq2_s), kBias = 0;
   static constexpr bool kSigned = true, kTwoSub = true, kOffset = false;
+  // scales[8] @74 (low nibble: values 0..15 of the span, high nibble: 16..31).
+  STRATA_INLINE_AVX2 static void scales(const unsigned char* p, Group& g) { iq2_nibble_scales(p, 74, g); }
   STRATA_INLINE_AVX2 static void decode(const unsigned char* p, int, Group& g) {
-    const float d = f16_at(p);
     const unsigned char* qs = p + 2;       // 32 low index bytes, then 32 sign bytes
     const unsigned char* qh = p + 66;      // two more index bits per 8 values
-    const unsigned char* scales = p + 74;
-    float c0[8], c1[8];
     for (int ib = 0; ib < 8; ++ib) {
       uint64_t grid[4];
       for (int l = 0; l < 4; ++l) grid[l] = iq2s_grid[qs[4 * ib + l] | ((qh[ib] << (8 - 2 * l)) & 0x300)];
       g.w[ib] = signed_grid(grid[0], grid[1], grid[2], grid[3],
                             bits_to_bytes(load_scalar<uint32_t>(qs + 32 + 4 * ib)));
-      c0[ib] = iq2_scale(d, scales[ib] & 0x0f);
-      c1[ib] = iq2_scale(d, scales[ib] >> 4);
     }
-    g.c0 = _mm256_loadu_ps(c0);
-    g.c1 = _mm256_loadu_ps(c1);
+    scales(p, g);
   }
 };
 
 struct IQ3_XXS {
   static constexpr int kBlockValues = 256, kBlockBytes = sizeof(block_iq3_xxs), kBias = 0;
   static constexpr bool kSigned = true, kTwoSub = false, kOffset = false;
+  // c = d x (0.5 + s) x 0.5, s the top 4 bits of the span's word at 66.
+  STRATA_INLINE_AVX2 static void scales(const unsigned char* p, Group& g) {
+    const __m256 s = _mm256_cvtepi32_ps(_mm256_srli_epi32(load256(p + 66), 28));
+    g.c0 = _mm256_mul_ps(_mm256_mul_ps(f16_splat(p), _mm256_add_ps(_mm256_set1_ps(0.5f), s)), _mm256_set1_ps(0.5f));
+  }
   STRATA_INLINE_AVX2 static void decode(const unsigned char* p, int, Group& g) {
-    const float d = f16_at(p);
     const unsigned char* idx = p + 2;  // 64 grid indices of 4 values each, then 8 words of signs and scale
-    float c[8];
     for (int ib = 0; ib < 8; ++ib) {
       const uint32_t meta = load_scalar<uint32_t>(p + 2 + 64 + 4 * ib);
       uint32_t grid[8];
       for (int k = 0; k < 8; ++k) grid[k] = iq3xxs_grid[idx[8 * ib + k]];
       g.w[ib] = negate_where(grid32x8(grid), ksign_masks(meta));
-      c[ib] = d * (0.5f + static_cast<float>(meta >> 28)) * 0.5f;
     }
-    g.c0 = _mm256_loadu_ps(c);
+    scales(p, g);
   }
 };
 
 struct IQ3_S {
   static constexpr int kBlockValues = 256, kBlockBytes = sizeof(block_iq3_s), kBias = 0;
   static constexpr bool kSigned = true, kTwoSub = false, kOffset = false;
+  STRATA_INLINE_AVX2 static void scales(const unsigned char* p, Group& g) {
+    // Span s's scale: nibble s of the 32-bit word at 106; c = d x (1 + 2 s).
+    const __m256i nib = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(load_scalar<int32_t>(p + 106)),
+                                                           _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                                         _mm256_set1_epi32(15));
+    const __m256i odd = _mm256_add_epi32(_mm256_slli_epi32(nib, 1), _mm256_set1_epi32(1));
+    g.c0 = _mm256_mul_ps(f16_splat(p), _mm256_cvtepi32_ps(odd));
+  }
   STRATA_INLINE_AVX2 static void decode(const unsigned char* p, int, Group& g) {
-    const float d = f16_at(p);
     const unsigned char* qs = p + 2;
     const unsigned char* qh = p + 66;
     const unsigned char* signs = p + 74;
-    const unsigned char* scales = p + 106;
-    float c[8];
     for (int ib = 0; ib < 8; ++ib) {
       uint32_t grid[8];
       for (int l = 0; l < 4; ++l) {
@@ -138,10 +146,8 @@ struct IQ3_S {
         grid[2 * l + 1] = iq3s_grid[qs[8 * ib + 2 * l + 1] | ((qh[ib] << (7 - 2 * l)) & 256)];
       }
       g.w[ib] = negate_where(grid32x8(grid), bits_to_bytes(load_scalar<uint32_t>(signs + 4 * ib)));
-      const int s = (scales[ib / 2] >> (4 * (ib % 2))) & 0x0f;
-      c[ib] = d * static_cast<float>(1 + 2 * s);
     }
-    g.c0 = _mm256_loadu_ps(c);
+    scales(p, g);
   }
 };
 
@@ -156,20 +162,23 @@ STRATA_INLINE_AVX2 __m256i iq1_values(const uint64_t (&grid)[4], __m256i shift) 
 struct IQ1_S {
   static constexpr int kBlockValues = 256, kBlockBytes = sizeof(block_iq1_s), kBias = 0;
   static constexpr bool kSigned = true, kTwoSub = false, kOffset = false;
+  STRATA_INLINE_AVX2 static void scales(const unsigned char* p, Group& g) {
+    // c = d x (2 x ((qh >> 12) & 7) + 1) x 0.125, qh the span's 16-bit word at 34.
+    const __m256i qh = _mm256_cvtepu16_epi32(load128(p + 34));
+    const __m256i odd = _mm256_add_epi32(
+        _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(qh, 12), _mm256_set1_epi32(7)), 1), _mm256_set1_epi32(1));
+    g.c0 = _mm256_mul_ps(_mm256_mul_ps(f16_splat(p), _mm256_cvtepi32_ps(odd)), _mm256_set1_ps(0.125f));
+  }
   STRATA_INLINE_AVX2 static void decode(const unsigned char* p, int, Group& g) {
-    const float d = f16_at(p);
     const unsigned char* qs = p + 2;
-    float c[8];
     for (int ib = 0; ib < 8; ++ib) {
-      // qh: 3 index bits per 8 values (bits 0-11), a 3-bit scale (12-14), the shift's sign (15).
+      // qh: 3 index bits per 8 values (bits 0-11), a 3-bit scale (12-14, in scales()), the shift's sign (15).
       const uint16_t qh = load_scalar<uint16_t>(p + 34 + 2 * ib);
       uint64_t grid[4];
       for (int l = 0; l < 4; ++l) grid[l] = iq1s_grid[qs[4 * ib + l] | (((qh >> (3 * l)) & 7) << 8)];
       g.w[ib] = iq1_values(grid, _mm256_set1_epi8((qh & 0x8000) ? -1 : 1));
-      const float dl = d * static_cast<float>(2 * ((qh >> 12) & 7) + 1);
-      c[ib] = dl * 0.125f;
     }
-    g.c0 = _mm256_loadu_ps(c);
+    scales(p, g);
   }
 };
 
@@ -184,8 +193,7 @@ struct IQ1_M {
     // The f16 super-block scale is spread over the top nibbles of the four scale words.
     const auto d_bits = static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) |
                                               (sc[3] & 0xf000));
-    const float d = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(d_bits)));
-    float c0[8], c1[8];
+    const __m256 d = _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(d_bits)));
     for (int ib = 0; ib < 8; ++ib) {
       const uint8_t h0 = qh[2 * ib], h1 = qh[2 * ib + 1];
       const uint64_t grid[4] = {iq1s_grid[qs[4 * ib + 0] | ((h0 << 8) & 0x700)],
@@ -196,14 +204,18 @@ struct IQ1_M {
       const __m256i shift = _mm256_setr_epi64x(shift_of(h0 & 0x08), shift_of(h0 & 0x80), shift_of(h1 & 0x08),
                                                shift_of(h1 & 0x80));
       g.w[ib] = iq1_values(grid, shift);
-      const int s = 6 * (ib % 2);
-      const float dl1 = d * static_cast<float>(2 * ((sc[ib / 2] >> s) & 7) + 1);
-      const float dl2 = d * static_cast<float>(2 * ((sc[ib / 2] >> (s + 3)) & 7) + 1);
-      c0[ib] = dl1 * 0.125f;
-      c1[ib] = dl2 * 0.125f;
     }
-    g.c0 = _mm256_loadu_ps(c0);
-    g.c1 = _mm256_loadu_ps(c1);
+    // Span ib's two 3-bit scales: bits 6 (ib % 2) and 6 (ib % 2) + 3 of word ib / 2.
+    const __m256i words = _mm256_setr_epi32(sc[0], sc[0], sc[1], sc[1], sc[2], sc[2], sc[3], sc[3]);
+    const __m256i at = _mm256_setr_epi32(0, 6, 0, 6, 0, 6, 0, 6);
+    g.c0 = scale(d, words, at);
+    g.c1 = scale(d, words, _mm256_add_epi32(at, _mm256_set1_epi32(3)));
+  }
+  // c = d x (2 x s + 1) x 0.125 for the 3-bit s at `shift` of each lane's word.
+  STRATA_INLINE_AVX2 static __m256 scale(__m256 d, __m256i words, __m256i shift) {
+    const __m256i s = _mm256_and_si256(_mm256_srlv_epi32(words, shift), _mm256_set1_epi32(7));
+    const __m256i odd = _mm256_add_epi32(_mm256_slli_epi32(s, 1), _mm256_set1_epi32(1));
+    return _mm256_mul_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(odd)), _mm256_set1_ps(0.125f));
   }
 };
 
@@ -250,18 +262,7 @@ STRATA_AVX512 inline __attribute__((always_inline)) __m512i negate_lanes(__m512i
   return _mm512_mask_sub_epi8(v, negative, _mm512_setzero_si512(), v);
 }
 
-// iq2_scale of eight 4-bit scales as 32-bit lanes.
-STRATA_INLINE_AVX2 __m256 iq2_scales8_epi32(__m256 d, __m256i s) { return iq2_scales8(d, _mm256_cvtepi32_ps(s)); }
-
 struct IQ2_XXSGather : IQ2_XXS {
-  STRATA_INLINE_AVX2 static void scales(const unsigned char* p, Group& g) {
-    // The eight spans' words (4 x 7 sign bits, then the scale) are dwords 1, 3, ..., 15 from p + 2.
-    const __m256i lo = load256(p + 2), hi = load256(p + 34);
-    const __m256i odd = _mm256_setr_epi32(1, 3, 5, 7, 0, 0, 0, 0);
-    const __m256i metas = _mm256_permute2x128_si256(_mm256_permutevar8x32_epi32(lo, odd),
-                                                    _mm256_permutevar8x32_epi32(hi, odd), 0x20);
-    g.c0 = iq2_scales8_epi32(f16_splat(p), _mm256_srli_epi32(metas, 28));
-  }
   STRATA_AVX512 inline __attribute__((always_inline)) static void pairs512(const unsigned char* p, __m512i (&w)[4]) {
     for (int j = 0; j < 4; ++j) {
       // Span 2j's 8 bytes (4 indices, its word) then span 2j + 1's.
@@ -312,7 +313,6 @@ struct IQ2_XSGather : IQ2_XS {
 };
 
 struct IQ2_SGather : IQ2_S {
-  STRATA_INLINE_AVX2 static void scales(const unsigned char* p, Group& g) { iq2_nibble_scales(p, 74, g); }
   STRATA_AVX512 inline __attribute__((always_inline)) static void scales_pair(const unsigned char* pa,
                                                                               const unsigned char* pb,
                                                                               avx512::ScalePair& sp) {
@@ -333,10 +333,6 @@ struct IQ2_SGather : IQ2_S {
 };
 
 struct IQ3_XXSGather : IQ3_XXS {
-  STRATA_INLINE_AVX2 static void scales(const unsigned char* p, Group& g) {
-    const __m256 s = _mm256_cvtepi32_ps(_mm256_srli_epi32(load256(p + 66), 28));
-    g.c0 = _mm256_mul_ps(_mm256_mul_ps(f16_splat(p), _mm256_add_ps(_mm256_set1_ps(0.5f), s)), _mm256_set1_ps(0.5f));
-  }
   STRATA_AVX512 inline __attribute__((always_inline)) static void pairs512(const unsigned char* p, __m512i (&w)[4]) {
     for (int j = 0; j < 4; ++j) {
       // Sixteen 4-value entries; each 64-bit lane (8 values) takes one 7-bit sign group of its span's word.
@@ -347,14 +343,6 @@ struct IQ3_XXSGather : IQ3_XXS {
 };
 
 struct IQ3_SGather : IQ3_S {
-  STRATA_INLINE_AVX2 static void scales(const unsigned char* p, Group& g) {
-    // Span s's scale: nibble s of the 32-bit word at 106; c = d x (1 + 2 s).
-    const __m256i nib = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(load_scalar<int32_t>(p + 106)),
-                                                           _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
-                                         _mm256_set1_epi32(15));
-    const __m256i odd = _mm256_add_epi32(_mm256_slli_epi32(nib, 1), _mm256_set1_epi32(1));
-    g.c0 = _mm256_mul_ps(f16_splat(p), _mm256_cvtepi32_ps(odd));
-  }
   STRATA_AVX512 inline __attribute__((always_inline)) static void pairs512(const unsigned char* p, __m512i (&w)[4]) {
     // Entry k of w[j]: qs[16j + k] plus bit k % 8 of qh[2j + k / 8] as its ninth bit; explicit signs.
     const __m512i shift = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
@@ -369,13 +357,6 @@ struct IQ3_SGather : IQ3_S {
 };
 
 struct IQ1_SGather : IQ1_S {
-  STRATA_INLINE_AVX2 static void scales(const unsigned char* p, Group& g) {
-    // c = d x (2 x ((qh >> 12) & 7) + 1) x 0.125, qh the span's 16-bit word at 34.
-    const __m256i qh = _mm256_cvtepu16_epi32(load128(p + 34));
-    const __m256i odd = _mm256_add_epi32(
-        _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(qh, 12), _mm256_set1_epi32(7)), 1), _mm256_set1_epi32(1));
-    g.c0 = _mm256_mul_ps(_mm256_mul_ps(f16_splat(p), _mm256_cvtepi32_ps(odd)), _mm256_set1_ps(0.125f));
-  }
   STRATA_AVX512 inline __attribute__((always_inline)) static void pairs512(const unsigned char* p, __m512i (&w)[4]) {
     // Entry k of w[j]: qs[8j + k] plus three bits of span 2j + k / 4's word (bits 3 (k % 4)) above them; the values
     // 8 x grid + the span's shift (-1 where bit 15 of its word is set, else +1).
@@ -399,17 +380,18 @@ struct IQ4_XS {
   static constexpr int kBlockValues = 256, kBlockBytes = sizeof(block_iq4_xs), kBias = 0;
   static constexpr bool kSigned = true, kTwoSub = false, kOffset = false;
   STRATA_INLINE_AVX2 static void decode(const unsigned char* p, int, Group& g) {
-    const float d = f16_at(p);
-    const uint16_t scales_h = load_scalar<uint16_t>(p + 2);
-    const unsigned char* scales_l = p + 4;
     const __m256i table = _mm256_broadcastsi128_si256(load128(kvalues_iq4nl));
-    float c[8];
-    for (int ib = 0; ib < 8; ++ib) {
-      g.w[ib] = _mm256_shuffle_epi8(table, nibbles_32(p + 8 + 16 * ib));
-      const int ls = ((scales_l[ib / 2] >> (4 * (ib % 2))) & 0x0f) | (((scales_h >> (2 * ib)) & 3) << 4);
-      c[ib] = d * static_cast<float>(ls - 32);
-    }
-    g.c0 = _mm256_loadu_ps(c);
+    for (int ib = 0; ib < 8; ++ib) g.w[ib] = _mm256_shuffle_epi8(table, nibbles_32(p + 8 + 16 * ib));
+    // Span ib's 6-bit scale: nibble ib of the scales_l word at 4, and bits 2 ib, 2 ib + 1 of scales_h at 2 above it;
+    // c = d x (ls - 32).
+    const __m256i low = _mm256_and_si256(
+        _mm256_srlv_epi32(_mm256_set1_epi32(load_scalar<int32_t>(p + 4)), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+        _mm256_set1_epi32(15));
+    const __m256i high = _mm256_and_si256(
+        _mm256_srlv_epi32(_mm256_set1_epi32(load_scalar<uint16_t>(p + 2)), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+        _mm256_set1_epi32(3));
+    const __m256i ls = _mm256_or_si256(low, _mm256_slli_epi32(high, 4));
+    g.c0 = _mm256_mul_ps(f16_splat(p), _mm256_cvtepi32_ps(_mm256_sub_epi32(ls, _mm256_set1_epi32(32))));
   }
 };
 
