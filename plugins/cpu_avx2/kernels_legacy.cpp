@@ -9,8 +9,9 @@ namespace {
 
 using namespace format;
 
-// The f16 at byte `offset` of each of the group's blocks (0 for spans that do not exist). The halves are packed
-// in registers: eight 2-byte stores read back by one 16-byte load would stall on store forwarding every group.
+// The f16 at byte `offset` of each of the group's blocks (0 for spans that do not exist), converted exactly (F16C's
+// vcvtph2ps equals format::fp16_to_fp32, subnormals included). The halves are packed in registers: eight 2-byte
+// stores read back by one 16-byte load would stall on store forwarding every group.
 template <int kBytes>
 STRATA_INLINE_AVX2 __m256 block_f16(const unsigned char* p, int spans, int offset) {
   uint64_t lo = 0, hi = 0;

@@ -31,9 +31,6 @@ STRATA_INLINE_AVX2 __m256 i8x8_to_ps(uint64_t bytes) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(static_cast<long long>(bytes))));
 }
 
-// Eight f16 values (exact conversion; F16C's vcvtph2ps equals format::fp16_to_fp32, subnormals included).
-STRATA_INLINE_AVX2 __m256 f16x8_to_ps(const uint16_t (&h)[8]) { return _mm256_cvtph_ps(load128(h)); }
-
 // One f16 (exact: F16C's conversion equals format::fp16_to_fp32) read from any alignment, as a float and as a
 // broadcast vector.
 STRATA_INLINE_AVX2 float f16_at(const unsigned char* p) {
