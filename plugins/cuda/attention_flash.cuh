@@ -567,7 +567,6 @@ __host__ __device__ constexpr size_t split_smem() {
 // memory, so fewer groups is less waiting: 128 (a depth of 16K keys is 129 segments, two groups) takes 66 KiB of
 // shared memory at kDp 128, above the 48 KiB a launch gets without an opt-in (attention_flash.cu asks for it).
 constexpr int kCombineGroup = 128;
-constexpr int kCombineUnroll = 8;  // folds whose operands are read from shared memory ahead of their chain
 struct SegmentFold {
   Fold f;
   float l;
@@ -790,24 +789,10 @@ __host__ __device__ inline void combine_body(const Args& a, const Place& at, uns
     for (int w = 0; w < kWarps; ++w) group_max = fmaxf(group_max, warp_max[w]);
     stage_wait();
     sync_block();
-    // The chains of L and of value d, in ascending segment order. The operands of kCombineUnroll folds are read
-    // first, so that the reads' latency is not in the chain (a fold is two products and a sum, as fold_value).
-    int k = 0;
-    for (; k + kCombineUnroll <= n; k += kCombineUnroll) {
-      SegmentFold sf[kCombineUnroll];
-      float seg[kCombineUnroll];
-      #pragma unroll
-      for (int i = 0; i < kCombineUnroll; ++i) {
-        sf[i] = folds[k + i];
-        seg[i] = so[(k + i) * kDp + d];
-      }
-      #pragma unroll
-      for (int i = 0; i < kCombineUnroll; ++i) {
-        L = fold_value(sf[i].f, L, sf[i].l);
-        O = fold_value(sf[i].f, O, seg[i]);
-      }
-    }
-    for (; k < n; ++k) {
+    // The chains of L and of value d, in ascending segment order (a fold is two products and a sum, as fold_value);
+    // unrolled, so that the next folds' shared-memory reads are issued ahead of the chain.
+    #pragma unroll 8
+    for (int k = 0; k < n; ++k) {
       const SegmentFold sf = folds[k];
       L = fold_value(sf.f, L, sf.l);
       O = fold_value(sf.f, O, so[k * kDp + d]);

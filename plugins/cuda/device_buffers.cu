@@ -4,7 +4,7 @@
 
 #include <cstdint>
 #include <string>
-#include <vector>
+#include <type_traits>
 
 #include "instance.hpp"
 
@@ -127,13 +127,12 @@ strata_status* copy_batch_async(void* c, uint32_t device, void* const* dsts, con
     const cudaStream_t s = stream_of(inst, stream);
 #if !defined(STRATA_GPU_HIP) && defined(CUDART_VERSION) && CUDART_VERSION >= 13000
     if (!inst->batch_refused.load(std::memory_order_relaxed)) {
-      static_assert(sizeof(size_t) == sizeof(uint64_t), "sizes pass as size_t");
-      std::vector<size_t> sizes(bytes, bytes + count);
+      static_assert(std::is_same_v<size_t, uint64_t>, "the sizes pass as they are");
       cudaMemcpyAttributes attr{};
       attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
       attr.flags = cudaMemcpyFlagPreferOverlapWithCompute;
       size_t first = 0;
-      const cudaError_t err = cudaMemcpyBatchAsync(dsts, srcs, sizes.data(), count, &attr, &first, 1, s);
+      const cudaError_t err = cudaMemcpyBatchAsync(dsts, srcs, bytes, count, &attr, &first, 1, s);
       if (err == cudaSuccess) return nullptr;
       (void)cudaGetLastError();  // not a sticky error: the copies go one by one from now on
       if (!inst->batch_refused.exchange(true)) {

@@ -84,26 +84,24 @@ LinkMeasure probe_link(DeviceMemory& memory, DeviceQueues& queues, uint64_t byte
   std::sort(times.begin(), times.end());
   const double median = times[times.size() / 2];
 
-  const double small = timed([&] {
-    const uint64_t places = bytes / kSmallCopyBytes;  // >= 1
-    for (int i = 0; i < kSmallCopies; ++i) {
-      const uint64_t at = static_cast<uint64_t>(i) % places * kSmallCopyBytes;
-      queues.copy_async(static_cast<unsigned char*>(device.get()) + at, host.data() + at, kSmallCopyBytes,
-                        STRATA_COPY_HOST_TO_DEVICE, stream.get());
-    }
-  });
-
+  // The small copies, wrapping around the buffers' places: queued one by one, then as batches.
+  const uint64_t places = bytes / kSmallCopyBytes;  // >= 1
   std::vector<void*> dsts;
   std::vector<const void*> srcs;
-  std::vector<uint64_t> sizes(kSmallCopies, kSmallCopyBytes);
+  const std::vector<uint64_t> sizes(kSmallCopies, kSmallCopyBytes);
   for (int i = 0; i < kSmallCopies; ++i) {
-    const uint64_t at = static_cast<uint64_t>(i) % (bytes / kSmallCopyBytes) * kSmallCopyBytes;
+    const uint64_t at = static_cast<uint64_t>(i) % places * kSmallCopyBytes;
     dsts.push_back(static_cast<unsigned char*>(device.get()) + at);
     srcs.push_back(host.data() + at);
   }
+  const double small = timed([&] {
+    for (int i = 0; i < kSmallCopies; ++i) {
+      queues.copy_async(dsts[i], srcs[i], kSmallCopyBytes, STRATA_COPY_HOST_TO_DEVICE, stream.get());
+    }
+  });
   // Copies of one batch may run in any order, so their destinations must be apart: with fewer places than copies,
   // the batch is split where a place repeats.
-  const size_t per_batch = std::min<size_t>(kSmallCopies, bytes / kSmallCopyBytes);
+  const size_t per_batch = std::min<size_t>(kSmallCopies, places);
   const double batched = timed([&] {
     for (size_t i = 0; i < dsts.size(); i += per_batch) {
       const size_t n = std::min(per_batch, dsts.size() - i);
