@@ -151,8 +151,10 @@ template <class Dec>
 constexpr int spans_in_flight(int most) {
   if constexpr (std::is_same_v<Dec, DecodeQ4_K>) {
     return most < 2 ? most : 2;  // the unaligned fallback (byte loads)
-  } else if constexpr (std::is_same_v<Dec, DecodeQ3_K>) {
-    return most < 2 ? most : 2;
+  } else if constexpr (std::is_same_v<Dec, DecodeQ3_K> || std::is_same_v<Dec, DecodeIQ4_NL> ||
+                       std::is_same_v<Dec, DecodeIQ1_M> || std::is_same_v<Dec, DecodeIQ2_S> ||
+                       std::is_same_v<Dec, DecodeIQ3_S>) {
+    return most < 2 ? most : 2;  // four in flight spill (IQ3_S: a stack frame) in gate_up_kernel
   } else if constexpr (std::is_same_v<Dec, DecodeMXFP4>) {
     return 1;  // 17-byte blocks read by byte loads: two spans in flight spill in down_kernel
   } else {
@@ -394,11 +396,16 @@ int down_rows_log2(int n_spans, int k) {
   return -1;
 }
 
-// The decoders the decode path is built for; other types take the general pipeline.
-// IQ2_XS and MXFP4 are the expert types of the 2-bit Qwen3-235B recipe and of gpt-oss: without them those models'
-// hybrid windows could not take the pool's rows behind a ready flag (HybridMoe::flagged_rows_supported).
-using DecodePathTypes = OneOf<GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
-                              GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS, GgmlType::IQ2_XS, GgmlType::MXFP4>;
+// The decoders the decode path is built for: every expert type of the files users run (the K-quants, the legacy
+// 32-value types, which llama.cpp's recipes fall back to where a row is not a multiple of 256 values: GLM-4.5's
+// 1408-value down rows are Q5_0 under Q4_K_M, and the i-quants of the 1- to 3-bit recipes); the ternary types take
+// the general pipeline. A type left out costs five more launches a MoE layer at one token and keeps the hybrid
+// path's windows from taking the pool's rows behind a ready flag (HybridMoe::flagged_rows_supported).
+using DecodePathTypes =
+    OneOf<GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K,
+          GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::IQ2_XXS,
+          GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ4_NL, GgmlType::IQ4_XS,
+          GgmlType::MXFP4>;
 template <class F>
 bool with_decode_type(uint32_t type, F&& f) {
   return with_decoder_in<DecodePathTypes>(type, f);

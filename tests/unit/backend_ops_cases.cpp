@@ -1323,6 +1323,18 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q8_0, GgmlType::Q8_0, 256, 96, 3, 2));
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::F16, GgmlType::F32, 256, 64, 2, 3));
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::IQ3_S, GgmlType::Q5_K, 512, 256, 5, 2));
+  // Every other type of the decode kernels, one token and two (a precomputed third): the 32-value types as
+  // llama.cpp's recipes fall back to them (GLM-4.5's Q4_K experts with 1408-value Q5_0 down rows: n_ff not a
+  // multiple of 256), and the i-quants of the 1- to 3-bit recipes.
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL}) {
+    c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, t, 512, 96, 1, 8));
+    c.push_back(std::make_shared<MoeRoutedCase>(t, t, 256, 96, 2, 4, false, Precomputed::EveryThird));
+  }
+  for (GgmlType t : {GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::IQ2_XXS, GgmlType::IQ2_S, GgmlType::IQ3_XXS,
+                     GgmlType::IQ3_S}) {
+    c.push_back(std::make_shared<MoeRoutedCase>(t, t, 256, 256, 1, 8));
+    c.push_back(std::make_shared<MoeRoutedCase>(t, t, 512, 256, 2, 4, false, Precomputed::EveryThird));
+  }
   // Precomputed rows (src3) for some experts: decode windows, a token with every row precomputed, repeated ids,
   // and a prefill window.
   const auto every_third = Precomputed::EveryThird, first_token = Precomputed::FirstToken;
