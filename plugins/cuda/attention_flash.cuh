@@ -273,6 +273,13 @@ __host__ __device__ __forceinline__ Fold fold_weights(float m_total, float m_seg
 __host__ __device__ __forceinline__ float fold_value(const Fold& f, float total, float seg) {
   return f.kind == 0 ? total : f.kind == 1 ? seg : add_rn(mul_rn(total, f.a), mul_rn(seg, f.b));
 }
+// fold_value's result computed without a branch (the fold's products and sum always formed, then selected): the
+// combine's chain, where a branch per fold kept the next folds' shared-memory reads from being issued ahead.
+__host__ __device__ __forceinline__ float fold_select(const Fold& f, float total, float seg) {
+  const float folded = add_rn(mul_rn(total, f.a), mul_rn(seg, f.b));
+  const float kept = f.kind == 1 ? seg : total;
+  return f.kind == 2 ? folded : kept;
+}
 
 // O after the sink's fold (its O is 0): scaled by the total's weight, or 0 where the sink is the first term.
 __host__ __device__ __forceinline__ float sink_scaled(const Fold& f, float o) { return f.kind == 2 ? mul_rn(o, f.a) : 0.0f; }
@@ -566,7 +573,11 @@ __host__ __device__ constexpr size_t split_smem() {
 // O parts (kDp floats each, copied in whole by cp.async) and the warps' maxima. A group's set-up waits on global
 // memory, so fewer groups is less waiting: 128 (a depth of 16K keys is 129 segments, two groups) takes 66 KiB of
 // shared memory at kDp 128, above the 48 KiB a launch gets without an opt-in (attention_flash.cu asks for it).
+// The chain reads kCombineAhead folds' operands into registers before folding them (a group's folds are padded
+// with empty ones to a multiple of it: an empty fold leaves the totals as they are).
 constexpr int kCombineGroup = 128;
+constexpr int kCombineAhead = 8;
+static_assert(kCombineGroup % kCombineAhead == 0, "a group's padded folds stay in the group's shared memory");
 struct SegmentFold {
   Fold f;
   float l;
@@ -783,19 +794,33 @@ __host__ __device__ inline void combine_body(const Args& a, const Place& at, uns
     const float up = shfl_up_f(v, 1);
     const float excl = lane == 0 ? before : fmaxf(before, up);
     const Fold f = fold_weights(excl, m, fmaxf(excl, m));
-    if (tid < n) folds[tid] = {f, l};
+    const int n_padded = (n + kCombineAhead - 1) / kCombineAhead * kCombineAhead;
+    if (tid < n) {
+      folds[tid] = {f, l};
+    } else if (tid < n_padded) {
+      folds[tid] = {{0.0f, 0.0f, 0}, 0.0f};  // empty: fold_select keeps the totals
+    }
     float group_max = M;
     #pragma unroll
     for (int w = 0; w < kWarps; ++w) group_max = fmaxf(group_max, warp_max[w]);
     stage_wait();
     sync_block();
-    // The chains of L and of value d, in ascending segment order (a fold is two products and a sum, as fold_value);
-    // unrolled, so that the next folds' shared-memory reads are issued ahead of the chain.
-    #pragma unroll 8
-    for (int k = 0; k < n; ++k) {
-      const SegmentFold sf = folds[k];
-      L = fold_value(sf.f, L, sf.l);
-      O = fold_value(sf.f, O, so[k * kDp + d]);
+    // The chains of L and of value d, in ascending segment order (fold_select: fold_value's values without a
+    // branch), kCombineAhead folds' operands read into registers before they are folded (the padded folds past n
+    // are empty; their O parts are stale values that no result takes).
+    for (int k0 = 0; k0 < n_padded; k0 += kCombineAhead) {
+      SegmentFold sf[kCombineAhead];
+      float ov[kCombineAhead];
+      #pragma unroll
+      for (int u = 0; u < kCombineAhead; ++u) {
+        sf[u] = folds[k0 + u];
+        ov[u] = so[(k0 + u) * kDp + d];
+      }
+      #pragma unroll
+      for (int u = 0; u < kCombineAhead; ++u) {
+        L = fold_select(sf[u].f, L, sf[u].l);
+        O = fold_select(sf[u].f, O, ov[u]);
+      }
     }
     M = group_max;
     sync_block();  // folds, so and warp_max are written again by the next group

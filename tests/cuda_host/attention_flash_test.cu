@@ -383,8 +383,8 @@ TEST(AttentionFlash, WindowsGiveThePromptsBytesHead128) {
 }
 
 TEST(AttentionFlash, DeepWindowsFoldManySegments) {
-  // Positions near 17,000 in segments of 128 keys: 133 segments, so the combine folds two groups (128 and 5), most
-  // folds in its unrolled steps and the last ones one by one.
+  // Positions near 17,000 in segments of 128 keys: 133 segments, so the combine folds two groups (128 and 5), the
+  // second padded with empty folds to the eight it reads ahead.
   check_windows<32, Cache::F16>({false, 32, 2, 1, 32768, 16990, 9});
 }
 
