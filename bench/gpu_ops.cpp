@@ -5,7 +5,9 @@
 // plugin captures a repeated op list into a graph on its second call, so the first two calls are not timed; the
 // rest are, best of several. Inputs live in device buffers from the backend's buffer_alloc (backend 1.1).
 //
-//   strata_bench_gpu_ops [--plugin NAME] [--seconds S] [--memory MiB] [--ops N] [--no-graphs]
+//   strata_bench_gpu_ops [--plugin NAME] [--seconds S] [--memory MiB] [--ops N] [--no-graphs] [--match TEXT]
+//
+// --match TEXT: only the single-op rows whose names contain TEXT (the sections of fused and grouped ops are left out).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -34,7 +36,10 @@ struct Settings {
   double seconds = 1.0;        // timed calls per measurement, at least this long
   size_t memory = 512u << 20;  // bytes of weight copies per measurement (well past the GPU's last-level cache)
   int ops = 256;               // ops per compute call
+  std::string match;           // run only the single-op rows whose names contain it (empty: everything)
 };
+
+bool wanted(const Settings& s, const std::string& name) { return s.match.empty() || name.find(s.match) != std::string::npos; }
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -520,8 +525,11 @@ int main(int argc, char** argv) {
       s.ops = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--no-graphs") {
       s.plugin_options.push_back("graphs=false");
+    } else if (a == "--match" && i + 1 < argc) {
+      s.match = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--plugin NAME] [--seconds S] [--memory MiB] [--ops N] [--no-graphs]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--plugin NAME] [--seconds S] [--memory MiB] [--ops N] [--no-graphs] [--match TEXT]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -544,36 +552,53 @@ int main(int argc, char** argv) {
       GgmlType type;
       int64_t n_in, n_out;
     };
+    // qwen3-30b-a3b's decode products, then glm-4.5-air's (n_embd 4096, 96 q heads and 8 kv heads of 128, experts
+    // of 1408 rows whose down rows are Q5_0 or Q8_0 under llama.cpp's Q4_K_M, an f32 router of 4096 x 128).
     for (const MulMat& m : {MulMat{GgmlType::Q4_K, 2048, 4096}, MulMat{GgmlType::Q4_K, 4096, 2048},
                             MulMat{GgmlType::Q4_K, 2048, 512}, MulMat{GgmlType::Q6_K, 2048, 512},
-                            MulMat{GgmlType::Q6_K, 2048, 151936}, MulMat{GgmlType::F32, 2048, 128}}) {
-      Device dev(be, inst->ctx());
+                            MulMat{GgmlType::Q6_K, 2048, 151936}, MulMat{GgmlType::F32, 2048, 128},
+                            MulMat{GgmlType::Q4_K, 4096, 12288}, MulMat{GgmlType::Q4_K, 12288, 4096},
+                            MulMat{GgmlType::Q4_K, 4096, 1024}, MulMat{GgmlType::Q4_K, 4096, 1408},
+                            MulMat{GgmlType::Q5_0, 1408, 4096}, MulMat{GgmlType::F32, 4096, 128}}) {
       const std::string name = "MUL_MAT " + std::string(strata::format::traits(m.type).name) + " " +
                                std::to_string(m.n_in) + "x" + std::to_string(m.n_out) + ", 1 token";
+      if (!wanted(s, name)) continue;
+      Device dev(be, inst->ctx());
       print_row(name, bench_mul_mat(dev, s, m.type, m.n_in, m.n_out, 1));
     }
-    for (GgmlType down : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+    struct Moe {
+      GgmlType down;
+      uint32_t n_embd, n_ff;
+    };
+    for (const Moe& m : {Moe{GgmlType::Q4_K, 2048, 768}, Moe{GgmlType::Q6_K, 2048, 768}, Moe{GgmlType::Q5_0, 4096, 1408},
+                         Moe{GgmlType::Q8_0, 4096, 1408}}) {
+      const std::string name = "MOE_ROUTED q4_K/" + std::string(strata::format::traits(m.down).name) + " " +
+                               std::to_string(m.n_embd) + "/" + std::to_string(m.n_ff) + ", 128 experts, k 8, 1 token";
+      if (!wanted(s, name)) continue;
       Device dev(be, inst->ctx());
-      const std::string name = "MOE_ROUTED q4_K/" + std::string(strata::format::traits(down).name) +
-                               " 2048/768, 128 experts, k 8, 1 token";
-      print_row(name, bench_moe_routed(dev, s, GgmlType::Q4_K, down, 2048, 768, 128, 8, 1));
+      print_row(name, bench_moe_routed(dev, s, GgmlType::Q4_K, m.down, m.n_embd, m.n_ff, 128, 8, 1));
     }
-    bench_prefill_products(be, inst->ctx(), s);
-    bench_matvec_groups(be, inst->ctx(), s);
-    bench_router(be, inst->ctx(), s);
-    bench_router_fused(registry, s);
-    for (int64_t capacity : {int64_t{4096}, int64_t{32768}}) {
-      for (int64_t ctx : {int64_t{128}, int64_t{512}, int64_t{2048}, int64_t{8192}}) {
-        if (ctx > capacity) continue;
+    if (s.match.empty()) {
+      bench_prefill_products(be, inst->ctx(), s);
+      bench_matvec_groups(be, inst->ctx(), s);
+      bench_router(be, inst->ctx(), s);
+      bench_router_fused(registry, s);
+    }
+    // Decode at the long-context test's depth too (capacity 17408: bench -d 16384 with runtime.context 17408).
+    for (int64_t capacity : {int64_t{4096}, int64_t{32768}, int64_t{17408}}) {
+      for (int64_t ctx : {int64_t{128}, int64_t{512}, int64_t{2048}, int64_t{8192}, int64_t{16384}}) {
+        if (ctx > capacity || (capacity == 17408) != (ctx == 16384)) continue;
+        const std::string name = "ATTENTION f16 32/4x128, cache " + std::to_string(capacity) + ", 1 token at " + std::to_string(ctx);
+        if (!wanted(s, name)) continue;
         Device dev(be, inst->ctx());
-        print_row("ATTENTION f16 32/4x128, cache " + std::to_string(capacity) + ", 1 token at " + std::to_string(ctx),
-                  bench_attention(dev, s, capacity, ctx - 1, 1));
+        print_row(name, bench_attention(dev, s, capacity, ctx - 1, 1));
       }
+      const std::string name = "ATTENTION f16 32/4x128, cache " + std::to_string(capacity) + ", 512 tokens at 0..511";
+      if (capacity == 17408 || !wanted(s, name)) continue;
       Device dev(be, inst->ctx());
-      print_row("ATTENTION f16 32/4x128, cache " + std::to_string(capacity) + ", 512 tokens at 0..511",
-                bench_attention(dev, s, capacity, 0, 512));
+      print_row(name, bench_attention(dev, s, capacity, 0, 512));
     }
-    bench_fusions(registry, s);
+    if (s.match.empty()) bench_fusions(registry, s);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "strata_bench_gpu_ops: %s\n", e.what());
     return 1;
