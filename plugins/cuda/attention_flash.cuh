@@ -369,20 +369,39 @@ __host__ __device__ __forceinline__ void stage_chunk(const char* base, uint64_t 
 }
 
 // `n_rows` q rows of a kv head from row0 (rows are (token, q head of the group)) as f16, zeros past the rows and
-// past head_dim.
+// past head_dim: value i = r kDp + d of the tile. A thread's values are i = first + u n_thr, u < kPer: load_q
+// issues all of their loads before any is used (one round trip to global memory, not one a value), store_q
+// converts and stores them.
+template <int kDp, int kPer>
+__host__ __device__ __forceinline__ void load_q(const Operands& o, int kvh, int64_t row0, int first, int n_thr, int n_rows,
+                                                float (&x)[kPer]) {
+  const int64_t all_rows = static_cast<int64_t>(o.n_tok) * o.group;
+#pragma unroll
+  for (int u = 0; u < kPer; ++u) {
+    const int i = first + u * n_thr, r = i / kDp, d = i % kDp;
+    const int64_t row = row0 + r;
+    x[u] = i < n_rows * kDp && row < all_rows && d < o.head_dim
+               ? q_row(o, static_cast<int>(row / o.group), kvh * o.group + static_cast<int>(row % o.group))[d]
+               : 0.0f;
+  }
+}
+template <int kDp, int kPer>
+__host__ __device__ __forceinline__ void store_q(const float (&x)[kPer], __half* qs, int first, int n_thr, int n_rows) {
+  constexpr int kS = smem_stride<kDp>();
+#pragma unroll
+  for (int u = 0; u < kPer; ++u) {
+    const int i = first + u * n_thr;
+    if (i < n_rows * kDp) qs[(i / kDp) * kS + i % kDp] = __float2half_rn(x[u]);
+  }
+}
 template <int kDp>
 __host__ __device__ __forceinline__ void stage_q(const Operands& o, int kvh, int64_t row0, __half* qs, int tid,
                                                  int n_thr, int n_rows) {
-  constexpr int kS = smem_stride<kDp>();
-  const int64_t all_rows = static_cast<int64_t>(o.n_tok) * o.group;
-  for (int i = tid; i < n_rows * kDp; i += n_thr) {
-    const int r = i / kDp, d = i % kDp;
-    const int64_t row = row0 + r;
-    float x = 0.0f;
-    if (row < all_rows && d < o.head_dim) {
-      x = q_row(o, static_cast<int>(row / o.group), kvh * o.group + static_cast<int>(row % o.group))[d];
-    }
-    qs[r * kS + d] = __float2half_rn(x);
+  constexpr int kBatch = 16;
+  for (int first = tid; first < n_rows * kDp; first += kBatch * n_thr) {
+    float x[kBatch];
+    load_q<kDp, kBatch>(o, kvh, row0, first, n_thr, n_rows, x);
+    store_q<kDp, kBatch>(x, qs, first, n_thr, n_rows);
   }
 }
 
@@ -703,6 +722,11 @@ __host__ __device__ inline void split_body(const Args& a, const Place& at, unsig
   const int64_t row0 = static_cast<int64_t>(at.by % a.row_tiles) * 16;
   const int64_t koff = static_cast<int64_t>(kvh) * o.head_dim;
 
+  // The tile's q values load while the positions do (neither waits for the other).
+  constexpr int kQPer = 16 * kDp / kThreads;
+  static_assert(kQPer * kThreads == 16 * kDp, "the q tile in whole rounds of the block's threads");
+  float qv[kQPer];
+  load_q<kDp, kQPer>(o, kvh, row0, tid, kThreads, 16, qv);
   int lo[2], hi[2], lo_w, hi_w;
   row_bounds(a, row0, lane, lo, hi);
   warp_bounds(lo, hi, lo_w, hi_w);  // every warp of the block has the same rows: they all return or none
@@ -710,7 +734,7 @@ __host__ __device__ inline void split_body(const Args& a, const Place& at, unsig
   const int s_first = lo_w / a.seg_keys, s_last = hi_w / a.seg_keys;
   const int first_mine = s_first + at.bx * kWarps;
   if (first_mine > s_last) return;
-  stage_q<kDp>(o, kvh, row0, qs, tid, kThreads, 16);
+  store_q<kDp, kQPer>(qv, qs, tid, kThreads, 16);
   sync_block();
   uint32_t qf[kDp / 16][4];
   load_q_frags<kDp>(qs, lane, qf);
