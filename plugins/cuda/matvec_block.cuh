@@ -5,7 +5,8 @@
 // ((A0+A1)+(A2+A3))+((A4+A5)+(A6+A7)) by xor-shuffles. Same partials, same additions in the same order as
 // warp_dot_q: only which thread computes a partial changes, and a partial's bits do not depend on that. Unlike a
 // warp per row, a row's spans are all loaded at once (no round trip per 32 spans) and small matrices still spread
-// over every multiprocessor. The Q8_1 rows are staged in shared memory once per block.
+// over every multiprocessor. The MoE kernels stage their Q8_1 rows in shared memory once per block; the one-token
+// MUL_MAT reads its row in place (kActAhead).
 #pragma once
 
 #include <cstdint>
@@ -47,27 +48,30 @@ __device__ inline void stage_bytes(unsigned char* dst, const unsigned char* src,
 }
 
 // The partials of dots 0..n_dots-1 over n_spans spans into part[d * pitch + j]: row_of(d) is dot d's weight row,
-// act_of(d) its Q8_1 row (shared memory).
-template <class Dec, int THREADS, int UNROLL, class RowOf, class ActOf>
+// act_of(d) its Q8_1 row (shared memory; or global memory with kActAhead, whose loads then issue beside the
+// weights' instead of after them).
+template <class Dec, int THREADS, int UNROLL, class RowOf, class ActOf, bool kActAhead = false>
 __device__ inline void block_partials(int n_dots, int n_spans, RowOf row_of, ActOf act_of, float* part, int pitch) {
   const int n_items = n_dots * n_spans;
   for (int base = static_cast<int>(threadIdx.x); base < n_items; base += THREADS * UNROLL) {
     // Items past the end repeat the last one (not stored): no branches between the loads, so all of them issue
     // before the first use.
     Span sp[UNROLL];
+    uint32_t q[kActAhead ? UNROLL : 1][8];
+    float da[kActAhead ? UNROLL : 1];
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
       const int item = min(base + u * THREADS, n_items - 1);
       decode_row_span<Dec>(row_of(item / n_spans), item % n_spans, sp[u]);
+      if constexpr (kActAhead) load_q8_1(act_of(item / n_spans), item % n_spans, q[u], da[u]);
     }
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
       const int item = min(base + u * THREADS, n_items - 1);
       const int d = item / n_spans, j = item % n_spans;
-      uint32_t q[8];
-      float da;
-      load_q8_1(act_of(d), j, q, da);
-      const float p = span_partial<Dec>(sp[u], q, da);
+      const int k = kActAhead ? u : 0;
+      if constexpr (!kActAhead) load_q8_1(act_of(d), j, q[k], da[k]);
+      const float p = span_partial<Dec>(sp[u], q[k], da[k]);
       if (base + u * THREADS < n_items) part[d * pitch + j] = p;
     }
   }
