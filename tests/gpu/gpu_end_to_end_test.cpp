@@ -31,6 +31,8 @@ using strata::TokenId;
 using strata::gpu_tests::gpu_backend;
 using strata::gpu_tests::gpu_with_model_30b;
 using strata::gpu_tests::plugins;
+using strata::gpu_tests::tiny_glm4moe;
+using strata::gpu_tests::tiny_gpt_oss;
 using strata::gpu_tests::tiny_model;
 
 std::unique_ptr<strata::Engine> open(const std::string& model, const std::string& backend, uint32_t window_logits,
@@ -233,6 +235,22 @@ TEST(GpuEndToEnd, FusionsAndGraphsChangeNoBits) {
   const std::string gpu = gpu_backend(why);
   if (gpu.empty()) GTEST_SKIP() << why;
   expect_fusions_change_no_bits(gpu, tiny_model(), 6);
+}
+
+// The same on the architectures with biased q, k and v products (their ADDs fused into the products' launch),
+// shared experts, sigmoid routing, sliding windows and sinks.
+TEST(GpuEndToEnd, Glm4MoeAndGptOssFusionsAndGraphsChangeNoBits) {
+  std::string why;
+  const std::string gpu = gpu_backend(why);
+  if (gpu.empty()) GTEST_SKIP() << why;
+  {
+    SCOPED_TRACE("glm4moe");
+    expect_fusions_change_no_bits(gpu, tiny_glm4moe(), 3);
+  }
+  {
+    SCOPED_TRACE("gpt-oss");
+    expect_fusions_change_no_bits(gpu, tiny_gpt_oss(), 3);
+  }
 }
 
 // The GPU backend and the generated qwen3-30b-a3b (in `path`) the 30B tests run on, or "" with the reason to skip

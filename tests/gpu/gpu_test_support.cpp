@@ -41,9 +41,9 @@ std::string gpu_with_model_30b(std::string& path, std::string& why) {
 
 namespace {
 
-std::string write_tiny(mkmodel::QuantPreset quant, const char* file) {
+std::string write_tiny(mkmodel::QuantPreset quant, const char* file, Arch arch = Arch::Qwen3Moe) {
   const std::filesystem::path p = std::filesystem::temp_directory_path() / file;
-  auto spec = mkmodel::shape_preset("tiny", Arch::Qwen3Moe);
+  auto spec = mkmodel::shape_preset("tiny", arch);
   spec->quant = quant;
   spec->seed = 7;
   mkmodel::write_model(*spec, p.string(), {});
@@ -59,6 +59,18 @@ const std::string& tiny_model() {
 
 const std::string& tiny_model_f32() {
   static const std::string path = write_tiny(mkmodel::QuantPreset::F32, "strata_gpu_tests_tiny_f32.gguf");
+  return path;
+}
+
+const std::string& tiny_glm4moe() {
+  static const std::string path =
+      write_tiny(mkmodel::QuantPreset::Q4_K_M, "strata_gpu_tests_tiny_glm4moe_q4_k_m.gguf", Arch::Glm4Moe);
+  return path;
+}
+
+const std::string& tiny_gpt_oss() {
+  static const std::string path =
+      write_tiny(mkmodel::QuantPreset::Q4_K_M, "strata_gpu_tests_tiny_gpt_oss_q4_k_m.gguf", Arch::GptOss);
   return path;
 }
 

@@ -17,5 +17,9 @@ std::string gpu_with_model_30b(std::string& path, std::string& why);
 const std::string& tiny_model();
 // The same weights' draw with every tensor F32 (no product quantizes its activations).
 const std::string& tiny_model_f32();
+// The generated `tiny` glm4moe and gpt-oss (q4_k_m, seed 7): q, k and v biases, shared experts, sigmoid routing,
+// sliding windows and sinks, MXFP4 experts.
+const std::string& tiny_glm4moe();
+const std::string& tiny_gpt_oss();
 
 }  // namespace strata::gpu_tests
