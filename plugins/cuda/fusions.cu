@@ -9,14 +9,18 @@
 //   fuse_mul_mat_group: consecutive one-token MUL_MATs over one src1 (q, k, v) as one launch.
 //   fuse_attention_q8:  ATTENTION read next by a MUL_MAT (the o projection): its output rows' Q8_1 copy written
 //                       by the attention kernel, so the MUL_MAT skips its quantize launch.
+//   fuse_swiglu_q8:     the same for SWIGLU read next by a MUL_MAT (a shared expert's down product).
+//   fuse_moe_add:       MOE_ROUTED on its decode path and the in-place ADD of another row to its sums (a shared
+//                       expert's output), added as the down kernel stores each sum.
 #include "mul_mat_group.cuh"
 #include "ops.hpp"
 
 namespace strata::gpu {
 
 const std::vector<FusionFn>& fusions() {
-  static const std::vector<FusionFn> list = {fuse_head_prep, fuse_add_norm, fuse_mul_mat_router,
-                                             fuse_mul_mat_group, fuse_attention_q8};
+  static const std::vector<FusionFn> list = {fuse_head_prep,     fuse_add_norm,     fuse_mul_mat_router,
+                                             fuse_mul_mat_group, fuse_attention_q8, fuse_swiglu_q8,
+                                             fuse_moe_add};
   return list;
 }
 

@@ -224,8 +224,19 @@ __global__ void __launch_bounds__(kGateUpThreads, kMoeMinBlocks) gate_up_kernel(
     const int blk = group + r * kGateUpGroups;
     if (blk < n_spans) store_q8_1(xv[r], i, act + blk * kQ8BlockBytes);
   }
-  for (int blk = group + kXRounds * kGateUpGroups; blk < n_spans; blk += kGateUpGroups) {
-    store_q8_1(xt[32 * blk + i], i, act + blk * kQ8BlockBytes);
+  // Wider rows the same way, kXRounds blocks' loads at a time (GLM-4.5's 4096: one more round trip, not four;
+  // DeepSeek-V3's 7168: three more, not ten). Eight at once spilled a few types' registers.
+  for (int first = group + kXRounds * kGateUpGroups; first < n_spans; first += kXRounds * kGateUpGroups) {
+#pragma unroll
+    for (int r = 0; r < kXRounds; ++r) {
+      const int blk = first + r * kGateUpGroups;
+      xv[r] = blk < n_spans ? xt[32 * blk + i] : 0.0f;
+    }
+#pragma unroll
+    for (int r = 0; r < kXRounds; ++r) {
+      const int blk = first + r * kGateUpGroups;
+      if (blk < n_spans) store_q8_1(xv[r], i, act + blk * kQ8BlockBytes);
+    }
   }
   // A precomputed pair (no gate matrix; its row is in src3): the whole block leaves. Tested after x's Q8_1, so a
   // computed pair's quantization does not wait for the pointer's load.
@@ -270,7 +281,8 @@ __global__ void __launch_bounds__(kDownThreads, kMoeMinBlocks) down_kernel(const
                                                               int k, int n_spans, int rows_log2, uint64_t w_stride,
                                                               const float* pre, int64_t pre_stride, float* late_y,
                                                               int64_t n_embd, float* dst, int64_t dst_stride,
-                                                              bool rows_out, const float* down_bias) {
+                                                              bool rows_out, const float* down_bias,
+                                                              const float* addend, int64_t addend_stride) {
   extern __shared__ uint4 shared_words[];
   __shared__ TokenRoutes routes;
   __shared__ float y[kDownMaxRows * kMaxK];
@@ -343,6 +355,8 @@ __global__ void __launch_bounds__(kDownThreads, kMoeMinBlocks) down_kernel(const
     const float v = c >= 0 ? routes.weight[c] * y[(c << rows_log2) + tid] : pre_y[(q << rows_log2) + tid];
     acc = q == 0 ? v : acc + v;
   }
+  // fuse_moe_add: the ADD that follows, dst = dst + addend, by its operation.
+  if (addend != nullptr) acc = add_x86(acc, addend[static_cast<int64_t>(t) * addend_stride + row0 + tid]);
   dst[static_cast<int64_t>(t) * dst_stride + row0 + tid] = acc;
 }
 
@@ -433,7 +447,7 @@ int decode_rows_log2(const strata_op& op) {
 
 bool moe_routed_decode_takes(const strata_op& op) { return decode_rows_log2(op) >= 0; }
 
-bool run_moe_routed_decode(Context& ctx, const strata_op& op) {
+bool run_moe_routed_decode(Context& ctx, const strata_op& op, const float* addend, int64_t addend_stride) {
   const auto& table = *static_cast<const strata_expert_table*>(op.extra);
   const strata_tensor &x = op.src[0], &ids = op.src[1], &wt = op.src[2], &pre = op.src[3], &d = op.dst;
   const int64_t n_tok = x.ne[1], k = ids.ne[0];
@@ -475,7 +489,7 @@ bool run_moe_routed_decode(Context& ctx, const strata_op& op) {
             tables, hq, static_cast<int>(k), n_ff_spans, rows_log2, row_stride(table.down_type, n_ff),
             static_cast<const float*>(pre.data), static_cast<int64_t>(pre.nb[1] / sizeof(float)), late_y, n_embd,
             static_cast<float*>(d.data), static_cast<int64_t>(d.nb[1] / sizeof(float)), format::rows_out(op),
-            form.bias.down);
+            form.bias.down, addend, addend_stride);
     check_launch("MOE_ROUTED (decode: down and sums)");
   });
   if (ready != nullptr) {
@@ -492,6 +506,35 @@ bool run_moe_routed_decode(Context& ctx, const strata_op& op) {
     check_launch("MOE_ROUTED (decode: sums with src3)");
   }
   return true;
+}
+
+size_t fuse_moe_add(Context& ctx, const strata_op* ops, size_t i, size_t n) {
+  const strata_op& moe = ops[i];
+  if (moe.kind != STRATA_OP_MOE_ROUTED || i + 1 >= n || ops[i + 1].kind != STRATA_OP_ADD) return 0;
+  // Sums stored by down_kernel itself: no ready flag (sum_kernel stores those) and no rows out.
+  if (!moe_routed_decode_takes(moe) || format::precomputed_ready(moe) != nullptr || format::rows_out(moe)) return 0;
+  const strata_op& add = ops[i + 1];
+  const strata_tensor &d = moe.dst, &b = add.src[1];
+  const auto same = [](const strata_tensor& x, const strata_tensor& y) {
+    return x.data == y.data && x.type == y.type && x.ne[0] == y.ne[0] && x.ne[1] == y.ne[1] && x.nb[1] == y.nb[1];
+  };
+  // In place on the sums, the other operand a float row per token (or one row for all) apart from them.
+  if (!same(add.src[0], d) || !same(add.dst, d) || b.type != static_cast<uint32_t>(GgmlType::F32)) return 0;
+  const int64_t n_tok = d.ne[1];
+  const bool broadcast = b.ne[1] == 1;
+  if (b.ne[0] != d.ne[0] || (b.ne[1] != n_tok && !broadcast) || b.nb[1] % sizeof(float) != 0) return 0;
+  const auto lo = [](const strata_tensor& x) { return reinterpret_cast<uintptr_t>(x.data); };
+  const auto hi = [](const strata_tensor& x) {
+    return reinterpret_cast<uintptr_t>(x.data) + static_cast<uintptr_t>(x.nb[1]) * static_cast<uintptr_t>(x.ne[1] - 1) +
+           static_cast<uintptr_t>(x.ne[0]) * sizeof(float);
+  };
+  if (lo(b) < hi(d) && lo(d) < hi(b)) return 0;
+  forget_quantized_writes(ctx, ops + i, 2);
+  if (!run_moe_routed_decode(ctx, moe, static_cast<const float*>(b.data),
+                             broadcast ? 0 : static_cast<int64_t>(b.nb[1] / sizeof(float)))) {
+    return 0;  // enqueued nothing (takes() said it would run)
+  }
+  return 2;
 }
 
 }  // namespace strata::gpu

@@ -15,7 +15,9 @@ namespace strata::gpu {
 // types, or a type without a decode kernel). Pairs whose expert entry has a NULL gate take their weighted rows
 // from src3 (plugin_api.h); without src3 such an entry is the caller's error (the ids are never read on the host).
 // With rows out (i[2] = 1) each computed pair's row goes to dst's column t * k + j instead of a sum.
-bool run_moe_routed_decode(Context& ctx, const strata_op& op);
+// addend (fuse_moe_add): each token's sums get addend's row t (addend_stride floats apart; 0: one row for all)
+// added by the ADD's operation as they are stored.
+bool run_moe_routed_decode(Context& ctx, const strata_op& op, const float* addend = nullptr, int64_t addend_stride = 0);
 
 // Whether run_moe_routed_decode takes op (a checked MOE_ROUTED): the only path that waits for src3's ready flag.
 bool moe_routed_decode_takes(const strata_op& op);

@@ -3,10 +3,12 @@
 // (canonical_math.cuh), so the bytes match the CPU's. GELU (backend 1.7, gelu.cuh): i[0] = 0 the tanh form in float
 // (with canonical_double the reference's double, gelu_rows_f64ref), i[0] = 1 ggml's f16 table (the reference's own,
 // uploaded by the context: its bits in both modes). dst may be src0 or src1 (in place): each element is read before
-// it is written, by the same thread.
+// it is written, by the same thread. fuse_swiglu_q8: SWIGLU read next by a MUL_MAT (a shared expert's down product)
+// also writes its rows' Q8_1 copy, as fuse_attention_q8 does for ATTENTION.
 #include <cstdint>
 #include <string>
 
+#include "act_quant.cuh"
 #include "canonical_math.cuh"
 #include "gelu.cuh"
 #include "ops.hpp"
@@ -46,6 +48,19 @@ __global__ void elementwise_rows(RowsArgs args) {
     }
     reinterpret_cast<float*>(args.dst + static_cast<uint64_t>(r) * args.d_stride)[c] = v;
   }
+}
+
+// SWIGLU and its rows' Q8_1 copy (the bytes launch_quantize_q8_1 writes): n a multiple of 32, so each warp holds
+// one Q8_1 block's 32 values (a warp past the end leaves whole).
+__global__ void swiglu_q8_rows(RowsArgs args, unsigned char* q8) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kBlock + threadIdx.x;
+  if (i >= args.total) return;
+  const int64_t r = i / args.n, c = i % args.n;
+  const float x = reinterpret_cast<const float*>(args.a + static_cast<uint64_t>(r) * args.a_stride)[c];
+  const float y = reinterpret_cast<const float*>(args.b + static_cast<uint64_t>(r) * args.b_stride)[c];
+  const float v = swiglu_c(x, y);
+  reinterpret_cast<float*>(args.dst + static_cast<uint64_t>(r) * args.d_stride)[c] = v;
+  group_store_q8_1(v, static_cast<int>(c % 32), q8 + static_cast<uint64_t>(r * (args.n / 32) + c / 32) * kQ8Bytes);
 }
 
 // GELU over rows of n values (total values in all), i[0] = kTable: 0 the tanh form in float, 1 ggml's f16 table.
@@ -137,6 +152,24 @@ void run_binary(Context& ctx, const strata_op& op) {
 Check check_swiglu(const strata_op& op) { return check_same_rows(op, false); }
 
 void run_swiglu(Context& ctx, const strata_op& op) { launch<Elementwise::Swiglu>(ctx, op, "SWIGLU"); }
+
+size_t fuse_swiglu_q8(Context& ctx, const strata_op* ops, size_t i, size_t n) {
+  const strata_op& op = ops[i];
+  if (op.kind != STRATA_OP_SWIGLU || i + 1 >= n) return 0;
+  const strata_tensor &a = op.src[0], &b = op.src[1], &d = op.dst;
+  const int64_t rows = format::row_count(a);
+  if (format::row_count(b) != rows || !quantized_next(ops[i + 1], d)) return 0;  // no broadcast row
+  const int64_t nv = d.ne[0];
+  forget_quantized_writes(ctx, ops + i, 1);
+  auto* q8 = static_cast<unsigned char*>(
+      ctx.scratch(ScratchSlot::ActQ8, static_cast<uint64_t>(nv / 32) * kQ8Bytes * static_cast<uint64_t>(rows)));
+  const RowsArgs args{static_cast<const char*>(a.data), static_cast<const char*>(b.data), static_cast<char*>(d.data),
+                      a.nb[1], b.nb[1], d.nb[1], nv, nv * rows};
+  swiglu_q8_rows<<<static_cast<unsigned>((args.total + kBlock - 1) / kBlock), kBlock, 0, ctx.stream()>>>(args, q8);
+  check_launch("SWIGLU (with its Q8_1 copy)");
+  ctx.quantized() = {d.data, nv, rows, d.nb[1]};
+  return 1;
+}
 
 Check check_gelu(const strata_op& op) {
   const strata_tensor &x = op.src[0], &d = op.dst;

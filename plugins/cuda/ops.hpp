@@ -51,11 +51,14 @@ void forget_quantized_writes(Context& ctx, const strata_op* ops, size_t count);
 // Then the op writing y may leave y's Q8_1 copy in ctx.quantized() for it.
 bool quantized_next(const strata_op& mm, const strata_tensor& y);
 
-// The fusions (fuse_head_prep.cu, fuse_add_norm.cu, fuse_router.cu, fuse_attention_q8.cu).
+// The fusions (fuse_head_prep.cu, fuse_add_norm.cu, fuse_router.cu, fuse_attention_q8.cu, op_elementwise.cu,
+// moe_decode.cu).
 size_t fuse_head_prep(Context& ctx, const strata_op* ops, size_t i, size_t n);
 size_t fuse_add_norm(Context& ctx, const strata_op* ops, size_t i, size_t n);
 size_t fuse_mul_mat_router(Context& ctx, const strata_op* ops, size_t i, size_t n);
 size_t fuse_attention_q8(Context& ctx, const strata_op* ops, size_t i, size_t n);
+size_t fuse_swiglu_q8(Context& ctx, const strata_op* ops, size_t i, size_t n);
+size_t fuse_moe_add(Context& ctx, const strata_op* ops, size_t i, size_t n);
 
 Check check_mul_mat(const strata_op& op);
 void run_mul_mat(Context& ctx, const strata_op& op);

@@ -1318,6 +1318,7 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q4_K, 256, 768, 2, 8));
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 512, 1024, 1, 8));
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q4_K, 2304, 256, 2, 8));
+  c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q5_0, 5120, 96, 1, 4));  // x's blocks in 3 rounds
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q4_K, GgmlType::Q6_K, 512, 256, 3, 16, true));
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q8_0, GgmlType::Q8_0, 256, 96, 4, 5, true));
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::Q8_0, GgmlType::Q8_0, 256, 96, 3, 2));
