@@ -23,7 +23,8 @@
 #     cuda       strata bench on the cuda backend (every weight in VRAM): pp512 and tg128
 #     link       the link probe (strata bench --link on cuda): pinned host-to-device rate, a queued copy's cost, the
 #                host's read rate and the experts.pcie_frac they give this model
-#     gpu-ops    single-op timings on the GPU (strata_bench_gpu_ops: us per op, GB/s of weights)
+#     gpu-ops    single-op timings on the GPU (strata_bench_gpu_ops: us per op, GB/s of weights; STRATA_GPU_OPS_MATCH
+#                keeps the rows naming it, STRATA_GPU_OPS_SECONDS the time a row)
 #     profile    where decode time goes, op by op (strata bench --profile), on cpu_avx2 (unless
 #                STRATA_PROFILE_CPU=0) and on cuda, the cuda one after STRATA_PROFILE_DEPTH tokens of context
 #                (default 0), and a prompt of STRATA_PROFILE_PROMPT tokens (default 512)
@@ -306,7 +307,9 @@ fi
 
 if want gpu-ops && [ -x "$bin/strata_bench_gpu_ops" ]; then
   log "gpu ops"
-  strata_bench_gpu_ops > "$OUT/gpu-ops.txt" 2>&1
+  # STRATA_GPU_OPS_MATCH: only the single-op rows naming it (e.g. "MUL_MAT", "1 token at", "4096/1408").
+  strata_bench_gpu_ops ${STRATA_GPU_OPS_SECONDS:+--seconds "$STRATA_GPU_OPS_SECONDS"} \
+    ${STRATA_GPU_OPS_MATCH:+--match "$STRATA_GPU_OPS_MATCH"} > "$OUT/gpu-ops.txt" 2>&1
   row "gpu ops bench (exit $?):"
   while IFS= read -r l; do row "  $l"; done < <(grep -E '^\|' "$OUT/gpu-ops.txt")
 fi
