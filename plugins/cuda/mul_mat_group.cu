@@ -37,19 +37,26 @@ struct BlockMatrix {
   int rows;
   bool second;
   float* dst;
-  const float* bias;
   int first_block;
 };
 
 __device__ inline BlockMatrix block_matrix(const GroupArgs& g, int b) {
-  BlockMatrix bm{g.w[0], g.stride[0], g.rows[0], g.second[0], g.dst[0], g.bias[0], g.first_block[0]};
+  BlockMatrix bm{g.w[0], g.stride[0], g.rows[0], g.second[0], g.dst[0], g.first_block[0]};
 #pragma unroll
   for (int i = 1; i < kMaxGroupMats; ++i) {
-    if (i < g.n && b >= g.first_block[i]) {
-      bm = {g.w[i], g.stride[i], g.rows[i], g.second[i], g.dst[i], g.bias[i], g.first_block[i]};
-    }
+    if (i < g.n && b >= g.first_block[i]) bm = {g.w[i], g.stride[i], g.rows[i], g.second[i], g.dst[i], g.first_block[i]};
   }
   return bm;
+}
+
+// The bias of block b's matrix (nullptr: none), the same pick as block_matrix.
+__device__ inline const float* block_bias(const GroupArgs& g, int b) {
+  const float* bias = g.bias[0];
+#pragma unroll
+  for (int i = 1; i < kMaxGroupMats; ++i) {
+    if (i < g.n && b >= g.first_block[i]) bias = g.bias[i];
+  }
+  return bias;
 }
 
 template <class Dec>
@@ -70,8 +77,8 @@ __device__ inline void matrix_rows(const uint8_t* w, uint64_t stride, int row0, 
 #endif
 
 template <class DecA, class DecB>
-__global__ void STRATA_GROUP_BOUNDS group_rows_kernel(GroupArgs g, int n_spans, int rows_per_block,
-                                                              const unsigned char* act) {
+__device__ __forceinline__ void group_rows_body(const GroupArgs& g, int n_spans, int rows_per_block,
+                                                const unsigned char* act) {
   extern __shared__ uint4 shared_words[];
   auto* shared = reinterpret_cast<unsigned char*>(shared_words);
   const BlockMatrix bm = block_matrix(g, static_cast<int>(blockIdx.x));
@@ -98,10 +105,24 @@ __global__ void STRATA_GROUP_BOUNDS group_rows_kernel(GroupArgs g, int n_spans, 
   }
   __syncthreads();
   float* dst = bm.dst;
-  const float* bias = bm.bias;
+  const float* bias = block_bias(g, static_cast<int>(blockIdx.x));
   block_reduce<kThreads>(n_rows, n_spans, part, pitch, [&](int d, float v) {
     dst[row0 + d] = bias != nullptr ? add_x86(v, bias[row0 + d]) : v;  // the ADD (op_elementwise.cu)
   });
+}
+
+template <class DecA, class DecB>
+__global__ void STRATA_GROUP_BOUNDS group_rows_kernel(GroupArgs g, int n_spans, int rows_per_block,
+                                                      const unsigned char* act) {
+  group_rows_body<DecA, DecB>(g, n_spans, rows_per_block, act);
+}
+
+// IQ3_XXS's: at the register count sm_90's ptxas picks for it without a block count (32), its Q8_1 row read in
+// place spills 4 bytes; a bound of two blocks a multiprocessor gives it room (80 registers).
+template <class DecA, class DecB>
+__global__ void __launch_bounds__(kThreads, 2) group_rows_kernel_wide(GroupArgs g, int n_spans, int rows_per_block,
+                                                                      const unsigned char* act) {
+  group_rows_body<DecA, DecB>(g, n_spans, rows_per_block, act);
 }
 
 int shared_bytes(int n_spans, int rows_per_block) {
@@ -206,7 +227,11 @@ bool launch_mul_mat_rows(Context& ctx, const RowGroup& group, int n_spans, const
   }
   return with_decoder(group.type[0], [&](auto dec) {
     using Dec = decltype(dec);
-    launch_dependent(ctx, group_rows_kernel<Dec, Dec>, blocks, kThreads, smem, args, n_spans, rb, act);
+    if constexpr (std::is_same_v<Dec, DecodeIQ3_XXS>) {
+      launch_dependent(ctx, group_rows_kernel_wide<Dec, Dec>, blocks, kThreads, smem, args, n_spans, rb, act);
+    } else {
+      launch_dependent(ctx, group_rows_kernel<Dec, Dec>, blocks, kThreads, smem, args, n_spans, rb, act);
+    }
     check_launch("MUL_MAT (one token)");
   });
 }
