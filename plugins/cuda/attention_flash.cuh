@@ -270,12 +270,9 @@ __host__ __device__ __forceinline__ Fold fold_weights(float m_total, float m_seg
   if (m_total == -INFINITY) return {0.0f, 1.0f, 1};
   return {ex2(sub_rn(m_total, m_new)), ex2(sub_rn(m_seg, m_new)), 2};
 }
+// Without a branch: the fold's products and sum are always formed, then the kind selects (a branch per fold kept
+// the combine's chain from reading the next folds' operands ahead).
 __host__ __device__ __forceinline__ float fold_value(const Fold& f, float total, float seg) {
-  return f.kind == 0 ? total : f.kind == 1 ? seg : add_rn(mul_rn(total, f.a), mul_rn(seg, f.b));
-}
-// fold_value's result computed without a branch (the fold's products and sum always formed, then selected): the
-// combine's chain, where a branch per fold kept the next folds' shared-memory reads from being issued ahead.
-__host__ __device__ __forceinline__ float fold_select(const Fold& f, float total, float seg) {
   const float folded = add_rn(mul_rn(total, f.a), mul_rn(seg, f.b));
   const float kept = f.kind == 1 ? seg : total;
   return f.kind == 2 ? folded : kept;
@@ -822,16 +819,16 @@ __host__ __device__ inline void combine_body(const Args& a, const Place& at, uns
     if (tid < n) {
       folds[tid] = {f, l};
     } else if (tid < n_padded) {
-      folds[tid] = {{0.0f, 0.0f, 0}, 0.0f};  // empty: fold_select keeps the totals
+      folds[tid] = {{0.0f, 0.0f, 0}, 0.0f};  // empty: fold_value keeps the totals
     }
     float group_max = M;
     #pragma unroll
     for (int w = 0; w < kWarps; ++w) group_max = fmaxf(group_max, warp_max[w]);
     stage_wait();
     sync_block();
-    // The chains of L and of value d, in ascending segment order (fold_select: fold_value's values without a
-    // branch), kCombineAhead folds' operands read into registers before they are folded (the padded folds past n
-    // are empty; their O parts are stale values that no result takes).
+    // The chains of L and of value d, in ascending segment order, kCombineAhead folds' operands read into
+    // registers before they are folded (the padded folds past n are empty; their O parts are stale values that no
+    // result takes).
     for (int k0 = 0; k0 < n_padded; k0 += kCombineAhead) {
       SegmentFold sf[kCombineAhead];
       float ov[kCombineAhead];
@@ -842,8 +839,8 @@ __host__ __device__ inline void combine_body(const Args& a, const Place& at, uns
       }
       #pragma unroll
       for (int u = 0; u < kCombineAhead; ++u) {
-        L = fold_select(sf[u].f, L, sf[u].l);
-        O = fold_select(sf[u].f, O, ov[u]);
+        L = fold_value(sf[u].f, L, sf[u].l);
+        O = fold_value(sf[u].f, O, ov[u]);
       }
     }
     M = group_max;

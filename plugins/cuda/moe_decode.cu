@@ -27,6 +27,7 @@
 
 #include "act_quant.cuh"
 #include "dependent_launch.cuh"
+#include "fusion_match.hpp"
 #include "matvec_block.cuh"
 #include "moe_decode.cuh"
 #include "ops.hpp"
@@ -207,36 +208,35 @@ __global__ void __launch_bounds__(kGateUpThreads, kMoeMinBlocks) gate_up_kernel(
   // g, g + kGateUpGroups, ..., lane i value i of each.
   const int id = valid_id(routes, t, j);
   const float* xt = x + static_cast<int64_t>(t) * x_stride;
-  float xv[kXRounds];
-#pragma unroll
-  for (int r = 0; r < kXRounds; ++r) {
-    const int blk = group + r * kGateUpGroups;
-    xv[r] = blk < n_spans ? xt[32 * blk + i] : 0.0f;
-  }
-  if (id < 0) return;  // the whole block: the pair is left out
-  // The matrix pointers load while x is quantized.
-  const strata_expert_weights& e = routes.experts[id];
-  const auto* gate = static_cast<const uint8_t*>(e.gate);
-  const auto* up = static_cast<const uint8_t*>(e.up);
+  // A round: kXRounds blocks of the group, first, first + kGateUpGroups, ..., loaded together, then quantized.
   // Whether a group quantizes a block depends on the group only, so all 32 lanes of a group shuffle together.
-#pragma unroll
-  for (int r = 0; r < kXRounds; ++r) {
-    const int blk = group + r * kGateUpGroups;
-    if (blk < n_spans) store_q8_1(xv[r], i, act + blk * kQ8BlockBytes);
-  }
-  // Wider rows the same way, kXRounds blocks' loads at a time (GLM-4.5's 4096: one more round trip, not four;
-  // DeepSeek-V3's 7168: three more, not ten). Eight at once spilled a few types' registers.
-  for (int first = group + kXRounds * kGateUpGroups; first < n_spans; first += kXRounds * kGateUpGroups) {
+  float xv[kXRounds];
+  const auto load_round = [&](int first) {
 #pragma unroll
     for (int r = 0; r < kXRounds; ++r) {
       const int blk = first + r * kGateUpGroups;
       xv[r] = blk < n_spans ? xt[32 * blk + i] : 0.0f;
     }
+  };
+  const auto quantize_round = [&](int first) {
 #pragma unroll
     for (int r = 0; r < kXRounds; ++r) {
       const int blk = first + r * kGateUpGroups;
       if (blk < n_spans) store_q8_1(xv[r], i, act + blk * kQ8BlockBytes);
     }
+  };
+  load_round(group);
+  if (id < 0) return;  // the whole block: the pair is left out
+  // The matrix pointers load while x is quantized.
+  const strata_expert_weights& e = routes.experts[id];
+  const auto* gate = static_cast<const uint8_t*>(e.gate);
+  const auto* up = static_cast<const uint8_t*>(e.up);
+  quantize_round(group);
+  // Wider rows round after round (GLM-4.5's 4096: two rounds, not five round trips; DeepSeek-V3's 7168: four, not
+  // eleven). Eight blocks a round spilled a few types' registers.
+  for (int first = group + kXRounds * kGateUpGroups; first < n_spans; first += kXRounds * kGateUpGroups) {
+    load_round(first);
+    quantize_round(first);
   }
   // A precomputed pair (no gate matrix; its row is in src3): the whole block leaves. Tested after x's Q8_1, so a
   // computed pair's quantization does not wait for the pointer's load.
@@ -515,20 +515,12 @@ size_t fuse_moe_add(Context& ctx, const strata_op* ops, size_t i, size_t n) {
   if (!moe_routed_decode_takes(moe) || format::precomputed_ready(moe) != nullptr || format::rows_out(moe)) return 0;
   const strata_op& add = ops[i + 1];
   const strata_tensor &d = moe.dst, &b = add.src[1];
-  const auto same = [](const strata_tensor& x, const strata_tensor& y) {
-    return x.data == y.data && x.type == y.type && x.ne[0] == y.ne[0] && x.ne[1] == y.ne[1] && x.nb[1] == y.nb[1];
-  };
-  // In place on the sums, the other operand a float row per token (or one row for all) apart from them.
-  if (!same(add.src[0], d) || !same(add.dst, d) || b.type != static_cast<uint32_t>(GgmlType::F32)) return 0;
-  const int64_t n_tok = d.ne[1];
-  const bool broadcast = b.ne[1] == 1;
-  if (b.ne[0] != d.ne[0] || (b.ne[1] != n_tok && !broadcast) || b.nb[1] % sizeof(float) != 0) return 0;
-  const auto lo = [](const strata_tensor& x) { return reinterpret_cast<uintptr_t>(x.data); };
-  const auto hi = [](const strata_tensor& x) {
-    return reinterpret_cast<uintptr_t>(x.data) + static_cast<uintptr_t>(x.nb[1]) * static_cast<uintptr_t>(x.ne[1] - 1) +
-           static_cast<uintptr_t>(x.ne[0]) * sizeof(float);
-  };
-  if (lo(b) < hi(d) && lo(d) < hi(b)) return 0;
+  // In place on the sums, the other operand apart from them: a float row a token, or one row for all (the ADD was
+  // checked with the list: src1 of src0's shape or one row, rows contiguous).
+  if (!same_tensor(add.src[0], d) || !same_tensor(add.dst, d) || !disjoint(b, d) || b.ne[2] != 1 || b.ne[3] != 1) {
+    return 0;
+  }
+  const bool broadcast = format::row_count(b) == 1;
   forget_quantized_writes(ctx, ops + i, 2);
   if (!run_moe_routed_decode(ctx, moe, static_cast<const float*>(b.data),
                              broadcast ? 0 : static_cast<int64_t>(b.nb[1] / sizeof(float)))) {

@@ -7,6 +7,7 @@
 
 #include "act_quant.cuh"
 #include "dependent_launch.cuh"
+#include "fusion_match.hpp"
 #include "matvec_block.cuh"
 #include "mul_mat_group.cuh"
 
@@ -37,26 +38,19 @@ struct BlockMatrix {
   int rows;
   bool second;
   float* dst;
+  const float* bias;
   int first_block;
 };
 
 __device__ inline BlockMatrix block_matrix(const GroupArgs& g, int b) {
-  BlockMatrix bm{g.w[0], g.stride[0], g.rows[0], g.second[0], g.dst[0], g.first_block[0]};
+  BlockMatrix bm{g.w[0], g.stride[0], g.rows[0], g.second[0], g.dst[0], g.bias[0], g.first_block[0]};
 #pragma unroll
   for (int i = 1; i < kMaxGroupMats; ++i) {
-    if (i < g.n && b >= g.first_block[i]) bm = {g.w[i], g.stride[i], g.rows[i], g.second[i], g.dst[i], g.first_block[i]};
+    if (i < g.n && b >= g.first_block[i]) {
+      bm = {g.w[i], g.stride[i], g.rows[i], g.second[i], g.dst[i], g.bias[i], g.first_block[i]};
+    }
   }
   return bm;
-}
-
-// The bias of block b's matrix (nullptr: none), the same pick as block_matrix.
-__device__ inline const float* block_bias(const GroupArgs& g, int b) {
-  const float* bias = g.bias[0];
-#pragma unroll
-  for (int i = 1; i < kMaxGroupMats; ++i) {
-    if (i < g.n && b >= g.first_block[i]) bias = g.bias[i];
-  }
-  return bias;
 }
 
 template <class Dec>
@@ -105,7 +99,7 @@ __device__ __forceinline__ void group_rows_body(const GroupArgs& g, int n_spans,
   }
   __syncthreads();
   float* dst = bm.dst;
-  const float* bias = block_bias(g, static_cast<int>(blockIdx.x));
+  const float* bias = bm.bias;
   block_reduce<kThreads>(n_rows, n_spans, part, pitch, [&](int d, float v) {
     dst[row0 + d] = bias != nullptr ? add_x86(v, bias[row0 + d]) : v;  // the ADD (op_elementwise.cu)
   });
@@ -159,34 +153,19 @@ const unsigned char* quantized_row(Context& ctx, const strata_tensor& x) {
   return static_cast<const unsigned char*>(act);
 }
 
-bool same_tensor(const strata_tensor& a, const strata_tensor& b) {
-  return a.data == b.data && a.type == b.type && a.ne[0] == b.ne[0] && a.ne[1] == b.ne[1] && a.nb[1] == b.nb[1];
-}
-
-// Whether [p, p + bytes) and [q, q + bytes_q) overlap.
-bool overlaps(const void* p, uint64_t bytes, const void* q, uint64_t bytes_q) {
-  const auto a = reinterpret_cast<uintptr_t>(p), b = reinterpret_cast<uintptr_t>(q);
-  return a < b + bytes_q && b < a + bytes;
-}
-
 // Which of the group's products (ops products[0..n)) `op` adds a bias to in place, or -1: an ADD whose src0 and
-// dst are that product's output (one token), whose src1 is one contiguous F32 row of its width outside every
-// output, for a product without a bias yet.
+// dst are that product's output, whose src1 is one F32 row of its width apart from every output, for a product
+// without a bias yet (the ADD was checked with the list: its rows are contiguous).
 int bias_of(const strata_op& op, const strata_op* products, const RowGroup& g) {
-  const strata_tensor &a = op.src[0], &b = op.src[1], &d = op.dst;
-  if (op.kind != STRATA_OP_ADD || a.type != static_cast<uint32_t>(GgmlType::F32) || !same_tensor(a, d)) return -1;
-  if (b.type != static_cast<uint32_t>(GgmlType::F32) || b.ne[1] != 1 || b.ne[2] != 1 || b.ne[3] != 1 ||
-      b.nb[0] != sizeof(float)) {
+  const strata_tensor &a = op.src[0], &b = op.src[1];
+  if (op.kind != STRATA_OP_ADD || !same_tensor(a, op.dst) || b.type != static_cast<uint32_t>(GgmlType::F32) ||
+      format::row_count(b) != 1 || b.ne[0] != a.ne[0]) {
     return -1;
   }
   for (int m = 0; m < g.n; ++m) {
-    if (!same_tensor(a, products[m].dst) || a.ne[2] != 1 || a.ne[3] != 1 || b.ne[0] != a.ne[0] ||
-        g.bias[m] != nullptr) {
-      continue;
-    }
+    if (!same_tensor(a, products[m].dst) || g.bias[m] != nullptr) continue;
     for (int k = 0; k < g.n; ++k) {
-      const uint64_t out_bytes = static_cast<uint64_t>(g.rows[k]) * sizeof(float);
-      if (overlaps(b.data, static_cast<uint64_t>(b.ne[0]) * sizeof(float), g.dst[k], out_bytes)) return -1;
+      if (!disjoint(b, products[k].dst)) return -1;
     }
     return m;
   }
@@ -240,14 +219,12 @@ size_t fuse_mul_mat_group(Context& ctx, const strata_op* ops, size_t i, size_t n
   const strata_op& first = ops[i];
   if (first.kind != STRATA_OP_MUL_MAT || first.src[1].ne[1] != 1) return 0;
   const strata_tensor& x = first.src[1];
-  const uint64_t x_bytes = static_cast<uint64_t>(x.ne[0]) * sizeof(float);
   RowGroup group{};
   for (size_t j = i; j < n && group.n < kMaxGroupMats; ++j) {
     const strata_op& op = ops[j];
     if (op.kind != STRATA_OP_MUL_MAT || !same_tensor(op.src[1], x) || decoder_alignment(op.src[0].type) == 0) break;
     // An output over the shared input would change what the later matrices read.
-    const uint64_t dst_bytes = static_cast<uint64_t>(op.dst.ne[0]) * sizeof(float);
-    if (overlaps(op.dst.data, dst_bytes, x.data, x_bytes)) break;
+    if (!disjoint(op.dst, x)) break;
     const int m = group.n++;
     group.w[m] = static_cast<const uint8_t*>(op.src[0].data);
     group.stride[m] = op.src[0].nb[1];
