@@ -32,6 +32,28 @@ __host__ __device__ __forceinline__ void copy16_async(void* dst_shared, const vo
 #endif
 }
 
+// 8 or 4 bytes from global to shared memory (both aligned to the size), zero-filled when `valid` is false: the
+// q8_0 caches' raw blocks (34 bytes each: 8- or 4-byte pieces where a head's run of blocks allows).
+template <int kBytes>
+__host__ __device__ __forceinline__ void copy_small_async(void* dst_shared, const void* src, bool valid) {
+  static_assert(kBytes == 4 || kBytes == 8, "cp.async.ca copies 4, 8 or 16 bytes");
+#if STRATA_CP_ASYNC
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(dst_shared));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(src), "n"(kBytes), "r"(valid ? kBytes : 0)
+               : "memory");
+#elif defined(__HIP_DEVICE_COMPILE__)
+  if constexpr (kBytes == 8) {
+    *static_cast<uint2*>(dst_shared) = valid ? *static_cast<const uint2*>(src) : make_uint2(0u, 0u);
+  } else {
+    *static_cast<uint32_t*>(dst_shared) = valid ? *static_cast<const uint32_t*>(src) : 0u;
+  }
+#else
+  alignas(8) unsigned char w[kBytes] = {};
+  if (valid) std::memcpy(w, src, kBytes);
+  std::memcpy(dst_shared, w, kBytes);
+#endif
+}
+
 // Every copy the thread has issued has landed.
 __host__ __device__ __forceinline__ void stage_wait() {
 #if STRATA_CP_ASYNC

@@ -172,29 +172,60 @@ Args make_args(const Operands& o) {
   return a;
 }
 
+// The piece size for q8_0 chunks staged raw (flash::stage_q8_raw): 8 or 4 bytes where a key's run of its head's
+// blocks (head_dim / 32 blocks of 34 bytes), the column strides and the caches' starts are multiples of it; else 0.
+int q8_unit_for(const Operands& o) {
+  if (o.head_dim % 32 != 0) return 0;
+  const uint64_t run = static_cast<uint64_t>(o.head_dim / 32) * kCacheQ8Bytes;
+  for (const uint64_t u : {uint64_t{8}, uint64_t{4}}) {
+    const auto aligned = [u](const void* p, uint64_t stride) { return reinterpret_cast<uintptr_t>(p) % u == 0 && stride % u == 0; };
+    if (run % u == 0 && aligned(o.k, o.k_stride) && aligned(o.v, o.v_stride)) return static_cast<int>(u);
+  }
+  return 0;
+}
+
 #if !defined(STRATA_GPU_HIP)
+// Shared memory of a tiles block and of a split block, with the raw q8_0 copies' room where q8_unit is set.
+template <int kDp, bool kPipe>
+size_t tiles_bytes(bool raw) {
+  return tiles_smem<kDp, kPipe>() + (raw ? (kPipe ? 2 : 1) * q8_raw_bytes<kDp>() : 0);
+}
+template <int kDp, bool kPipe>
+size_t split_bytes(bool raw) {
+  return split_smem<kDp, kPipe>() + (raw ? kWarps * (kPipe ? 2 : 1) * q8_raw_bytes<kDp>() : 0);
+}
+
+// The opt-in a kernel asks for, once per device (allow_dynamic_smem): a q8_0 kernel's room with the raw copies where
+// the device has it, whether or not this launch stages raw, so that a later launch that does is allowed it too.
+template <Cache kCache>
+size_t opt_in_bytes(const Context& ctx, size_t smem, size_t with_raw) {
+  const bool room = with_raw <= static_cast<size_t>(ctx.props().sharedMemPerBlockOptin);
+  return kCache == Cache::Q8_0 && room && with_raw > smem ? with_raw : smem;
+}
+
 template <Cache kCache, int kDp, bool kPipe>
 void launch_tiles(Context& ctx, const Args& a, int n_kv_head) {
   auto* const kernel = attention_flash_tiles<kCache, kDp, kPipe>;
-  allow_dynamic_smem<attention_flash_tiles<kCache, kDp, kPipe>>(ctx, tiles_smem<kDp, kPipe>());
+  const size_t smem = tiles_bytes<kDp, kPipe>(a.q8_unit != 0);
+  allow_dynamic_smem<attention_flash_tiles<kCache, kDp, kPipe>>(ctx, opt_in_bytes<kCache>(ctx, smem, tiles_bytes<kDp, kPipe>(true)));
   const int64_t rows = static_cast<int64_t>(a.o.n_tok) * a.o.group;
   const dim3 grid(static_cast<unsigned>((rows + 16 * kWarps - 1) / (16 * kWarps)), static_cast<unsigned>(n_kv_head));
-  launch_dependent(ctx, kernel, grid, kFlashThreads, tiles_smem<kDp, kPipe>(), a);
+  launch_dependent(ctx, kernel, grid, kFlashThreads, smem, a);
   check_launch("ATTENTION (flash tiles)");
 }
 
 template <Cache kCache, int kDp, bool kPipe>
 void launch_split(Context& ctx, const Args& a, int n_kv_head) {
   auto* const kernel = attention_flash_split<kCache, kDp, kPipe>;
-  allow_dynamic_smem<attention_flash_split<kCache, kDp, kPipe>>(ctx, split_smem<kDp, kPipe>());
+  const size_t smem = split_bytes<kDp, kPipe>(a.q8_unit != 0);
+  allow_dynamic_smem<attention_flash_split<kCache, kDp, kPipe>>(ctx, opt_in_bytes<kCache>(ctx, smem, split_bytes<kDp, kPipe>(true)));
   allow_dynamic_smem<attention_flash_combine<kDp>>(ctx, combine_smem<kDp>());
   // Enough blocks for about four per multiprocessor at the capacity's depth; warps stride over the segments.
   const int64_t y = static_cast<int64_t>(n_kv_head) * a.row_tiles;
   const int64_t seg_blocks = (a.n_seg + kWarps - 1) / kWarps;
   const int64_t want = (4 * ctx.props().multiProcessorCount + y - 1) / y;
   const int64_t x = std::max<int64_t>(1, std::min(seg_blocks, want));
-  launch_dependent(ctx, kernel, dim3(static_cast<unsigned>(x), static_cast<unsigned>(y)), kFlashThreads,
-                   split_smem<kDp, kPipe>(), a);
+  launch_dependent(ctx, kernel, dim3(static_cast<unsigned>(x), static_cast<unsigned>(y)), kFlashThreads, smem, a);
   check_launch("ATTENTION (flash split)");
   launch_dependent(ctx, attention_flash_combine<kDp>, dim3(static_cast<unsigned>(a.o.n_head), static_cast<unsigned>(a.o.n_tok)),
                    kFlashThreads, combine_smem<kDp>(), a);
@@ -207,16 +238,28 @@ void launch_tc(Context& ctx, Args a, int n_kv_head, bool split) {
     const uint64_t bytes = static_cast<uint64_t>(a.o.n_tok) * a.o.n_head * a.n_seg * record_floats(kDp) * sizeof(float);
     a.part = static_cast<float*>(ctx.scratch(ScratchSlot::AttnPartial, bytes));
     // Two chunk buffers a warp where the device gives a block that much shared memory (sm_80 and sm_90 at every
-    // head size; sm_86, 89 and 120 below 128), else one: the same bits, loads overlapped or not.
-    if (split_smem<kDp, true>() <= static_cast<size_t>(ctx.props().sharedMemPerBlockOptin)) {
+    // head size; sm_86, 89 and 120 below 128), else one: the same bits, loads overlapped or not. q8_0 chunks
+    // staged raw first (their room for the raw copies), then two buffers.
+    const auto fits = [&](size_t smem) { return smem <= static_cast<size_t>(ctx.props().sharedMemPerBlockOptin); };
+    const bool raw = a.q8_unit != 0;
+    if (raw && !fits(split_bytes<kDp, true>(true)) && !fits(split_bytes<kDp, false>(true))) a.q8_unit = 0;
+    if (fits(split_bytes<kDp, true>(a.q8_unit != 0))) {
       launch_split<kCache, kDp, true>(ctx, a, n_kv_head);
     } else {
       launch_split<kCache, kDp, false>(ctx, a, n_kv_head);
     }
   } else {
     a.q8 = nullptr;
-    // Two chunk buffers where two blocks of them still fit a multiprocessor (sm_90 at every head size), else one.
-    if (2 * tiles_smem<kDp, true>() <= static_cast<size_t>(ctx.props().sharedMemPerMultiprocessor) - 2048) {
+    // Two chunk buffers where two blocks of them still fit a multiprocessor (sm_90 at every head size), else one;
+    // q8_0 chunks staged raw where two blocks fit with the raw copies' room, else where one does.
+    const auto two_fit = [&](size_t smem) {
+      return 2 * smem <= static_cast<size_t>(ctx.props().sharedMemPerMultiprocessor) - 2048;
+    };
+    const auto one_fits = [&](size_t smem) { return smem <= static_cast<size_t>(ctx.props().sharedMemPerBlockOptin); };
+    if (a.q8_unit != 0 && !two_fit(tiles_bytes<kDp, true>(true)) && !one_fits(tiles_bytes<kDp, false>(true))) {
+      a.q8_unit = 0;
+    }
+    if (two_fit(tiles_bytes<kDp, true>(a.q8_unit != 0))) {
       launch_tiles<kCache, kDp, true>(ctx, a, n_kv_head);
     } else {
       launch_tiles<kCache, kDp, false>(ctx, a, n_kv_head);
@@ -266,6 +309,7 @@ bool flash_split(const Operands& o) { return o.n_tok <= kMaxFlashSplitTokens; }
 void run_flash(Context& ctx, const Operands& o, Cache cache, int n_kv_head, unsigned char* q8) {
   Args a = make_args(o);
   a.q8 = q8;
+  a.q8_unit = cache == Cache::Q8_0 ? q8_unit_for(o) : 0;
 #if !defined(STRATA_GPU_HIP)
   if (flash_tensor_cores(ctx, o, cache)) {
     const bool split = flash_split(o);

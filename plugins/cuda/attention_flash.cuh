@@ -58,6 +58,8 @@ struct Args {
   float* part;         // split path: per (token, head, segment) a record of m, l, 2 unused, O[kDp]
   unsigned char* q8;   // split path: nullptr, or the output rows' Q8_1 copy
   int vec16;           // f16 caches whose columns allow 16-byte loads of 8 values (alignment checked on the host)
+  int q8_unit;         // q8_0 caches: 8 or 4, a chunk's raw blocks copied asynchronously in pieces of that many bytes
+                       // and converted in shared memory (stage_q8_raw, q8_convert); 0, loaded and converted per piece
 };
 
 // Keys per segment: 128, doubled until the capacity holds at most kMaxSegments of them.
@@ -365,6 +367,75 @@ __host__ __device__ __forceinline__ void stage_chunk(const char* base, uint64_t 
   }
 }
 
+// ---- q8_0 chunks, raw: copied asynchronously, then converted in shared memory ------------------------------------
+//
+// stage_chunk's q8_0 path loads a chunk as pieces of four values (a scale and four bytes each) and converts each as
+// it lands, a few pieces in flight a thread: a chunk is several dependent round trips, which at long depths is the
+// whole cost. Here a key's run of its kv head's blocks (D / 32 blocks of 34 bytes) is copied raw by cp.async in
+// pieces of 8 or 4 bytes (as the run's length and the columns' alignment allow), every piece in flight, and then
+// q8_convert makes the chunk's f16 rows with cache_values4's arithmetic from the copy: the same bits.
+
+// Bytes of a key's run at head size kDp, and of a chunk's raw copy.
+template <int kDp>
+__host__ __device__ constexpr int q8_run_max() {
+  return kDp / 32 * kCacheQ8Bytes;
+}
+template <int kDp>
+__host__ __device__ constexpr size_t q8_raw_bytes() {
+  return static_cast<size_t>(kChunk) * q8_run_max<kDp>();
+}
+
+template <int kUnit>
+__host__ __device__ __forceinline__ void stage_q8_raw_pieces(const char* base, uint64_t col_stride, int64_t koff, int D,
+                                                             int j0, int begin, int end, unsigned char* raw, int tid,
+                                                             int n_thr) {
+  const int run = D / 32 * kCacheQ8Bytes, pieces = run / kUnit;
+  const uint64_t head = static_cast<uint64_t>(koff / 32) * kCacheQ8Bytes;
+  for (int i = tid; i < kChunk * pieces; i += n_thr) {
+    const int jj = i / pieces, u = i % pieces;
+    const bool valid = j0 + jj >= begin && j0 + jj < end;
+    const char* src = valid ? base + static_cast<uint64_t>(j0 + jj) * col_stride + head + static_cast<uint64_t>(u) * kUnit
+                            : base;
+    copy_small_async<kUnit>(raw + jj * run + u * kUnit, src, valid);
+  }
+}
+
+// Columns j0 .. j0 + kChunk - 1 of one kv head (values koff .. koff + D - 1 of each, D a multiple of 32) copied raw
+// to `raw` (key jj's run at jj * run): keys outside [begin, end) zero-filled. `wait` as stage_chunk's.
+__host__ __device__ __forceinline__ void stage_q8_raw(const char* base, uint64_t col_stride, int64_t koff, int D, int j0,
+                                                      int begin, int end, unsigned char* raw, int unit, int tid, int n_thr,
+                                                      bool wait) {
+  if (unit == 8) {
+    stage_q8_raw_pieces<8>(base, col_stride, koff, D, j0, begin, end, raw, tid, n_thr);
+  } else {
+    stage_q8_raw_pieces<4>(base, col_stride, koff, D, j0, begin, end, raw, tid, n_thr);
+  }
+  if (wait) {
+    stage_wait();
+  } else {
+    stage_commit();
+  }
+}
+
+// The chunk's f16 rows (smem_stride apart) from its raw copy: values past D as zeros, a zero-filled key's as zeros
+// (its scale is 0), every other value cache_values4's, as stage_chunk makes them from the columns.
+template <int kDp>
+__host__ __device__ __forceinline__ void q8_convert(const unsigned char* raw, int D, __half* out, int tid, int n_thr) {
+  constexpr int kS = smem_stride<kDp>(), kQuads = kDp / 4;
+  const int run = D / 32 * kCacheQ8Bytes;
+  for (int i = tid; i < kChunk * kQuads; i += n_thr) {
+    const int jj = i / kQuads, d = (i % kQuads) * 4;
+    alignas(8) uint32_t w[2] = {0u, 0u};
+    if (d < D) {
+      float x[4];
+      cache_values4<Cache::Q8_0>(reinterpret_cast<const char*>(raw + jj * run), d, x);
+      w[0] = pack_half2(x[0], x[1]);
+      w[1] = pack_half2(x[2], x[3]);
+    }
+    copy8(out + jj * kS + d, w);
+  }
+}
+
 // `n_rows` q rows of a kv head from row0 (rows are (token, q head of the group)) as f16, zeros past the rows and
 // past head_dim: value i = r kDp + d of the tile. A thread's values are i = first + u n_thr, u < kPer: load_q
 // issues all of their loads before any is used (one round trip to global memory, not one a value), store_q
@@ -529,10 +600,21 @@ __host__ __device__ __forceinline__ void warp_bounds(const int (&lo)[2], const i
 // warp). kPipe (two buffers): chunk c's keys and values are issued together, then K(c) landed, scores, issue
 // K(c + 1), V(c) landed, P V, issue V(c + 1), so the next chunk's loads fly during this one's MMAs; otherwise one
 // buffer takes the keys, then the values. The arithmetic is the same either way.
-template <bool kPipe, class Stage, class Sync, class AtChunk, class Scores, class Accumulate>
+// `convert` (q8_0 chunks staged raw; `converting` block-uniform): after a buffer's copies landed, convert(keys,
+// buf) makes its f16 rows and a sync makes them everyone's before they are read; the next copies into the raw
+// buffer are issued only after that.
+template <bool kPipe, class Stage, class Sync, class AtChunk, class Scores, class Accumulate, class Convert>
 __host__ __device__ __forceinline__ void walk_chunks(int c_first, int c_last, __half* kbuf, __half* vbuf,
                                                      const Stage& stage, const Sync& sync, const AtChunk& at_chunk,
-                                                     const Scores& scores, const Accumulate& accumulate) {
+                                                     const Scores& scores, const Accumulate& accumulate,
+                                                     bool converting, const Convert& convert) {
+  const auto landed = [&](bool keys, __half* buf) {
+    sync();
+    if (converting) {
+      convert(keys, buf);
+      sync();
+    }
+  };
   if constexpr (kPipe) {
     stage(true, c_first, kbuf, false);
     stage(false, c_first, vbuf, false);
@@ -540,7 +622,7 @@ __host__ __device__ __forceinline__ void walk_chunks(int c_first, int c_last, __
       at_chunk(c);
       const bool next = c < c_last;
       stage_wait_until<1>();  // K(c): only V(c) may still fly
-      sync();
+      landed(true, kbuf);
       float s[kChunk / 8][4];
       scores(c, kbuf, s);
       sync();  // every score is out of the keys
@@ -550,7 +632,7 @@ __host__ __device__ __forceinline__ void walk_chunks(int c_first, int c_last, __
       } else {
         stage_wait_until<0>();
       }
-      sync();
+      landed(false, vbuf);
       accumulate(s, vbuf);
       sync();  // the values are used up
       if (next) stage(false, c + 1, vbuf, false);
@@ -560,12 +642,12 @@ __host__ __device__ __forceinline__ void walk_chunks(int c_first, int c_last, __
       at_chunk(c);
       sync();  // the previous chunk's values are used up
       stage(true, c, kbuf, true);
-      sync();
+      landed(true, kbuf);
       float s[kChunk / 8][4];
       scores(c, kbuf, s);
       sync();  // every score is out of the keys
       stage(false, c, kbuf, true);
-      sync();
+      landed(false, kbuf);
       accumulate(s, kbuf);
     }
   }
@@ -659,9 +741,19 @@ __host__ __device__ inline void tiles_body(const Args& a, const Place& at, unsig
   if (hi_b >= 0) {
     const int c_first = lo_b / kChunk, c_last = hi_b / kChunk;
     const int chunks_per_seg = a.seg_keys / kChunk;
+    // q8_0 staged raw: the block's raw copies after its shared memory's other parts (a key buffer, and a value one
+    // with kPipe).
+    const bool raw = kCache == Cache::Q8_0 && a.q8_unit != 0;
+    unsigned char* rawk = smem + tiles_smem<kDp, kPipe>();
+    unsigned char* rawv = kPipe ? rawk + q8_raw_bytes<kDp>() : rawk;
     walk_chunks<kPipe>(
         c_first, c_last, kv, vbuf,
         [&](bool keys, int c, __half* buf, bool wait) {
+          if (raw) {
+            stage_q8_raw(keys ? o.k : o.v, keys ? o.k_stride : o.v_stride, koff, o.head_dim, c * kChunk, lo_b, hi_b + 1,
+                         keys ? rawk : rawv, a.q8_unit, tid, kThreads, wait);
+            return;
+          }
           stage_chunk<kCache, kDp>(keys ? o.k : o.v, keys ? o.k_stride : o.v_stride, koff, o.head_dim, c * kChunk, lo_b,
                                    hi_b + 1, o.vec4 != 0, a.vec16 != 0, buf, tid, kThreads, wait);
         },
@@ -672,7 +764,8 @@ __host__ __device__ inline void tiles_body(const Args& a, const Place& at, unsig
         [&](int c, const __half* ks, float (&s)[kChunk / 8][4]) {
           chunk_scores<kDp>(qf, ks, lane, c * kChunk, lo, hi, a.scale_log2, s);
         },
-        [&](float (&s)[kChunk / 8][4], const __half* vs) { chunk_accumulate<kDp>(s, vs, lane, st); });
+        [&](float (&s)[kChunk / 8][4], const __half* vs) { chunk_accumulate<kDp>(s, vs, lane, st); }, raw,
+        [&](bool keys, __half* buf) { q8_convert<kDp>(keys ? rawk : rawv, o.head_dim, buf, tid, kThreads); });
     close_segment();
   }
 
@@ -736,6 +829,11 @@ __host__ __device__ inline void split_body(const Args& a, const Place& at, unsig
   uint32_t qf[kDp / 16][4];
   load_q_frags<kDp>(qs, lane, qf);
   SegState<kDp> st;
+  // q8_0 staged raw: the warp's raw copies after the block's other shared memory (a key buffer, and a value one
+  // with kPipe).
+  const bool raw = kCache == Cache::Q8_0 && a.q8_unit != 0;
+  unsigned char* rawk = smem + split_smem<kDp, kPipe>() + warp * (kPipe ? 2 : 1) * q8_raw_bytes<kDp>();
+  unsigned char* rawv = kPipe ? rawk + q8_raw_bytes<kDp>() : rawk;
   const int stride = at.gx * kWarps;
   for (int seg = first_mine + warp; seg <= s_last; seg += stride) {
     st.reset();
@@ -744,6 +842,11 @@ __host__ __device__ inline void split_body(const Args& a, const Place& at, unsig
     walk_chunks<kPipe>(
         c_first, c_last, kv, vbuf,
         [&](bool keys, int c, __half* buf, bool wait) {
+          if (raw) {
+            stage_q8_raw(keys ? o.k : o.v, keys ? o.k_stride : o.v_stride, koff, o.head_dim, c * kChunk, lo_w, hi_w + 1,
+                         keys ? rawk : rawv, a.q8_unit, lane, 32, wait);
+            return;
+          }
           stage_chunk<kCache, kDp>(keys ? o.k : o.v, keys ? o.k_stride : o.v_stride, koff, o.head_dim, c * kChunk, lo_w,
                                    hi_w + 1, o.vec4 != 0, a.vec16 != 0, buf, lane, 32, wait);
         },
@@ -751,7 +854,8 @@ __host__ __device__ inline void split_body(const Args& a, const Place& at, unsig
         [&](int c, const __half* ks, float (&s)[kChunk / 8][4]) {
           chunk_scores<kDp>(qf, ks, lane, c * kChunk, lo, hi, a.scale_log2, s);
         },
-        [&](float (&s)[kChunk / 8][4], const __half* vs) { chunk_accumulate<kDp>(s, vs, lane, st); });
+        [&](float (&s)[kChunk / 8][4], const __half* vs) { chunk_accumulate<kDp>(s, vs, lane, st); }, raw,
+        [&](bool keys, __half* buf) { q8_convert<kDp>(keys ? rawk : rawv, o.head_dim, buf, lane, 32); });
     // The records of the rows that exist; m = -inf marks a segment a row does not see.
     #pragma unroll
     for (int r = 0; r < 2; ++r) {

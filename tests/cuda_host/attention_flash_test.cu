@@ -222,15 +222,30 @@ class Case {
     return a;
   }
 
+  // The raw q8_0 staging's piece size as the plugin picks it (attention_flash.cu's q8_unit_for), 0 where none.
+  int q8_unit() const {
+    if (!s_.q8 || s_.head_dim % 32 != 0) return 0;
+    const size_t run = static_cast<size_t>(s_.head_dim / 32) * kCacheQ8Bytes;
+    for (size_t u : {size_t{8}, size_t{4}}) {
+      if (run % u == 0 && col_bytes_ % u == 0 && reinterpret_cast<uintptr_t>(k_.data()) % u == 0 &&
+          reinterpret_cast<uintptr_t>(v_.data()) % u == 0) {
+        return static_cast<int>(u);
+      }
+    }
+    return 0;
+  }
+
   template <int kDp, Cache kCache, bool kPipe = true>
-  void tiles(std::vector<float>& out, int window) const {
+  void tiles(std::vector<float>& out, int window, int q8_unit = 0) const {
     for (int t0 = 0; t0 < s_.count; t0 += window) {
       const int n = std::min(window, s_.count - t0);
-      const Args a = args(t0, n, out.data());
+      Args a = args(t0, n, out.data());
+      a.q8_unit = q8_unit;
+      const size_t smem = tiles_smem<kDp, kPipe>() + (q8_unit != 0 ? (kPipe ? 2 : 1) * q8_raw_bytes<kDp>() : 0);
       const int gx = (n * a.o.group + 16 * kWarps - 1) / (16 * kWarps);
       for (int by = 0; by < s_.n_kv_head; ++by) {
         for (int bx = 0; bx < gx; ++bx) {
-          run_block(bx, by, gx, tiles_smem<kDp, kPipe>(), [&](const Place& at, unsigned char* smem) {
+          run_block(bx, by, gx, smem, [&](const Place& at, unsigned char* smem) {
             tiles_body<kCache, kDp, kPipe>(a, at, smem);
           });
         }
@@ -239,15 +254,18 @@ class Case {
   }
 
   template <int kDp, Cache kCache, bool kPipe>
-  void split(std::vector<float>& out, int window, int gx) const {
+  void split(std::vector<float>& out, int window, int gx, int q8_unit = 0) const {
     for (int t0 = 0; t0 < s_.count; t0 += window) {
       const int n = std::min(window, s_.count - t0);
       Args a = args(t0, n, out.data());
       std::vector<float> part(static_cast<size_t>(n) * s_.n_head * a.n_seg * record_floats(kDp), -7.0f);
       a.part = part.data();
+      a.q8_unit = q8_unit;
+      const size_t smem =
+          split_smem<kDp, kPipe>() + (q8_unit != 0 ? kWarps * (kPipe ? 2 : 1) * q8_raw_bytes<kDp>() : 0);
       for (int by = 0; by < s_.n_kv_head * a.row_tiles; ++by) {
         for (int bx = 0; bx < gx; ++bx) {
-          run_block(bx, by, gx, split_smem<kDp, kPipe>(), [&](const Place& at, unsigned char* smem) {
+          run_block(bx, by, gx, smem, [&](const Place& at, unsigned char* smem) {
             split_body<kCache, kDp, kPipe>(a, at, smem);
           });
         }
@@ -360,6 +378,33 @@ void check_windows(const Shape& s) {
           << (gx == 1 ? "two chunk buffers" : "one chunk buffer");
     }
   }
+  // q8_0 chunks staged raw (copied in 8- or 4-byte pieces, converted in shared memory), where the head's run of
+  // blocks allows it: the same bytes as the load-and-convert path, in both kernels and both buffer forms.
+  const int unit = c.q8_unit();
+  if (unit == 0) return;
+  for (int window : {s.count, 7}) {
+    std::vector<float> out(n, -1.0f);
+    c.tiles<kDp, kCache, true>(out, window, unit);
+    EXPECT_EQ(first_difference(prompt, out, c.row_floats()), "") << "tiles, q8_0 staged raw in " << unit
+                                                                   << "-byte pieces, windows of " << window;
+  }
+  {
+    std::vector<float> out(n, -1.0f);
+    c.tiles<kDp, kCache, false>(out, s.count, unit);
+    EXPECT_EQ(first_difference(prompt, out, c.row_floats()), "") << "tiles, q8_0 staged raw, one chunk buffer";
+  }
+  for (int window : {1, 3}) {
+    for (int gx : {1, 2}) {
+      std::vector<float> out(n, -1.0f);
+      if (gx == 1) {
+        c.split<kDp, kCache, true>(out, window, gx, unit);
+      } else {
+        c.split<kDp, kCache, false>(out, window, gx, unit);
+      }
+      EXPECT_EQ(first_difference(prompt, out, c.row_floats()), "")
+          << "split, q8_0 staged raw, windows of " << window << " tokens, " << gx << " block(s) a row tile";
+    }
+  }
 }
 
 TEST(AttentionFlash, WindowsGiveThePromptsBytesF16) {
@@ -394,6 +439,13 @@ TEST(AttentionFlash, SlidingWindowsAndSinksPlugIn) {
   // several segments with sinks at head size 128.
   check_windows<32, Cache::F16>({false, 32, 8, 2, 1024, 100, 40, 16, true});
   check_windows<128, Cache::Q8_0>({true, 128, 8, 2, 2048, 500, 8, 300, true});
+}
+
+TEST(AttentionFlash, RawQ8ChunksGiveThePromptsBytes) {
+  // q8_0 caches staged raw: head size 64 (a key's run of 68 bytes: 4-byte pieces) across segments, and 128 (136
+  // bytes: 8-byte pieces) with a group of 4.
+  check_windows<64, Cache::Q8_0>({true, 64, 4, 2, 1024, 200, 12});
+  check_windows<128, Cache::Q8_0>({true, 128, 8, 2, 1024, 120, 10});
 }
 
 TEST(AttentionFlash, SegmentKeysFollowTheCapacity) {
