@@ -28,12 +28,12 @@ __global__ void __launch_bounds__(kFlashThreads, 2) attention_flash_tiles(Args a
                           flash_smem);
 }
 
-template <Cache kCache, int kDp, bool kPipe>
+template <Cache kCache, int kDp, int kBufs>
 __global__ void __launch_bounds__(kFlashThreads, 1) attention_flash_split(Args a) {
   extern __shared__ __align__(16) unsigned char flash_smem[];
   wait_for_inputs();
   start_dependents();
-  split_body<kCache, kDp, kPipe>(a, Place{static_cast<int>(threadIdx.x), static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y),
+  split_body<kCache, kDp, kBufs>(a, Place{static_cast<int>(threadIdx.x), static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y),
                                    static_cast<int>(gridDim.x)},
                           flash_smem);
 }
@@ -190,9 +190,9 @@ template <int kDp, bool kPipe>
 size_t tiles_bytes(bool raw) {
   return tiles_smem<kDp, kPipe>() + (raw ? (kPipe ? 2 : 1) * q8_raw_bytes<kDp>() : 0);
 }
-template <int kDp, bool kPipe>
+template <int kDp, int kBufs>
 size_t split_bytes(bool raw) {
-  return split_smem<kDp, kPipe>() + (raw ? kWarps * (kPipe ? 2 : 1) * q8_raw_bytes<kDp>() : 0);
+  return split_smem<kDp, kBufs>() + (raw ? kWarps * kBufs * q8_raw_bytes<kDp>() : 0);
 }
 
 // The opt-in a kernel asks for, once per device (allow_dynamic_smem): a q8_0 kernel's room with the raw copies where
@@ -214,11 +214,11 @@ void launch_tiles(Context& ctx, const Args& a, int n_kv_head) {
   check_launch("ATTENTION (flash tiles)");
 }
 
-template <Cache kCache, int kDp, bool kPipe>
+template <Cache kCache, int kDp, int kBufs>
 void launch_split(Context& ctx, const Args& a, int n_kv_head) {
-  auto* const kernel = attention_flash_split<kCache, kDp, kPipe>;
-  const size_t smem = split_bytes<kDp, kPipe>(a.q8_unit != 0);
-  allow_dynamic_smem<attention_flash_split<kCache, kDp, kPipe>>(ctx, opt_in_bytes<kCache>(ctx, smem, split_bytes<kDp, kPipe>(true)));
+  auto* const kernel = attention_flash_split<kCache, kDp, kBufs>;
+  const size_t smem = split_bytes<kDp, kBufs>(a.q8_unit != 0);
+  allow_dynamic_smem<attention_flash_split<kCache, kDp, kBufs>>(ctx, opt_in_bytes<kCache>(ctx, smem, split_bytes<kDp, kBufs>(true)));
   allow_dynamic_smem<attention_flash_combine<kDp>>(ctx, combine_smem<kDp>());
   // Enough blocks for about four per multiprocessor at the capacity's depth; warps stride over the segments.
   const int64_t y = static_cast<int64_t>(n_kv_head) * a.row_tiles;
@@ -237,16 +237,22 @@ void launch_tc(Context& ctx, Args a, int n_kv_head, bool split) {
   if (split) {
     const uint64_t bytes = static_cast<uint64_t>(a.o.n_tok) * a.o.n_head * a.n_seg * record_floats(kDp) * sizeof(float);
     a.part = static_cast<float*>(ctx.scratch(ScratchSlot::AttnPartial, bytes));
-    // Two chunk buffers a warp where the device gives a block that much shared memory (sm_80 and sm_90 at every
-    // head size; sm_86, 89 and 120 below 128), else one: the same bits, loads overlapped or not. q8_0 chunks
-    // staged raw first (their room for the raw copies), then two buffers.
+    // Chunk buffers a warp: three for f16 chunks copied asynchronously where a block of them fits (sm_90 at
+    // every head size), two where that fits (sm_80 too; sm_86, 89 and 120 below 128), else one: the same bits,
+    // more or fewer loads in flight. q8_0 chunks staged raw first (their room for the raw copies), then two.
     const auto fits = [&](size_t smem) { return smem <= static_cast<size_t>(ctx.props().sharedMemPerBlockOptin); };
     const bool raw = a.q8_unit != 0;
-    if (raw && !fits(split_bytes<kDp, true>(true)) && !fits(split_bytes<kDp, false>(true))) a.q8_unit = 0;
-    if (fits(split_bytes<kDp, true>(a.q8_unit != 0))) {
-      launch_split<kCache, kDp, true>(ctx, a, n_kv_head);
+    if (raw && !fits(split_bytes<kDp, 2>(true)) && !fits(split_bytes<kDp, 1>(true))) a.q8_unit = 0;
+    if constexpr (kCache == Cache::F16) {
+      if (a.vec16 != 0 && fits(split_bytes<kDp, 3>(false))) {
+        launch_split<kCache, kDp, 3>(ctx, a, n_kv_head);
+        return;
+      }
+    }
+    if (fits(split_bytes<kDp, 2>(a.q8_unit != 0))) {
+      launch_split<kCache, kDp, 2>(ctx, a, n_kv_head);
     } else {
-      launch_split<kCache, kDp, false>(ctx, a, n_kv_head);
+      launch_split<kCache, kDp, 1>(ctx, a, n_kv_head);
     }
   } else {
     a.q8 = nullptr;

@@ -597,17 +597,20 @@ __host__ __device__ __forceinline__ void warp_bounds(const int (&lo)[2], const i
 // The chunk walk of both kernels over chunks c_first..c_last: stage the chunk's keys (stage(true, c, buf, wait)),
 // its scores (scores(c, keys, s)), stage its values, then accumulate(s, values); at_chunk(c) first in each chunk
 // (the tiles kernel closes a segment there); `sync` is the barrier of those who share the buffers (the block, or one
-// warp). kPipe (two buffers): chunk c's keys and values are issued together, then K(c) landed, scores, issue
-// K(c + 1), V(c) landed, P V, issue V(c + 1), so the next chunk's loads fly during this one's MMAs; otherwise one
-// buffer takes the keys, then the values. The arithmetic is the same either way.
-// `convert` (q8_0 chunks staged raw; `converting` block-uniform): after a buffer's copies landed, convert(keys,
-// buf) makes its f16 rows and a sync makes them everyone's before they are read; the next copies into the raw
-// buffer are issued only after that.
-template <bool kPipe, class Stage, class Sync, class AtChunk, class Scores, class Accumulate, class Convert>
-__host__ __device__ __forceinline__ void walk_chunks(int c_first, int c_last, __half* kbuf, __half* vbuf,
+// warp). kBufs chunk buffers of buf_halves halves each, from `bufs`, taken in turn by the walk's items K(c_first),
+// V(c_first), K(c_first + 1), ...: with two or three, that many items are issued at the start and each next one as
+// an item's buffer is used up, so later chunks' loads fly during this one's MMAs (two: K(c + 1) during P V; three:
+// K(c + 1) and V(c + 1) as well, for walks that are only a few chunks long, where each round trip is the cost);
+// with one, one buffer takes the keys, then the values. The arithmetic is the same either way.
+// `convert` (q8_0 chunks staged raw; `converting` block-uniform; at most two buffers): after a buffer's copies
+// landed, convert(keys, buf) makes its f16 rows and a sync makes them everyone's before they are read; the next
+// copies into the raw buffer are issued only after that.
+template <int kBufs, class Stage, class Sync, class AtChunk, class Scores, class Accumulate, class Convert>
+__host__ __device__ __forceinline__ void walk_chunks(int c_first, int c_last, __half* bufs, int buf_halves,
                                                      const Stage& stage, const Sync& sync, const AtChunk& at_chunk,
                                                      const Scores& scores, const Accumulate& accumulate,
                                                      bool converting, const Convert& convert) {
+  static_assert(kBufs >= 1 && kBufs <= 3, "one, two or three chunk buffers");
   const auto landed = [&](bool keys, __half* buf) {
     sync();
     if (converting) {
@@ -615,57 +618,66 @@ __host__ __device__ __forceinline__ void walk_chunks(int c_first, int c_last, __
       sync();
     }
   };
-  if constexpr (kPipe) {
-    stage(true, c_first, kbuf, false);
-    stage(false, c_first, vbuf, false);
-    for (int c = c_first; c <= c_last; ++c) {
-      at_chunk(c);
-      const bool next = c < c_last;
-      stage_wait_until<1>();  // K(c): only V(c) may still fly
-      landed(true, kbuf);
-      float s[kChunk / 8][4];
-      scores(c, kbuf, s);
-      sync();  // every score is out of the keys
-      if (next) stage(true, c + 1, kbuf, false);
-      if (next) {
-        stage_wait_until<1>();  // V(c): only K(c + 1) may still fly
+  if constexpr (kBufs > 1) {
+    // Item i: the keys (i even) or values of chunk c_first + i / 2, in buffer i % kBufs.
+    const int n_items = 2 * (c_last - c_first + 1);
+    const auto item_buf = [&](int i) { return bufs + (i % kBufs) * buf_halves; };
+    const auto issue = [&](int i) { stage(i % 2 == 0, c_first + i / 2, item_buf(i), false); };
+    for (int i = 0; i < kBufs && i < n_items; ++i) issue(i);
+    float s[kChunk / 8][4];
+    for (int i = 0; i < n_items; ++i) {
+      const bool keys = i % 2 == 0;
+      const int c = c_first + i / 2;
+      if (keys) at_chunk(c);
+      // Item i landed: only the items issued after it may still fly.
+      const int ahead = imin(kBufs - 1, n_items - 1 - i);
+      if (kBufs > 2 && ahead >= 2) {
+        stage_wait_until<2>();
+      } else if (ahead >= 1) {
+        stage_wait_until<1>();
       } else {
         stage_wait_until<0>();
       }
-      landed(false, vbuf);
-      accumulate(s, vbuf);
-      sync();  // the values are used up
-      if (next) stage(false, c + 1, vbuf, false);
+      landed(keys, item_buf(i));
+      if (keys) {
+        scores(c, item_buf(i), s);
+      } else {
+        accumulate(s, item_buf(i));
+      }
+      sync();  // the buffer is used up
+      if (i + kBufs < n_items) issue(i + kBufs);
     }
   } else {
     for (int c = c_first; c <= c_last; ++c) {
       at_chunk(c);
       sync();  // the previous chunk's values are used up
-      stage(true, c, kbuf, true);
-      landed(true, kbuf);
+      stage(true, c, bufs, true);
+      landed(true, bufs);
       float s[kChunk / 8][4];
-      scores(c, kbuf, s);
+      scores(c, bufs, s);
       sync();  // every score is out of the keys
-      stage(false, c, kbuf, true);
-      landed(false, kbuf);
-      accumulate(s, kbuf);
+      stage(false, c, bufs, true);
+      landed(false, bufs);
+      accumulate(s, bufs);
     }
   }
 }
 
 // ---- the kernels' bodies -----------------------------------------------------------------------------------------
 
-// kPipe (both kernels): a chunk buffer for keys and one for values (the split kernel: a warp's own), so that the
-// next chunk's loads fly during the current one's MMAs; without it (devices with less shared memory) one buffer
-// serves both in turn. The same bits either way.
+// The tiles kernel's kPipe: a chunk buffer for keys and one for values, so that the next chunk's loads fly during
+// the current one's MMAs; without it (devices with less shared memory) one buffer serves both in turn. The split
+// kernel's kBufs: one, two or three buffers a warp (walk_chunks), three where a block of them fits (an f16 cache on
+// sm_90): a decode walk is only a few chunks a warp, and the third lets a chunk's keys and values and the next
+// chunk's keys fly at once. The same bits in every case.
 template <int kDp, bool kPipe>
 __host__ __device__ constexpr size_t tiles_smem() {
   return sizeof(__half) * static_cast<size_t>((16 * kWarps + (kPipe ? 2 : 1) * kChunk) * smem_stride<kDp>()) +
          sizeof(float) * static_cast<size_t>(kWarps * 16 * kDp) + sizeof(int) * 2 * kWarps;
 }
-template <int kDp, bool kPipe>
+template <int kDp, int kBufs>
 __host__ __device__ constexpr size_t split_smem() {
-  return sizeof(__half) * static_cast<size_t>((16 + kWarps * (kPipe ? 2 : 1) * kChunk) * smem_stride<kDp>());
+  return sizeof(__half) * static_cast<size_t>((16 + kWarps * kBufs * kChunk) * smem_stride<kDp>());
 }
 // The combine takes the segments kCombineGroup at a time (one a thread): a record each (its fold and its l), their
 // O parts (kDp floats each, copied in whole by cp.async) and the warps' maxima. A group's set-up waits on global
@@ -746,8 +758,8 @@ __host__ __device__ inline void tiles_body(const Args& a, const Place& at, unsig
     const bool raw = kCache == Cache::Q8_0 && a.q8_unit != 0;
     unsigned char* rawk = smem + tiles_smem<kDp, kPipe>();
     unsigned char* rawv = kPipe ? rawk + q8_raw_bytes<kDp>() : rawk;
-    walk_chunks<kPipe>(
-        c_first, c_last, kv, vbuf,
+    walk_chunks<kPipe ? 2 : 1>(
+        c_first, c_last, kv, kChunk * kS,
         [&](bool keys, int c, __half* buf, bool wait) {
           if (raw) {
             stage_q8_raw(keys ? o.k : o.v, keys ? o.k_stride : o.v_stride, koff, o.head_dim, c * kChunk, lo_b, hi_b + 1,
@@ -800,13 +812,12 @@ __host__ __device__ inline void tiles_body(const Args& a, const Place& at, unsig
 
 // Split: a block per (kWarps segments at a time: bx, strided over the grid; a 16-row tile of a kv head: by); each
 // warp one segment, its state to scratch for the combine. Returns early where its rows see nothing.
-template <Cache kCache, int kDp, bool kPipe>
+template <Cache kCache, int kDp, int kBufs>
 __host__ __device__ inline void split_body(const Args& a, const Place& at, unsigned char* smem) {
   constexpr int kS = smem_stride<kDp>();
   auto* qs = reinterpret_cast<__half*>(smem);  // [16][kS]
   const int tid = at.tid, lane = tid % 32, warp = tid / 32;
-  __half* kv = qs + 16 * kS + warp * (kPipe ? 2 : 1) * kChunk * kS;  // the warp's own chunk: keys (then values)
-  __half* vbuf = kPipe ? kv + kChunk * kS : kv;                       // its values
+  __half* kv = qs + 16 * kS + warp * kBufs * kChunk * kS;  // the warp's own chunk buffers (walk_chunks)
   const Operands& o = a.o;
   const int kvh = at.by / a.row_tiles;
   const int64_t row0 = static_cast<int64_t>(at.by % a.row_tiles) * 16;
@@ -829,18 +840,19 @@ __host__ __device__ inline void split_body(const Args& a, const Place& at, unsig
   uint32_t qf[kDp / 16][4];
   load_q_frags<kDp>(qs, lane, qf);
   SegState<kDp> st;
-  // q8_0 staged raw: the warp's raw copies after the block's other shared memory (a key buffer, and a value one
-  // with kPipe).
+  // q8_0 staged raw (one or two buffers): the warp's raw copies after the block's other shared memory (a key
+  // buffer, and a value one with two).
+  static_assert(kBufs <= 2 || kCache != Cache::Q8_0, "q8_0 chunks staged raw take one or two buffers");
   const bool raw = kCache == Cache::Q8_0 && a.q8_unit != 0;
-  unsigned char* rawk = smem + split_smem<kDp, kPipe>() + warp * (kPipe ? 2 : 1) * q8_raw_bytes<kDp>();
-  unsigned char* rawv = kPipe ? rawk + q8_raw_bytes<kDp>() : rawk;
+  unsigned char* rawk = smem + split_smem<kDp, kBufs>() + warp * kBufs * q8_raw_bytes<kDp>();
+  unsigned char* rawv = kBufs > 1 ? rawk + q8_raw_bytes<kDp>() : rawk;
   const int stride = at.gx * kWarps;
   for (int seg = first_mine + warp; seg <= s_last; seg += stride) {
     st.reset();
     const int c_first = imax(seg * a.seg_keys, lo_w) / kChunk;
     const int c_last = imin(seg * a.seg_keys + a.seg_keys - 1, hi_w) / kChunk;
-    walk_chunks<kPipe>(
-        c_first, c_last, kv, vbuf,
+    walk_chunks<kBufs>(
+        c_first, c_last, kv, kChunk * kS,
         [&](bool keys, int c, __half* buf, bool wait) {
           if (raw) {
             stage_q8_raw(keys ? o.k : o.v, keys ? o.k_stride : o.v_stride, koff, o.head_dim, c * kChunk, lo_w, hi_w + 1,

@@ -253,7 +253,7 @@ class Case {
     }
   }
 
-  template <int kDp, Cache kCache, bool kPipe>
+  template <int kDp, Cache kCache, int kBufs>
   void split(std::vector<float>& out, int window, int gx, int q8_unit = 0) const {
     for (int t0 = 0; t0 < s_.count; t0 += window) {
       const int n = std::min(window, s_.count - t0);
@@ -262,11 +262,11 @@ class Case {
       a.part = part.data();
       a.q8_unit = q8_unit;
       const size_t smem =
-          split_smem<kDp, kPipe>() + (q8_unit != 0 ? kWarps * (kPipe ? 2 : 1) * q8_raw_bytes<kDp>() : 0);
+          split_smem<kDp, kBufs>() + (q8_unit != 0 ? kWarps * kBufs * q8_raw_bytes<kDp>() : 0);
       for (int by = 0; by < s_.n_kv_head * a.row_tiles; ++by) {
         for (int bx = 0; bx < gx; ++bx) {
           run_block(bx, by, gx, smem, [&](const Place& at, unsigned char* smem) {
-            split_body<kCache, kDp, kPipe>(a, at, smem);
+            split_body<kCache, kDp, kBufs>(a, at, smem);
           });
         }
       }
@@ -363,19 +363,27 @@ void check_windows(const Shape& s) {
     c.tiles<kDp, kCache, false>(out, s.count);  // one chunk buffer (devices with less shared memory)
     EXPECT_EQ(first_difference(prompt, out, c.row_floats()), "") << "tiles with one chunk buffer";
   }
-  // The split kernel with a chunk buffer for keys and one for values (the next chunk's loads in flight) on one
-  // block a row tile, with one buffer for both on two: either must give the same bytes.
+  // The split kernel with two chunk buffers a warp (the next chunk's keys in flight) on one block a row tile, with
+  // one buffer for both on two, and (f16 caches) with three on one and on three blocks: each must give the same
+  // bytes.
+  struct SplitForm {
+    int gx, bufs;
+  };
   for (int window : {1, 2, 3, 8}) {
-    for (int gx : {1, 2}) {
+    for (const SplitForm f : {SplitForm{1, 2}, SplitForm{2, 1}, SplitForm{1, 3}, SplitForm{3, 3}}) {
       std::vector<float> out(n, -1.0f);
-      if (gx == 1) {
-        c.split<kDp, kCache, true>(out, window, gx);
+      if (f.bufs == 2) {
+        c.split<kDp, kCache, 2>(out, window, f.gx);
+      } else if (f.bufs == 1) {
+        c.split<kDp, kCache, 1>(out, window, f.gx);
+      } else if constexpr (kCache == Cache::F16) {
+        c.split<kDp, kCache, 3>(out, window, f.gx);
       } else {
-        c.split<kDp, kCache, false>(out, window, gx);
+        continue;  // three buffers are for f16 chunks copied asynchronously
       }
       EXPECT_EQ(first_difference(prompt, out, c.row_floats()), "")
-          << "split windows of " << window << " tokens, " << gx << " block(s) a row tile, "
-          << (gx == 1 ? "two chunk buffers" : "one chunk buffer");
+          << "split windows of " << window << " tokens, " << f.gx << " block(s) a row tile, " << f.bufs
+          << " chunk buffer(s)";
     }
   }
   // q8_0 chunks staged raw (copied in 8- or 4-byte pieces, converted in shared memory), where the head's run of
@@ -397,9 +405,9 @@ void check_windows(const Shape& s) {
     for (int gx : {1, 2}) {
       std::vector<float> out(n, -1.0f);
       if (gx == 1) {
-        c.split<kDp, kCache, true>(out, window, gx, unit);
+        c.split<kDp, kCache, 2>(out, window, gx, unit);
       } else {
-        c.split<kDp, kCache, false>(out, window, gx, unit);
+        c.split<kDp, kCache, 1>(out, window, gx, unit);
       }
       EXPECT_EQ(first_difference(prompt, out, c.row_floats()), "")
           << "split, q8_0 staged raw, windows of " << window << " tokens, " << gx << " block(s) a row tile";
