@@ -38,14 +38,14 @@ __global__ void __launch_bounds__(kFlashThreads, 1) attention_flash_split(Args a
                           flash_smem);
 }
 
-template <int kDp>
+template <int kDp, bool kTwo>
 __global__ void __launch_bounds__(kFlashThreads) attention_flash_combine(Args a) {
   extern __shared__ __align__(16) unsigned char flash_smem[];
   wait_for_inputs();
   start_dependents();
   const int tid = static_cast<int>(threadIdx.x);
   float v = 0.0f;
-  combine_body<kDp>(a, Place{tid, static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y), static_cast<int>(gridDim.x)},
+  combine_body<kDp, kTwo>(a, Place{tid, static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y), static_cast<int>(gridDim.x)},
                     flash_smem, v);
   if (tid >= a.o.head_dim) return;  // whole 32-lane groups (head_dim a multiple of 32 with q8)
   const int t = static_cast<int>(blockIdx.y), h = static_cast<int>(blockIdx.x);
@@ -219,7 +219,6 @@ void launch_split(Context& ctx, const Args& a, int n_kv_head) {
   auto* const kernel = attention_flash_split<kCache, kDp, kBufs>;
   const size_t smem = split_bytes<kDp, kBufs>(a.q8_unit != 0);
   allow_dynamic_smem<attention_flash_split<kCache, kDp, kBufs>>(ctx, opt_in_bytes<kCache>(ctx, smem, split_bytes<kDp, kBufs>(true)));
-  allow_dynamic_smem<attention_flash_combine<kDp>>(ctx, combine_smem<kDp>());
   // Enough blocks for about four per multiprocessor at the capacity's depth; warps stride over the segments.
   const int64_t y = static_cast<int64_t>(n_kv_head) * a.row_tiles;
   const int64_t seg_blocks = (a.n_seg + kWarps - 1) / kWarps;
@@ -227,8 +226,15 @@ void launch_split(Context& ctx, const Args& a, int n_kv_head) {
   const int64_t x = std::max<int64_t>(1, std::min(seg_blocks, want));
   launch_dependent(ctx, kernel, dim3(static_cast<unsigned>(x), static_cast<unsigned>(y)), kFlashThreads, smem, a);
   check_launch("ATTENTION (flash split)");
-  launch_dependent(ctx, attention_flash_combine<kDp>, dim3(static_cast<unsigned>(a.o.n_head), static_cast<unsigned>(a.o.n_tok)),
-                   kFlashThreads, combine_smem<kDp>(), a);
+  // The combine with two O buffers where a block gets their room (sm_80 and sm_90), else one: the same bits.
+  const dim3 combine_grid(static_cast<unsigned>(a.o.n_head), static_cast<unsigned>(a.o.n_tok));
+  if (combine_smem<kDp, true>() <= static_cast<size_t>(ctx.props().sharedMemPerBlockOptin)) {
+    allow_dynamic_smem<attention_flash_combine<kDp, true>>(ctx, combine_smem<kDp, true>());
+    launch_dependent(ctx, attention_flash_combine<kDp, true>, combine_grid, kFlashThreads, combine_smem<kDp, true>(), a);
+  } else {
+    allow_dynamic_smem<attention_flash_combine<kDp, false>>(ctx, combine_smem<kDp, false>());
+    launch_dependent(ctx, attention_flash_combine<kDp, false>, combine_grid, kFlashThreads, combine_smem<kDp, false>(), a);
+  }
   check_launch("ATTENTION (flash combine)");
 }
 

@@ -683,6 +683,8 @@ __host__ __device__ constexpr size_t split_smem() {
 // O parts (kDp floats each, copied in whole by cp.async) and the warps' maxima. A group's set-up waits on global
 // memory, so fewer groups is less waiting: 128 (a depth of 16K keys is 129 segments, two groups) takes 66 KiB of
 // shared memory at kDp 128, above the 48 KiB a launch gets without an opt-in (attention_flash.cu asks for it).
+// kTwo (where a block gets the room: sm_80 and sm_90): two O buffers, so that the next group's O parts and its
+// records' m and l are fetched while this group's chain runs, and a group's set-up waits only the first time.
 // The chain reads kCombineAhead folds' operands into registers before folding them (a group's folds are padded
 // with empty ones to a multiple of it: an empty fold leaves the totals as they are).
 constexpr int kCombineGroup = 128;
@@ -692,9 +694,10 @@ struct SegmentFold {
   Fold f;
   float l;
 };
-template <int kDp>
+template <int kDp, bool kTwo>
 __host__ __device__ constexpr size_t combine_smem() {
-  return sizeof(SegmentFold) * kCombineGroup + sizeof(float) * (static_cast<size_t>(kCombineGroup) * kDp + kWarps);
+  return sizeof(SegmentFold) * kCombineGroup +
+         sizeof(float) * (static_cast<size_t>(kTwo ? 2 : 1) * kCombineGroup * kDp + kWarps);
 }
 
 // Tiles (prefill): a block per (64 rows of a kv head: by = the kv head; bx counted from the last rows, which see
@@ -889,14 +892,14 @@ __host__ __device__ inline void split_body(const Args& a, const Place& at, unsig
 // time. Per group: the segments' O parts are copied to shared memory (cp.async) while their running maxima come
 // from a block-wide prefix-max scan (max is exact in any order) and each segment's fold weights are computed in
 // parallel; then thread d runs the chains of L and of value d over the group (fold_value: two products and a sum)
-// with its operands in shared memory (a step's kind is the same for every thread: a uniform choice). Puts
-// value d (= tid) of the row in `out_value`; the caller stores those below head_dim (and their Q8_1 copy on the
-// device).
-template <int kDp>
+// with its operands in shared memory (a step's kind is the same for every thread: a uniform choice). With kTwo
+// the next group's copies and its records' m and l are issued before this group's chain. Puts value d (= tid) of
+// the row in `out_value`; the caller stores those below head_dim (and their Q8_1 copy on the device).
+template <int kDp, bool kTwo>
 __host__ __device__ inline void combine_body(const Args& a, const Place& at, unsigned char* smem, float& out_value) {
-  auto* folds = reinterpret_cast<SegmentFold*>(smem);         // [kCombineGroup]
-  auto* so = reinterpret_cast<float*>(folds + kCombineGroup);  // [kCombineGroup][kDp]: the segments' O
-  float* warp_max = so + kCombineGroup * kDp;                 // [kWarps]
+  auto* folds = reinterpret_cast<SegmentFold*>(smem);          // [kCombineGroup]
+  auto* so0 = reinterpret_cast<float*>(folds + kCombineGroup);  // [kTwo ? 2 : 1][kCombineGroup][kDp]: the O parts
+  float* warp_max = so0 + (kTwo ? 2 : 1) * kCombineGroup * kDp;  // [kWarps]
   const Operands& o = a.o;
   const int h = at.bx, t = at.by, tid = at.tid, lane = tid % 32, warp = tid / 32;
   const int32_t p = o.pos[t];
@@ -909,16 +912,24 @@ __host__ __device__ inline void combine_body(const Args& a, const Place& at, uns
   float M = -INFINITY, L = 0.0f, O = 0.0f;
   const int d = tid < kDp ? tid : kDp - 1;  // threads past the head read some value and store none
   static_assert(kCombineGroup <= kThreads, "a thread per segment of a group");
-  for (int g0 = s_first; g0 <= s_last; g0 += kCombineGroup) {
+  // A group's O parts (n records of kDp floats, 16-byte aligned: a record is kDp + 4 floats, O at 4) into `so`,
+  // committed as one group of copies, and this thread's record's m and l.
+  const auto fetch = [&](int g0, float* so, float& m, float& l) {
     const int n = imin(kCombineGroup, s_last - g0 + 1);
-    // The group's O parts: n records of kDp floats (16-byte aligned: a record is kDp + 4 floats, O at 4).
     for (int i = tid; i < n * (kDp / 4); i += kThreads) {
       const int k = i / (kDp / 4), q = i % (kDp / 4);
       copy16_async(so + k * kDp + 4 * q, recs + static_cast<int64_t>(g0 + k) * record_floats(kDp) + 4 + 4 * q, true);
     }
+    stage_commit();
     const float* rec = recs + static_cast<int64_t>(g0 + imin(tid, n - 1)) * record_floats(kDp);
-    const float m = tid < n ? rec[0] : -INFINITY;
-    const float l = rec[1];
+    m = tid < n ? rec[0] : -INFINITY;
+    l = rec[1];
+  };
+  float m = -INFINITY, l = 0.0f;
+  fetch(s_first, so0, m, l);
+  for (int g0 = s_first, gi = 0; g0 <= s_last; g0 += kCombineGroup, ++gi) {
+    const int n = imin(kCombineGroup, s_last - g0 + 1);
+    const float* so = so0 + (kTwo ? (gi % 2) * kCombineGroup * kDp : 0);
     float v = m;  // the warp's inclusive prefix max
     for (int k = 1; k < 32; k *= 2) {
       const float u = shfl_up_f(v, k);
@@ -940,7 +951,14 @@ __host__ __device__ inline void combine_body(const Args& a, const Place& at, uns
     float group_max = M;
     #pragma unroll
     for (int w = 0; w < kWarps; ++w) group_max = fmaxf(group_max, warp_max[w]);
-    stage_wait();
+    // The next group's fetch (its buffer was last read by the chain before the previous group's closing sync).
+    const bool next = kTwo && g0 + kCombineGroup <= s_last;
+    if (next) fetch(g0 + kCombineGroup, so0 + ((gi + 1) % 2) * kCombineGroup * kDp, m, l);
+    if (next) {
+      stage_wait_until<1>();
+    } else {
+      stage_wait_until<0>();
+    }
     sync_block();
     // The chains of L and of value d, in ascending segment order, kCombineAhead folds' operands read into
     // registers before they are folded (the padded folds past n are empty; their O parts are stale values that no
@@ -961,6 +979,7 @@ __host__ __device__ inline void combine_body(const Args& a, const Place& at, uns
     }
     M = group_max;
     sync_block();  // folds, so and warp_max are written again by the next group
+    if (!kTwo && g0 + kCombineGroup <= s_last) fetch(g0 + kCombineGroup, so0, m, l);
   }
   if (a.sinks != nullptr) {
     const float m_sink = mul_rn(a.sinks[h], kLog2e);

@@ -272,9 +272,11 @@ class Case {
       }
       for (int t = 0; t < n; ++t) {
         for (int h = 0; h < s_.n_head; ++h) {
-          run_block(h, t, s_.n_head, combine_smem<kDp>(), [&](const Place& at, unsigned char* smem) {
+          // The combine with two O buffers where the split ran on one block a row tile, else with one.
+          const auto combine = gx == 1 ? combine_body<kDp, true> : combine_body<kDp, false>;
+          run_block(h, t, s_.n_head, combine_smem<kDp, true>(), [&](const Place& at, unsigned char* smem) {
             float v = 0.0f;
-            combine_body<kDp>(a, at, smem, v);
+            combine(a, at, smem, v);
             if (at.tid < s_.head_dim) out_row(a.o, t, h)[at.tid] = v;
           });
         }
