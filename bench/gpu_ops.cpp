@@ -256,15 +256,17 @@ void bench_prefill_products(const strata_backend_v1* be, void* ctx, const Settin
     int64_t n_in, n_out;
   };
   for (const MulMat& m : {MulMat{GgmlType::Q4_K, 2048, 4096}, MulMat{GgmlType::Q6_K, 768, 2048}}) {
-    Device dev(be, ctx);
     const std::string name = "MUL_MAT " + std::string(strata::format::traits(m.type).name) + " " +
                              std::to_string(m.n_in) + "x" + std::to_string(m.n_out) + ", 512 tokens";
+    if (!wanted(s, name)) continue;
+    Device dev(be, ctx);
     print_row(name, bench_mul_mat(dev, s, m.type, m.n_in, m.n_out, 512));
   }
   for (GgmlType down : {GgmlType::Q4_K, GgmlType::Q6_K}) {
-    Device dev(be, ctx);
     const std::string name = "MOE_ROUTED q4_K/" + std::string(strata::format::traits(down).name) +
                              " 2048/768, 128 experts, k 8, 512 tokens";
+    if (!wanted(s, name)) continue;
+    Device dev(be, ctx);
     print_row(name, bench_moe_routed(dev, s, GgmlType::Q4_K, down, 2048, 768, 128, 8, 512));
   }
 }
@@ -578,8 +580,8 @@ int main(int argc, char** argv) {
       Device dev(be, inst->ctx());
       print_row(name, bench_moe_routed(dev, s, GgmlType::Q4_K, m.down, m.n_embd, m.n_ff, 128, 8, 1));
     }
+    bench_prefill_products(be, inst->ctx(), s);  // single-op rows: --match picks among them
     if (s.match.empty()) {
-      bench_prefill_products(be, inst->ctx(), s);
       bench_matvec_groups(be, inst->ctx(), s);
       bench_router(be, inst->ctx(), s);
       bench_router_fused(registry, s);
