@@ -814,7 +814,8 @@ if want long; then
   # Issue 28's targets, Strata then llama.cpp in each of STRATA_LONG_ROUNDS (default 1) rounds, the same file: all
   # in VRAM pp512, pp16384 and tg64 at depth 16384 (-ngl 99 -fa on); at 25% against -ncmoe 36 pp16384 and tg64 at
   # depth 16384; then (STRATA_LONG_DEEP=1, the default) tg64 at depth 131072 with q8_0 KV against -ctk/-ctv q8_0,
-  # -r 1. STRATA_LONG_PEER=0 leaves llama.cpp out.
+  # -r 1. STRATA_LONG_PEER=0 leaves llama.cpp out. Times on the H100 (2026-12-06): a round all in VRAM about 40 s
+  # with the peer, the depth-131072 row about 175 s (Strata's 131K-token prefill 117 s, llama.cpp's run 45 s).
   ctx16=$((16384 + 1024))
   long_peer() { [ "${STRATA_LONG_PEER:-1}" = 1 ] && [ -x "$peer" ]; }
   long_pair() {  # long_pair LABEL TEST STRATA-TAG PEER-TAG
