@@ -75,4 +75,13 @@ __host__ __device__ __forceinline__ void stage_wait_until() {
 #endif
 }
 
+// The end of a staging function's copies: waited for (`wait`), or committed as one group for stage_wait_until.
+__host__ __device__ __forceinline__ void stage_end(bool wait) {
+  if (wait) {
+    stage_wait();
+  } else {
+    stage_commit();
+  }
+}
+
 }  // namespace strata::gpu

@@ -328,11 +328,7 @@ __host__ __device__ __forceinline__ void stage_chunk(const char* base, uint64_t 
         copy16_async(out + jj * kS + d, src, valid);
       }
     }
-    if (wait) {
-      stage_wait();
-    } else {
-      stage_commit();
-    }
+    stage_end(wait);
     return;
   }
   constexpr int kQuads = kDp / 4, kItems = kChunk * kQuads;
@@ -410,11 +406,7 @@ __host__ __device__ __forceinline__ void stage_q8_raw(const char* base, uint64_t
   } else {
     stage_q8_raw_pieces<4>(base, col_stride, koff, D, j0, begin, end, raw, tid, n_thr);
   }
-  if (wait) {
-    stage_wait();
-  } else {
-    stage_commit();
-  }
+  stage_end(wait);
 }
 
 // The chunk's f16 rows (smem_stride apart) from its raw copy: values past D as zeros, a zero-filled key's as zeros
