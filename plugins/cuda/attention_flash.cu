@@ -18,12 +18,12 @@ using namespace flash;
 constexpr int kFlashThreads = flash::kThreads;
 
 #if !defined(STRATA_GPU_HIP)
-template <Cache kCache, int kDp, bool kPipe>
+template <Cache kCache, int kDp, int kBufs>
 __global__ void __launch_bounds__(kFlashThreads, 2) attention_flash_tiles(Args a) {
   extern __shared__ __align__(16) unsigned char flash_smem[];
   wait_for_inputs();  // dependent_launch.cuh
   start_dependents();
-  tiles_body<kCache, kDp, kPipe>(a, Place{static_cast<int>(threadIdx.x), static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y),
+  tiles_body<kCache, kDp, kBufs>(a, Place{static_cast<int>(threadIdx.x), static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y),
                                    static_cast<int>(gridDim.x)},
                           flash_smem);
 }
@@ -186,9 +186,9 @@ int q8_unit_for(const Operands& o) {
 
 #if !defined(STRATA_GPU_HIP)
 // Shared memory of a tiles block and of a split block, with the raw q8_0 copies' room where q8_unit is set.
-template <int kDp, bool kPipe>
+template <int kDp, int kBufs>
 size_t tiles_bytes(bool raw) {
-  return tiles_smem<kDp, kPipe>() + (raw ? (kPipe ? 2 : 1) * q8_raw_bytes<kDp>() : 0);
+  return tiles_smem<kDp, kBufs>() + (raw ? kBufs * q8_raw_bytes<kDp>() : 0);
 }
 template <int kDp, int kBufs>
 size_t split_bytes(bool raw) {
@@ -203,11 +203,11 @@ size_t opt_in_bytes(const Context& ctx, size_t smem, size_t with_raw) {
   return kCache == Cache::Q8_0 && room && with_raw > smem ? with_raw : smem;
 }
 
-template <Cache kCache, int kDp, bool kPipe>
+template <Cache kCache, int kDp, int kBufs>
 void launch_tiles(Context& ctx, const Args& a, int n_kv_head) {
-  auto* const kernel = attention_flash_tiles<kCache, kDp, kPipe>;
-  const size_t smem = tiles_bytes<kDp, kPipe>(a.q8_unit != 0);
-  allow_dynamic_smem<attention_flash_tiles<kCache, kDp, kPipe>>(ctx, opt_in_bytes<kCache>(ctx, smem, tiles_bytes<kDp, kPipe>(true)));
+  auto* const kernel = attention_flash_tiles<kCache, kDp, kBufs>;
+  const size_t smem = tiles_bytes<kDp, kBufs>(a.q8_unit != 0);
+  allow_dynamic_smem<attention_flash_tiles<kCache, kDp, kBufs>>(ctx, opt_in_bytes<kCache>(ctx, smem, tiles_bytes<kDp, kBufs>(true)));
   const int64_t rows = static_cast<int64_t>(a.o.n_tok) * a.o.group;
   const dim3 grid(static_cast<unsigned>((rows + 16 * kWarps - 1) / (16 * kWarps)), static_cast<unsigned>(n_kv_head));
   launch_dependent(ctx, kernel, grid, kFlashThreads, smem, a);
@@ -268,13 +268,13 @@ void launch_tc(Context& ctx, Args a, int n_kv_head, bool split) {
       return 2 * smem <= static_cast<size_t>(ctx.props().sharedMemPerMultiprocessor) - 2048;
     };
     const auto one_fits = [&](size_t smem) { return smem <= static_cast<size_t>(ctx.props().sharedMemPerBlockOptin); };
-    if (a.q8_unit != 0 && !two_fit(tiles_bytes<kDp, true>(true)) && !one_fits(tiles_bytes<kDp, false>(true))) {
+    if (a.q8_unit != 0 && !two_fit(tiles_bytes<kDp, 2>(true)) && !one_fits(tiles_bytes<kDp, 1>(true))) {
       a.q8_unit = 0;
     }
-    if (two_fit(tiles_bytes<kDp, true>(a.q8_unit != 0))) {
-      launch_tiles<kCache, kDp, true>(ctx, a, n_kv_head);
+    if (two_fit(tiles_bytes<kDp, 2>(a.q8_unit != 0))) {
+      launch_tiles<kCache, kDp, 2>(ctx, a, n_kv_head);
     } else {
-      launch_tiles<kCache, kDp, false>(ctx, a, n_kv_head);
+      launch_tiles<kCache, kDp, 1>(ctx, a, n_kv_head);
     }
   }
 }

@@ -657,14 +657,14 @@ __host__ __device__ __forceinline__ void walk_chunks(int c_first, int c_last, __
 
 // ---- the kernels' bodies -----------------------------------------------------------------------------------------
 
-// The tiles kernel's kPipe: a chunk buffer for keys and one for values, so that the next chunk's loads fly during
-// the current one's MMAs; without it (devices with less shared memory) one buffer serves both in turn. The split
-// kernel's kBufs: one, two or three buffers a warp (walk_chunks), three where a block of them fits (an f16 cache on
-// sm_90): a decode walk is only a few chunks a warp, and the third lets a chunk's keys and values and the next
-// chunk's keys fly at once. The same bits in every case.
-template <int kDp, bool kPipe>
+// kBufs, walk_chunks' chunk buffers: the tiles kernel's block takes two (one for keys and one for values, so that
+// the next chunk's loads fly during the current one's MMAs) or, on devices with less shared memory, one for both in
+// turn; the split kernel's warps one, two or three each, three where a block of them fits (an f16 cache on sm_90):
+// a decode walk is only a few chunks a warp, and the third lets a chunk's keys and values and the next chunk's keys
+// fly at once. The same bits in every case.
+template <int kDp, int kBufs>
 __host__ __device__ constexpr size_t tiles_smem() {
-  return sizeof(__half) * static_cast<size_t>((16 * kWarps + (kPipe ? 2 : 1) * kChunk) * smem_stride<kDp>()) +
+  return sizeof(__half) * static_cast<size_t>((16 * kWarps + kBufs * kChunk) * smem_stride<kDp>()) +
          sizeof(float) * static_cast<size_t>(kWarps * 16 * kDp) + sizeof(int) * 2 * kWarps;
 }
 template <int kDp, int kBufs>
@@ -694,13 +694,14 @@ __host__ __device__ constexpr size_t combine_smem() {
 
 // Tiles (prefill): a block per (64 rows of a kv head: by = the kv head; bx counted from the last rows, which see
 // the most keys), each warp 16 rows; the block stages each chunk's keys, then its values, once for its warps.
-template <Cache kCache, int kDp, bool kPipe>
+template <Cache kCache, int kDp, int kBufs>
 __host__ __device__ inline void tiles_body(const Args& a, const Place& at, unsigned char* smem) {
   constexpr int kS = smem_stride<kDp>();
   constexpr int kRows = 16 * kWarps;
   auto* qs = reinterpret_cast<__half*>(smem);                // [kRows][kS]
   __half* kv = qs + kRows * kS;                              // [kChunk][kS]: the chunk's keys (then its values)
-  __half* vbuf = kPipe ? kv + kChunk * kS : kv;              // [kChunk][kS]: its values
+  static_assert(kBufs == 1 || kBufs == 2, "a tiles block takes one or two chunk buffers");
+  __half* vbuf = kBufs > 1 ? kv + kChunk * kS : kv;          // [kChunk][kS]: its values
   auto* tot = reinterpret_cast<float*>(vbuf + kChunk * kS);  // per warp [kDp / 8][4][32]: the total's O fragments
   int* bounds = reinterpret_cast<int*>(tot + kWarps * 16 * kDp);  // per warp lo, hi
 
@@ -749,11 +750,11 @@ __host__ __device__ inline void tiles_body(const Args& a, const Place& at, unsig
     const int c_first = lo_b / kChunk, c_last = hi_b / kChunk;
     const int chunks_per_seg = a.seg_keys / kChunk;
     // q8_0 staged raw: the block's raw copies after its shared memory's other parts (a key buffer, and a value one
-    // with kPipe).
+    // with two).
     const bool raw = kCache == Cache::Q8_0 && a.q8_unit != 0;
-    unsigned char* rawk = smem + tiles_smem<kDp, kPipe>();
-    unsigned char* rawv = kPipe ? rawk + q8_raw_bytes<kDp>() : rawk;
-    walk_chunks<kPipe ? 2 : 1>(
+    unsigned char* rawk = smem + tiles_smem<kDp, kBufs>();
+    unsigned char* rawv = kBufs > 1 ? rawk + q8_raw_bytes<kDp>() : rawk;
+    walk_chunks<kBufs>(
         c_first, c_last, kv, kChunk * kS,
         [&](bool keys, int c, __half* buf, bool wait) {
           if (raw) {

@@ -235,18 +235,18 @@ class Case {
     return 0;
   }
 
-  template <int kDp, Cache kCache, bool kPipe = true>
+  template <int kDp, Cache kCache, int kBufs = 2>
   void tiles(std::vector<float>& out, int window, int q8_unit = 0) const {
     for (int t0 = 0; t0 < s_.count; t0 += window) {
       const int n = std::min(window, s_.count - t0);
       Args a = args(t0, n, out.data());
       a.q8_unit = q8_unit;
-      const size_t smem = tiles_smem<kDp, kPipe>() + (q8_unit != 0 ? (kPipe ? 2 : 1) * q8_raw_bytes<kDp>() : 0);
+      const size_t smem = tiles_smem<kDp, kBufs>() + (q8_unit != 0 ? kBufs * q8_raw_bytes<kDp>() : 0);
       const int gx = (n * a.o.group + 16 * kWarps - 1) / (16 * kWarps);
       for (int by = 0; by < s_.n_kv_head; ++by) {
         for (int bx = 0; bx < gx; ++bx) {
           run_block(bx, by, gx, smem, [&](const Place& at, unsigned char* smem) {
-            tiles_body<kCache, kDp, kPipe>(a, at, smem);
+            tiles_body<kCache, kDp, kBufs>(a, at, smem);
           });
         }
       }
@@ -362,7 +362,7 @@ void check_windows(const Shape& s) {
   }
   {
     std::vector<float> out(n, -1.0f);
-    c.tiles<kDp, kCache, false>(out, s.count);  // one chunk buffer (devices with less shared memory)
+    c.tiles<kDp, kCache, 1>(out, s.count);  // one chunk buffer (devices with less shared memory)
     EXPECT_EQ(first_difference(prompt, out, c.row_floats()), "") << "tiles with one chunk buffer";
   }
   // The split kernel with two chunk buffers a warp (the next chunk's keys in flight) on one block a row tile, with
@@ -394,13 +394,13 @@ void check_windows(const Shape& s) {
   if (unit == 0) return;
   for (int window : {s.count, 7}) {
     std::vector<float> out(n, -1.0f);
-    c.tiles<kDp, kCache, true>(out, window, unit);
+    c.tiles<kDp, kCache, 2>(out, window, unit);
     EXPECT_EQ(first_difference(prompt, out, c.row_floats()), "") << "tiles, q8_0 staged raw in " << unit
                                                                    << "-byte pieces, windows of " << window;
   }
   {
     std::vector<float> out(n, -1.0f);
-    c.tiles<kDp, kCache, false>(out, s.count, unit);
+    c.tiles<kDp, kCache, 1>(out, s.count, unit);
     EXPECT_EQ(first_difference(prompt, out, c.row_floats()), "") << "tiles, q8_0 staged raw, one chunk buffer";
   }
   for (int window : {1, 3}) {
