@@ -18,7 +18,7 @@ namespace {
 
 #if !defined(STRATA_GPU_HIP)
 
-constexpr int kStageWords = kTileWarps * (kTileRows + kTileCols) * kRecordWords;
+constexpr int kStageWords = kTileWarps * (kWeightSpanWords + kActSpanWords);
 constexpr int kSlotFloats = kTileRows * kTileCols;  // one warp's accumulators in the tree's exchange
 constexpr uint32_t kSpareColumn = 0xffffffffu;      // col_out of a tile's columns past its last
 static_assert(4 * kSlotFloats <= kStageWords, "the tree's exchange reuses the staging memory");
@@ -151,7 +151,7 @@ template <class Dec, bool kStaged>
 __device__ __forceinline__ void tiled_body(TiledJob p) {
   // The records: static shared memory in the direct form (declared first: ptxas's registers for Q3_K and Q6_K
   // depend on the layout); in the staged form the dynamic memory, followed by the chunk's copies.
-  __shared__ uint32_t stage_static[kStaged ? 1 : kStageWords];
+  __shared__ __align__(16) uint32_t stage_static[kStaged ? 1 : kStageWords];  // records are stored 16 bytes at a time
   extern __shared__ uint4 tiled_dynamic[];
   uint32_t* const stage = kStaged ? reinterpret_cast<uint32_t*>(tiled_dynamic) : stage_static;
   __shared__ uint32_t col_act[kTileCols];  // activation row of each column
@@ -184,8 +184,8 @@ __device__ __forceinline__ void tiled_body(TiledJob p) {
   }
   const int row0 = static_cast<int>(blockIdx.x) * kTileRows;
   const uint64_t act_row_bytes = static_cast<uint64_t>(p.n_spans) * kQ8BlockBytes;
-  uint32_t* wrecs = stage;                                         // [span][row][word]
-  uint32_t* arecs = stage + kTileWarps * kTileRows * kRecordWords;  // [span][column][word]
+  uint32_t* wrecs = stage;                                 // [span][row][word], kWeightSpanWords a span
+  uint32_t* arecs = stage + kTileWarps * kWeightSpanWords;  // [span][column][word], kActSpanWords a span
   const auto weight_row = [&](int r) {  // spare rows repeat the last
     return w + static_cast<uint64_t>(row0 + r < p.rows ? row0 + r : p.rows - 1) * p.w_stride;
   };
@@ -248,20 +248,20 @@ __device__ __forceinline__ void tiled_body(TiledJob p) {
         const int r = i / kTileWarps, s = i % kTileWarps;
         if (base + s < p.n_spans) {
           make_weight_record<Dec>(wcopy + 16 * r * kWeightChunkUnits<Dec> + copy_at[r], s,
-                                  wrecs + (s * kTileRows + r) * kRecordWords);
+                                  wrecs + s * kWeightSpanWords + r * kRecordWords);
         }
       }
       for (int i = tid; i < kTileCols * kTileWarps; i += kTileThreads) {
         const int c = i / kTileWarps, s = i % kTileWarps;
         if (base + s < p.n_spans) {
           make_act_record<Dec>(acopy + 16 * c * kActChunkUnits + copy_at[kTileRows + c], s,
-                               arecs + (s * kTileCols + c) * kRecordWords);
+                               arecs + s * kActSpanWords + c * kRecordWords);
         }
       }
       __syncthreads();  // the records are made: the copies may take the next chunk
       if (base + kTileWarps < p.n_spans) issue(base + kTileWarps);
       if (base + warp < p.n_spans) {
-        add_span<Dec>(wrecs + warp * kTileRows * kRecordWords, arecs + warp * kTileCols * kRecordWords, lane, acc);
+        add_span<Dec>(wrecs + warp * kWeightSpanWords, arecs + warp * kActSpanWords, lane, acc);
       }
     }
     __syncthreads();  // every warp is done with the records before the tree reuses their memory
@@ -270,18 +270,18 @@ __device__ __forceinline__ void tiled_body(TiledJob p) {
       for (int i = tid; i < kTileRows * kTileWarps; i += kTileThreads) {
         const int r = i / kTileWarps, s = i % kTileWarps;
         if (base + s < p.n_spans) {
-          make_weight_record<Dec>(weight_row(r), base + s, wrecs + (s * kTileRows + r) * kRecordWords);
+          make_weight_record<Dec>(weight_row(r), base + s, wrecs + s * kWeightSpanWords + r * kRecordWords);
         }
       }
       for (int i = tid; i < kTileCols * kTileWarps; i += kTileThreads) {
         const int c = i / kTileWarps, s = i % kTileWarps;
         if (base + s < p.n_spans) {
-          make_act_record<Dec>(p.act + col_act[c] * act_row_bytes, base + s, arecs + (s * kTileCols + c) * kRecordWords);
+          make_act_record<Dec>(p.act + col_act[c] * act_row_bytes, base + s, arecs + s * kActSpanWords + c * kRecordWords);
         }
       }
       __syncthreads();
       if (base + warp < p.n_spans) {
-        add_span<Dec>(wrecs + warp * kTileRows * kRecordWords, arecs + warp * kTileCols * kRecordWords, lane, acc);
+        add_span<Dec>(wrecs + warp * kWeightSpanWords, arecs + warp * kActSpanWords, lane, acc);
       }
       __syncthreads();
     }

@@ -64,8 +64,8 @@ std::vector<std::vector<float>> emulate_block(const unsigned char* w, uint64_t w
   const auto at = [&](int warp, int row, int col) -> float& {
     return acc[static_cast<size_t>((warp * kTileRows + row) * kTileCols + col)];
   };
-  std::vector<uint32_t> wrecs(static_cast<size_t>(kTileWarps * kTileRows * kRecordWords));
-  std::vector<uint32_t> arecs(static_cast<size_t>(kTileWarps * kTileCols * kRecordWords));
+  std::vector<uint32_t> wrecs(static_cast<size_t>(kTileWarps * kWeightSpanWords));  // the kernel's layout
+  std::vector<uint32_t> arecs(static_cast<size_t>(kTileWarps * kActSpanWords));
   const auto weight_row = [&](int r) { return w + static_cast<uint64_t>(r < n_rows ? r : n_rows - 1) * w_stride; };
   const auto act_col = [&](int c) { return act + static_cast<uint64_t>(c < n_cols ? c : n_cols - 1) * act_stride; };
   for (int base = 0; base < n_spans; base += kTileWarps) {
@@ -81,7 +81,7 @@ std::vector<std::vector<float>> emulate_block(const unsigned char* w, uint64_t w
     }
     for (int s = 0; s < kTileWarps && base + s < n_spans; ++s) {
       for (int r = 0; r < kTileRows; ++r) {
-        uint32_t* rec = wrecs.data() + (s * kTileRows + r) * kRecordWords;
+        uint32_t* rec = wrecs.data() + s * kWeightSpanWords + r * kRecordWords;
         if (staged) {
           const int at = chunk_offset(weight_chunk_at<Dec>(weight_row(r), base));
           make_weight_record<Dec>(wcopy.data() + 16 * r * kWeightChunkUnits<Dec> + at, s, rec);
@@ -90,7 +90,7 @@ std::vector<std::vector<float>> emulate_block(const unsigned char* w, uint64_t w
         }
       }
       for (int c = 0; c < kTileCols; ++c) {
-        uint32_t* rec = arecs.data() + (s * kTileCols + c) * kRecordWords;
+        uint32_t* rec = arecs.data() + s * kActSpanWords + c * kRecordWords;
         if (staged) {
           const int at = chunk_offset(act_col(c) + base * kQ8BlockBytes);
           make_act_record<Dec>(acopy.data() + 16 * c * kActChunkUnits + at, s, rec);
@@ -100,8 +100,8 @@ std::vector<std::vector<float>> emulate_block(const unsigned char* w, uint64_t w
       }
     }
     for (int warp = 0; warp < kTileWarps && base + warp < n_spans; ++warp) {
-      const uint32_t* wr = wrecs.data() + warp * kTileRows * kRecordWords;
-      const uint32_t* ar = arecs.data() + warp * kTileCols * kRecordWords;
+      const uint32_t* wr = wrecs.data() + warp * kWeightSpanWords;
+      const uint32_t* ar = arecs.data() + warp * kActSpanWords;
       for (int m = 0; m < kTileM; ++m) {
         for (int n = 0; n < kTileN; ++n) {
           Lanes4 a;
