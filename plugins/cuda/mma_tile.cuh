@@ -164,20 +164,22 @@ __host__ __device__ inline ColScales col_scales(const uint32_t* rec) {
   return {float_from_bits(v.x), float_from_bits(v.y), float_from_bits(v.z)};
 }
 
-// The MMAs of types with 16-value sub-blocks (two sums per element) start their sums at kSumBias, the bits of
-// 1.5 * 2^23: for |S| < 2^22 (a span's sums stay below 2^20) the biased sum is the bits of the float
-// 1.5 * 2^23 + S, exact, and one exact subtraction gives float(S). That replaces an int-to-float conversion (a
-// quarter-rate instruction, the busiest pipe of those kernels) with a float add. The other types keep the
-// conversion: the bias's register pushes their kernels past 128 registers (one block per SM instead of two).
+// The MMAs start their sums at kSumBias, the bits of 1.5 * 2^23: for |S| < 2^22 (a span's sums stay below 2^20)
+// the biased sum is the bits of the float 1.5 * 2^23 + S, exact, and one exact subtraction gives float(S). That
+// replaces an int-to-float conversion (16 a clock a multiprocessor, a quarter of the float adds' rate: with four
+// float operations an output a span, the conversion alone would bound the tiled kernels near 500 multiply-adds a
+// clock a multiprocessor) with a float add. Kept on the conversion, where the bias's register pushes a kernel past
+// 128 registers on sm_90 (spills): Q4_1 and Q5_1, and the staged form's 32-value types.
 constexpr int kSumBias = 0x4B400000;
 __host__ __device__ inline float unbias_sum(int biased) {
   return float_from_bits(static_cast<uint32_t>(biased)) - 12582912.0f;
 }
-template <class Dec>
-constexpr int kMmaSumStart = Dec::kSub == 16 ? kSumBias : 0;
-template <class Dec>
+template <class Dec, bool kStaged = false>
+constexpr int kMmaSumStart =
+    Dec::kSub == 16 || (!kStaged && Dec::kType != GgmlType::Q4_1 && Dec::kType != GgmlType::Q5_1) ? kSumBias : 0;
+template <class Dec, bool kStaged = false>
 __host__ __device__ inline float sum_to_float(int s) {
-  if constexpr (kMmaSumStart<Dec> == kSumBias) {
+  if constexpr (kMmaSumStart<Dec, kStaged> == kSumBias) {
     return unbias_sum(s);
   } else {
     return static_cast<float>(s);
@@ -186,10 +188,10 @@ __host__ __device__ inline float sum_to_float(int s) {
 
 // Section 2 for one (row, column, span): the sums S_0 (and S_1) from the MMAs (started at kMmaSumStart), then
 // span_partial's float steps.
-template <class Dec>
+template <class Dec, bool kStaged = false>
 __host__ __device__ inline float tile_partial(const RowScales& w, const ColScales& a, int s0, int s1) {
-  float t = w.c0 * sum_to_float<Dec>(s0);
-  if constexpr (Dec::kSub == 16) t = fma_c(w.c1, sum_to_float<Dec>(s1), t);
+  float t = w.c0 * sum_to_float<Dec, kStaged>(s0);
+  if constexpr (Dec::kSub == 16) t = fma_c(w.c1, sum_to_float<Dec, kStaged>(s1), t);
   if constexpr (Dec::kOffset) {
     t = fma_c(w.b0, a.q0, t);
     if constexpr (Dec::kSub == 16) t = fma_c(w.b1, a.q1, t);

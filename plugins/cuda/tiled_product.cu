@@ -52,7 +52,7 @@ __device__ inline void mma_k16(uint32_t a0, uint32_t a1, uint32_t b, int start, 
 }
 
 // Warp r's span: every (row, column) of the tile gets A_r = A_r + p_j.
-template <class Dec>
+template <class Dec, bool kStaged>
 __device__ inline void add_span(const uint32_t* wrecs, const uint32_t* arecs, int lane,
                                 float (&acc)[kTileM][kTileN][4]) {
   uint32_t b[kTileN][2];
@@ -74,14 +74,14 @@ __device__ inline void add_span(const uint32_t* wrecs, const uint32_t* arecs, in
     for (int n = 0; n < kTileN; ++n) {
       int s0[4], s1[4] = {0, 0, 0, 0};
       if constexpr (Dec::kSub == 32) {
-        mma_k32(a, b[n], kMmaSumStart<Dec>, s0);
+        mma_k32(a, b[n], kMmaSumStart<Dec, kStaged>, s0);
       } else {
-        mma_k16(a[0], a[1], b[n][0], kMmaSumStart<Dec>, s0);
-        mma_k16(a[2], a[3], b[n][1], kMmaSumStart<Dec>, s1);
+        mma_k16(a[0], a[1], b[n][0], kMmaSumStart<Dec, kStaged>, s0);
+        mma_k16(a[2], a[3], b[n][1], kMmaSumStart<Dec, kStaged>, s1);
       }
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        acc[m][n][i] = acc[m][n][i] + tile_partial<Dec>(rs[i / 2], cs[n][i % 2], s0[i], s1[i]);
+        acc[m][n][i] = acc[m][n][i] + tile_partial<Dec, kStaged>(rs[i / 2], cs[n][i % 2], s0[i], s1[i]);
       }
     }
   }
@@ -261,7 +261,7 @@ __device__ __forceinline__ void tiled_body(TiledJob p) {
       __syncthreads();  // the records are made: the copies may take the next chunk
       if (base + kTileWarps < p.n_spans) issue(base + kTileWarps);
       if (base + warp < p.n_spans) {
-        add_span<Dec>(wrecs + warp * kWeightSpanWords, arecs + warp * kActSpanWords, lane, acc);
+        add_span<Dec, kStaged>(wrecs + warp * kWeightSpanWords, arecs + warp * kActSpanWords, lane, acc);
       }
     }
     __syncthreads();  // every warp is done with the records before the tree reuses their memory
@@ -281,7 +281,7 @@ __device__ __forceinline__ void tiled_body(TiledJob p) {
       }
       __syncthreads();
       if (base + warp < p.n_spans) {
-        add_span<Dec>(wrecs + warp * kWeightSpanWords, arecs + warp * kActSpanWords, lane, acc);
+        add_span<Dec, kStaged>(wrecs + warp * kWeightSpanWords, arecs + warp * kActSpanWords, lane, acc);
       }
       __syncthreads();
     }

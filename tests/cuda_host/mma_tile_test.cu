@@ -111,8 +111,10 @@ std::vector<std::vector<float>> emulate_block(const unsigned char* w, uint64_t w
             load_frag_b(ar, 8 * n, lane, b[lane]);
           }
           int s0[32][4], s1[32][4] = {};
+          // The MMAs' start: the staged form's, or the direct one's (kSumBias, or 0 where it keeps the conversion).
+          const int start = staged ? kMmaSumStart<Dec, true> : kMmaSumStart<Dec, false>;
           if (Dec::kSub == 32) {
-            emulate_mma(32, a, b, kMmaSumStart<Dec>, s0);
+            emulate_mma(32, a, b, start, s0);
           } else {
             Lanes4 a_hi;
             Lanes2 b_hi;
@@ -123,14 +125,16 @@ std::vector<std::vector<float>> emulate_block(const unsigned char* w, uint64_t w
               b_hi[lane][0] = b[lane][1];
               b_hi[lane][1] = 0;
             }
-            emulate_mma(16, a, b, kMmaSumStart<Dec>, s0);
-            emulate_mma(16, a_hi, b_hi, kMmaSumStart<Dec>, s1);
+            emulate_mma(16, a, b, start, s0);
+            emulate_mma(16, a_hi, b_hi, start, s1);
           }
           for (int lane = 0; lane < 32; ++lane) {
             for (int i = 0; i < 4; ++i) {
               const int row = 16 * m + frag_c_row(lane, i), col = 8 * n + frag_c_col(lane, i);
-              const float p = tile_partial<Dec>(row_scales(wr + row * kRecordWords), col_scales(ar + col * kRecordWords),
-                                                s0[lane][i], s1[lane][i]);
+              const RowScales rs = row_scales(wr + row * kRecordWords);
+              const ColScales cs = col_scales(ar + col * kRecordWords);
+              const float p = staged ? tile_partial<Dec, true>(rs, cs, s0[lane][i], s1[lane][i])
+                                     : tile_partial<Dec, false>(rs, cs, s0[lane][i], s1[lane][i]);
               at(warp, row, col) = at(warp, row, col) + p;
             }
           }
