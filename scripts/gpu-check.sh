@@ -73,7 +73,8 @@
 #                0% then -ncmoe 48, same file; each pair's ratio and the pool's roofline line
 #     contention strata at 25% and llama.cpp -ncmoe 36 (at -t all and half the cores, -n 32 -r 1), alone and beside
 #                STRATA_BUSY (default 8) busy nice-19 loops; what each keeps, and strata over llama.cpp under load
-#     tiles      the tiled products' staged form (plugins.cuda.staged_tiles) against the direct one, interleaved:
+#     tiles      the tiled products' staged and double forms (plugins.cuda.staged_tiles, double_tiles) against the
+#                direct one, interleaved:
 #                pp512 and pp16384 all in VRAM (STRATA_TILES_ROUNDS, default 2), and one greedy run's ids each way
 #     long       issue 28's long-context targets (pp16384, tg64 at depth 16384, pp512; all in VRAM and at 25% against
 #                -ncmoe 36; tg64 at depth 131072 with q8_0 KV), Strata then llama.cpp per round (STRATA_LONG_ROUNDS);
@@ -895,32 +896,46 @@ if want long; then
 fi
 
 if want tiles; then
-  # The tiled products' two forms (plugins.cuda.staged_tiles: the next chunk's bytes copied ahead with cp.async,
-  # or not; the same bits), interleaved in STRATA_TILES_ROUNDS (default 2) rounds, every weight in VRAM: pp512 and
-  # pp16384. The bits: op parity's cuda_staged_tiles label (gpu-tests) and the ids of one greedy run each way.
+  # The tiled products' three forms (the same bits): direct, staged (plugins.cuda.staged_tiles: the next chunk's
+  # bytes copied ahead with cp.async) and double (plugins.cuda.double_tiles: the next chunk's records made during
+  # this one's MMAs), interleaved in STRATA_TILES_ROUNDS (default 2) rounds, every weight in VRAM: pp512 and
+  # pp16384. The bits: op parity's cuda_staged_tiles and cuda_double_tiles labels (gpu-tests) and the ids of one
+  # greedy run each way.
   ctx16=$((16384 + 1024))
+  tile_opts() {  # tile_opts FORM: the -o options of a form
+    case "$1" in
+      direct) echo "-o plugins.cuda.staged_tiles=false -o plugins.cuda.double_tiles=false" ;;
+      staged) echo "-o plugins.cuda.staged_tiles=true" ;;
+      double) echo "-o plugins.cuda.double_tiles=true" ;;
+    esac
+  }
   for round in $(seq 1 "${STRATA_TILES_ROUNDS:-2}"); do
     log "tiles round $round"
-    for form in false true; do
-      strata bench --model "$model" --backend cuda -o runtime.context=$ctx16 -o plugins.cuda.staged_tiles=$form \
+    for form in direct staged double; do
+      # shellcheck disable=SC2046
+      strata bench --model "$model" --backend cuda -o runtime.context=$ctx16 $(tile_opts $form) \
         -p 512,16384 -n 0 -r 1 > "$OUT/tiles$round-$form.md" 2> "$OUT/tiles$round-$form.log"
       cat "$OUT/tiles$round-$form.md"
     done
     for t in pp512 pp16384; do
-      d="$(tg_of "$OUT/tiles$round-false.md" "$t")"
-      st="$(tg_of "$OUT/tiles$round-true.md" "$t")"
-      row "$(printf 'tiles round %d %-8s direct %-18s staged %-18s staged/direct %s' "$round" "$t" "$d" "$st" "$(ratio "$st" "$d")")"
+      d="$(tg_of "$OUT/tiles$round-direct.md" "$t")"
+      st="$(tg_of "$OUT/tiles$round-staged.md" "$t")"
+      db="$(tg_of "$OUT/tiles$round-double.md" "$t")"
+      row "$(printf 'tiles round %d %-8s direct %-18s staged/direct %s double/direct %s' "$round" "$t" "$d" "$(ratio "$st" "$d")" "$(ratio "$db" "$d")")"
     done
   done
-  for form in false true; do
-    strata run --model "$model" --backend cuda -o plugins.cuda.staged_tiles=$form --temperature 0 -n 16 --json \
+  for form in direct staged double; do
+    # shellcheck disable=SC2046
+    strata run --model "$model" --backend cuda $(tile_opts $form) --temperature 0 -n 16 --json \
       --prompt "$(printf 'The staged chunks %.0s' $(seq 1 40))" > "$OUT/tiles-ids-$form.txt" 2> "$OUT/tiles-ids-$form.log"
   done
-  if cmp -s "$OUT/tiles-ids-false.txt" "$OUT/tiles-ids-true.txt" && [ -s "$OUT/tiles-ids-true.txt" ]; then
-    row "tiles: a 40-phrase prompt's 16 greedy ids, direct and staged: the same"
-  else
-    row "tiles: a 40-phrase prompt's 16 greedy ids, direct and staged: DIFFER or missing (tiles-ids-*.txt)"
-  fi
+  for form in staged double; do
+    if cmp -s "$OUT/tiles-ids-direct.txt" "$OUT/tiles-ids-$form.txt" && [ -s "$OUT/tiles-ids-$form.txt" ]; then
+      row "tiles: a 40-phrase prompt's 16 greedy ids, direct and $form: the same"
+    else
+      row "tiles: a 40-phrase prompt's 16 greedy ids, direct and $form: DIFFER or missing (tiles-ids-*.txt)"
+    fi
+  done
 fi
 
 if want context; then

@@ -168,18 +168,19 @@ __host__ __device__ inline ColScales col_scales(const uint32_t* rec) {
 // the biased sum is the bits of the float 1.5 * 2^23 + S, exact, and one exact subtraction gives float(S). That
 // replaces an int-to-float conversion (16 a clock a multiprocessor, a quarter of the float adds' rate: with four
 // float operations an output a span, the conversion alone would bound the tiled kernels near 500 multiply-adds a
-// clock a multiprocessor) with a float add. Kept on the conversion, where the bias's register pushes a kernel past
-// 128 registers on sm_90 (spills): Q4_1 and Q5_1, and the staged form's 32-value types.
+// clock a multiprocessor) with a float add. Kept on the conversion (kConvert, or Q4_1 and Q5_1) where the bias's
+// register pushes a kernel past 128 registers on sm_90 (spills): Q4_1's and Q5_1's direct forms, and the staged and
+// double forms of the 32-value types.
 constexpr int kSumBias = 0x4B400000;
 __host__ __device__ inline float unbias_sum(int biased) {
   return float_from_bits(static_cast<uint32_t>(biased)) - 12582912.0f;
 }
-template <class Dec, bool kStaged = false>
+template <class Dec, bool kConvert = false>
 constexpr int kMmaSumStart =
-    Dec::kSub == 16 || (!kStaged && Dec::kType != GgmlType::Q4_1 && Dec::kType != GgmlType::Q5_1) ? kSumBias : 0;
-template <class Dec, bool kStaged = false>
+    Dec::kSub == 16 || (!kConvert && Dec::kType != GgmlType::Q4_1 && Dec::kType != GgmlType::Q5_1) ? kSumBias : 0;
+template <class Dec, bool kConvert = false>
 __host__ __device__ inline float sum_to_float(int s) {
-  if constexpr (kMmaSumStart<Dec, kStaged> == kSumBias) {
+  if constexpr (kMmaSumStart<Dec, kConvert> == kSumBias) {
     return unbias_sum(s);
   } else {
     return static_cast<float>(s);
@@ -188,10 +189,10 @@ __host__ __device__ inline float sum_to_float(int s) {
 
 // Section 2 for one (row, column, span): the sums S_0 (and S_1) from the MMAs (started at kMmaSumStart), then
 // span_partial's float steps.
-template <class Dec, bool kStaged = false>
+template <class Dec, bool kConvert = false>
 __host__ __device__ inline float tile_partial(const RowScales& w, const ColScales& a, int s0, int s1) {
-  float t = w.c0 * sum_to_float<Dec, kStaged>(s0);
-  if constexpr (Dec::kSub == 16) t = fma_c(w.c1, sum_to_float<Dec, kStaged>(s1), t);
+  float t = w.c0 * sum_to_float<Dec, kConvert>(s0);
+  if constexpr (Dec::kSub == 16) t = fma_c(w.c1, sum_to_float<Dec, kConvert>(s1), t);
   if constexpr (Dec::kOffset) {
     t = fma_c(w.b0, a.q0, t);
     if constexpr (Dec::kSub == 16) t = fma_c(w.b1, a.q1, t);
