@@ -67,8 +67,14 @@ if [ "${STRATA_PACK_NONCANONICAL:-0}" = 1 ]; then
   mkdir -p "$pack/noncanonical"
   cp "$root/build-device-nc/plugins/libstrata-cuda.so" "$root/build-device-nc/plugins/libstrata-cpu_avx2.so" "$pack/noncanonical/"
 fi
+# STRATA_PACK_BASELINE=FILE: a cuda plugin built at another commit (sm_90), carried in .device/baseline for
+# gpu-check's tiles step, which measures this build's tiled products against it in the same lease.
+if [ -n "${STRATA_PACK_BASELINE:-}" ]; then
+  mkdir -p "$pack/baseline"
+  cp "$STRATA_PACK_BASELINE" "$pack/baseline/libstrata-cuda.so"
+fi
 # The device call carries at most 64 MiB with the tree: symbols stay here (build-device/ has them).
-strip --strip-unneeded "$pack"/bin/* "$pack"/noncanonical/* 2>/dev/null || true
+strip --strip-unneeded "$pack"/bin/* "$pack"/noncanonical/* "$pack"/baseline/* 2>/dev/null || true
 # llama.cpp's outputs on tiny models (../shared/data/arch and vision), which the arch step's tests read.
 shared_data="$root/../shared/data"
 if [ -d "$shared_data/arch" ]; then

@@ -73,9 +73,10 @@
 #                0% then -ncmoe 48, same file; each pair's ratio and the pool's roofline line
 #     contention strata at 25% and llama.cpp -ncmoe 36 (at -t all and half the cores, -n 32 -r 1), alone and beside
 #                STRATA_BUSY (default 8) busy nice-19 loops; what each keeps, and strata over llama.cpp under load
-#     tiles      the tiled products' staged and double forms (plugins.cuda.staged_tiles, double_tiles) against the
-#                direct one, interleaved:
-#                pp512 and pp16384 all in VRAM (STRATA_TILES_ROUNDS, default 2), and one greedy run's ids each way
+#     tiles      the tiled products' staged and double forms (plugins.cuda.staged_tiles, double_tiles) and a baseline
+#                plugin's (.device/baseline, when packed) against the direct one, interleaved:
+#                pp512 and pp16384 all in VRAM (STRATA_TILES_ROUNDS, default 2), llama.cpp's in each round
+#                (STRATA_TILES_PEER=0: not), and one greedy run's ids each way
 #     long       issue 28's long-context targets (pp16384, tg64 at depth 16384, pp512; all in VRAM and at 25% against
 #                -ncmoe 36; tg64 at depth 131072 with q8_0 KV), Strata then llama.cpp per round (STRATA_LONG_ROUNDS);
 #                at 25% also pp16384 with prompt windows of STRATA_LONG_BATCHES tokens (default 2048; "" for none);
@@ -366,8 +367,8 @@ PY
 fi
 
 if want ncu-detail; then
-  # Why a kernel takes its time (Nsight Compute's speed-of-light, occupancy, warp-stall and pipe sections), for the
-  # kernels whose names match STRATA_NCU_DETAIL (a regex; default the tiled products and the flash attention),
+  # Why a kernel takes its time (Nsight Compute's speed-of-light, occupancy, warp-stall, pipe and shared-memory
+  # sections, the last with bank conflicts), for the kernels whose names match STRATA_NCU_DETAIL (a regex; default the tiled products and the flash attention),
   # STRATA_NCU_DETAIL_COUNT launches each (default 3) after STRATA_NCU_DETAIL_SKIP (default 20): during a 512-token
   # prompt, then during decode steps at depth STRATA_PROFILE_DEPTH (default 16384).
   log "ncu: kernel detail"
@@ -376,7 +377,7 @@ if want ncu-detail; then
     row "ncu-detail: ncu not found"
   else
     ncu_sections=(--section SpeedOfLight --section Occupancy --section WarpStateStats --section ComputeWorkloadAnalysis
-                  --section MemoryWorkloadAnalysis --section LaunchStats)
+                  --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section LaunchStats)
     if [ "${STRATA_NCU_DETAIL_PROMPT:-1}" = 1 ]; then  # 0: the decode attention's kernels only
     timeout 240 "$ncu_bin" --clock-control none "${ncu_sections[@]}" \
       --kernel-name "regex:${STRATA_NCU_DETAIL:-tiled_kernel|attention_flash_tiles}" \
@@ -899,37 +900,62 @@ if want tiles; then
   # The tiled products' three forms (the same bits): direct, staged (plugins.cuda.staged_tiles: the next chunk's
   # bytes copied ahead with cp.async) and double (plugins.cuda.double_tiles: the next chunk's records made during
   # this one's MMAs), interleaved in STRATA_TILES_ROUNDS (default 2) rounds, every weight in VRAM: pp512 and
-  # pp16384. The bits: op parity's cuda_staged_tiles and cuda_double_tiles labels (gpu-tests) and the ids of one
-  # greedy run each way.
+  # pp16384; with a baseline cuda plugin in .device/baseline (device-pack.sh's STRATA_PACK_BASELINE, a plugin of
+  # another commit) its direct form first in each round. The bits: op parity's cuda_staged_tiles and
+  # cuda_double_tiles labels (gpu-tests) and the ids of one greedy run each way.
   ctx16=$((16384 + 1024))
+  forms="direct staged double"
+  [ -f "$root/.device/baseline/libstrata-cuda.so" ] && forms="baseline $forms"
   tile_opts() {  # tile_opts FORM: the -o options of a form
     case "$1" in
+      baseline) echo "-o plugins.cuda.staged_tiles=false" ;;
       direct) echo "-o plugins.cuda.staged_tiles=false -o plugins.cuda.double_tiles=false" ;;
       staged) echo "-o plugins.cuda.staged_tiles=true" ;;
       double) echo "-o plugins.cuda.double_tiles=true" ;;
     esac
   }
+  tile_path() {  # tile_path FORM: the plugin folder searched first
+    [ "$1" = baseline ] && echo "$root/.device/baseline"
+  }
   for round in $(seq 1 "${STRATA_TILES_ROUNDS:-2}"); do
     log "tiles round $round"
-    for form in direct staged double; do
+    for form in $forms; do
       # shellcheck disable=SC2046
-      strata bench --model "$model" --backend cuda -o runtime.context=$ctx16 $(tile_opts $form) \
-        -p 512,16384 -n 0 -r 1 > "$OUT/tiles$round-$form.md" 2> "$OUT/tiles$round-$form.log"
+      STRATA_PLUGIN_PATH="$(tile_path $form)" strata bench --model "$model" --backend cuda -o runtime.context=$ctx16 \
+        $(tile_opts $form) -p 512,16384 -n 0 -r 1 > "$OUT/tiles$round-$form.md" 2> "$OUT/tiles$round-$form.log"
       cat "$OUT/tiles$round-$form.md"
     done
+    # llama.cpp in the same round (STRATA_TILES_PEER=0 leaves it out): each form's ratio to it.
+    if [ "${STRATA_TILES_PEER:-1}" = 1 ] && [ -x "$peer" ]; then
+      "$peer" -m "$model" -ngl 99 -fa on -p 512,16384 -n 0 -r 1 > "$OUT/tiles$round-peer.md" 2> "$OUT/tiles$round-peer.log"
+      cat "$OUT/tiles$round-peer.md"
+    fi
     for t in pp512 pp16384; do
       d="$(tg_of "$OUT/tiles$round-direct.md" "$t")"
       st="$(tg_of "$OUT/tiles$round-staged.md" "$t")"
       db="$(tg_of "$OUT/tiles$round-double.md" "$t")"
-      row "$(printf 'tiles round %d %-8s direct %-18s staged/direct %s double/direct %s' "$round" "$t" "$d" "$(ratio "$st" "$d")" "$(ratio "$db" "$d")")"
+      line="$(printf 'tiles round %d %-8s direct %-18s staged/direct %s double/direct %s' "$round" "$t" "$d" "$(ratio "$st" "$d")" "$(ratio "$db" "$d")")"
+      case "$forms" in
+        baseline*) b="$(tg_of "$OUT/tiles$round-baseline.md" "$t")"
+                   line="$line baseline $b direct/baseline $(ratio "$d" "$b")" ;;
+      esac
+      row "$line"
+      if [ -s "$OUT/tiles$round-peer.md" ]; then
+        pr="$(tg_of "$OUT/tiles$round-peer.md" "$t")"
+        line="$(printf 'tiles round %d %-8s llama.cpp %-18s' "$round" "$t" "$pr")"
+        for form in $forms; do line="$line $form/llama.cpp $(ratio "$(tg_of "$OUT/tiles$round-$form.md" "$t")" "$pr")"; done
+        row "$line"
+      fi
     done
   done
-  for form in direct staged double; do
+  for form in $forms; do
     # shellcheck disable=SC2046
-    strata run --model "$model" --backend cuda $(tile_opts $form) --temperature 0 -n 16 --json \
-      --prompt "$(printf 'The staged chunks %.0s' $(seq 1 40))" > "$OUT/tiles-ids-$form.txt" 2> "$OUT/tiles-ids-$form.log"
+    STRATA_PLUGIN_PATH="$(tile_path $form)" strata run --model "$model" --backend cuda $(tile_opts $form) \
+      --temperature 0 -n 16 --json --prompt "$(printf 'The staged chunks %.0s' $(seq 1 40))" \
+      > "$OUT/tiles-ids-$form.txt" 2> "$OUT/tiles-ids-$form.log"
   done
-  for form in staged double; do
+  for form in $forms; do
+    [ "$form" = direct ] && continue
     if cmp -s "$OUT/tiles-ids-direct.txt" "$OUT/tiles-ids-$form.txt" && [ -s "$OUT/tiles-ids-$form.txt" ]; then
       row "tiles: a 40-phrase prompt's 16 greedy ids, direct and $form: the same"
     else

@@ -169,8 +169,8 @@ __host__ __device__ inline ColScales col_scales(const uint32_t* rec) {
 // replaces an int-to-float conversion (16 a clock a multiprocessor, a quarter of the float adds' rate: with four
 // float operations an output a span, the conversion alone would bound the tiled kernels near 500 multiply-adds a
 // clock a multiprocessor) with a float add. Kept on the conversion (kConvert, or Q4_1 and Q5_1) where the bias's
-// register pushes a kernel past 128 registers on sm_90 (spills): Q4_1's and Q5_1's direct forms, and the staged and
-// double forms of the 32-value types.
+// register pushes a kernel past 128 registers on sm_90 (spills): Q4_1's and Q5_1's direct and double forms, and the
+// staged form of the 32-value types (its Q4_K and Q5_K kernels spill 16 bytes with the bias).
 constexpr int kSumBias = 0x4B400000;
 __host__ __device__ inline float unbias_sum(int biased) {
   return float_from_bits(static_cast<uint32_t>(biased)) - 12582912.0f;

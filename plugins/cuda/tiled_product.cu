@@ -292,7 +292,7 @@ __device__ __forceinline__ void tiled_body(TiledJob p) {
       uint32_t* const cur = stage + (k % 2) * kStageWords;
       if (base + kTileWarps < p.n_spans) make_records(base + kTileWarps, stage + ((k + 1) % 2) * kStageWords);
       if (base + warp < p.n_spans) {
-        add_span<Dec, true>(cur + warp * kWeightSpanWords, cur + kTileWarps * kWeightSpanWords + warp * kActSpanWords,
+        add_span<Dec, false>(cur + warp * kWeightSpanWords, cur + kTileWarps * kWeightSpanWords + warp * kActSpanWords,
                             lane, acc);
       }
       __syncthreads();  // this chunk's records are used up, the next chunk's made
