@@ -143,6 +143,7 @@ __host__ __device__ inline int frag_c_col(int lane, int i) { return 2 * (lane % 
 // The float scalars of a weight record (c_k, b_k) and of an activation record (da, Q_k).
 struct RowScales {
   float c0, c1, b0, b1;
+  float nk0;  // -(c0 * 1.5 * 2^23), for SumForm::kFold
 };
 struct ColScales {
   float da, q0, q1;
@@ -157,42 +158,68 @@ __host__ __device__ inline uint4 record_scalars(const uint32_t* rec) {
 }
 __host__ __device__ inline RowScales row_scales(const uint32_t* rec) {
   const uint4 v = record_scalars(rec);
-  return {float_from_bits(v.x), float_from_bits(v.y), float_from_bits(v.z), float_from_bits(v.w)};
+  const float c0 = float_from_bits(v.x);
+  return {c0, float_from_bits(v.y), float_from_bits(v.z), float_from_bits(v.w), -(c0 * 12582912.0f)};
 }
 __host__ __device__ inline ColScales col_scales(const uint32_t* rec) {
   const uint4 v = record_scalars(rec);
   return {float_from_bits(v.x), float_from_bits(v.y), float_from_bits(v.z)};
 }
 
-// The MMAs start their sums at kSumBias, the bits of 1.5 * 2^23: for |S| < 2^22 (a span's sums stay below 2^20)
-// the biased sum is the bits of the float 1.5 * 2^23 + S, exact, and one exact subtraction gives float(S). That
-// replaces an int-to-float conversion (16 a clock a multiprocessor, a quarter of the float adds' rate: with four
-// float operations an output a span, the conversion alone would bound the tiled kernels near 500 multiply-adds a
-// clock a multiprocessor) with a float add. Kept on the conversion (kConvert, or Q4_1 and Q5_1) where the bias's
-// register pushes a kernel past 128 registers on sm_90 (spills): Q4_1's and Q5_1's direct and double forms, and the
-// staged form of the 32-value types (its Q4_K and Q5_K kernels spill 16 bytes with the bias).
+// How a kernel form turns its MMAs' int32 sums into floats, all with the same bits:
+// - kConvert: the sums start at 0 and are converted (I2F: 16 a clock a multiprocessor, a quarter of the float
+//   adds' rate; with four float operations an output a span it alone would bound a kernel near 500 multiply-adds
+//   a clock a multiprocessor);
+// - kBias: the sums start at kSumBias, the bits of K = 1.5 * 2^23. For |S| < 2^22 (a span's sums stay below 2^20)
+//   the biased sum is the bits of the float K + S, exact, and one exact subtraction gives float(S): a float add
+//   instead of the conversion;
+// - kFold: biased, and the first product takes the unbiasing too: c0 * float(S) = fma(c0, K + S, -(c0 * K)), one
+//   rounding of the exact c0 * S, when c0 * K is exact. It is for every type whose c0 is an f16 times a small
+//   integer or a short fraction (at most 19 significant bits, so 3 * c0 fits a float's 24, and c0 * K stays in
+//   range): every tiled type but MXFP4, whose power-of-two scale reaches 2^127. One float operation fewer an output
+//   a span. A zero product comes out +0 where c0 * 0 is -0 for negative c0: partials only reach sums that start at
+//   +0, where the sign of a zero addend never shows. The one difference: an infinite f16 scale (a broken file)
+//   gives NaN where the product gives an infinity.
+// Each kernel form asks for the cheapest its registers allow without spills at 128 on sm_90 (tiled_product.cu);
+// kSumForm then keeps Q4_1 and Q5_1 on the conversion (the bias's register spills their kernels), MXFP4 off the
+// fold, and the types with 16-value sub-blocks biased at least.
+enum class SumForm { kConvert, kBias, kFold };
+template <class Dec, SumForm kAsked>
+constexpr SumForm kSumForm =
+    Dec::kSub == 32 && (Dec::kType == GgmlType::Q4_1 || Dec::kType == GgmlType::Q5_1) ? SumForm::kConvert
+    : kAsked == SumForm::kFold && Dec::kType == GgmlType::MXFP4                        ? SumForm::kBias
+    : Dec::kSub == 16 && kAsked == SumForm::kConvert                                  ? SumForm::kBias
+                                                                                      : kAsked;
 constexpr int kSumBias = 0x4B400000;
 __host__ __device__ inline float unbias_sum(int biased) {
   return float_from_bits(static_cast<uint32_t>(biased)) - 12582912.0f;
 }
-template <class Dec, bool kConvert = false>
-constexpr int kMmaSumStart =
-    Dec::kSub == 16 || (!kConvert && Dec::kType != GgmlType::Q4_1 && Dec::kType != GgmlType::Q5_1) ? kSumBias : 0;
-template <class Dec, bool kConvert = false>
+// kFold's first product: c0 * float(S) from the biased sum and nk0 = -(c0 * K).
+__host__ __device__ inline float folded_product(float c0, int biased, float nk0) {
+  return fma_c(c0, float_from_bits(static_cast<uint32_t>(biased)), nk0);
+}
+template <class Dec, SumForm kAsked>
+constexpr int kMmaSumStart = kSumForm<Dec, kAsked> == SumForm::kConvert ? 0 : kSumBias;
+template <class Dec, SumForm kAsked>
 __host__ __device__ inline float sum_to_float(int s) {
-  if constexpr (kMmaSumStart<Dec, kConvert> == kSumBias) {
-    return unbias_sum(s);
-  } else {
+  if constexpr (kSumForm<Dec, kAsked> == SumForm::kConvert) {
     return static_cast<float>(s);
+  } else {
+    return unbias_sum(s);
   }
 }
 
 // Section 2 for one (row, column, span): the sums S_0 (and S_1) from the MMAs (started at kMmaSumStart), then
 // span_partial's float steps.
-template <class Dec, bool kConvert = false>
+template <class Dec, SumForm kAsked>
 __host__ __device__ inline float tile_partial(const RowScales& w, const ColScales& a, int s0, int s1) {
-  float t = w.c0 * sum_to_float<Dec, kConvert>(s0);
-  if constexpr (Dec::kSub == 16) t = fma_c(w.c1, sum_to_float<Dec, kConvert>(s1), t);
+  float t;
+  if constexpr (kSumForm<Dec, kAsked> == SumForm::kFold) {
+    t = folded_product(w.c0, s0, w.nk0);
+  } else {
+    t = w.c0 * sum_to_float<Dec, kAsked>(s0);
+  }
+  if constexpr (Dec::kSub == 16) t = fma_c(w.c1, sum_to_float<Dec, kAsked>(s1), t);
   if constexpr (Dec::kOffset) {
     t = fma_c(w.b0, a.q0, t);
     if constexpr (Dec::kSub == 16) t = fma_c(w.b1, a.q1, t);

@@ -52,9 +52,9 @@ __device__ inline void mma_k16(uint32_t a0, uint32_t a1, uint32_t b, int start, 
 #endif
 }
 
-// Warp r's span: every (row, column) of the tile gets A_r = A_r + p_j (kConvert: the sums start at 0 and are
-// converted, mma_tile.cuh's kMmaSumStart).
-template <class Dec, bool kConvert>
+// Warp r's span: every (row, column) of the tile gets A_r = A_r + p_j, the sums made floats as kForm asks
+// (mma_tile.cuh's SumForm).
+template <class Dec, SumForm kForm>
 __device__ inline void add_span(const uint32_t* wrecs, const uint32_t* arecs, int lane,
                                 float (&acc)[kTileM][kTileN][4]) {
   uint32_t b[kTileN][2];
@@ -76,14 +76,14 @@ __device__ inline void add_span(const uint32_t* wrecs, const uint32_t* arecs, in
     for (int n = 0; n < kTileN; ++n) {
       int s0[4], s1[4] = {0, 0, 0, 0};
       if constexpr (Dec::kSub == 32) {
-        mma_k32(a, b[n], kMmaSumStart<Dec, kConvert>, s0);
+        mma_k32(a, b[n], kMmaSumStart<Dec, kForm>, s0);
       } else {
-        mma_k16(a[0], a[1], b[n][0], kMmaSumStart<Dec, kConvert>, s0);
-        mma_k16(a[2], a[3], b[n][1], kMmaSumStart<Dec, kConvert>, s1);
+        mma_k16(a[0], a[1], b[n][0], kMmaSumStart<Dec, kForm>, s0);
+        mma_k16(a[2], a[3], b[n][1], kMmaSumStart<Dec, kForm>, s1);
       }
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        acc[m][n][i] = acc[m][n][i] + tile_partial<Dec, kConvert>(rs[i / 2], cs[n][i % 2], s0[i], s1[i]);
+        acc[m][n][i] = acc[m][n][i] + tile_partial<Dec, kForm>(rs[i / 2], cs[n][i % 2], s0[i], s1[i]);
       }
     }
   }
@@ -265,7 +265,7 @@ __device__ __forceinline__ void tiled_body(TiledJob p) {
       __syncthreads();  // the records are made: the copies may take the next chunk
       if (base + kTileWarps < p.n_spans) issue(base + kTileWarps);
       if (base + warp < p.n_spans) {
-        add_span<Dec, kStaged>(wrecs + warp * kWeightSpanWords, arecs + warp * kActSpanWords, lane, acc);
+        add_span<Dec, SumForm::kConvert>(wrecs + warp * kWeightSpanWords, arecs + warp * kActSpanWords, lane, acc);
       }
     }
     __syncthreads();  // every warp is done with the records before the tree reuses their memory
@@ -292,8 +292,8 @@ __device__ __forceinline__ void tiled_body(TiledJob p) {
       uint32_t* const cur = stage + (k % 2) * kStageWords;
       if (base + kTileWarps < p.n_spans) make_records(base + kTileWarps, stage + ((k + 1) % 2) * kStageWords);
       if (base + warp < p.n_spans) {
-        add_span<Dec, false>(cur + warp * kWeightSpanWords, cur + kTileWarps * kWeightSpanWords + warp * kActSpanWords,
-                            lane, acc);
+        add_span<Dec, SumForm::kBias>(cur + warp * kWeightSpanWords,
+                                      cur + kTileWarps * kWeightSpanWords + warp * kActSpanWords, lane, acc);
       }
       __syncthreads();  // this chunk's records are used up, the next chunk's made
     }
@@ -313,7 +313,7 @@ __device__ __forceinline__ void tiled_body(TiledJob p) {
       }
       __syncthreads();
       if (base + warp < p.n_spans) {
-        add_span<Dec, kStaged>(wrecs + warp * kWeightSpanWords, arecs + warp * kActSpanWords, lane, acc);
+        add_span<Dec, SumForm::kFold>(wrecs + warp * kWeightSpanWords, arecs + warp * kActSpanWords, lane, acc);
       }
       __syncthreads();
     }

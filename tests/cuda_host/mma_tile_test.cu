@@ -57,7 +57,7 @@ void copy_chunk(const ChunkCopy& c, int room_units, unsigned char* dst) {
 template <class Dec>
 std::vector<std::vector<float>> emulate_block(const unsigned char* w, uint64_t w_stride, int n_rows,
                                               const unsigned char* act, uint64_t act_stride, int n_cols, int n_spans,
-                                              bool staged) {
+                                              bool staged, SumForm form) {
   std::vector<unsigned char> wcopy(static_cast<size_t>(16 * kTileRows * kWeightChunkUnits<Dec>));
   std::vector<unsigned char> acopy(static_cast<size_t>(16 * kTileCols * kActChunkUnits));
   std::vector<float> acc(static_cast<size_t>(kTileWarps * kTileRows * kTileCols), 0.0f);
@@ -111,8 +111,10 @@ std::vector<std::vector<float>> emulate_block(const unsigned char* w, uint64_t w
             load_frag_b(ar, 8 * n, lane, b[lane]);
           }
           int s0[32][4], s1[32][4] = {};
-          // The MMAs' start: the staged form's, or the direct one's (kSumBias, or 0 where it keeps the conversion).
-          const int start = staged ? kMmaSumStart<Dec, true> : kMmaSumStart<Dec, false>;
+          // The MMAs' start as the form asks (kSumBias, or 0 where the sums are converted).
+          const int start = form == SumForm::kConvert ? kMmaSumStart<Dec, SumForm::kConvert>
+                            : form == SumForm::kBias  ? kMmaSumStart<Dec, SumForm::kBias>
+                                                      : kMmaSumStart<Dec, SumForm::kFold>;
           if (Dec::kSub == 32) {
             emulate_mma(32, a, b, start, s0);
           } else {
@@ -133,8 +135,9 @@ std::vector<std::vector<float>> emulate_block(const unsigned char* w, uint64_t w
               const int row = 16 * m + frag_c_row(lane, i), col = 8 * n + frag_c_col(lane, i);
               const RowScales rs = row_scales(wr + row * kRecordWords);
               const ColScales cs = col_scales(ar + col * kRecordWords);
-              const float p = staged ? tile_partial<Dec, true>(rs, cs, s0[lane][i], s1[lane][i])
-                                     : tile_partial<Dec, false>(rs, cs, s0[lane][i], s1[lane][i]);
+              const float p = form == SumForm::kConvert ? tile_partial<Dec, SumForm::kConvert>(rs, cs, s0[lane][i], s1[lane][i])
+                              : form == SumForm::kBias    ? tile_partial<Dec, SumForm::kBias>(rs, cs, s0[lane][i], s1[lane][i])
+                                                          : tile_partial<Dec, SumForm::kFold>(rs, cs, s0[lane][i], s1[lane][i]);
               at(warp, row, col) = at(warp, row, col) + p;
             }
           }
@@ -195,17 +198,20 @@ void expect_tile_matches(int n_rows, int64_t n_in, int n_cols, uint32_t seed, bo
     format::quantize_row_q8_1(x.data(), col.data(), n_in);
     std::memcpy(act + c * act_stride, col.data(), act_stride);
   }
+  // Every way of making the sums floats (mma_tile.cuh's SumForm) with either way of making the records.
+  for (const SumForm form : {SumForm::kConvert, SumForm::kBias, SumForm::kFold}) {
   const auto got =
-      emulate_block<Dec>(w, w_stride, n_rows, act, act_stride, n_cols, static_cast<int>(n_in / 32), staged);
+      emulate_block<Dec>(w, w_stride, n_rows, act, act_stride, n_cols, static_cast<int>(n_in / 32), staged, form);
   for (int c = 0; c < n_cols; ++c) {
     std::memcpy(col.data(), act + c * act_stride, act_stride);
     for (int r = 0; r < n_rows; ++r) {
       const float want = format::canonical_dot(Dec::kType, w + r * w_stride, col.data(), n_in);
       const float have = got[static_cast<size_t>(c)][static_cast<size_t>(r)];
       ASSERT_EQ(format::f32_bits(have), format::f32_bits(want))
-          << format::traits(Dec::kType).name << (staged ? " (staged)" : "") << " row " << r << " column " << c
-          << ": " << have << " vs " << want;
+          << format::traits(Dec::kType).name << (staged ? " (staged)" : "") << " sum form "
+          << static_cast<int>(form) << " row " << r << " column " << c << ": " << have << " vs " << want;
     }
+  }
   }
 }
 
@@ -252,6 +258,28 @@ TEST(TiledProduct, BiasedSumsConvertExactly) {
   for (int s = -(1 << 22); s < (1 << 22); ++s) {
     const float f = unbias_sum(kSumBias + s);
     if (f != static_cast<float>(s)) FAIL() << "sum " << s << " came back as " << f;
+  }
+}
+
+// kFold's first product equals the plain one for every sum a span can have, at scales of the kinds the decoders
+// make (an f16 times a small integer or a short fraction, at the f16's extremes, of either sign); a zero product may
+// differ only in its sign.
+TEST(TiledProduct, FoldedProductsEqualThePlainOnes) {
+  std::vector<float> scales;
+  for (const float d : {65504.0f, 1.0f, 0.0078125f, 6.1035156e-05f, 5.9604645e-08f, 0.333251953125f}) {
+    for (const float k : {1.0f, 3.0f, 63.0f, 127.0f, -32.0f, -128.0f, 0.125f, 7.5f * 0.25f}) scales.push_back(d * k);
+  }
+  for (size_t i = 0; i < scales.size(); ++i) {
+    const float c0 = scales[i];
+    const float nk0 = -(c0 * 12582912.0f);
+    const int step = i % 8 == 0 ? 1 : 97;  // every sum for a few scales, a sample for the rest
+    for (int s = -(1 << 22); s < (1 << 22); s += step) {
+      const float want = c0 * static_cast<float>(s);
+      const float have = folded_product(c0, kSumBias + s, nk0);
+      if (want == 0.0f ? have != 0.0f : format::f32_bits(have) != format::f32_bits(want)) {
+        FAIL() << "scale " << c0 << " sum " << s << ": " << have << " vs " << want;
+      }
+    }
   }
 }
 
