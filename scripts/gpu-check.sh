@@ -145,8 +145,9 @@ export LD_LIBRARY_PATH="$root/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" 
 
 # The tests were built in build-device/ of the lead's checkout and look for plugins, data and the executable at
 # those paths: make them exist here, pointing into this copy.
+# Where the build itself is (the machine that packed it: a real `strata` there, not a link) it is left alone.
 build_root="$(cat "$root/.device/build-root" 2>/dev/null || true)"
-if [ -n "$build_root" ]; then
+if [ -n "$build_root" ] && { [ -L "$build_root/strata" ] || [ ! -e "$build_root/strata" ]; }; then
   src_root="$(dirname "$build_root")"
   if [ ! -e "$src_root" ]; then mkdir -p "$(dirname "$src_root")" && ln -s "$root" "$src_root"; fi
   mkdir -p "$build_root/plugins"
