@@ -216,6 +216,24 @@ __device__ __forceinline__ void tiled_body(TiledJob p) {
   }
   __syncthreads();
 
+  // The direct and double forms: the records of the chunk at span `base` from global memory into a set of records
+  // (span-major, mma_tile.cuh's layout), made with the span as the fast index.
+  const auto make_records = [&](int base, uint32_t* recs) {
+    uint32_t* wr = recs;
+    uint32_t* ar = recs + kTileWarps * kWeightSpanWords;
+    for (int i = tid; i < kTileRows * kTileWarps; i += kTileThreads) {
+      const int r = i / kTileWarps, s = i % kTileWarps;
+      if (base + s < p.n_spans) {
+        make_weight_record<Dec>(weight_row(r), base + s, wr + s * kWeightSpanWords + r * kRecordWords);
+      }
+    }
+    for (int i = tid; i < kTileCols * kTileWarps; i += kTileThreads) {
+      const int c = i / kTileWarps, s = i % kTileWarps;
+      if (base + s < p.n_spans) {
+        make_act_record<Dec>(p.act + col_act[c] * act_row_bytes, base + s, ar + s * kActSpanWords + c * kRecordWords);
+      }
+    }
+  };
   if constexpr (kStaged) {
     // The copies of the chunk at span `base`, issued as one group: kTileThreads / kTileRows threads a row, and
     // kTileThreads / kTileCols a column, each taking every such unit from its own; a row's (column's) first
@@ -272,20 +290,6 @@ __device__ __forceinline__ void tiled_body(TiledJob p) {
   } else if constexpr (kDouble) {
     // Two sets of records: the next chunk's are made (their global loads in flight) while the warps form this
     // chunk's sums, one barrier a chunk. The set a chunk writes was last read by the chunk before the last barrier.
-    const auto make_records = [&](int base, uint32_t* recs) {
-      uint32_t* wr = recs;
-      uint32_t* ar = recs + kTileWarps * kWeightSpanWords;
-      for (int i = tid; i < kTileRows * kTileWarps; i += kTileThreads) {
-        const int r = i / kTileWarps, s = i % kTileWarps;
-        if (base + s < p.n_spans) make_weight_record<Dec>(weight_row(r), base + s, wr + s * kWeightSpanWords + r * kRecordWords);
-      }
-      for (int i = tid; i < kTileCols * kTileWarps; i += kTileThreads) {
-        const int c = i / kTileWarps, s = i % kTileWarps;
-        if (base + s < p.n_spans) {
-          make_act_record<Dec>(p.act + col_act[c] * act_row_bytes, base + s, ar + s * kActSpanWords + c * kRecordWords);
-        }
-      }
-    };
     make_records(0, stage);
     __syncthreads();
     for (int base = 0, k = 0; base < p.n_spans; base += kTileWarps, ++k) {
@@ -299,18 +303,7 @@ __device__ __forceinline__ void tiled_body(TiledJob p) {
     }
   } else {
     for (int base = 0; base < p.n_spans; base += kTileWarps) {
-      for (int i = tid; i < kTileRows * kTileWarps; i += kTileThreads) {
-        const int r = i / kTileWarps, s = i % kTileWarps;
-        if (base + s < p.n_spans) {
-          make_weight_record<Dec>(weight_row(r), base + s, wrecs + s * kWeightSpanWords + r * kRecordWords);
-        }
-      }
-      for (int i = tid; i < kTileCols * kTileWarps; i += kTileThreads) {
-        const int c = i / kTileWarps, s = i % kTileWarps;
-        if (base + s < p.n_spans) {
-          make_act_record<Dec>(p.act + col_act[c] * act_row_bytes, base + s, arecs + s * kActSpanWords + c * kRecordWords);
-        }
-      }
+      make_records(base, stage);
       __syncthreads();
       if (base + warp < p.n_spans) {
         add_span<Dec, SumForm::kFold>(wrecs + warp * kWeightSpanWords, arecs + warp * kActSpanWords, lane, acc);
