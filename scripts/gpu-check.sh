@@ -379,11 +379,23 @@ if want ncu-detail; then
   else
     ncu_sections=(--section SpeedOfLight --section Occupancy --section WarpStateStats --section ComputeWorkloadAnalysis
                   --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section LaunchStats)
+    # Beside the sections: why warps wait (each stall reason, warps per issued instruction), shared-memory bank
+    # conflicts, instructions and the pipes' shares, as numbers.
+    ncu_metrics="smsp__inst_executed.sum,sm__cycles_elapsed.avg,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
+    ncu_metrics="$ncu_metrics,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"
+    ncu_metrics="$ncu_metrics,sm__inst_executed_pipe_tensor_op_imma.avg.pct_of_peak_sustained_active"
+    ncu_metrics="$ncu_metrics,sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active"
+    for reason in barrier long_scoreboard short_scoreboard mio_throttle math_pipe_throttle wait not_selected selected \
+                  lg_throttle dispatch_stall no_instruction tex_throttle branch_resolving membar drain sleeping misc; do
+      ncu_metrics="$ncu_metrics,smsp__average_warps_issue_stalled_${reason}_per_issue_active.ratio"
+    done
     if [ "${STRATA_NCU_DETAIL_PROMPT:-1}" = 1 ]; then  # 0: the decode attention's kernels only
-    timeout 240 "$ncu_bin" --clock-control none "${ncu_sections[@]}" \
+    # STRATA_NCU_DETAIL_P: the prompt's length (default 512; 2048 gives every product whole windows of tokens).
+    timeout 240 "$ncu_bin" --clock-control none "${ncu_sections[@]}" --metrics "$ncu_metrics" \
       --kernel-name "regex:${STRATA_NCU_DETAIL:-tiled_kernel|attention_flash_tiles}" \
       --launch-skip "${STRATA_NCU_DETAIL_SKIP:-20}" --launch-count "${STRATA_NCU_DETAIL_COUNT:-3}" \
-      strata bench --model "$model" --backend cuda -p 512 -n 0 -r 1 > "$OUT/ncu-detail-prompt.txt" 2>&1
+      strata bench --model "$model" --backend cuda -p "${STRATA_NCU_DETAIL_P:-512}" -n 0 -r 1 \
+      -o runtime.context=$((${STRATA_NCU_DETAIL_P:-512} + 1024)) > "$OUT/ncu-detail-prompt.txt" 2>&1
     row "ncu-detail prompt (exit $?): $OUT/ncu-detail-prompt.txt"
     fi
     : > "$OUT/ncu-detail-decode.txt"

@@ -8,7 +8,7 @@
 // imrope_component; src1 [n_tok, 4] or [n_tok]). Mode 24 (2-D vision RoPE, backend 1.7, Qwen3-VL's projector): neox
 // pairs, the first i[2] at the row component (1) with frequencies pow(base, -2k / (n_rot / 2)), the other i[3] at the
 // column component (2) with their own index from 0 (rope_fill_vision_freqs); no freq_scale, YaRN or attn_factor;
-// src1 [n_tok, 4]. One block per (head, token); positions are read on the device.
+// src1 [n_tok, 4]. One block per token and group of up to 8 heads; positions are read on the device.
 // Rows and tokens are nb[1] and nb[2] apart in src0 and dst (views: a slice of each wider column).
 #include <string>
 
@@ -43,13 +43,22 @@ struct RopeArgs {
   int row_pairs;         // mode 24: i[2]
 };
 
-// T is the arithmetic: float (rope_heads) or double (rope_heads_f64ref, canonical_double).
+// T is the arithmetic: float (rope_heads) or double (rope_heads_f64ref, canonical_double). A block takes up to
+// kHeadsPerBlock heads of one token: a pair's angle depends on the token and the pair alone, so each thread finds
+// its pairs' sin and cos once and turns them on every head of the block (a 2048-token prompt's q has 32 heads: one
+// angle where there were 32; the same arithmetic, so the same bits).
+constexpr int kHeadsPerBlock = 8;
 template <class T>
-__device__ __forceinline__ void rope_block(const RopeArgs& a) {
-  const int64_t h = blockIdx.x, t = blockIdx.y;
-  const auto* x =
-      reinterpret_cast<const float*>(a.x + static_cast<uint64_t>(h) * a.x_head + static_cast<uint64_t>(t) * a.x_tok);
-  auto* y = reinterpret_cast<float*>(a.dst + static_cast<uint64_t>(h) * a.d_head + static_cast<uint64_t>(t) * a.d_tok);
+__device__ __forceinline__ void rope_block(const RopeArgs& a, int n_head) {
+  const int h0 = static_cast<int>(blockIdx.x) * kHeadsPerBlock;
+  const int h_end = n_head - h0 < kHeadsPerBlock ? n_head : h0 + kHeadsPerBlock;
+  const int64_t t = blockIdx.y;
+  const auto head_in = [&](int h) {
+    return reinterpret_cast<const float*>(a.x + static_cast<uint64_t>(h) * a.x_head + static_cast<uint64_t>(t) * a.x_tok);
+  };
+  const auto head_out = [&](int h) {
+    return reinterpret_cast<float*>(a.dst + static_cast<uint64_t>(h) * a.d_head + static_cast<uint64_t>(t) * a.d_tok);
+  };
   const int32_t pos0 = a.pos[t];
   const int half = a.n_rot / 2;
   for (int k = static_cast<int>(threadIdx.x); k < half; k += kBlock) {
@@ -58,22 +67,34 @@ __device__ __forceinline__ void rope_block(const RopeArgs& a) {
     const int32_t pos = a.imrope   ? imrope_position(a.pos, t, a.pos_comp, imrope_component(k, a.sections))
                         : a.vision ? imrope_position(a.pos, t, a.pos_comp, vision_component(k, a.row_pairs))
                                    : pos0;
-    // In place (dst == src0) is safe: this thread alone reads and writes ia and ib.
+    // In place (dst == src0) is safe: this thread alone reads and writes ia and ib of each head.
     if constexpr (sizeof(T) == sizeof(double)) {
-      rope_rotate(x[ia], x[ib], static_cast<double>(pos), static_cast<double>(a.scale), a.freq.d[k], y[ia], y[ib],
-                  static_cast<double>(a.mscale));
+      for (int h = h0; h < h_end; ++h) {
+        const float* x = head_in(h);
+        float* y = head_out(h);
+        rope_rotate(x[ia], x[ib], static_cast<double>(pos), static_cast<double>(a.scale), a.freq.d[k], y[ia], y[ib],
+                    static_cast<double>(a.mscale));
+      }
     } else {
       float s, c;
       rope_sincos_f(pos, a.scale, a.freq.f.hi[k], a.freq.f.lo[k], s, c);
       rope_mscale_f(a.mscale, s, c);
-      rope_rotate_f(x[ia], x[ib], s, c, y[ia], y[ib]);
+      for (int h = h0; h < h_end; ++h) {
+        const float* x = head_in(h);
+        float* y = head_out(h);
+        rope_rotate_f(x[ia], x[ib], s, c, y[ia], y[ib]);
+      }
     }
   }
-  for (int64_t i = a.n_rot + threadIdx.x; i < a.head_dim; i += kBlock) y[i] = x[i];
+  for (int h = h0; h < h_end; ++h) {
+    const float* x = head_in(h);
+    float* y = head_out(h);
+    for (int64_t i = a.n_rot + threadIdx.x; i < a.head_dim; i += kBlock) y[i] = x[i];
+  }
 }
 
-__global__ void rope_heads(RopeArgs a) { rope_block<float>(a); }
-__global__ void rope_heads_f64ref(RopeArgs a) { rope_block<double>(a); }
+__global__ void rope_heads(RopeArgs a, int n_head) { rope_block<float>(a, n_head); }
+__global__ void rope_heads_f64ref(RopeArgs a, int n_head) { rope_block<double>(a, n_head); }
 
 }  // namespace
 
@@ -150,8 +171,9 @@ void run_rope(Context& ctx, const strata_op& op) {
     a.mscale = scaling.mscale;
     rope_fill_freqs(a.freq, op.f, a.n_rot, f64);
   }
-  const dim3 grid(static_cast<unsigned>(x.ne[1]), static_cast<unsigned>(x.ne[2]));
-  (f64 ? rope_heads_f64ref : rope_heads)<<<grid, kBlock, 0, ctx.stream()>>>(a);
+  const int n_head = static_cast<int>(x.ne[1]);
+  const dim3 grid(static_cast<unsigned>((n_head + kHeadsPerBlock - 1) / kHeadsPerBlock), static_cast<unsigned>(x.ne[2]));
+  (f64 ? rope_heads_f64ref : rope_heads)<<<grid, kBlock, 0, ctx.stream()>>>(a, n_head);
   check_launch("ROPE");
 }
 
