@@ -73,8 +73,8 @@
 #                0% then -ncmoe 48, same file; each pair's ratio and the pool's roofline line
 #     contention strata at 25% and llama.cpp -ncmoe 36 (at -t all and half the cores, -n 32 -r 1), alone and beside
 #                STRATA_BUSY (default 8) busy nice-19 loops; what each keeps, and strata over llama.cpp under load
-#     tiles      the tiled products' staged and double forms (plugins.cuda.staged_tiles, double_tiles) and a baseline
-#                plugin's (.device/baseline, when packed) against the direct one, interleaved:
+#     tiles      the tiled products' staged form (plugins.cuda.staged_tiles) and a baseline plugin's (.device/baseline,
+#                when packed) against the direct one, interleaved:
 #                pp512 and pp16384 all in VRAM (STRATA_TILES_ROUNDS, default 2), llama.cpp's in each round
 #                (STRATA_TILES_PEER=0: not), and one greedy run's ids each way
 #     long       issue 28's long-context targets (pp16384, tg64 at depth 16384, pp512; all in VRAM and at 25% against
@@ -910,21 +910,19 @@ if want long; then
 fi
 
 if want tiles; then
-  # The tiled products' three forms (the same bits): direct, staged (plugins.cuda.staged_tiles: the next chunk's
-  # bytes copied ahead with cp.async) and double (plugins.cuda.double_tiles: the next chunk's records made during
-  # this one's MMAs), interleaved in STRATA_TILES_ROUNDS (default 2) rounds, every weight in VRAM: pp512 and
-  # pp16384; with a baseline cuda plugin in .device/baseline (device-pack.sh's STRATA_PACK_BASELINE, a plugin of
-  # another commit) its direct form first in each round. The bits: op parity's cuda_staged_tiles and
-  # cuda_double_tiles labels (gpu-tests) and the ids of one greedy run each way.
+  # The tiled products' two forms (the same bits): direct and staged (plugins.cuda.staged_tiles: the next chunk's
+  # bytes copied ahead with cp.async), interleaved in STRATA_TILES_ROUNDS (default 2) rounds, every weight in VRAM:
+  # pp512 and pp16384; with a baseline cuda plugin in .device/baseline (device-pack.sh's STRATA_PACK_BASELINE, a
+  # plugin of another commit) its direct form first in each round. The bits: op parity's cuda_staged_tiles label
+  # (gpu-tests) and the ids of one greedy run each way.
   ctx16=$((16384 + 1024))
-  forms="direct staged double"
+  forms="direct staged"
   [ -f "$root/.device/baseline/libstrata-cuda.so" ] && forms="baseline $forms"
   tile_opts() {  # tile_opts FORM: the -o options of a form
     case "$1" in
       baseline) echo "-o plugins.cuda.staged_tiles=false" ;;
-      direct) echo "-o plugins.cuda.staged_tiles=false -o plugins.cuda.double_tiles=false" ;;
+      direct) echo "-o plugins.cuda.staged_tiles=false" ;;
       staged) echo "-o plugins.cuda.staged_tiles=true" ;;
-      double) echo "-o plugins.cuda.double_tiles=true" ;;
     esac
   }
   tile_path() {  # tile_path FORM: the plugin folder searched first
@@ -946,8 +944,7 @@ if want tiles; then
     for t in pp512 pp16384; do
       d="$(tg_of "$OUT/tiles$round-direct.md" "$t")"
       st="$(tg_of "$OUT/tiles$round-staged.md" "$t")"
-      db="$(tg_of "$OUT/tiles$round-double.md" "$t")"
-      line="$(printf 'tiles round %d %-8s direct %-18s staged/direct %s double/direct %s' "$round" "$t" "$d" "$(ratio "$st" "$d")" "$(ratio "$db" "$d")")"
+      line="$(printf 'tiles round %d %-8s direct %-18s staged/direct %s' "$round" "$t" "$d" "$(ratio "$st" "$d")")"
       case "$forms" in
         baseline*) b="$(tg_of "$OUT/tiles$round-baseline.md" "$t")"
                    line="$line baseline $b direct/baseline $(ratio "$d" "$b")" ;;

@@ -26,8 +26,6 @@ struct Options {
   bool canonical_double = false;  // the `_f64ref` kernels: norms, RoPE, attention, softmax and router in double,
                                   // the CPU engine's bits (runtime.canonical_double); off: float and tensor cores
   bool staged_tiles = false;  // the tiled products copy a chunk's raw bytes ahead with cp.async (sm_90; same bits)
-  bool double_tiles = false;  // the tiled products make the next chunk's records during this one's MMAs (sm_90; same
-                              // bits)
 };
 
 // What scratch memory is for; each has one buffer, reused by every op that needs it.

@@ -180,8 +180,9 @@ __host__ __device__ inline ColScales col_scales(const uint32_t* rec) {
 //   a span. A zero product comes out +0 where c0 * 0 is -0 for negative c0: partials only reach sums that start at
 //   +0, where the sign of a zero addend never shows. The one difference: an infinite f16 scale (a broken file)
 //   gives NaN where the product gives an infinity.
-// Each kernel form asks for the cheapest its registers allow without spills at 128 on sm_90 (tiled_product.cu);
-// kSumForm then keeps Q4_1 and Q5_1 on the conversion (the bias's register spills their kernels), MXFP4 off the
+// Each kernel form asks for the cheapest its registers allow without spills at 128 on sm_90 (tiled_product.cu: the
+// direct form kFold, the staged one kConvert, whose Q4_K and Q5_K kernels spill 16 bytes with the bias); kSumForm
+// then keeps Q4_1 and Q5_1 on the conversion (the bias's register spills their kernels), MXFP4 off the
 // fold, and the types with 16-value sub-blocks biased at least.
 enum class SumForm { kConvert, kBias, kFold };
 template <class Dec, SumForm kAsked>

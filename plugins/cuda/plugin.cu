@@ -185,20 +185,19 @@ strata_status* init(const strata_host_api* host, const char* const* options, siz
       }
       o.high_priority = value == "high";
     } else if (key == "graphs" || key == "fuse" || key == "overlap" || key == "canonical_double" ||
-               key == "staged_tiles" || key == "double_tiles") {
+               key == "staged_tiles") {
       bool* target = key == "graphs"             ? &o.graphs
                      : key == "fuse"             ? &o.fuse
                      : key == "overlap"          ? &o.overlap
                      : key == "canonical_double" ? &o.canonical_double
-                     : key == "staged_tiles"     ? &o.staged_tiles
-                                                 : &o.double_tiles;
+                                                 : &o.staged_tiles;
       if (!parse_bool_option(value, target)) {
         return host->status_new(STRATA_ERR_INVALID_ARGUMENT,
                                 (std::string(kName) + ": " + key + " must be true or false, not '" + value + "'").c_str());
       }
     } else {
       return host->status_new(STRATA_ERR_INVALID_ARGUMENT,
-                              (std::string(kName) + ": unknown option '" + key + "' (known: device, graphs, fuse, overlap, priority, canonical_double, staged_tiles, double_tiles)").c_str());
+                              (std::string(kName) + ": unknown option '" + key + "' (known: device, graphs, fuse, overlap, priority, canonical_double, staged_tiles)").c_str());
     }
   }
   const Probe& p = probe();

@@ -3,11 +3,11 @@
 // weight and activation records in shared memory, then warp r forms its span's integer sums with MMAs and adds
 // the span's partials; at the end the fixed tree joins the warps' accumulators and warp 0 writes the tile.
 //
-// Three forms, the same bits: the direct one makes a chunk's records from global memory between two barriers, so
+// Two forms, the same bits: the direct one makes a chunk's records from global memory between two barriers, so
 // the loads' latency stands in the way of every chunk; the staged one (sm_90, the `staged_tiles` option) copies
 // the next chunk's raw bytes into shared memory (cp.async) while the warps compute on this one, and makes the
-// records from that copy; the double one (sm_90, `double_tiles`) keeps two sets of records and makes the next
-// chunk's before forming this one's sums, one barrier a chunk.
+// records from that copy. (A third, two sets of records with the next chunk's made during this one's MMAs and one
+// barrier a chunk, ran 0.96-0.97x the direct form on the H100 on 2026-12-06 and was taken out.)
 #include "async_copy.cuh"
 #include "dynamic_smem.hpp"
 #include "mma_tile.cuh"
@@ -106,7 +106,7 @@ __device__ inline void add_span(const uint32_t* wrecs, const uint32_t* arecs, in
 #define STRATA_TILED_STAGED 0
 #endif
 
-template <class Dec, bool kStaged, bool kDouble>
+template <class Dec, bool kStaged>
 __device__ __forceinline__ void tiled_body(TiledJob p);
 
 // Types with 16-value sub-blocks (the six above) stay direct: in the staged form ptxas spilled 24-36 bytes of
@@ -130,7 +130,7 @@ template <class Dec>
 constexpr int kTiledMinBlocks =
     Dec::kType == GgmlType::Q2_K || (STRATA_TILED_Q5_1_WIDE && Dec::kType == GgmlType::Q5_1) ? 1 : 2;
 
-template <class Dec, bool kStaged, bool kDouble = false>
+template <class Dec, bool kStaged>
 __global__ void __launch_bounds__(kTileThreads, kTiledMinBlocks<Dec>) tiled_kernel(TiledJob p) {
 #if !STRATA_TILED_SUB16
   if constexpr (Dec::kSub == 16) {
@@ -139,25 +139,23 @@ __global__ void __launch_bounds__(kTileThreads, kTiledMinBlocks<Dec>) tiled_kern
   } else
 #endif
 #if !STRATA_TILED_STAGED
-  if constexpr (kStaged || kDouble) {
+  if constexpr (kStaged) {
     __trap();
     return;
   } else
 #endif
   {
-    tiled_body<Dec, kStaged, kDouble>(p);
+    tiled_body<Dec, kStaged>(p);
   }
 }
 
-template <class Dec, bool kStaged, bool kDouble>
+template <class Dec, bool kStaged>
 __device__ __forceinline__ void tiled_body(TiledJob p) {
   // The records: static shared memory in the direct form (declared first: ptxas's registers for Q3_K and Q6_K
-  // depend on the layout); in the staged form the dynamic memory, followed by the chunk's copies; in the double
-  // form the dynamic memory, two sets of records.
-  static_assert(!(kStaged && kDouble), "one form at a time");
-  __shared__ __align__(16) uint32_t stage_static[kStaged || kDouble ? 1 : kStageWords];  // records: 16-byte stores
+  // depend on the layout); in the staged form the dynamic memory, followed by the chunk's copies.
+  __shared__ __align__(16) uint32_t stage_static[kStaged ? 1 : kStageWords];  // records: 16-byte stores
   extern __shared__ uint4 tiled_dynamic[];
-  uint32_t* const stage = kStaged || kDouble ? reinterpret_cast<uint32_t*>(tiled_dynamic) : stage_static;
+  uint32_t* const stage = kStaged ? reinterpret_cast<uint32_t*>(tiled_dynamic) : stage_static;
   __shared__ uint32_t col_act[kTileCols];  // activation row of each column
   __shared__ uint32_t col_out[kTileCols];  // output row of each column, kSpareColumn past the tile's columns
   const int tid = static_cast<int>(threadIdx.x);
@@ -216,24 +214,6 @@ __device__ __forceinline__ void tiled_body(TiledJob p) {
   }
   __syncthreads();
 
-  // The direct and double forms: the records of the chunk at span `base` from global memory into a set of records
-  // (span-major, mma_tile.cuh's layout), made with the span as the fast index.
-  const auto make_records = [&](int base, uint32_t* recs) {
-    uint32_t* wr = recs;
-    uint32_t* ar = recs + kTileWarps * kWeightSpanWords;
-    for (int i = tid; i < kTileRows * kTileWarps; i += kTileThreads) {
-      const int r = i / kTileWarps, s = i % kTileWarps;
-      if (base + s < p.n_spans) {
-        make_weight_record<Dec>(weight_row(r), base + s, wr + s * kWeightSpanWords + r * kRecordWords);
-      }
-    }
-    for (int i = tid; i < kTileCols * kTileWarps; i += kTileThreads) {
-      const int c = i / kTileWarps, s = i % kTileWarps;
-      if (base + s < p.n_spans) {
-        make_act_record<Dec>(p.act + col_act[c] * act_row_bytes, base + s, ar + s * kActSpanWords + c * kRecordWords);
-      }
-    }
-  };
   if constexpr (kStaged) {
     // The copies of the chunk at span `base`, issued as one group: kTileThreads / kTileRows threads a row, and
     // kTileThreads / kTileCols a column, each taking every such unit from its own; a row's (column's) first
@@ -287,23 +267,20 @@ __device__ __forceinline__ void tiled_body(TiledJob p) {
       }
     }
     __syncthreads();  // every warp is done with the records before the tree reuses their memory
-  } else if constexpr (kDouble) {
-    // Two sets of records: the next chunk's are made (their global loads in flight) while the warps form this
-    // chunk's sums, one barrier a chunk. The set a chunk writes was last read by the chunk before the last barrier.
-    make_records(0, stage);
-    __syncthreads();
-    for (int base = 0, k = 0; base < p.n_spans; base += kTileWarps, ++k) {
-      uint32_t* const cur = stage + (k % 2) * kStageWords;
-      if (base + kTileWarps < p.n_spans) make_records(base + kTileWarps, stage + ((k + 1) % 2) * kStageWords);
-      if (base + warp < p.n_spans) {
-        add_span<Dec, SumForm::kBias>(cur + warp * kWeightSpanWords,
-                                      cur + kTileWarps * kWeightSpanWords + warp * kActSpanWords, lane, acc);
-      }
-      __syncthreads();  // this chunk's records are used up, the next chunk's made
-    }
   } else {
     for (int base = 0; base < p.n_spans; base += kTileWarps) {
-      make_records(base, stage);
+      for (int i = tid; i < kTileRows * kTileWarps; i += kTileThreads) {
+        const int r = i / kTileWarps, s = i % kTileWarps;
+        if (base + s < p.n_spans) {
+          make_weight_record<Dec>(weight_row(r), base + s, wrecs + s * kWeightSpanWords + r * kRecordWords);
+        }
+      }
+      for (int i = tid; i < kTileCols * kTileWarps; i += kTileThreads) {
+        const int c = i / kTileWarps, s = i % kTileWarps;
+        if (base + s < p.n_spans) {
+          make_act_record<Dec>(p.act + col_act[c] * act_row_bytes, base + s, arecs + s * kActSpanWords + c * kRecordWords);
+        }
+      }
       __syncthreads();
       if (base + warp < p.n_spans) {
         add_span<Dec, SumForm::kFold>(wrecs + warp * kWeightSpanWords, arecs + warp * kActSpanWords, lane, acc);
@@ -389,17 +366,6 @@ void launch_tiled(const TiledJob& job, uint32_t type, unsigned col_tiles, const 
     const dim3 grid(static_cast<unsigned>((job.rows + kTileRows - 1) / kTileRows), col_tiles);
     // The staged form where it was asked for, the type has it and two of its blocks fit a multiprocessor (always
     // on sm_90).
-    // The double form where it was asked for (sm_90, 32-value types: two blocks of it fit a multiprocessor).
-    if constexpr (kHasStaged<Dec>) {
-      constexpr size_t kDoubleSmem = 2 * sizeof(uint32_t) * kStageWords;
-      if (ctx.options().double_tiles && sm90 &&
-          2 * (kDoubleSmem + 1024) <= static_cast<size_t>(ctx.props().sharedMemPerMultiprocessor) &&
-          allow_dynamic_smem<tiled_kernel<Dec, false, true>>(ctx, kDoubleSmem)) {
-        tiled_kernel<Dec, false, true><<<grid, kTileThreads, kDoubleSmem, stream>>>(job);
-        check_launch("tiled matrix product (double)");
-        return;
-      }
-    }
     if constexpr (kHasStaged<Dec>) {
       const size_t smem = kStagedSmem<Dec>;
       if (ctx.options().staged_tiles && sm90 &&

@@ -83,10 +83,8 @@ struct Discovered {
       }
       // The GPU plugins' double kernels (issue 28): the CPU's arithmetic, compared as tightly as cpu_avx2.
       if (c.name == "cuda" || c.name == "hip") add(c.name, c.name + "_canonical_double", {"canonical_double=true"}, true);
-      // The tiled products' staged and double forms (sm_90; the plain form elsewhere, so the labels check that path
-      // again).
+      // The tiled products' staged form (sm_90; the plain form elsewhere, so the label checks that path twice).
       if (c.name == "cuda") add(c.name, "cuda_staged_tiles", {"staged_tiles=true"}, true);
-      if (c.name == "cuda") add(c.name, "cuda_double_tiles", {"double_tiles=true"}, true);
     }
   }
 
@@ -129,7 +127,7 @@ Discovered& discovered() {
 }  // namespace
 
 bool float_label(const std::string& label) {
-  return label == "cuda" || label == "hip" || label == "cuda_staged_tiles" || label == "cuda_double_tiles";
+  return label == "cuda" || label == "hip" || label == "cuda_staged_tiles";
 }
 
 Output output_for(const Output& o, const std::string& label) {
