@@ -109,6 +109,13 @@ __device__ inline void add_span(const uint32_t* wrecs, const uint32_t* arecs, in
 template <class Dec, bool kStaged>
 __device__ __forceinline__ void tiled_body(TiledJob p);
 
+// How the warps' accumulators are joined and written: in parallel (two exchanges, three barriers, every warp
+// finishing an eighth of the outputs), or in three steps (six barriers) after which warp 0 alone writes the tile:
+// Q3_K's kernel, which the parallel form pushes 16 bytes past 128 registers on sm_90. (The down products, three
+// chunks long, spent about a quarter of their time in the three steps.)
+template <class Dec>
+constexpr bool kParallelTail = Dec::kType != GgmlType::Q3_K;
+
 // Types with 16-value sub-blocks (the six above) stay direct: in the staged form ptxas spilled 24-36 bytes of
 // theirs at 128 registers (two blocks per multiprocessor). Since the column count left the registers (kSpareColumn)
 // they fit with nvcc 13, but their staged kernels have not been run on a GPU.
@@ -289,11 +296,12 @@ __device__ __forceinline__ void tiled_body(TiledJob p) {
     }
   }
 
-  // The fixed tree: (A0+A1), (A2+A3), ... then their pairs; warp w & ~(2d-1) receives warp w's sums at step d.
+  // The fixed tree ((A0+A1)+(A2+A3))+((A4+A5)+(A6+A7)), through slots of shared memory (element e of lane l of a
+  // warp's sums at e * 32 + l), then the outputs written (times the pair's weight for MoE tiles).
   auto* exchange = reinterpret_cast<float*>(stage);
-  for (int d = 1; d < kTileWarps; d *= 2) {
-    float* slot = exchange + (warp / (2 * d)) * kSlotFloats;
-    if (warp % (2 * d) == d) {
+  if constexpr (kParallelTail<Dec>) {
+    const auto put = [&](int s) {  // this warp's sums into slot s
+      float* slot = exchange + s * kSlotFloats;
 #pragma unroll
       for (int m = 0; m < kTileM; ++m) {
 #pragma unroll
@@ -302,9 +310,9 @@ __device__ __forceinline__ void tiled_body(TiledJob p) {
           for (int i = 0; i < 4; ++i) slot[((m * kTileN + n) * 4 + i) * 32 + lane] = acc[m][n][i];
         }
       }
-    }
-    __syncthreads();
-    if (warp % (2 * d) == 0) {
+    };
+    const auto take = [&](int s) {  // this warp's sums plus slot s's
+      const float* slot = exchange + s * kSlotFloats;
 #pragma unroll
       for (int m = 0; m < kTileM; ++m) {
 #pragma unroll
@@ -313,22 +321,73 @@ __device__ __forceinline__ void tiled_body(TiledJob p) {
           for (int i = 0; i < 4; ++i) acc[m][n][i] = acc[m][n][i] + slot[((m * kTileN + n) * 4 + i) * 32 + lane];
         }
       }
-    }
+    };
+    const auto write = [&](int m, int n, int i, float v) {  // element (m, n, i) of this lane's tile
+      const int row = row0 + 16 * m + frag_c_row(lane, i);
+      const uint32_t o = col_out[8 * n + frag_c_col(lane, i)];
+      if (row < p.rows && o != kSpareColumn) {
+        p.out[static_cast<int64_t>(o) * p.out_stride + row] = p.pair_weight != nullptr ? p.pair_weight[o] * v : v;
+      }
+    };
+    // Two exchanges: each odd warp hands its sums to the even warp before it (the pairs P), the even warps put
+    // P0..P3 in shared memory, and every warp finishes an eighth of the outputs, (P0+P1)+(P2+P3), and writes them.
+    if (warp % 2 == 1) put(warp / 2);
     __syncthreads();
-  }
-
-  if (warp != 0) return;
+    if (warp % 2 == 0) take(warp / 2);
+    __syncthreads();
+    if (warp % 2 == 0) put(warp / 2);
+    __syncthreads();
+    constexpr int kElems = kTileM * kTileN * 4;  // accumulator elements a lane
+    constexpr int kPerWarp = kElems / kTileWarps;
+    static_assert(kElems % kTileWarps == 0, "every warp finishes as many elements");
 #pragma unroll
-  for (int m = 0; m < kTileM; ++m) {
+    for (int j = 0; j < kPerWarp; ++j) {
+      const int e = warp * kPerWarp + j;  // e = (m * kTileN + n) * 4 + i
+      const float* at = exchange + e * 32 + lane;
+      write(e / (4 * kTileN), e / 4 % kTileN, e % 4,
+            (at[0] + at[kSlotFloats]) + (at[2 * kSlotFloats] + at[3 * kSlotFloats]));
+    }
+  } else {
+    // Three steps, warp w & ~(2d-1) taking warp w's sums at step d, then warp 0 writes the whole tile (the loops
+    // as they were: with put, take and write here ptxas spills Q3_K's kernel too).
+    for (int d = 1; d < kTileWarps; d *= 2) {
+      float* slot = exchange + (warp / (2 * d)) * kSlotFloats;
+      if (warp % (2 * d) == d) {
 #pragma unroll
-    for (int n = 0; n < kTileN; ++n) {
+        for (int m = 0; m < kTileM; ++m) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int row = row0 + 16 * m + frag_c_row(lane, i);
-        const uint32_t o = col_out[8 * n + frag_c_col(lane, i)];
-        if (row < p.rows && o != kSpareColumn) {
-          const float v = p.pair_weight != nullptr ? p.pair_weight[o] * acc[m][n][i] : acc[m][n][i];
-          p.out[static_cast<int64_t>(o) * p.out_stride + row] = v;
+          for (int n = 0; n < kTileN; ++n) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) slot[((m * kTileN + n) * 4 + i) * 32 + lane] = acc[m][n][i];
+          }
+        }
+      }
+      __syncthreads();
+      if (warp % (2 * d) == 0) {
+#pragma unroll
+        for (int m = 0; m < kTileM; ++m) {
+#pragma unroll
+          for (int n = 0; n < kTileN; ++n) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) acc[m][n][i] = acc[m][n][i] + slot[((m * kTileN + n) * 4 + i) * 32 + lane];
+          }
+        }
+      }
+      __syncthreads();
+    }
+    if (warp != 0) return;
+#pragma unroll
+    for (int m = 0; m < kTileM; ++m) {
+#pragma unroll
+      for (int n = 0; n < kTileN; ++n) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int row = row0 + 16 * m + frag_c_row(lane, i);
+          const uint32_t o = col_out[8 * n + frag_c_col(lane, i)];
+          if (row < p.rows && o != kSpareColumn) {
+            const float v = p.pair_weight != nullptr ? p.pair_weight[o] * acc[m][n][i] : acc[m][n][i];
+            p.out[static_cast<int64_t>(o) * p.out_stride + row] = v;
+          }
         }
       }
     }
