@@ -299,28 +299,13 @@ __device__ __forceinline__ void tiled_body(TiledJob p) {
   // The fixed tree ((A0+A1)+(A2+A3))+((A4+A5)+(A6+A7)), through slots of shared memory (element e of lane l of a
   // warp's sums at e * 32 + l), then the outputs written (times the pair's weight for MoE tiles).
   auto* exchange = reinterpret_cast<float*>(stage);
+  // Accumulator element e = (m * kTileN + n) * 4 + i, the slots' order (constant indices once the loops unroll).
+  const auto sum = [&](int e) -> float& { return acc[e / (4 * kTileN)][e / 4 % kTileN][e % 4]; };
+  constexpr int kElems = kTileM * kTileN * 4;  // accumulator elements a lane
   if constexpr (kParallelTail<Dec>) {
     const auto put = [&](int s) {  // this warp's sums into slot s
-      float* slot = exchange + s * kSlotFloats;
 #pragma unroll
-      for (int m = 0; m < kTileM; ++m) {
-#pragma unroll
-        for (int n = 0; n < kTileN; ++n) {
-#pragma unroll
-          for (int i = 0; i < 4; ++i) slot[((m * kTileN + n) * 4 + i) * 32 + lane] = acc[m][n][i];
-        }
-      }
-    };
-    const auto take = [&](int s) {  // this warp's sums plus slot s's
-      const float* slot = exchange + s * kSlotFloats;
-#pragma unroll
-      for (int m = 0; m < kTileM; ++m) {
-#pragma unroll
-        for (int n = 0; n < kTileN; ++n) {
-#pragma unroll
-          for (int i = 0; i < 4; ++i) acc[m][n][i] = acc[m][n][i] + slot[((m * kTileN + n) * 4 + i) * 32 + lane];
-        }
-      }
+      for (int e = 0; e < kElems; ++e) exchange[s * kSlotFloats + e * 32 + lane] = sum(e);
     };
     const auto write = [&](int m, int n, int i, float v) {  // element (m, n, i) of this lane's tile
       const int row = row0 + 16 * m + frag_c_row(lane, i);
@@ -333,45 +318,35 @@ __device__ __forceinline__ void tiled_body(TiledJob p) {
     // P0..P3 in shared memory, and every warp finishes an eighth of the outputs, (P0+P1)+(P2+P3), and writes them.
     if (warp % 2 == 1) put(warp / 2);
     __syncthreads();
-    if (warp % 2 == 0) take(warp / 2);
+    if (warp % 2 == 0) {
+#pragma unroll
+      for (int e = 0; e < kElems; ++e) sum(e) = sum(e) + exchange[(warp / 2) * kSlotFloats + e * 32 + lane];
+    }
     __syncthreads();
     if (warp % 2 == 0) put(warp / 2);
     __syncthreads();
-    constexpr int kElems = kTileM * kTileN * 4;  // accumulator elements a lane
     constexpr int kPerWarp = kElems / kTileWarps;
     static_assert(kElems % kTileWarps == 0, "every warp finishes as many elements");
 #pragma unroll
     for (int j = 0; j < kPerWarp; ++j) {
-      const int e = warp * kPerWarp + j;  // e = (m * kTileN + n) * 4 + i
+      const int e = warp * kPerWarp + j;
       const float* at = exchange + e * 32 + lane;
       write(e / (4 * kTileN), e / 4 % kTileN, e % 4,
             (at[0] + at[kSlotFloats]) + (at[2 * kSlotFloats] + at[3 * kSlotFloats]));
     }
   } else {
-    // Three steps, warp w & ~(2d-1) taking warp w's sums at step d, then warp 0 writes the whole tile (the loops
-    // as they were: with put, take and write here ptxas spills Q3_K's kernel too).
+    // Three steps, warp w & ~(2d-1) taking warp w's sums at step d, then warp 0 writes the whole tile (its loops
+    // written out: with the put above shared, ptxas spills Q3_K's kernel).
     for (int d = 1; d < kTileWarps; d *= 2) {
       float* slot = exchange + (warp / (2 * d)) * kSlotFloats;
       if (warp % (2 * d) == d) {
 #pragma unroll
-        for (int m = 0; m < kTileM; ++m) {
-#pragma unroll
-          for (int n = 0; n < kTileN; ++n) {
-#pragma unroll
-            for (int i = 0; i < 4; ++i) slot[((m * kTileN + n) * 4 + i) * 32 + lane] = acc[m][n][i];
-          }
-        }
+        for (int e = 0; e < kElems; ++e) slot[e * 32 + lane] = sum(e);
       }
       __syncthreads();
       if (warp % (2 * d) == 0) {
 #pragma unroll
-        for (int m = 0; m < kTileM; ++m) {
-#pragma unroll
-          for (int n = 0; n < kTileN; ++n) {
-#pragma unroll
-            for (int i = 0; i < 4; ++i) acc[m][n][i] = acc[m][n][i] + slot[((m * kTileN + n) * 4 + i) * 32 + lane];
-          }
-        }
+        for (int e = 0; e < kElems; ++e) sum(e) = sum(e) + slot[e * 32 + lane];
       }
       __syncthreads();
     }
