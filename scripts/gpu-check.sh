@@ -77,6 +77,11 @@
 #                when packed) against the direct one, interleaved:
 #                pp512 and pp16384 all in VRAM (STRATA_TILES_ROUNDS, default 2), llama.cpp's in each round
 #                (STRATA_TILES_PEER=0: not), and one greedy run's ids each way
+#     forms      forms of one build picked by environment variables (STRATA_FORMS: space-separated NAME:VAR=VALUE
+#                items, e.g. "w4:STRATA_FLASH_TILES=0 w8:STRATA_FLASH_TILES=8.2.1"; "baseline" runs .device/baseline's
+#                cuda plugin), interleaved in STRATA_FORMS_ROUNDS (default 2) rounds with llama.cpp last in each
+#                (STRATA_FORMS_PEER=0: not): -p STRATA_FORMS_P (default 16384) -n 0 all in VRAM; each form's ratio to
+#                the first and to llama.cpp, and one greedy run's ids each way against the first
 #     long       issue 28's long-context targets (pp16384, tg64 at depth 16384, pp512; all in VRAM and at 25% against
 #                -ncmoe 36; tg64 at depth 131072 with q8_0 KV), Strata then llama.cpp per round (STRATA_LONG_ROUNDS);
 #                at 25% also pp16384 with prompt windows of STRATA_LONG_BATCHES tokens (default 2048; "" for none);
@@ -970,6 +975,49 @@ if want tiles; then
       row "tiles: a 40-phrase prompt's 16 greedy ids, direct and $form: the same"
     else
       row "tiles: a 40-phrase prompt's 16 greedy ids, direct and $form: DIFFER or missing (tiles-ids-*.txt)"
+    fi
+  done
+fi
+
+if want forms; then
+  # One build's forms, picked by environment variables, interleaved with the peer (see the step's line above).
+  fp="${STRATA_FORMS_P:-16384}"
+  fctx=$(( $(echo "$fp" | tr ',' '\n' | sort -n | tail -1) + 1024 ))
+  read -r -a fitems <<< "${STRATA_FORMS:-default:STRATA_FORMS_NONE=1}"
+  form_env() { local it="$1"; [ "$it" = baseline ] && echo "STRATA_PLUGIN_PATH=$root/.device/baseline" || echo "${it#*:}"; }
+  form_name() { local it="$1"; echo "${it%%:*}"; }
+  for round in $(seq 1 "${STRATA_FORMS_ROUNDS:-2}"); do
+    log "forms round $round"
+    for it in "${fitems[@]}"; do
+      n="$(form_name "$it")"
+      env "$(form_env "$it")" strata bench --model "$model" --backend cuda -o runtime.context=$fctx -p "$fp" -n 0 -r 1 \
+        > "$OUT/forms$round-$n.md" 2> "$OUT/forms$round-$n.log"
+      cat "$OUT/forms$round-$n.md"
+    done
+    if [ "${STRATA_FORMS_PEER:-1}" = 1 ] && [ -x "$peer" ]; then
+      "$peer" -m "$model" -ngl 99 -fa on -p "$fp" -n 0 -r 1 > "$OUT/forms$round-peer.md" 2> "$OUT/forms$round-peer.log"
+      cat "$OUT/forms$round-peer.md"
+    fi
+    first="$(form_name "${fitems[0]}")"
+    for t in $(echo "$fp" | tr ',' ' '); do
+      b="$(tg_of "$OUT/forms$round-$first.md" "pp$t")"
+      pr=""; [ -s "$OUT/forms$round-peer.md" ] && pr="$(tg_of "$OUT/forms$round-peer.md" "pp$t")"
+      for it in "${fitems[@]}"; do
+        n="$(form_name "$it")"; v="$(tg_of "$OUT/forms$round-$n.md" "pp$t")"
+        row "$(printf 'forms round %d pp%-6s %-10s %-18s /%s %s  /llama.cpp %s' "$round" "$t" "$n" "$v" "$first" \
+          "$(ratio "$v" "$b")" "$(ratio "$v" "$pr")")"
+      done
+      [ -n "$pr" ] && row "$(printf 'forms round %d pp%-6s %-10s %s' "$round" "$t" llama.cpp "$pr")"
+    done
+  done
+  for it in "${fitems[@]}"; do
+    n="$(form_name "$it")"
+    env "$(form_env "$it")" strata run --model "$model" --backend cuda --temperature 0 -n 16 --json \
+      --prompt "$(printf 'The forms agree %.0s' $(seq 1 40))" > "$OUT/forms-ids-$n.txt" 2> "$OUT/forms-ids-$n.log"
+    if cmp -s "$OUT/forms-ids-$(form_name "${fitems[0]}").txt" "$OUT/forms-ids-$n.txt" && [ -s "$OUT/forms-ids-$n.txt" ]; then
+      row "forms: 16 greedy ids of a 40-phrase prompt, $n: the same as $(form_name "${fitems[0]}")"
+    else
+      row "forms: 16 greedy ids of a 40-phrase prompt, $n: DIFFER or missing (forms-ids-*.txt)"
     fi
   done
 fi

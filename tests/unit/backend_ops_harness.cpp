@@ -85,6 +85,12 @@ struct Discovered {
       if (c.name == "cuda" || c.name == "hip") add(c.name, c.name + "_canonical_double", {"canonical_double=true"}, true);
       // The tiled products' staged form (sm_90; the plain form elsewhere, so the label checks that path twice).
       if (c.name == "cuda") add(c.name, "cuda_staged_tiles", {"staged_tiles=true"}, true);
+      // The prompt attention's other tiles forms (f16 caches at head size 128; the default elsewhere).
+      if (c.name == "cuda") {
+        for (const char* form : {"ring", "warps8", "qsmem"}) {
+          add(c.name, std::string("cuda_attention_") + form, {std::string("attention_tiles=") + form}, true);
+        }
+      }
     }
   }
 
@@ -127,7 +133,7 @@ Discovered& discovered() {
 }  // namespace
 
 bool float_label(const std::string& label) {
-  return label == "cuda" || label == "hip" || label == "cuda_staged_tiles";
+  return label == "cuda" || label == "hip" || label == "cuda_staged_tiles" || label.rfind("cuda_attention_", 0) == 0;
 }
 
 Output output_for(const Output& o, const std::string& label) {
