@@ -77,9 +77,9 @@
 #                when packed) against the direct one, interleaved:
 #                pp512 and pp16384 all in VRAM (STRATA_TILES_ROUNDS, default 2), llama.cpp's in each round
 #                (STRATA_TILES_PEER=0: not), and one greedy run's ids each way
-#     forms      forms of one build picked by environment variables (STRATA_FORMS: space-separated NAME:VAR=VALUE
-#                items, e.g. "w4:STRATA_FLASH_TILES=0 w8:STRATA_FLASH_TILES=8.2.1"; "baseline" runs .device/baseline's
-#                cuda plugin), interleaved in STRATA_FORMS_ROUNDS (default 2) rounds with llama.cpp last in each
+#     forms      forms of one build (STRATA_FORMS: space-separated NAME:KEY=VALUE items, a launch option where KEY
+#                has a dot, else an environment variable, e.g. "auto:plugins.cuda.attention_tiles=auto
+#                ring:plugins.cuda.attention_tiles=ring"; "baseline" runs .device/baseline's cuda plugin), interleaved in STRATA_FORMS_ROUNDS (default 2) rounds with llama.cpp last in each
 #                (STRATA_FORMS_PEER=0: not): -p STRATA_FORMS_P (default 16384) -n 0 all in VRAM; each form's ratio to
 #                the first and to llama.cpp, and one greedy run's ids each way against the first
 #     long       issue 28's long-context targets (pp16384, tg64 at depth 16384, pp512; all in VRAM and at 25% against
@@ -983,14 +983,22 @@ if want forms; then
   # One build's forms, picked by environment variables, interleaved with the peer (see the step's line above).
   fp="${STRATA_FORMS_P:-16384}"
   fctx=$(( $(echo "$fp" | tr ',' '\n' | sort -n | tail -1) + 1024 ))
-  read -r -a fitems <<< "${STRATA_FORMS:-default:STRATA_FORMS_NONE=1}"
-  form_env() { local it="$1"; [ "$it" = baseline ] && echo "STRATA_PLUGIN_PATH=$root/.device/baseline" || echo "${it#*:}"; }
+  read -r -a fitems <<< "${STRATA_FORMS:-auto:plugins.cuda.attention_tiles=auto ring:plugins.cuda.attention_tiles=ring warps8:plugins.cuda.attention_tiles=warps8 qsmem:plugins.cuda.attention_tiles=qsmem}"
+  # A form's environment (VAR=VALUE) and its strata options (-o KEY=VALUE where KEY has a dot).
+  form_env() {
+    local it="$1" kv="${1#*:}"
+    if [ "$it" = baseline ]; then echo "STRATA_PLUGIN_PATH=$root/.device/baseline"
+    elif [[ "${kv%%=*}" == *.* ]]; then echo "STRATA_FORMS_NONE=1"
+    else echo "$kv"; fi
+  }
+  form_opts() { local kv="${1#*:}"; [[ "$1" != baseline && "${kv%%=*}" == *.* ]] && echo "-o $kv"; }
   form_name() { local it="$1"; echo "${it%%:*}"; }
   for round in $(seq 1 "${STRATA_FORMS_ROUNDS:-2}"); do
     log "forms round $round"
     for it in "${fitems[@]}"; do
       n="$(form_name "$it")"
-      env "$(form_env "$it")" strata bench --model "$model" --backend cuda -o runtime.context=$fctx -p "$fp" -n 0 -r 1 \
+      # shellcheck disable=SC2046
+      env "$(form_env "$it")" strata bench --model "$model" --backend cuda -o runtime.context=$fctx $(form_opts "$it") -p "$fp" -n 0 -r 1 \
         > "$OUT/forms$round-$n.md" 2> "$OUT/forms$round-$n.log"
       cat "$OUT/forms$round-$n.md"
     done
@@ -1012,7 +1020,8 @@ if want forms; then
   done
   for it in "${fitems[@]}"; do
     n="$(form_name "$it")"
-    env "$(form_env "$it")" strata run --model "$model" --backend cuda --temperature 0 -n 16 --json \
+    # shellcheck disable=SC2046
+    env "$(form_env "$it")" strata run --model "$model" --backend cuda $(form_opts "$it") --temperature 0 -n 16 --json \
       --prompt "$(printf 'The forms agree %.0s' $(seq 1 40))" > "$OUT/forms-ids-$n.txt" 2> "$OUT/forms-ids-$n.log"
     if cmp -s "$OUT/forms-ids-$(form_name "${fitems[0]}").txt" "$OUT/forms-ids-$n.txt" && [ -s "$OUT/forms-ids-$n.txt" ]; then
       row "forms: 16 greedy ids of a 40-phrase prompt, $n: the same as $(form_name "${fitems[0]}")"
