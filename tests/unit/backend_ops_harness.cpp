@@ -66,6 +66,7 @@ struct Discovered {
   std::vector<BackendUnderTest> backends;
   std::optional<BackendUnderTest> one_worker;  // cpu_avx2 with workers=1: not a parity label, a bytes check's
   std::optional<BackendUnderTest> gathering, gather_free;  // cpu_avx2 with gathers=true / false: the same
+  std::vector<BackendUnderTest> attention_forms;            // cuda with each other attention_tiles form: the same
 
   Discovered() {
     PluginSearchPath path;
@@ -85,10 +86,12 @@ struct Discovered {
       if (c.name == "cuda" || c.name == "hip") add(c.name, c.name + "_canonical_double", {"canonical_double=true"}, true);
       // The tiled products' staged form (sm_90; the plain form elsewhere, so the label checks that path twice).
       if (c.name == "cuda") add(c.name, "cuda_staged_tiles", {"staged_tiles=true"}, true);
-      // The prompt attention's other tiles forms (f16 caches at head size 128; the default elsewhere).
+      // The prompt attention's other tiles forms (f16 caches at head size 128): bytes checks against cuda's.
       if (c.name == "cuda") {
         for (const char* form : {"ring", "warps8", "qsmem"}) {
-          add(c.name, std::string("cuda_attention_") + form, {std::string("attention_tiles=") + form}, true);
+          if (auto b = bytes_check(c.name, std::string("cuda_attention_") + form, std::string("attention_tiles=") + form)) {
+            attention_forms.push_back(*b);
+          }
         }
       }
     }
@@ -133,7 +136,7 @@ Discovered& discovered() {
 }  // namespace
 
 bool float_label(const std::string& label) {
-  return label == "cuda" || label == "hip" || label == "cuda_staged_tiles" || label.rfind("cuda_attention_", 0) == 0;
+  return label == "cuda" || label == "hip" || label == "cuda_staged_tiles";
 }
 
 Output output_for(const Output& o, const std::string& label) {
@@ -172,6 +175,8 @@ const BackendUnderTest* cpu_gather_free() {
   const auto& w = discovered().gather_free;
   return w ? &*w : nullptr;
 }
+
+const std::vector<BackendUnderTest>& cuda_attention_forms() { return discovered().attention_forms; }
 
 std::vector<std::string> backend_labels() {
   std::vector<std::string> out;

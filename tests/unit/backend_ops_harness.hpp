@@ -25,8 +25,8 @@ enum class Compare {
 };
 
 // Whether `label` is a GPU backend in its default mode, which computes RMS_NORM, ROPE, SOFTMAX, ROUTER (and
-// ATTENTION) in float (docs/CANONICAL_ARITHMETIC.md section 6): "cuda", "hip", "cuda_staged_tiles" (cuda with
-// its tiled products' staged form) and "cuda_attention_<form>" (its attention_tiles forms). The `_canonical_double` labels (the plugin instantiated with
+// ATTENTION) in float (docs/CANONICAL_ARITHMETIC.md section 6): "cuda", "hip", and "cuda_staged_tiles" (cuda with
+// its tiled products' staged form). The `_canonical_double` labels (the plugin instantiated with
 // canonical_double=true) run the double kernels and compare as the CPU backends.
 bool float_label(const std::string& label);
 
@@ -99,6 +99,8 @@ const BackendUnderTest* cpu_one_worker();
 // their gather-free forms, whichever the CPU would choose, must give the same bytes.
 const BackendUnderTest* cpu_gathering();
 const BackendUnderTest* cpu_gather_free();
+// cuda with each attention_tiles form but auto (empty without the plugin): the same bytes as cuda's.
+const std::vector<BackendUnderTest>& cuda_attention_forms();
 
 // The outcome of running one case on one backend.
 struct RunResult {
