@@ -81,7 +81,8 @@
 #                has a dot, else an environment variable, e.g. "auto:plugins.cuda.attention_tiles=auto
 #                ring:plugins.cuda.attention_tiles=ring"; "baseline" runs .device/baseline's cuda plugin), interleaved in STRATA_FORMS_ROUNDS (default 2) rounds with llama.cpp last in each
 #                (STRATA_FORMS_PEER=0: not): -p STRATA_FORMS_P (default 16384) -n 0 all in VRAM; each form's ratio to
-#                the first and to llama.cpp, and one greedy run's ids each way against the first
+#                the first and to llama.cpp, and one greedy run's ids each way against the first (run_forms, which
+#                the tiles step runs too); by default the four plugins.cuda.attention_tiles forms
 #     long       issue 28's long-context targets (pp16384, tg64 at depth 16384, pp512; all in VRAM and at 25% against
 #                -ncmoe 36; tg64 at depth 131072 with q8_0 KV), Strata then llama.cpp per round (STRATA_LONG_ROUNDS);
 #                at 25% also pp16384 with prompt windows of STRATA_LONG_BATCHES tokens (default 2048; "" for none);
@@ -201,7 +202,7 @@ fi
 
 if want gpu-tests; then
   log "gpu tests"
-  strata_tests --gtest_brief=1 --gtest_filter="${STRATA_PARITY_FILTER:-Parity/BackendOps.*/cuda_*:Parity/AttentionWindows.*/cuda_*}" \
+  strata_tests --gtest_brief=1 --gtest_filter="${STRATA_PARITY_FILTER:-Parity/BackendOps.*/cuda_*:Parity/AttentionWindows.*/cuda_*:Parity/CudaPaths.*}" \
     > "$OUT/gpu-parity.txt" 2>&1
   rc=$?
   row "op parity on cuda: exit $rc, $(grep -cE '^\[       OK|^\[  PASSED' "$OUT/gpu-parity.txt") ok lines, $(grep -E 'PASSED|FAILED|SKIPPED' "$OUT/gpu-parity.txt" | head -3 | tr '\n' ' ')"
@@ -455,6 +456,59 @@ peer_hybrid() {
 }
 peer="${STRATA_PEER_CUDA:-$root/.device/peer-cuda/llama-bench}"
 export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:/usr/local/cuda/lib64"  # the peer's CUDA runtime and cuBLAS (shared)
+# run_forms TAG PROMPTS ROUNDS PEER ITEM...: one build's forms, all in VRAM, interleaved: each round runs
+# `strata bench -p PROMPTS -n 0` for every ITEM (NAME:KEY=VALUE, a launch option where KEY has a dot, else an
+# environment variable; "baseline": .device/baseline's cuda plugin), then llama.cpp when PEER is 1; rows give each
+# form's ratio to the first and to llama.cpp; then one greedy run's ids each way, against the first form's.
+run_forms() {
+  local tag="$1" prompts="$2" rounds="$3" with_peer="$4"; shift 4
+  local items=("$@") ctx round it n t b v pr first
+  ctx=$(( $(echo "$prompts" | tr ',' '\n' | sort -n | tail -1) + 1024 ))
+  first="${items[0]%%:*}"
+  # A form's environment assignments (none, or VAR=VALUE) and its strata options (-o KEY=VALUE).
+  form_env() {
+    local kv="${1#*:}"
+    if [ "$1" = baseline ]; then echo "STRATA_PLUGIN_PATH=$root/.device/baseline"
+    elif [[ "${kv%%=*}" != *.* ]]; then echo "$kv"; fi
+  }
+  form_opts() { local kv="${1#*:}"; [[ "$1" != baseline && "${kv%%=*}" == *.* ]] && echo "-o $kv"; }
+  for round in $(seq 1 "$rounds"); do
+    log "$tag round $round"
+    for it in "${items[@]}"; do
+      n="${it%%:*}"
+      # shellcheck disable=SC2046
+      env $(form_env "$it") strata bench --model "$model" --backend cuda -o runtime.context=$ctx $(form_opts "$it") \
+        -p "$prompts" -n 0 -r 1 \
+        > "$OUT/$tag$round-$n.md" 2> "$OUT/$tag$round-$n.log"
+      cat "$OUT/$tag$round-$n.md"
+    done
+    if [ "$with_peer" = 1 ] && [ -x "$peer" ]; then
+      "$peer" -m "$model" -ngl 99 -fa on -p "$prompts" -n 0 -r 1 > "$OUT/$tag$round-peer.md" 2> "$OUT/$tag$round-peer.log"
+      cat "$OUT/$tag$round-peer.md"
+    fi
+    for t in ${prompts//,/ }; do
+      b="$(tg_of "$OUT/$tag$round-$first.md" "pp$t")"
+      pr=""; [ -s "$OUT/$tag$round-peer.md" ] && pr="$(tg_of "$OUT/$tag$round-peer.md" "pp$t")"
+      for it in "${items[@]}"; do
+        n="${it%%:*}"; v="$(tg_of "$OUT/$tag$round-$n.md" "pp$t")"
+        row "$(printf '%s round %d pp%-6s %-10s %-18s /%s %s  /llama.cpp %s' "$tag" "$round" "$t" "$n" "$v" "$first" \
+          "$(ratio "$v" "$b")" "$(ratio "$v" "$pr")")"
+      done
+      [ -n "$pr" ] && row "$(printf '%s round %d pp%-6s %-10s %s' "$tag" "$round" "$t" llama.cpp "$pr")"
+    done
+  done
+  for it in "${items[@]}"; do
+    n="${it%%:*}"
+    # shellcheck disable=SC2046
+    env $(form_env "$it") strata run --model "$model" --backend cuda $(form_opts "$it") --temperature 0 -n 16 --json \
+      --prompt "$(printf 'The forms agree %.0s' $(seq 1 40))" > "$OUT/$tag-ids-$n.txt" 2> "$OUT/$tag-ids-$n.log"
+    if cmp -s "$OUT/$tag-ids-$first.txt" "$OUT/$tag-ids-$n.txt" && [ -s "$OUT/$tag-ids-$n.txt" ]; then
+      row "$tag: 16 greedy ids of a 40-phrase prompt, $n: the same as $first"
+    else
+      row "$tag: 16 greedy ids of a 40-phrase prompt, $n: DIFFER or missing ($tag-ids-*.txt)"
+    fi
+  done
+}
 
 if want speculative; then
   # Issue 30 on the GPU. The ceiling (--draft-ceiling: drafts are the model's own greedy continuation, so every
@@ -918,117 +972,17 @@ if want tiles; then
   # The tiled products' two forms (the same bits): direct and staged (plugins.cuda.staged_tiles: the next chunk's
   # bytes copied ahead with cp.async), interleaved in STRATA_TILES_ROUNDS (default 2) rounds, every weight in VRAM:
   # pp512 and pp16384; with a baseline cuda plugin in .device/baseline (device-pack.sh's STRATA_PACK_BASELINE, a
-  # plugin of another commit) its direct form first in each round. The bits: op parity's cuda_staged_tiles label
-  # (gpu-tests) and the ids of one greedy run each way.
-  ctx16=$((16384 + 1024))
-  forms="direct staged"
-  [ -f "$root/.device/baseline/libstrata-cuda.so" ] && forms="baseline $forms"
-  tile_opts() {  # tile_opts FORM: the -o options of a form
-    case "$1" in
-      baseline) echo "-o plugins.cuda.staged_tiles=false" ;;
-      direct) echo "-o plugins.cuda.staged_tiles=false" ;;
-      staged) echo "-o plugins.cuda.staged_tiles=true" ;;
-    esac
-  }
-  tile_path() {  # tile_path FORM: the plugin folder searched first
-    [ "$1" = baseline ] && echo "$root/.device/baseline"
-  }
-  for round in $(seq 1 "${STRATA_TILES_ROUNDS:-2}"); do
-    log "tiles round $round"
-    for form in $forms; do
-      # shellcheck disable=SC2046
-      STRATA_PLUGIN_PATH="$(tile_path $form)" strata bench --model "$model" --backend cuda -o runtime.context=$ctx16 \
-        $(tile_opts $form) -p 512,16384 -n 0 -r 1 > "$OUT/tiles$round-$form.md" 2> "$OUT/tiles$round-$form.log"
-      cat "$OUT/tiles$round-$form.md"
-    done
-    # llama.cpp in the same round (STRATA_TILES_PEER=0 leaves it out): each form's ratio to it.
-    if [ "${STRATA_TILES_PEER:-1}" = 1 ] && [ -x "$peer" ]; then
-      "$peer" -m "$model" -ngl 99 -fa on -p 512,16384 -n 0 -r 1 > "$OUT/tiles$round-peer.md" 2> "$OUT/tiles$round-peer.log"
-      cat "$OUT/tiles$round-peer.md"
-    fi
-    for t in pp512 pp16384; do
-      d="$(tg_of "$OUT/tiles$round-direct.md" "$t")"
-      st="$(tg_of "$OUT/tiles$round-staged.md" "$t")"
-      line="$(printf 'tiles round %d %-8s direct %-18s staged/direct %s' "$round" "$t" "$d" "$(ratio "$st" "$d")")"
-      case "$forms" in
-        baseline*) b="$(tg_of "$OUT/tiles$round-baseline.md" "$t")"
-                   line="$line baseline $b direct/baseline $(ratio "$d" "$b")" ;;
-      esac
-      row "$line"
-      if [ -s "$OUT/tiles$round-peer.md" ]; then
-        pr="$(tg_of "$OUT/tiles$round-peer.md" "$t")"
-        line="$(printf 'tiles round %d %-8s llama.cpp %-18s' "$round" "$t" "$pr")"
-        for form in $forms; do line="$line $form/llama.cpp $(ratio "$(tg_of "$OUT/tiles$round-$form.md" "$t")" "$pr")"; done
-        row "$line"
-      fi
-    done
-  done
-  for form in $forms; do
-    # shellcheck disable=SC2046
-    STRATA_PLUGIN_PATH="$(tile_path $form)" strata run --model "$model" --backend cuda $(tile_opts $form) \
-      --temperature 0 -n 16 --json --prompt "$(printf 'The staged chunks %.0s' $(seq 1 40))" \
-      > "$OUT/tiles-ids-$form.txt" 2> "$OUT/tiles-ids-$form.log"
-  done
-  for form in $forms; do
-    [ "$form" = direct ] && continue
-    if cmp -s "$OUT/tiles-ids-direct.txt" "$OUT/tiles-ids-$form.txt" && [ -s "$OUT/tiles-ids-$form.txt" ]; then
-      row "tiles: a 40-phrase prompt's 16 greedy ids, direct and $form: the same"
-    else
-      row "tiles: a 40-phrase prompt's 16 greedy ids, direct and $form: DIFFER or missing (tiles-ids-*.txt)"
-    fi
-  done
+  # plugin of another commit) beside them. The bits: op parity's cuda_staged_tiles label (gpu-tests) and the ids of
+  # one greedy run each way.
+  tile_forms=(direct:plugins.cuda.staged_tiles=false staged:plugins.cuda.staged_tiles=true)
+  [ -f "$root/.device/baseline/libstrata-cuda.so" ] && tile_forms+=(baseline)
+  run_forms tiles 512,16384 "${STRATA_TILES_ROUNDS:-2}" "${STRATA_TILES_PEER:-1}" "${tile_forms[@]}"
 fi
 
 if want forms; then
-  # One build's forms, picked by environment variables, interleaved with the peer (see the step's line above).
-  fp="${STRATA_FORMS_P:-16384}"
-  fctx=$(( $(echo "$fp" | tr ',' '\n' | sort -n | tail -1) + 1024 ))
-  read -r -a fitems <<< "${STRATA_FORMS:-auto:plugins.cuda.attention_tiles=auto ring:plugins.cuda.attention_tiles=ring warps8:plugins.cuda.attention_tiles=warps8 qsmem:plugins.cuda.attention_tiles=qsmem}"
-  # A form's environment (VAR=VALUE) and its strata options (-o KEY=VALUE where KEY has a dot).
-  form_env() {
-    local it="$1" kv="${1#*:}"
-    if [ "$it" = baseline ]; then echo "STRATA_PLUGIN_PATH=$root/.device/baseline"
-    elif [[ "${kv%%=*}" == *.* ]]; then echo "STRATA_FORMS_NONE=1"
-    else echo "$kv"; fi
-  }
-  form_opts() { local kv="${1#*:}"; [[ "$1" != baseline && "${kv%%=*}" == *.* ]] && echo "-o $kv"; }
-  form_name() { local it="$1"; echo "${it%%:*}"; }
-  for round in $(seq 1 "${STRATA_FORMS_ROUNDS:-2}"); do
-    log "forms round $round"
-    for it in "${fitems[@]}"; do
-      n="$(form_name "$it")"
-      # shellcheck disable=SC2046
-      env "$(form_env "$it")" strata bench --model "$model" --backend cuda -o runtime.context=$fctx $(form_opts "$it") -p "$fp" -n 0 -r 1 \
-        > "$OUT/forms$round-$n.md" 2> "$OUT/forms$round-$n.log"
-      cat "$OUT/forms$round-$n.md"
-    done
-    if [ "${STRATA_FORMS_PEER:-1}" = 1 ] && [ -x "$peer" ]; then
-      "$peer" -m "$model" -ngl 99 -fa on -p "$fp" -n 0 -r 1 > "$OUT/forms$round-peer.md" 2> "$OUT/forms$round-peer.log"
-      cat "$OUT/forms$round-peer.md"
-    fi
-    first="$(form_name "${fitems[0]}")"
-    for t in $(echo "$fp" | tr ',' ' '); do
-      b="$(tg_of "$OUT/forms$round-$first.md" "pp$t")"
-      pr=""; [ -s "$OUT/forms$round-peer.md" ] && pr="$(tg_of "$OUT/forms$round-peer.md" "pp$t")"
-      for it in "${fitems[@]}"; do
-        n="$(form_name "$it")"; v="$(tg_of "$OUT/forms$round-$n.md" "pp$t")"
-        row "$(printf 'forms round %d pp%-6s %-10s %-18s /%s %s  /llama.cpp %s' "$round" "$t" "$n" "$v" "$first" \
-          "$(ratio "$v" "$b")" "$(ratio "$v" "$pr")")"
-      done
-      [ -n "$pr" ] && row "$(printf 'forms round %d pp%-6s %-10s %s' "$round" "$t" llama.cpp "$pr")"
-    done
-  done
-  for it in "${fitems[@]}"; do
-    n="$(form_name "$it")"
-    # shellcheck disable=SC2046
-    env "$(form_env "$it")" strata run --model "$model" --backend cuda $(form_opts "$it") --temperature 0 -n 16 --json \
-      --prompt "$(printf 'The forms agree %.0s' $(seq 1 40))" > "$OUT/forms-ids-$n.txt" 2> "$OUT/forms-ids-$n.log"
-    if cmp -s "$OUT/forms-ids-$(form_name "${fitems[0]}").txt" "$OUT/forms-ids-$n.txt" && [ -s "$OUT/forms-ids-$n.txt" ]; then
-      row "forms: 16 greedy ids of a 40-phrase prompt, $n: the same as $(form_name "${fitems[0]}")"
-    else
-      row "forms: 16 greedy ids of a 40-phrase prompt, $n: DIFFER or missing (forms-ids-*.txt)"
-    fi
-  done
+  # shellcheck disable=SC2086
+  run_forms forms "${STRATA_FORMS_P:-16384}" "${STRATA_FORMS_ROUNDS:-2}" "${STRATA_FORMS_PEER:-1}" \
+    ${STRATA_FORMS:-auto:plugins.cuda.attention_tiles=auto ring:plugins.cuda.attention_tiles=ring warps8:plugins.cuda.attention_tiles=warps8 qsmem:plugins.cuda.attention_tiles=qsmem}
 fi
 
 if want context; then
