@@ -860,8 +860,7 @@ __host__ __device__ inline void tiles_body(const Args& a, const Place& at, unsig
             chunk_scores_qs<kDp>(qs + 16 * warp * kS, ks, lane, c * kChunk, lo, hi, a.scale_log2,
                                  chunk_full(c, lo_in, hi_in), s);
           } else {
-            chunk_scores<kDp>(reinterpret_cast<const uint32_t(&)[kDp / 16][4]>(qf), ks, lane, c * kChunk, lo, hi,
-                              a.scale_log2, chunk_full(c, lo_in, hi_in), s);
+            chunk_scores<kDp>(qf, ks, lane, c * kChunk, lo, hi, a.scale_log2, chunk_full(c, lo_in, hi_in), s);
           }
         },
         [&](float (&s)[kChunk / 8][4], const __half* vs) { chunk_accumulate<kDp>(s, vs, lane, st); }, raw,
