@@ -68,7 +68,7 @@ if [ "${STRATA_PACK_NONCANONICAL:-0}" = 1 ]; then
   cp "$root/build-device-nc/plugins/libstrata-cuda.so" "$root/build-device-nc/plugins/libstrata-cpu_avx2.so" "$pack/noncanonical/"
 fi
 # STRATA_PACK_BASELINE=FILE: a cuda plugin built at another commit (sm_90), carried in .device/baseline for
-# gpu-check's tiles step, which measures this build's tiled products against it in the same lease.
+# gpu-check's forms step (its item "baseline"), which measures this build against it in the same lease.
 if [ -n "${STRATA_PACK_BASELINE:-}" ]; then
   mkdir -p "$pack/baseline"
   cp "$STRATA_PACK_BASELINE" "$pack/baseline/libstrata-cuda.so"

@@ -73,16 +73,14 @@
 #                0% then -ncmoe 48, same file; each pair's ratio and the pool's roofline line
 #     contention strata at 25% and llama.cpp -ncmoe 36 (at -t all and half the cores, -n 32 -r 1), alone and beside
 #                STRATA_BUSY (default 8) busy nice-19 loops; what each keeps, and strata over llama.cpp under load
-#     tiles      the tiled products' staged form (plugins.cuda.staged_tiles) and a baseline plugin's (.device/baseline,
-#                when packed) against the direct one, interleaved:
-#                pp512 and pp16384 all in VRAM (STRATA_TILES_ROUNDS, default 2), llama.cpp's in each round
-#                (STRATA_TILES_PEER=0: not), and one greedy run's ids each way
 #     forms      forms of one build (STRATA_FORMS: space-separated NAME:KEY=VALUE items, a launch option where KEY
 #                has a dot, else an environment variable, e.g. "auto:plugins.cuda.attention_tiles=auto
-#                ring:plugins.cuda.attention_tiles=ring"; "baseline" runs .device/baseline's cuda plugin), interleaved in STRATA_FORMS_ROUNDS (default 2) rounds with llama.cpp last in each
-#                (STRATA_FORMS_PEER=0: not): -p STRATA_FORMS_P (default 16384) -n 0 all in VRAM; each form's ratio to
-#                the first and to llama.cpp, and one greedy run's ids each way against the first (run_forms, which
-#                the tiles step runs too); by default the four plugins.cuda.attention_tiles forms
+#                ring:plugins.cuda.attention_tiles=ring"; a NAME alone runs the build as it is; "baseline" runs
+#                .device/baseline's cuda plugin, e.g. STRATA_FORMS="this baseline" for an A/B of two commits),
+#                interleaved in STRATA_FORMS_ROUNDS (default 2) rounds with llama.cpp last in each
+#                (STRATA_FORMS_PEER=0: not): -p STRATA_FORMS_P (default 16384; "512,16384" takes both) -n 0 all in
+#                VRAM; each form's ratio to the first and to llama.cpp, and one greedy run's ids each way against the
+#                first; by default the four plugins.cuda.attention_tiles forms
 #     long       issue 28's long-context targets (pp16384, tg64 at depth 16384, pp512; all in VRAM and at 25% against
 #                -ncmoe 36; tg64 at depth 131072 with q8_0 KV), Strata then llama.cpp per round (STRATA_LONG_ROUNDS);
 #                at 25% also pp16384 with prompt windows of STRATA_LONG_BATCHES tokens (default 2048; "" for none);
@@ -458,8 +456,9 @@ peer="${STRATA_PEER_CUDA:-$root/.device/peer-cuda/llama-bench}"
 export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:/usr/local/cuda/lib64"  # the peer's CUDA runtime and cuBLAS (shared)
 # run_forms TAG PROMPTS ROUNDS PEER ITEM...: one build's forms, all in VRAM, interleaved: each round runs
 # `strata bench -p PROMPTS -n 0` for every ITEM (NAME:KEY=VALUE, a launch option where KEY has a dot, else an
-# environment variable; "baseline": .device/baseline's cuda plugin), then llama.cpp when PEER is 1; rows give each
-# form's ratio to the first and to llama.cpp; then one greedy run's ids each way, against the first form's.
+# environment variable; a NAME alone: the build as it is; "baseline": .device/baseline's cuda plugin), then
+# llama.cpp when PEER is 1; rows give each form's ratio to the first and to llama.cpp; then one greedy run's ids
+# each way, against the first form's.
 run_forms() {
   local tag="$1" prompts="$2" rounds="$3" with_peer="$4"; shift 4
   local items=("$@") ctx round it n t b v pr first
@@ -469,9 +468,9 @@ run_forms() {
   form_env() {
     local kv="${1#*:}"
     if [ "$1" = baseline ]; then echo "STRATA_PLUGIN_PATH=$root/.device/baseline"
-    elif [[ "${kv%%=*}" != *.* ]]; then echo "$kv"; fi
+    elif [[ "$1" == *:* && "${kv%%=*}" != *.* ]]; then echo "$kv"; fi
   }
-  form_opts() { local kv="${1#*:}"; [[ "$1" != baseline && "${kv%%=*}" == *.* ]] && echo "-o $kv"; }
+  form_opts() { local kv="${1#*:}"; [[ "$1" == *:* && "${kv%%=*}" == *.* ]] && echo "-o $kv"; }
   for round in $(seq 1 "$rounds"); do
     log "$tag round $round"
     for it in "${items[@]}"; do
@@ -966,17 +965,6 @@ if want long; then
     fi
     long_pair "q8_0 KV, all in VRAM" "tg64 @ d131072" long-s-deep long-p-deep
   fi
-fi
-
-if want tiles; then
-  # The tiled products' two forms (the same bits): direct and staged (plugins.cuda.staged_tiles: the next chunk's
-  # bytes copied ahead with cp.async), interleaved in STRATA_TILES_ROUNDS (default 2) rounds, every weight in VRAM:
-  # pp512 and pp16384; with a baseline cuda plugin in .device/baseline (device-pack.sh's STRATA_PACK_BASELINE, a
-  # plugin of another commit) beside them. The bits: op parity's cuda_staged_tiles label (gpu-tests) and the ids of
-  # one greedy run each way.
-  tile_forms=(direct:plugins.cuda.staged_tiles=false staged:plugins.cuda.staged_tiles=true)
-  [ -f "$root/.device/baseline/libstrata-cuda.so" ] && tile_forms+=(baseline)
-  run_forms tiles 512,16384 "${STRATA_TILES_ROUNDS:-2}" "${STRATA_TILES_PEER:-1}" "${tile_forms[@]}"
 fi
 
 if want forms; then

@@ -25,7 +25,6 @@ struct Options {
   bool high_priority = false;  // the compute stream at the device's greatest priority (a peer link's service)
   bool canonical_double = false;  // the `_f64ref` kernels: norms, RoPE, attention, softmax and router in double,
                                   // the CPU engine's bits (runtime.canonical_double); off: float and tensor cores
-  bool staged_tiles = false;  // the tiled products copy a chunk's raw bytes ahead with cp.async (sm_90; same bits)
   // The prompt attention's tiles kernel for f16 caches at head size 128 (attention_flash.cu; the same bits in every
   // form): auto (4 warps, 2 chunk buffers), ring (3 buffers), warps8 (blocks of 8 warps), qsmem (q read from
   // shared memory: fewer registers). Forms to measure; the fastest becomes auto.

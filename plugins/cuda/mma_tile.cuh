@@ -180,10 +180,9 @@ __host__ __device__ inline ColScales col_scales(const uint32_t* rec) {
 //   a span. A zero product comes out +0 where c0 * 0 is -0 for negative c0: partials only reach sums that start at
 //   +0, where the sign of a zero addend never shows. The one difference: an infinite f16 scale (a broken file)
 //   gives NaN where the product gives an infinity.
-// Each kernel form asks for the cheapest its registers allow without spills at 128 on sm_90 (tiled_product.cu: the
-// direct form kFold, the staged one kConvert, whose Q4_K and Q5_K kernels spill 16 bytes with the bias); kSumForm
-// then keeps Q4_1 and Q5_1 on the conversion (the bias's register spills their kernels), MXFP4 off the
-// fold, and the types with 16-value sub-blocks biased at least.
+// The kernel asks for kFold (tiled_product.cu); kSumForm then keeps Q4_1 and Q5_1 on the conversion (the bias's
+// register spills their kernels at 128 on sm_90), MXFP4 off the fold, and the types with 16-value sub-blocks
+// biased at least.
 enum class SumForm { kConvert, kBias, kFold };
 template <class Dec, SumForm kAsked>
 constexpr SumForm kSumForm =
@@ -227,57 +226,6 @@ __host__ __device__ inline float tile_partial(const RowScales& w, const ColScale
   }
   return t * a.da;
 }
-
-// ---- staged chunks (the kernel's staged form) --------------------------------------------------------------------
-
-// A chunk of kTileWarps spans (256 values) starts at a block boundary of every tiled type (their blocks hold 32 or
-// 256 values), so the blocks a chunk reads are consecutive bytes of a weight row, and of a Q8_1 column. The
-// kernel's staged form copies those bytes into shared memory while the block computes on the chunk before, and
-// makes the records from the copy. A copy is whole 16-byte units from the one that holds the first byte: it keeps
-// every byte's address modulo 16, so a decoder's loads see the alignment they see in global memory.
-struct ChunkCopy {
-  const uint8_t* from;  // the 16-byte unit that holds the first byte
-  int units;            // 16-byte units up to the one that holds the last byte
-  int offset;           // the first byte's place in the first unit
-};
-__host__ __device__ inline int chunk_offset(const uint8_t* first) {
-  return static_cast<int>(reinterpret_cast<uintptr_t>(first) & 15u);
-}
-__host__ __device__ inline ChunkCopy chunk_copy(const uint8_t* first, int bytes) {
-  const int offset = chunk_offset(first);
-  return {first - offset, (offset + bytes + 15) / 16, offset};
-}
-
-// The most 16-byte units a copy of `bytes` bytes takes (its first byte anywhere in a unit).
-constexpr int chunk_units(int bytes) { return (bytes + 15 + 15) / 16; }
-
-// A weight row's bytes of one chunk: eight blocks of a 32-value type (MXFP4: 136 bytes, starting at any byte of a
-// unit, as kAlign 1 allows), one block of a 256-value type.
-template <class Dec>
-constexpr int kChunkBytes = kTileWarps * 32 / Dec::kElems * Dec::kBytes;
-template <class Dec>
-constexpr int kWeightChunkUnits = chunk_units(kChunkBytes<Dec>);
-constexpr int kActChunkUnits = chunk_units(kTileWarps * kQ8BlockBytes);
-
-// The first byte of a row's chunk that starts at span `base`, and the chunk's bytes (a last chunk of a 32-value
-// type may hold fewer than eight blocks).
-template <class Dec>
-__host__ __device__ inline const uint8_t* weight_chunk_at(const uint8_t* row, int base) {
-  return row + static_cast<int64_t>(base / (Dec::kElems / 32)) * Dec::kBytes;
-}
-template <class Dec>
-__host__ __device__ inline int weight_chunk_bytes(int base, int n_spans) {
-  constexpr int kSpansPerBlock = Dec::kElems / 32;
-  const int spans = n_spans - base < kTileWarps ? n_spans - base : kTileWarps;
-  return (spans + kSpansPerBlock - 1) / kSpansPerBlock * Dec::kBytes;
-}
-__host__ __device__ inline int act_chunk_bytes(int base, int n_spans) {
-  return (n_spans - base < kTileWarps ? n_spans - base : kTileWarps) * kQ8BlockBytes;
-}
-
-// Shared memory of the staged form beyond the records: every row's and column's copy of one chunk.
-template <class Dec>
-constexpr int kChunkCopyBytes = 16 * (kTileRows * kWeightChunkUnits<Dec> + kTileCols * kActChunkUnits);
 
 // The weight types with a tiled kernel: f(Decoder{}) and true, or false. Every decoder's g_i must be the
 // dequantized integer exactly and fit int8, the MMAs' inputs: the grid i-quants' signed grid bytes (|g| <= 43 for

@@ -199,20 +199,18 @@ strata_status* init(const strata_host_api* host, const char* const* options, siz
                                 (std::string(kName) + ": attention_tiles must be auto, ring, warps8 or qsmem, not '" +
                                  value + "'").c_str());
       }
-    } else if (key == "graphs" || key == "fuse" || key == "overlap" || key == "canonical_double" ||
-               key == "staged_tiles") {
-      bool* target = key == "graphs"             ? &o.graphs
-                     : key == "fuse"             ? &o.fuse
-                     : key == "overlap"          ? &o.overlap
-                     : key == "canonical_double" ? &o.canonical_double
-                                                 : &o.staged_tiles;
+    } else if (key == "graphs" || key == "fuse" || key == "overlap" || key == "canonical_double") {
+      bool* target = key == "graphs"  ? &o.graphs
+                     : key == "fuse"    ? &o.fuse
+                     : key == "overlap" ? &o.overlap
+                                        : &o.canonical_double;
       if (!parse_bool_option(value, target)) {
         return host->status_new(STRATA_ERR_INVALID_ARGUMENT,
                                 (std::string(kName) + ": " + key + " must be true or false, not '" + value + "'").c_str());
       }
     } else {
       return host->status_new(STRATA_ERR_INVALID_ARGUMENT,
-                              (std::string(kName) + ": unknown option '" + key + "' (known: device, graphs, fuse, overlap, priority, canonical_double, staged_tiles, attention_tiles)").c_str());
+                              (std::string(kName) + ": unknown option '" + key + "' (known: device, graphs, fuse, overlap, priority, canonical_double, attention_tiles)").c_str());
     }
   }
   const Probe& p = probe();

@@ -1,15 +1,12 @@
 // The tiled kernel of tiled_product.cuh. One block: kTileRows weight rows x kTileCols columns, eight warps, warp r
-// the accumulator A_r of every (row, column) (mma_tile.cuh). Per chunk of eight spans the block stages the
-// weight and activation records in shared memory, then warp r forms its span's integer sums with MMAs and adds
-// the span's partials; at the end the fixed tree joins the warps' accumulators and warp 0 writes the tile.
+// the accumulator A_r of every (row, column) (mma_tile.cuh). Per chunk of eight spans the block makes the weight and
+// activation records in shared memory from global memory between two barriers, then warp r forms its span's integer
+// sums with MMAs and adds the span's partials; at the end the fixed tree joins the warps' accumulators and warp 0
+// writes the tile.
 //
-// Two forms, the same bits: the direct one makes a chunk's records from global memory between two barriers, so
-// the loads' latency stands in the way of every chunk; the staged one (sm_90, the `staged_tiles` option) copies
-// the next chunk's raw bytes into shared memory (cp.async) while the warps compute on this one, and makes the
-// records from that copy. (A third, two sets of records with the next chunk's made during this one's MMAs and one
-// barrier a chunk, ran 0.96-0.97x the direct form on the H100 on 2026-12-06 and was taken out.)
-#include "async_copy.cuh"
-#include "dynamic_smem.hpp"
+// Two other forms, the same bits, lost on the H100 and were taken out: a staged one (the next chunk's raw bytes
+// copied into shared memory with cp.async while the warps computed on this one; 0.97-0.99x this form in three
+// leases of 2026-12-06) and a double one (two sets of records, one barrier a chunk; 0.96-0.97x).
 #include "mma_tile.cuh"
 #include "ops.hpp"
 #include "tiled_product.cuh"
@@ -98,15 +95,7 @@ __device__ inline void add_span(const uint32_t* wrecs, const uint32_t* arecs, in
 #define STRATA_TILED_SUB16 1
 #endif
 
-// The staged form is built for sm_90 only (launch_tiled takes it there alone): other archs have less shared
-// memory a multiprocessor than two of its blocks need.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
-#define STRATA_TILED_STAGED 1
-#else
-#define STRATA_TILED_STAGED 0
-#endif
-
-template <class Dec, bool kStaged>
+template <class Dec>
 __device__ __forceinline__ void tiled_body(TiledJob p);
 
 // How the warps' accumulators are joined and written: in parallel (two exchanges, three barriers, every warp
@@ -115,16 +104,6 @@ __device__ __forceinline__ void tiled_body(TiledJob p);
 // chunks long, spent about a quarter of their time in the three steps.)
 template <class Dec>
 constexpr bool kParallelTail = Dec::kType != GgmlType::Q3_K;
-
-// Types with 16-value sub-blocks (the six above) stay direct: in the staged form ptxas spilled 24-36 bytes of
-// theirs at 128 registers (two blocks per multiprocessor). Since the column count left the registers (kSpareColumn)
-// they fit with nvcc 13, but their staged kernels have not been run on a GPU.
-template <class Dec>
-constexpr bool kHasStaged = Dec::kSub == 32;
-
-template <class Dec>
-constexpr size_t kStagedSmem =
-    sizeof(uint32_t) * kStageWords + kChunkCopyBytes<Dec> + (sizeof(void*) + 1) * (kTileRows + kTileCols);
 
 // Two blocks per SM (128 registers): ptxas left alone takes up to 150 for some types (one block per SM). Q2_K's
 // decode does not fit 128 without spills: it keeps one, and so does Q5_1's on sm_86 and sm_89 (8 bytes spilled).
@@ -137,7 +116,7 @@ template <class Dec>
 constexpr int kTiledMinBlocks =
     Dec::kType == GgmlType::Q2_K || (STRATA_TILED_Q5_1_WIDE && Dec::kType == GgmlType::Q5_1) ? 1 : 2;
 
-template <class Dec, bool kStaged>
+template <class Dec>
 __global__ void __launch_bounds__(kTileThreads, kTiledMinBlocks<Dec>) tiled_kernel(TiledJob p) {
 #if !STRATA_TILED_SUB16
   if constexpr (Dec::kSub == 16) {
@@ -145,24 +124,15 @@ __global__ void __launch_bounds__(kTileThreads, kTiledMinBlocks<Dec>) tiled_kern
     return;
   } else
 #endif
-#if !STRATA_TILED_STAGED
-  if constexpr (kStaged) {
-    __trap();
-    return;
-  } else
-#endif
   {
-    tiled_body<Dec, kStaged>(p);
+    tiled_body<Dec>(p);
   }
 }
 
-template <class Dec, bool kStaged>
+template <class Dec>
 __device__ __forceinline__ void tiled_body(TiledJob p) {
-  // The records: static shared memory in the direct form (declared first: ptxas's registers for Q3_K and Q6_K
-  // depend on the layout); in the staged form the dynamic memory, followed by the chunk's copies.
-  __shared__ __align__(16) uint32_t stage_static[kStaged ? 1 : kStageWords];  // records: 16-byte stores
-  extern __shared__ uint4 tiled_dynamic[];
-  uint32_t* const stage = kStaged ? reinterpret_cast<uint32_t*>(tiled_dynamic) : stage_static;
+  // The records (declared first: ptxas's registers for Q3_K and Q6_K depend on the layout).
+  __shared__ __align__(16) uint32_t stage[kStageWords];  // records: 16-byte stores
   __shared__ uint32_t col_act[kTileCols];  // activation row of each column
   __shared__ uint32_t col_out[kTileCols];  // output row of each column, kSpareColumn past the tile's columns
   const int tid = static_cast<int>(threadIdx.x);
@@ -208,92 +178,26 @@ __device__ __forceinline__ void tiled_body(TiledJob p) {
       for (int i = 0; i < 4; ++i) acc[m][n][i] = 0.0f;
     }
   }
-  // The staged form's shared memory after the records: each row's and column's copy, where each row and column
-  // starts in global memory (read there for every chunk, so that no register holds them through the MMAs), and
-  // where its chunk's first byte sits in its copy.
-  uint8_t* const wcopy = reinterpret_cast<uint8_t*>(tiled_dynamic) + sizeof(uint32_t) * kStageWords;  // [row][unit]
-  uint8_t* const acopy = wcopy + 16 * kTileRows * kWeightChunkUnits<Dec>;                                // [col][unit]
-  const uint8_t** const sources = reinterpret_cast<const uint8_t**>(acopy + 16 * kTileCols * kActChunkUnits);
-  uint8_t* const copy_at = reinterpret_cast<uint8_t*>(sources + kTileRows + kTileCols);
-  if constexpr (kStaged) {
-    if (tid < kTileRows) sources[tid] = weight_row(tid);
-    if (tid < kTileCols) sources[kTileRows + tid] = p.act + col_act[tid] * act_row_bytes;  // its own col_act
-  }
   __syncthreads();
 
-  if constexpr (kStaged) {
-    // The copies of the chunk at span `base`, issued as one group: kTileThreads / kTileRows threads a row, and
-    // kTileThreads / kTileCols a column, each taking every such unit from its own; a row's (column's) first
-    // thread notes where its bytes start in the copy, for the records.
-    constexpr int kRowThreads = kTileThreads / kTileRows, kColThreads = kTileThreads / kTileCols;
-    const auto issue = [&](int base) {
-      {
-        const int r = tid / kRowThreads;
-        const ChunkCopy c =
-            chunk_copy(weight_chunk_at<Dec>(sources[r], base), weight_chunk_bytes<Dec>(base, p.n_spans));
-        uint8_t* dst = wcopy + 16 * r * kWeightChunkUnits<Dec>;
-        for (int u = tid % kRowThreads; u < c.units; u += kRowThreads) {
-          copy16_async(dst + 16 * u, c.from + 16 * u, true);
-        }
-        if (tid % kRowThreads == 0) copy_at[r] = static_cast<uint8_t>(c.offset);
-      }
-      {
-        const int col = tid / kColThreads;
-        const ChunkCopy c = chunk_copy(sources[kTileRows + col] + static_cast<int64_t>(base) * kQ8BlockBytes,
-                                       act_chunk_bytes(base, p.n_spans));
-        uint8_t* dst = acopy + 16 * col * kActChunkUnits;
-        for (int u = tid % kColThreads; u < c.units; u += kColThreads) {
-          copy16_async(dst + 16 * u, c.from + 16 * u, true);
-        }
-        if (tid % kColThreads == 0) copy_at[kTileRows + col] = static_cast<uint8_t>(c.offset);
-      }
-      stage_commit();
-    };
-    issue(0);
-    for (int base = 0; base < p.n_spans; base += kTileWarps) {
-      stage_wait();
-      __syncthreads();  // the chunk's copies are the block's, and every warp is done with the records before
-      for (int i = tid; i < kTileRows * kTileWarps; i += kTileThreads) {
-        const int r = i / kTileWarps, s = i % kTileWarps;
-        if (base + s < p.n_spans) {
-          make_weight_record<Dec>(wcopy + 16 * r * kWeightChunkUnits<Dec> + copy_at[r], s,
-                                  wrecs + s * kWeightSpanWords + r * kRecordWords);
-        }
-      }
-      for (int i = tid; i < kTileCols * kTileWarps; i += kTileThreads) {
-        const int c = i / kTileWarps, s = i % kTileWarps;
-        if (base + s < p.n_spans) {
-          make_act_record<Dec>(acopy + 16 * c * kActChunkUnits + copy_at[kTileRows + c], s,
-                               arecs + s * kActSpanWords + c * kRecordWords);
-        }
-      }
-      __syncthreads();  // the records are made: the copies may take the next chunk
-      if (base + kTileWarps < p.n_spans) issue(base + kTileWarps);
-      if (base + warp < p.n_spans) {
-        add_span<Dec, SumForm::kConvert>(wrecs + warp * kWeightSpanWords, arecs + warp * kActSpanWords, lane, acc);
+  for (int base = 0; base < p.n_spans; base += kTileWarps) {
+    for (int i = tid; i < kTileRows * kTileWarps; i += kTileThreads) {
+      const int r = i / kTileWarps, s = i % kTileWarps;
+      if (base + s < p.n_spans) {
+        make_weight_record<Dec>(weight_row(r), base + s, wrecs + s * kWeightSpanWords + r * kRecordWords);
       }
     }
-    __syncthreads();  // every warp is done with the records before the tree reuses their memory
-  } else {
-    for (int base = 0; base < p.n_spans; base += kTileWarps) {
-      for (int i = tid; i < kTileRows * kTileWarps; i += kTileThreads) {
-        const int r = i / kTileWarps, s = i % kTileWarps;
-        if (base + s < p.n_spans) {
-          make_weight_record<Dec>(weight_row(r), base + s, wrecs + s * kWeightSpanWords + r * kRecordWords);
-        }
+    for (int i = tid; i < kTileCols * kTileWarps; i += kTileThreads) {
+      const int c = i / kTileWarps, s = i % kTileWarps;
+      if (base + s < p.n_spans) {
+        make_act_record<Dec>(p.act + col_act[c] * act_row_bytes, base + s, arecs + s * kActSpanWords + c * kRecordWords);
       }
-      for (int i = tid; i < kTileCols * kTileWarps; i += kTileThreads) {
-        const int c = i / kTileWarps, s = i % kTileWarps;
-        if (base + s < p.n_spans) {
-          make_act_record<Dec>(p.act + col_act[c] * act_row_bytes, base + s, arecs + s * kActSpanWords + c * kRecordWords);
-        }
-      }
-      __syncthreads();
-      if (base + warp < p.n_spans) {
-        add_span<Dec, SumForm::kFold>(wrecs + warp * kWeightSpanWords, arecs + warp * kActSpanWords, lane, acc);
-      }
-      __syncthreads();
     }
+    __syncthreads();
+    if (base + warp < p.n_spans) {
+      add_span<Dec, SumForm::kFold>(wrecs + warp * kWeightSpanWords, arecs + warp * kActSpanWords, lane, acc);
+    }
+    __syncthreads();
   }
 
   // The fixed tree ((A0+A1)+(A2+A3))+((A4+A5)+(A6+A7)), through slots of shared memory (element e of lane l of a
@@ -394,24 +298,10 @@ void launch_tiled(const TiledJob& job, uint32_t type, unsigned col_tiles, const 
   (void)stream;
 #else
   if (col_tiles == 0 || job.rows == 0) return;
-  const bool sm90 = ctx.props().major == 9 && ctx.props().minor == 0;
   with_tiled_decoder(type, [&](auto dec) {
     using Dec = decltype(dec);
     const dim3 grid(static_cast<unsigned>((job.rows + kTileRows - 1) / kTileRows), col_tiles);
-    // The staged form where it was asked for, the type has it and two of its blocks fit a multiprocessor (always
-    // on sm_90).
-    if constexpr (kHasStaged<Dec>) {
-      const size_t smem = kStagedSmem<Dec>;
-      if (ctx.options().staged_tiles && sm90 &&
-          2 * (smem + 1024) <= static_cast<size_t>(ctx.props().sharedMemPerMultiprocessor)) {
-        if (allow_dynamic_smem<tiled_kernel<Dec, true>>(ctx, smem)) {
-          tiled_kernel<Dec, true><<<grid, kTileThreads, smem, stream>>>(job);
-          check_launch("tiled matrix product (staged)");
-          return;
-        }
-      }
-    }
-    tiled_kernel<Dec, false><<<grid, kTileThreads, 0, stream>>>(job);
+    tiled_kernel<Dec><<<grid, kTileThreads, 0, stream>>>(job);
     check_launch("tiled matrix product");
   });
 #endif

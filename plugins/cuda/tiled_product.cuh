@@ -35,8 +35,7 @@ struct TiledJob {
 // Whether `type` has a tiled kernel on this device (int8 MMAs need sm_80; none in the HIP build).
 bool has_tiled_kernel(uint32_t type, const Context& ctx);
 
-// Enqueues the job on a grid of row tiles x `col_tiles` column tiles (tiles past *n_tiles return at once); the
-// staged form where the context's options ask for it and the device has room (tiled_product.cu).
+// Enqueues the job on a grid of row tiles x `col_tiles` column tiles (tiles past *n_tiles return at once).
 void launch_tiled(const TiledJob& job, uint32_t type, unsigned col_tiles, const Context& ctx, cudaStream_t stream);
 
 }  // namespace strata::gpu

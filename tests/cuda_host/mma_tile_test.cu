@@ -43,23 +43,12 @@ void emulate_mma(int k_values, const Lanes4& a, const Lanes2& b, int start, int 
   }
 }
 
-// The bytes a chunk copy of the kernel's staged form puts in shared memory: `c.units` 16-byte units from c.from,
-// the rest of the row's room poisoned (a decoder that read past its blocks would see it).
-void copy_chunk(const ChunkCopy& c, int room_units, unsigned char* dst) {
-  ASSERT_LE(c.units, room_units) << "a chunk's copy overflows its room";
-  std::memset(dst, 0xA5, static_cast<size_t>(16 * room_units));
-  std::memcpy(dst, c.from, static_cast<size_t>(16 * c.units));
-}
-
 // One block of the tiled kernel: rows [0, n_rows) of `w` (clamped to the last row past it, like the kernel) against
-// the Q8_1 columns at act + c * act_stride, c < n_cols; out[c][r] for r < n_rows, c < n_cols. `staged`: the
-// kernel's staged form, which makes the records from 16-byte-unit copies of each row's and column's chunk.
+// the Q8_1 columns at act + c * act_stride, c < n_cols; out[c][r] for r < n_rows, c < n_cols.
 template <class Dec>
 std::vector<std::vector<float>> emulate_block(const unsigned char* w, uint64_t w_stride, int n_rows,
                                               const unsigned char* act, uint64_t act_stride, int n_cols, int n_spans,
-                                              bool staged, SumForm form) {
-  std::vector<unsigned char> wcopy(static_cast<size_t>(16 * kTileRows * kWeightChunkUnits<Dec>));
-  std::vector<unsigned char> acopy(static_cast<size_t>(16 * kTileCols * kActChunkUnits));
+                                              SumForm form) {
   std::vector<float> acc(static_cast<size_t>(kTileWarps * kTileRows * kTileCols), 0.0f);
   const auto at = [&](int warp, int row, int col) -> float& {
     return acc[static_cast<size_t>((warp * kTileRows + row) * kTileCols + col)];
@@ -69,34 +58,12 @@ std::vector<std::vector<float>> emulate_block(const unsigned char* w, uint64_t w
   const auto weight_row = [&](int r) { return w + static_cast<uint64_t>(r < n_rows ? r : n_rows - 1) * w_stride; };
   const auto act_col = [&](int c) { return act + static_cast<uint64_t>(c < n_cols ? c : n_cols - 1) * act_stride; };
   for (int base = 0; base < n_spans; base += kTileWarps) {
-    if (staged) {
-      for (int r = 0; r < kTileRows; ++r) {
-        copy_chunk(chunk_copy(weight_chunk_at<Dec>(weight_row(r), base), weight_chunk_bytes<Dec>(base, n_spans)),
-                   kWeightChunkUnits<Dec>, wcopy.data() + 16 * r * kWeightChunkUnits<Dec>);
-      }
-      for (int c = 0; c < kTileCols; ++c) {
-        copy_chunk(chunk_copy(act_col(c) + base * kQ8BlockBytes, act_chunk_bytes(base, n_spans)), kActChunkUnits,
-                   acopy.data() + 16 * c * kActChunkUnits);
-      }
-    }
     for (int s = 0; s < kTileWarps && base + s < n_spans; ++s) {
       for (int r = 0; r < kTileRows; ++r) {
-        uint32_t* rec = wrecs.data() + s * kWeightSpanWords + r * kRecordWords;
-        if (staged) {
-          const int at = chunk_offset(weight_chunk_at<Dec>(weight_row(r), base));
-          make_weight_record<Dec>(wcopy.data() + 16 * r * kWeightChunkUnits<Dec> + at, s, rec);
-        } else {
-          make_weight_record<Dec>(weight_row(r), base + s, rec);
-        }
+        make_weight_record<Dec>(weight_row(r), base + s, wrecs.data() + s * kWeightSpanWords + r * kRecordWords);
       }
       for (int c = 0; c < kTileCols; ++c) {
-        uint32_t* rec = arecs.data() + s * kActSpanWords + c * kRecordWords;
-        if (staged) {
-          const int at = chunk_offset(act_col(c) + base * kQ8BlockBytes);
-          make_act_record<Dec>(acopy.data() + 16 * c * kActChunkUnits + at, s, rec);
-        } else {
-          make_act_record<Dec>(act_col(c), base + s, rec);
-        }
+        make_act_record<Dec>(act_col(c), base + s, arecs.data() + s * kActSpanWords + c * kRecordWords);
       }
     }
     for (int warp = 0; warp < kTileWarps && base + warp < n_spans; ++warp) {
@@ -165,10 +132,10 @@ std::vector<unsigned char> ggml_blocks(GgmlType type) {
 
 // n_rows rows of n_in values, row r made of ggml's blocks r, r + 1, ... (wrapping), and n_cols random columns; the
 // weights start `w_shift` bytes (a multiple of the type's alignment) past a 16-byte boundary, the columns
-// `a_shift` (a multiple of 4), with 16 poisoned bytes around both for the staged form's whole-unit copies.
+// `a_shift` (a multiple of 4), with 16 poisoned bytes around both (a decoder that read past its blocks would see
+// them).
 template <class Dec>
-void expect_tile_matches(int n_rows, int64_t n_in, int n_cols, uint32_t seed, bool staged, int w_shift = 0,
-                         int a_shift = 0) {
+void expect_tile_matches(int n_rows, int64_t n_in, int n_cols, uint32_t seed, int w_shift = 0, int a_shift = 0) {
   constexpr int kPad = 16;
   const std::vector<unsigned char> blocks = ggml_blocks(Dec::kType);
   const int64_t n_blocks = static_cast<int64_t>(blocks.size() / Dec::kBytes);
@@ -198,17 +165,16 @@ void expect_tile_matches(int n_rows, int64_t n_in, int n_cols, uint32_t seed, bo
     format::quantize_row_q8_1(x.data(), col.data(), n_in);
     std::memcpy(act + c * act_stride, col.data(), act_stride);
   }
-  // Every way of making the sums floats (mma_tile.cuh's SumForm) with either way of making the records.
+  // Every way of making the sums floats (mma_tile.cuh's SumForm).
   for (const SumForm form : {SumForm::kConvert, SumForm::kBias, SumForm::kFold}) {
-  const auto got =
-      emulate_block<Dec>(w, w_stride, n_rows, act, act_stride, n_cols, static_cast<int>(n_in / 32), staged, form);
+  const auto got = emulate_block<Dec>(w, w_stride, n_rows, act, act_stride, n_cols, static_cast<int>(n_in / 32), form);
   for (int c = 0; c < n_cols; ++c) {
     std::memcpy(col.data(), act + c * act_stride, act_stride);
     for (int r = 0; r < n_rows; ++r) {
       const float want = format::canonical_dot(Dec::kType, w + r * w_stride, col.data(), n_in);
       const float have = got[static_cast<size_t>(c)][static_cast<size_t>(r)];
       ASSERT_EQ(format::f32_bits(have), format::f32_bits(want))
-          << format::traits(Dec::kType).name << (staged ? " (staged)" : "") << " sum form "
+          << format::traits(Dec::kType).name << " sum form "
           << static_cast<int>(form) << " row " << r << " column " << c << ": " << have << " vs " << want;
     }
   }
@@ -222,24 +188,24 @@ TEST_P(TiledProduct, EveryRowAndColumnIsTheCanonicalDot) {
     using Dec = decltype(dec);
     const bool k_quant = Dec::kElems == 256;
     // A full tile with several chunks of eight spans, a partial chunk (7 or 24 + 3 spans), spare rows and columns.
-    expect_tile_matches<Dec>(kTileRows, k_quant ? 2048 : 1024, kTileCols, 3u, false);
-    expect_tile_matches<Dec>(37, k_quant ? 768 : 224, 13, 4u, false);
-    expect_tile_matches<Dec>(5, k_quant ? 256 : 32, 1, 5u, false);
+    expect_tile_matches<Dec>(kTileRows, k_quant ? 2048 : 1024, kTileCols, 3u);
+    expect_tile_matches<Dec>(37, k_quant ? 768 : 224, 13, 4u);
+    expect_tile_matches<Dec>(5, k_quant ? 256 : 32, 1, 5u);
   }));
 }
 
-// The staged form (chunks copied as whole 16-byte units, records made from the copies) gives the same bits, with
-// the rows and columns at every start the decoders' alignment allows and partial last chunks.
-TEST_P(TiledProduct, StagedChunksGiveTheSameBits) {
+// Rows and columns at every start the decoders' alignment allows (a file's tensors and an expert table's pointers
+// need not sit on 16-byte boundaries), with partial last chunks.
+TEST_P(TiledProduct, RowsAtEveryAlignmentGiveTheSameBits) {
   ASSERT_TRUE(with_tiled_decoder(static_cast<uint32_t>(GetParam()), [](auto dec) {
     using Dec = decltype(dec);
     const bool k_quant = Dec::kElems == 256;
     for (int w_shift = 0; w_shift < 16; w_shift += Dec::kAlign) {
       const int a_shift = 4 * (w_shift / Dec::kAlign) % 16;
-      expect_tile_matches<Dec>(kTileRows, k_quant ? 1024 : 352, kTileCols, 6u, true, w_shift, a_shift);
+      expect_tile_matches<Dec>(kTileRows, k_quant ? 1024 : 352, kTileCols, 6u, w_shift, a_shift);
     }
-    expect_tile_matches<Dec>(37, k_quant ? 768 : 224, 13, 7u, true, Dec::kAlign, 8);
-    expect_tile_matches<Dec>(5, k_quant ? 256 : 32, 1, 8u, true, 0, 12);
+    expect_tile_matches<Dec>(37, k_quant ? 768 : 224, 13, 7u, Dec::kAlign, 8);
+    expect_tile_matches<Dec>(5, k_quant ? 256 : 32, 1, 8u, 0, 12);
   }));
 }
 

@@ -84,8 +84,6 @@ struct Discovered {
       }
       // The GPU plugins' double kernels (issue 28): the CPU's arithmetic, compared as tightly as cpu_avx2.
       if (c.name == "cuda" || c.name == "hip") add(c.name, c.name + "_canonical_double", {"canonical_double=true"}, true);
-      // The tiled products' staged form (sm_90; the plain form elsewhere, so the label checks that path twice).
-      if (c.name == "cuda") add(c.name, "cuda_staged_tiles", {"staged_tiles=true"}, true);
       // The prompt attention's other tiles forms (f16 caches at head size 128): bytes checks against cuda's.
       if (c.name == "cuda") {
         for (const char* form : {"ring", "warps8", "qsmem"}) {
@@ -136,7 +134,7 @@ Discovered& discovered() {
 }  // namespace
 
 bool float_label(const std::string& label) {
-  return label == "cuda" || label == "hip" || label == "cuda_staged_tiles";
+  return label == "cuda" || label == "hip";
 }
 
 Output output_for(const Output& o, const std::string& label) {

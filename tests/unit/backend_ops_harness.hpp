@@ -25,9 +25,8 @@ enum class Compare {
 };
 
 // Whether `label` is a GPU backend in its default mode, which computes RMS_NORM, ROPE, SOFTMAX, ROUTER (and
-// ATTENTION) in float (docs/CANONICAL_ARITHMETIC.md section 6): "cuda", "hip", and "cuda_staged_tiles" (cuda with
-// its tiled products' staged form). The `_canonical_double` labels (the plugin instantiated with
-// canonical_double=true) run the double kernels and compare as the CPU backends.
+// ATTENTION) in float (docs/CANONICAL_ARITHMETIC.md section 6): "cuda" and "hip". The `_canonical_double` labels
+// (the plugin instantiated with canonical_double=true) run the double kernels and compare as the CPU backends.
 bool float_label(const std::string& label);
 
 struct Output {
