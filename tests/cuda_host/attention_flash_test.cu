@@ -1,5 +1,5 @@
-// The float attention's kernels (attention_flash.cuh) run on the host: whole blocks emulated with one host thread
-// per GPU thread, the warp's collectives (ldmatrix, mma.sync m16n8k16, shuffles, barriers) by an emulator built
+// The float attention's kernels (attention_flash.cuh) run on the host: whole blocks emulated with one fiber per GPU
+// thread, the warp's collectives (ldmatrix, mma.sync m16n8k16, shuffles, barriers) by an emulator built
 // from PTX's documented fragment layouts, so the kernels' own index arithmetic, staging, masking and folds run as
 // they do on the GPU. The MMA's stand-in sums in double and rounds once (the hardware's internal order is its
 // own); 2^x is exp2f. What is checked, with no GPU:
@@ -13,13 +13,14 @@
 //     same bytes in every window too.
 #include <gtest/gtest.h>
 
-#include <barrier>
+#include <ucontext.h>
+
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "../unit/float_nmse.hpp"
@@ -32,8 +33,86 @@ namespace {
 
 // ---- the emulator ----------------------------------------------------------------------------------------------
 
+// A block's GPU threads run as fibers on one host thread, switched only at the collectives: a block is more threads
+// than the machine has cores and every collective is a barrier, so OS threads spent most of these tests' time in
+// the kernel waking each other (on a 2-core machine, three quarters of it). The fibers run round robin, each until
+// it waits at a barrier; a barrier opens when its last thread arrives.
+struct FiberBlock;
+inline thread_local FiberBlock* running_block = nullptr;
+
+class FiberBarrier {
+ public:
+  explicit FiberBarrier(int n) : n_(n) {}
+  void arrive_and_wait();
+
+ private:
+  const int n_;
+  int count_ = 0;
+  unsigned phase_ = 0;
+};
+
+struct FiberBlock {
+  static constexpr size_t kStackBytes = size_t{256} << 10;
+  struct Fiber {
+    ucontext_t ctx;
+    std::unique_ptr<char[]> stack;
+    HostWarp* lane = nullptr;
+    bool done = false;
+  };
+  std::vector<Fiber> fibers;
+  ucontext_t scheduler;
+  int current = 0;
+  std::function<void(int)> body;
+
+  // Runs body(tid) for tid < n, each with its lane as host_warp, until every one has returned.
+  void run(int n, const std::function<HostWarp*(int)>& lane_of, std::function<void(int)> f) {
+    body = std::move(f);
+    fibers = std::vector<Fiber>(static_cast<size_t>(n));
+    running_block = this;
+    for (int i = 0; i < n; ++i) {
+      Fiber& fb = fibers[static_cast<size_t>(i)];
+      fb.lane = lane_of(i);
+      fb.stack.reset(new char[kStackBytes]);
+      getcontext(&fb.ctx);
+      fb.ctx.uc_stack.ss_sp = fb.stack.get();
+      fb.ctx.uc_stack.ss_size = kStackBytes;
+      fb.ctx.uc_link = &scheduler;
+      makecontext(&fb.ctx, &FiberBlock::entry, 0);
+    }
+    for (int left = n; left > 0;) {
+      for (int i = 0; i < n; ++i) {
+        Fiber& fb = fibers[static_cast<size_t>(i)];
+        if (fb.done) continue;
+        current = i;
+        host_warp = fb.lane;
+        swapcontext(&scheduler, &fb.ctx);
+        if (fb.done) --left;
+      }
+    }
+    host_warp = nullptr;
+    running_block = nullptr;
+  }
+  void yield() { swapcontext(&fibers[static_cast<size_t>(current)].ctx, &scheduler); }
+  static void entry() {
+    FiberBlock* b = running_block;
+    const int i = b->current;
+    b->body(i);
+    b->fibers[static_cast<size_t>(i)].done = true;  // returns to the scheduler through uc_link
+  }
+};
+
+void FiberBarrier::arrive_and_wait() {
+  if (++count_ == n_) {
+    count_ = 0;
+    ++phase_;
+    return;
+  }
+  const unsigned phase = phase_;
+  while (phase_ == phase) running_block->yield();
+}
+
 struct WarpShared {
-  std::barrier<> bar{32};
+  FiberBarrier bar{32};
   float f[32];
   int i[32];
   const void* p[32];
@@ -45,7 +124,7 @@ struct BlockShared {
   explicit BlockShared(int threads) : bar(threads) {
     for (int w = 0; w < threads / 32; ++w) warps.push_back(std::make_unique<WarpShared>());
   }
-  std::barrier<> bar;
+  FiberBarrier bar;
   std::vector<std::unique_ptr<WarpShared>> warps;
 };
 
@@ -129,21 +208,19 @@ class EmulatedLane : public HostWarp {
   BlockShared& b_;
 };
 
-// Runs body(place, smem) for every thread of one block, one host thread each.
+// Runs body(place, smem) for every thread of one block, each a fiber (FiberBlock).
 template <class Body>
 void run_block(int bx, int by, int gx, size_t smem_bytes, Body body, int n_threads = kThreads) {
   BlockShared shared(n_threads);
   std::vector<uint64_t> smem((smem_bytes + 7) / 8 + 2, 0);
-  std::vector<std::thread> threads;
+  std::vector<std::unique_ptr<EmulatedLane>> lanes;
   for (int tid = 0; tid < n_threads; ++tid) {
-    threads.emplace_back([&, tid] {
-      EmulatedLane lane(tid % 32, *shared.warps[static_cast<size_t>(tid / 32)], shared);
-      host_warp = &lane;
-      body(Place{tid, bx, by, gx}, reinterpret_cast<unsigned char*>(smem.data()));
-      host_warp = nullptr;
-    });
+    lanes.push_back(std::make_unique<EmulatedLane>(tid % 32, *shared.warps[static_cast<size_t>(tid / 32)], shared));
   }
-  for (std::thread& t : threads) t.join();
+  FiberBlock block;
+  block.run(
+      n_threads, [&](int tid) { return lanes[static_cast<size_t>(tid)].get(); },
+      [&](int tid) { body(Place{tid, bx, by, gx}, reinterpret_cast<unsigned char*>(smem.data())); });
 }
 
 // ---- the cases -------------------------------------------------------------------------------------------------
