@@ -80,7 +80,7 @@
 #                interleaved in STRATA_FORMS_ROUNDS (default 2) rounds with llama.cpp last in each
 #                (STRATA_FORMS_PEER=0: not): -p STRATA_FORMS_P (default 16384; "512,16384" takes both) -n 0 all in
 #                VRAM; each form's ratio to the first and to llama.cpp, and one greedy run's ids each way against the
-#                first; by default the four plugins.cuda.attention_tiles forms
+#                first (STRATA_FORMS_IDS=0: not); by default the four plugins.cuda.attention_tiles forms
 #     long       issue 28's long-context targets (pp16384, tg64 at depth 16384, pp512; all in VRAM and at 25% against
 #                -ncmoe 36; tg64 at depth 131072 with q8_0 KV), Strata then llama.cpp per round (STRATA_LONG_ROUNDS);
 #                at 25% also pp16384 with prompt windows of STRATA_LONG_BATCHES tokens (default 2048; "" for none);
@@ -496,7 +496,7 @@ run_forms() {
       [ -n "$pr" ] && row "$(printf '%s round %d pp%-6s %-10s %s' "$tag" "$round" "$t" llama.cpp "$pr")"
     done
   done
-  for it in "${items[@]}"; do
+  for it in $([ "${STRATA_FORMS_IDS:-1}" = 1 ] && echo "${items[@]}"); do
     n="${it%%:*}"
     # shellcheck disable=SC2046
     env $(form_env "$it") strata run --model "$model" --backend cuda $(form_opts "$it") --temperature 0 -n 16 --json \
