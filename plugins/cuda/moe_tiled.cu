@@ -251,7 +251,7 @@ bool run_moe_routed_tiled(Context& ctx, const strata_op& op) {
     job.which = which;
     job.w_stride = row_stride(type, n_embd);
     job.out = gu + which * hidden;
-    launch_tiled(job, type, max_tiles, ctx, stream);
+    launch_tiled(job, type, max_tiles, stream);
   }
   launch_swiglu(gu, gu + hidden, n_ff, n_pairs, form.act, nullptr, hq, stream,
                 RowBiases{g.pair_expert, form.bias.gate, form.bias.up});
@@ -266,7 +266,7 @@ bool run_moe_routed_tiled(Context& ctx, const strata_op& op) {
   job.out_stride = rows_out ? static_cast<int64_t>(d.nb[1] / sizeof(float)) : n_embd;
   // With a down bias the tiles write the dots and finish_down_kernel adds the bias and weighs them.
   job.pair_weight = form.bias.down != nullptr ? nullptr : g.pair_weight;
-  launch_tiled(job, table.down_type, max_tiles, ctx, stream);
+  launch_tiled(job, table.down_type, max_tiles, stream);
   if (form.bias.down != nullptr && n_pairs > 0) {
     constexpr int kFinishThreads = 128;
     const dim3 grid(static_cast<unsigned>(n_pairs), static_cast<unsigned>((n_embd + kFinishThreads - 1) / kFinishThreads));

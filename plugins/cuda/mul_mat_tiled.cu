@@ -35,8 +35,7 @@ bool run_mul_mat_tiled(Context& ctx, const strata_op& op) {
   job.out = static_cast<float*>(d.data);
   job.out_stride = static_cast<int64_t>(d.nb[1] / sizeof(float));
   job.n_cols = static_cast<int>(n_tok);
-  launch_tiled(job, w.type, static_cast<unsigned>((n_tok + kTileCols - 1) / kTileCols), ctx,
-               ctx.stream());
+  launch_tiled(job, w.type, static_cast<unsigned>((n_tok + kTileCols - 1) / kTileCols), ctx.stream());
   return true;
 }
 

@@ -289,12 +289,11 @@ bool has_tiled_kernel(uint32_t type, const Context& ctx) {
 #endif
 }
 
-void launch_tiled(const TiledJob& job, uint32_t type, unsigned col_tiles, const Context& ctx, cudaStream_t stream) {
+void launch_tiled(const TiledJob& job, uint32_t type, unsigned col_tiles, cudaStream_t stream) {
 #if defined(STRATA_GPU_HIP)
   (void)job;
   (void)type;
   (void)col_tiles;
-  (void)ctx;
   (void)stream;
 #else
   if (col_tiles == 0 || job.rows == 0) return;

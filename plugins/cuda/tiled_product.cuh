@@ -36,6 +36,6 @@ struct TiledJob {
 bool has_tiled_kernel(uint32_t type, const Context& ctx);
 
 // Enqueues the job on a grid of row tiles x `col_tiles` column tiles (tiles past *n_tiles return at once).
-void launch_tiled(const TiledJob& job, uint32_t type, unsigned col_tiles, const Context& ctx, cudaStream_t stream);
+void launch_tiled(const TiledJob& job, uint32_t type, unsigned col_tiles, cudaStream_t stream);
 
 }  // namespace strata::gpu
