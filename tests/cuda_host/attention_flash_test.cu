@@ -64,14 +64,15 @@ struct FiberBlock {
   int current = 0;
   std::function<void(int)> body;
 
-  // Runs body(tid) for tid < n, each with its lane as host_warp, until every one has returned.
-  void run(int n, const std::function<HostWarp*(int)>& lane_of, std::function<void(int)> f) {
+  // Runs body(tid) for every lane (tid its index), each with its lane as host_warp, until every one has returned.
+  void run(const std::vector<HostWarp*>& lanes, std::function<void(int)> f) {
+    const int n = static_cast<int>(lanes.size());
     body = std::move(f);
     fibers = std::vector<Fiber>(static_cast<size_t>(n));
     running_block = this;
     for (int i = 0; i < n; ++i) {
       Fiber& fb = fibers[static_cast<size_t>(i)];
-      fb.lane = lane_of(i);
+      fb.lane = lanes[static_cast<size_t>(i)];
       fb.stack.reset(new char[kStackBytes]);
       getcontext(&fb.ctx);
       fb.ctx.uc_stack.ss_sp = fb.stack.get();
@@ -214,13 +215,14 @@ void run_block(int bx, int by, int gx, size_t smem_bytes, Body body, int n_threa
   BlockShared shared(n_threads);
   std::vector<uint64_t> smem((smem_bytes + 7) / 8 + 2, 0);
   std::vector<std::unique_ptr<EmulatedLane>> lanes;
+  std::vector<HostWarp*> lane_of;
   for (int tid = 0; tid < n_threads; ++tid) {
     lanes.push_back(std::make_unique<EmulatedLane>(tid % 32, *shared.warps[static_cast<size_t>(tid / 32)], shared));
+    lane_of.push_back(lanes.back().get());
   }
-  FiberBlock block;
-  block.run(
-      n_threads, [&](int tid) { return lanes[static_cast<size_t>(tid)].get(); },
-      [&](int tid) { body(Place{tid, bx, by, gx}, reinterpret_cast<unsigned char*>(smem.data())); });
+  FiberBlock().run(lane_of, [&](int tid) {
+    body(Place{tid, bx, by, gx}, reinterpret_cast<unsigned char*>(smem.data()));
+  });
 }
 
 // ---- the cases -------------------------------------------------------------------------------------------------
