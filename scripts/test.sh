@@ -56,7 +56,11 @@ STRATA_BUILD_DIR="$root/build-asan" STRATA_BUILD_TARGETS="strata_tests strata st
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1" \
   -DSTRATA_SANITIZE=address,undefined -DSTRATA_CUDA=OFF -DSTRATA_HIP=OFF -DSTRATA_WERROR="$werror"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-unit_shards "$root/build-asan" ASan
+# Left out under ASan: the op-parity cases sized for the GPU's tiled paths (130-token MoE and product windows, the
+# 33,000-position attention, the deep verify-window shape). On the CPU they run their smaller siblings' code (no
+# branch of cpu_avx2 or the reference depends on those sizes) at 4 to 30 times the work: about 90 s of the pass's
+# 440 s of tests on CI's two cores. The normal pass above runs them.
+GTEST_FILTER='-*n_tok_130*:*n_ctx_33000*:*ctx4096_at1500*' unit_shards "$root/build-asan" ASan
 ctest --test-dir "$root/build-asan" --output-on-failure -j "$jobs" -L cli
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
