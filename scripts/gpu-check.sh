@@ -496,7 +496,8 @@ run_forms() {
       [ -n "$pr" ] && row "$(printf '%s round %d pp%-6s %-10s %s' "$tag" "$round" "$t" llama.cpp "$pr")"
     done
   done
-  for it in $([ "${STRATA_FORMS_IDS:-1}" = 1 ] && echo "${items[@]}"); do
+  [ "${STRATA_FORMS_IDS:-1}" = 1 ] || return 0
+  for it in "${items[@]}"; do
     n="${it%%:*}"
     # shellcheck disable=SC2046
     env $(form_env "$it") strata run --model "$model" --backend cuda $(form_opts "$it") --temperature 0 -n 16 --json \
