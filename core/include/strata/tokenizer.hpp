@@ -114,7 +114,8 @@ class Tokenizer {
   Tokenizer& operator=(Tokenizer&&) noexcept;
   ~Tokenizer();
 
-  // Thread-safe. Invalid UTF-8 is kept byte for byte (byte-level BPE and byte fallback can spell any byte).
+  // Thread-safe. Invalid UTF-8 is kept byte for byte where the vocabulary can spell the bytes (byte fallback, or
+  // byte-level BPE with a normal token for each byte); a byte it cannot spell becomes U+FFFD.
   std::vector<TokenId> encode(std::string_view text, const EncodeOptions& options = {}) const;
   // The bytes the tokens stand for, as llama.cpp's detokenizer gives them: without clean-up of spaces, the
   // leading space of the first piece removed when the vocabulary adds a dummy prefix and the tokens do not

@@ -40,7 +40,7 @@ class Session {
   void run(std::vector<TokenId>& out) {
     if (symbols_.empty()) return;
     if (vocab_.ignore_merges) {
-      const TokenId whole = vocab_.find(spelt_);
+      const TokenId whole = spelling(spelt_);
       if (whole != kNoToken) {
         out.push_back(whole);
         return;
@@ -50,7 +50,7 @@ class Session {
     for (int32_t i = 0; i != -1; i = symbols_[static_cast<size_t>(i)].next) {
       const Symbol& s = symbols_[static_cast<size_t>(i)];
       const std::string_view piece = std::string_view(spelt_).substr(s.begin, s.length);
-      const TokenId id = vocab_.find(piece);
+      const TokenId id = spelling(piece);
       if (id != kNoToken) {
         out.push_back(id);
       } else {
@@ -72,22 +72,44 @@ class Session {
     queue_.push({it->second, left, right, l.length + r.length});
   }
 
+  // The token spelt `piece` in byte characters: a normal token only. A user-defined or control token with the same
+  // text stands for other bytes (DeepSeek's vocabularies add "ü", U+00FC, as a user-defined token: it decodes to
+  // C3 BC, where the byte character U+00FC stands for the byte FC), so taking it would change the text.
+  TokenId spelling(std::string_view piece) const {
+    const TokenId id = vocab_.find(piece);
+    return id != kNoToken && vocab_.type[static_cast<size_t>(id)] == TokenType::Normal ? id : kNoToken;
+  }
+
   // A merged symbol that is not a token (a vocabulary whose merges and tokens disagree): one token per byte
-  // character, or the unknown token.
+  // character. A byte the vocabulary cannot spell (only ill-formed UTF-8 has such bytes: DeepSeek's vocabularies
+  // lack F5-FF) becomes U+FFFD, as llama.cpp makes every ill-formed byte; the unknown token where even that fails.
   void spell_by_bytes(std::string_view piece, std::vector<TokenId>& out) const {
     for (size_t pos = 0; pos < piece.size();) {
       // Byte characters are U+0021..U+0143: one or two UTF-8 bytes.
       const size_t len = static_cast<uint8_t>(piece[pos]) < 0x80 ? 1 : 2;
       const std::string_view ch = piece.substr(pos, len);
       pos += len;
-      TokenId id = vocab_.find(ch);
-      if (id == kNoToken) id = vocab_.unk;
-      if (id == kNoToken) {
-        throw Error(vocab_.source + ": cannot encode the byte spelt '" + std::string(ch) +
-                    "': neither it nor an unknown token is in the vocabulary");
+      const TokenId id = spelling(ch);
+      if (id != kNoToken) {
+        out.push_back(id);
+      } else if (!spell_replacement_character(out)) {
+        if (vocab_.unk == kNoToken) {
+          throw Error(vocab_.source + ": cannot encode the byte spelt '" + std::string(ch) +
+                      "': neither it, U+FFFD nor an unknown token is in the vocabulary");
+        }
+        out.push_back(vocab_.unk);
       }
-      out.push_back(id);
     }
+  }
+
+  // U+FFFD as the vocabulary's merges spell it; false when a byte of it has no token (then nothing is added).
+  bool spell_replacement_character(std::vector<TokenId>& out) const {
+    static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
+    for (const char b : kReplacement) {
+      if (spelling(byte_to_symbol(static_cast<uint8_t>(b))) == kNoToken) return false;
+    }
+    Session(vocab_, kReplacement).run(out);  // every byte spellable: no way back here
+    return true;
   }
 
   const Vocab& vocab_;
