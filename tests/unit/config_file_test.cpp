@@ -134,6 +134,15 @@ TEST(ConfigFile, SyntaxErrorWithItsPosition) {
             std::vector<std::string>{f + ":1:4: YAML syntax error: the referenced anchor is not defined"});
 }
 
+// yaml-cpp gives up on deep nesting with "bad file"; the message says what is wrong instead.
+TEST(ConfigFile, NestingTooDeepIsNamed) {
+  TempDir dir;
+  const std::vector<std::string> d = check_yaml(dir, "plugins:\n  cuda:\n    x: " + std::string(5000, '[') + "\n");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_NE(d[0].find("YAML nested too deeply"), std::string::npos) << d[0];
+  EXPECT_EQ(d[0].find("bad file"), std::string::npos) << d[0];
+}
+
 TEST(ConfigFile, EmptyFileOrTopLevelNotAMap) {
   TempDir dir;
   const std::string f = (dir.path() / "launch.yaml").string();

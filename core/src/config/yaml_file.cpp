@@ -2,6 +2,7 @@
 #include <sstream>
 #include <system_error>
 
+#include <yaml-cpp/depthguard.h>  // YAML::DeepRecursion, which yaml.h does not include
 #include <yaml-cpp/yaml.h>
 
 #include "assign.hpp"
@@ -39,6 +40,12 @@ void apply_file(Builder& builder, const std::filesystem::path& file) {
   std::vector<YAML::Node> documents;
   try {
     documents = YAML::LoadAll(text.str());
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's own message for this is "bad file".
+    builder.error(Diagnostic::Kind::Syntax, where(source, e.mark.is_null() ? file_start() : e.mark),
+                  "YAML nested too deeply (yaml-cpp stops at a few hundred levels of lists and maps); a launch "
+                  "needs only a few: see configs/default.yaml");
+    return;
   } catch (const YAML::Exception& e) {
     builder.error(Diagnostic::Kind::Syntax, where(source, e.mark.is_null() ? file_start() : e.mark),
                   "YAML syntax error: " + e.msg);
