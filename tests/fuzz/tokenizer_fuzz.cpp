@@ -6,7 +6,8 @@
 // What the round trip may change: SentencePiece writes a space as U+2581, so a U+2581 in the text decodes as a
 // space (as in llama.cpp); a byte-level vocabulary that cannot spell a byte (DeepSeek's lack F5-FF, bytes only
 // ill-formed UTF-8 has) gives U+FFFD for it; and a vocabulary without byte tokens spells what it lacks as its
-// unknown token, which has no bytes to give back (then only the ids are checked).
+// unknown token, which has no bytes to give back (then only the ids are checked). Every pre-tokenizer's split of
+// the text is checked as well.
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -65,8 +66,8 @@ std::string escaped(std::string_view s) {
   return out;
 }
 
-[[noreturn]] void finding(const char* what, size_t vocab, std::string_view text, std::string_view back = {}) {
-  std::fprintf(stderr, "tokenizer_fuzz: vocabulary %zu: %s\n  text:    \"%s\"\n  decoded: \"%s\"\n", vocab, what,
+[[noreturn]] void finding(const std::string& what, std::string_view text, std::string_view back = {}) {
+  std::fprintf(stderr, "tokenizer_fuzz: %s\n  text:    \"%s\"\n  decoded: \"%s\"\n", what.c_str(),
                escaped(text).c_str(), escaped(back).c_str());
   std::abort();
 }
@@ -110,11 +111,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::vector<strata::TokenId> ids = v.tok.encode(text, bare());
   bool unknown = false;
   for (const strata::TokenId id : ids) {
-    if (id < 0 || static_cast<size_t>(id) >= v.tok.size()) finding("an id outside the vocabulary", which, text);
+    if (id < 0 || static_cast<size_t>(id) >= v.tok.size()) {
+      finding("vocabulary " + std::to_string(which) + ": an id outside the vocabulary", text);
+    }
     unknown = unknown || id == v.tok.unk();
   }
-  if (unknown) return 0;
-  const std::string back = v.tok.decode(ids);
-  if (back != expected(v, text)) finding("decode(encode(text)) is not the text", which, text, back);
+  if (!unknown) {
+    const std::string back = v.tok.decode(ids);
+    if (back != expected(v, text)) {
+      finding("vocabulary " + std::to_string(which) + ": decode(encode(text)) is not the text", text, back);
+    }
+  }
+  // Every pre-tokenizer, the ones without a vocabulary here included (o200k, GLM-4.5's, DeepSeek-V3's, Qwen's):
+  // its words are non-empty views of the text, in order, covering it.
+  for (int kind = 0; kind <= static_cast<int>(strata::PreTokenizer::Tekken); ++kind) {
+    size_t at = 0;
+    for (const std::string_view word : strata::pre_tokenize(static_cast<strata::PreTokenizer>(kind), text)) {
+      if (word.empty() || word.data() != text.data() + at) {
+        finding("pre-tokenizer " + std::to_string(kind) + ": its words do not tile the text", text);
+      }
+      at += word.size();
+    }
+    if (at != text.size()) finding("pre-tokenizer " + std::to_string(kind) + ": its words do not cover the text", text);
+  }
   return 0;
 }
