@@ -18,14 +18,14 @@ using namespace flash;
 constexpr int kFlashThreads = flash::kThreads;
 
 #if !defined(STRATA_GPU_HIP)
-template <Cache kCache, int kDp, int kBufs, int kTileWarps, int kMinBlocks, bool kQSmem>
-__global__ void __launch_bounds__(32 * kTileWarps, kMinBlocks) attention_flash_tiles(Args a) {
+template <Cache kCache, int kDp, int kBufs>
+__global__ void __launch_bounds__(kFlashThreads, 2) attention_flash_tiles(Args a) {
   extern __shared__ __align__(16) unsigned char flash_smem[];
   wait_for_inputs();  // dependent_launch.cuh
   start_dependents();
-  tiles_body<kCache, kDp, kBufs, kTileWarps, kQSmem>(
-      a, Place{static_cast<int>(threadIdx.x), static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y), static_cast<int>(gridDim.x)},
-      flash_smem);
+  tiles_body<kCache, kDp, kBufs>(a, Place{static_cast<int>(threadIdx.x), static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y),
+                                   static_cast<int>(gridDim.x)},
+                          flash_smem);
 }
 
 template <Cache kCache, int kDp, int kBufs>
@@ -186,9 +186,9 @@ int q8_unit_for(const Operands& o) {
 
 #if !defined(STRATA_GPU_HIP)
 // Shared memory of a tiles block and of a split block, with the raw q8_0 copies' room where q8_unit is set.
-template <int kDp, int kBufs, int kTileWarps = kWarps, bool kQSmem = false>
+template <int kDp, int kBufs>
 size_t tiles_bytes(bool raw) {
-  return tiles_smem<kDp, kBufs, kTileWarps, kQSmem>() + (raw ? kBufs * q8_raw_bytes<kDp>() : 0);
+  return tiles_smem<kDp, kBufs>() + (raw ? kBufs * q8_raw_bytes<kDp>() : 0);
 }
 template <int kDp, int kBufs>
 size_t split_bytes(bool raw) {
@@ -203,16 +203,14 @@ size_t opt_in_bytes(const Context& ctx, size_t smem, size_t with_raw) {
   return kCache == Cache::Q8_0 && room && with_raw > smem ? with_raw : smem;
 }
 
-template <Cache kCache, int kDp, int kBufs, int kTileWarps = kWarps, int kMinBlocks = 2, bool kQSmem = false>
+template <Cache kCache, int kDp, int kBufs>
 void launch_tiles(Context& ctx, const Args& a, int n_kv_head) {
-  auto* const kernel = attention_flash_tiles<kCache, kDp, kBufs, kTileWarps, kMinBlocks, kQSmem>;
-  const size_t smem = tiles_bytes<kDp, kBufs, kTileWarps, kQSmem>(a.q8_unit != 0);
-  allow_dynamic_smem<attention_flash_tiles<kCache, kDp, kBufs, kTileWarps, kMinBlocks, kQSmem>>(
-      ctx, opt_in_bytes<kCache>(ctx, smem, tiles_bytes<kDp, kBufs, kTileWarps, kQSmem>(kCache == Cache::Q8_0)));
+  auto* const kernel = attention_flash_tiles<kCache, kDp, kBufs>;
+  const size_t smem = tiles_bytes<kDp, kBufs>(a.q8_unit != 0);
+  allow_dynamic_smem<attention_flash_tiles<kCache, kDp, kBufs>>(ctx, opt_in_bytes<kCache>(ctx, smem, tiles_bytes<kDp, kBufs>(true)));
   const int64_t rows = static_cast<int64_t>(a.o.n_tok) * a.o.group;
-  constexpr int kRows = 16 * kTileWarps;
-  const dim3 grid(static_cast<unsigned>((rows + kRows - 1) / kRows), static_cast<unsigned>(n_kv_head));
-  launch_dependent(ctx, kernel, grid, 32 * kTileWarps, smem, a);
+  const dim3 grid(static_cast<unsigned>((rows + 16 * kWarps - 1) / (16 * kWarps)), static_cast<unsigned>(n_kv_head));
+  launch_dependent(ctx, kernel, grid, kFlashThreads, smem, a);
   check_launch("ATTENTION (flash tiles)");
 }
 
@@ -272,24 +270,6 @@ void launch_tc(Context& ctx, Args a, int n_kv_head, bool split) {
     const auto one_fits = [&](size_t smem) { return smem <= static_cast<size_t>(ctx.props().sharedMemPerBlockOptin); };
     if (a.q8_unit != 0 && !two_fit(tiles_bytes<kDp, 2>(true)) && !one_fits(tiles_bytes<kDp, 1>(true))) {
       a.q8_unit = 0;
-    }
-    // The plugin's attention_tiles option: other forms of the f16 head-128 kernel (the same bits), to be measured
-    // against this one; each fits sm_90's shared memory, and a device where one does not fit takes the default.
-    if constexpr (kCache == Cache::F16 && kDp == 128) {
-      using T = Options::AttentionTiles;
-      const T form = ctx.options().attention_tiles;
-      if (form == T::Ring && one_fits(tiles_bytes<kDp, 3>(false))) {
-        launch_tiles<kCache, kDp, 3>(ctx, a, n_kv_head);
-        return;
-      }
-      if (form == T::Warps8 && one_fits(tiles_bytes<kDp, 2, 8>(false))) {
-        launch_tiles<kCache, kDp, 2, 8, 1>(ctx, a, n_kv_head);
-        return;
-      }
-      if (form == T::QSmem && one_fits(tiles_bytes<kDp, 2, kWarps, true>(false))) {
-        launch_tiles<kCache, kDp, 2, kWarps, 2, true>(ctx, a, n_kv_head);
-        return;
-      }
     }
     if (two_fit(tiles_bytes<kDp, 2>(a.q8_unit != 0))) {
       launch_tiles<kCache, kDp, 2>(ctx, a, n_kv_head);

@@ -471,9 +471,7 @@ template <int kDp>
 struct SegState {
   float m[2], l[2];
   float o[kDp / 8][4];
-  bool fresh;  // no chunk yet: every o is +0, so the rescale by alpha (0 * alpha = +0) is skipped, bit for bit
   __host__ __device__ __forceinline__ void reset() {
-    fresh = true;
     #pragma unroll
     for (int i = 0; i < 2; ++i) m[i] = -INFINITY, l[i] = 0.0f;
     #pragma unroll
@@ -489,29 +487,12 @@ __host__ __device__ __forceinline__ void load_q_frags(const __half* qs, int lane
   for (int kk = 0; kk < kDp / 16; ++kk) ldsm_x4(qf[kk], qs + (lane % 16) * kS + kk * 16 + (lane / 16) * 8);
 }
 
-// A key tile's scores (tile nt of the chunk at j0) into log2 units, masked to -inf outside [lo, hi] of each row;
-// `full` (warp-uniform): every row sees every key of the chunk, so the test is skipped.
-__host__ __device__ __forceinline__ void scale_scores(float (&st)[4], int nt, int lane, int j0, const int (&lo)[2],
-                                                      const int (&hi)[2], float scale_log2, bool full) {
-  if (full) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) st[i] = mul_rn(st[i], scale_log2);
-  } else {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int j = j0 + nt * 8 + 2 * (lane % 4) + (i & 1), r = i / 2;
-      st[i] = j >= lo[r] && j <= hi[r] ? mul_rn(st[i], scale_log2) : -INFINITY;
-    }
-  }
-}
-
 // Scores of the warp's 16 rows against the chunk's keys (ks), in log2 units, masked to -inf outside [lo, hi] of
-// each row: s[nt][i] is row g + 8 (i / 2), key j0 + 8 nt + 2 (lane % 4) + i % 2. `full` (warp-uniform): every
-// row sees every key of the chunk (the inner bounds, warp_inner), so no score is masked and the test is skipped.
+// each row: s[nt][i] is row g + 8 (i / 2), key j0 + 8 nt + 2 (lane % 4) + i % 2.
 template <int kDp>
 __host__ __device__ __forceinline__ void chunk_scores(const uint32_t (&qf)[kDp / 16][4], const __half* ks, int lane,
                                                       int j0, const int (&lo)[2], const int (&hi)[2], float scale_log2,
-                                                      bool full, float (&s)[kChunk / 8][4]) {
+                                                      float (&s)[kChunk / 8][4]) {
   constexpr int kS = smem_stride<kDp>();
 #pragma unroll
   for (int nt = 0; nt < kChunk / 8; ++nt) {
@@ -523,42 +504,12 @@ __host__ __device__ __forceinline__ void chunk_scores(const uint32_t (&qf)[kDp /
       mma_16816(s[nt], qf[kk], b[0], b[1]);
       mma_16816(s[nt], qf[kk + 1], b[2], b[3]);
     }
-    scale_scores(s[nt], nt, lane, j0, lo, hi, scale_log2, full);
-  }
-}
-
-// chunk_scores with the warp's q rows read from shared memory (qs: its 16 rows, smem_stride apart) a k-step pair at
-// a time instead of held in registers: the k-steps outermost, so each pair of q fragments serves the chunk's eight
-// key tiles; each score still takes its k-steps in ascending order (the same bits).
-template <int kDp>
-__host__ __device__ __forceinline__ void chunk_scores_qs(const __half* qs, const __half* ks, int lane, int j0,
-                                                         const int (&lo)[2], const int (&hi)[2], float scale_log2,
-                                                         bool full, float (&s)[kChunk / 8][4]) {
-  constexpr int kS = smem_stride<kDp>();
 #pragma unroll
-  for (int nt = 0; nt < kChunk / 8; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
-#pragma unroll
-  for (int kk = 0; kk < kDp / 16; kk += 2) {
-    uint32_t qa[4], qb[4];
-    ldsm_x4(qa, qs + (lane % 16) * kS + kk * 16 + (lane / 16) * 8);
-    ldsm_x4(qb, qs + (lane % 16) * kS + (kk + 1) * 16 + (lane / 16) * 8);
-#pragma unroll
-    for (int nt = 0; nt < kChunk / 8; ++nt) {
-      uint32_t b[4];
-      ldsm_x4(b, ks + (nt * 8 + lane % 8) * kS + kk * 16 + (lane / 8) * 8);
-      mma_16816(s[nt], qa, b[0], b[1]);
-      mma_16816(s[nt], qb, b[2], b[3]);
+    for (int i = 0; i < 4; ++i) {
+      const int j = j0 + nt * 8 + 2 * (lane % 4) + (i & 1), r = i / 2;
+      s[nt][i] = j >= lo[r] && j <= hi[r] ? mul_rn(s[nt][i], scale_log2) : -INFINITY;
     }
   }
-#pragma unroll
-  for (int nt = 0; nt < kChunk / 8; ++nt) {
-    scale_scores(s[nt], nt, lane, j0, lo, hi, scale_log2, full);
-  }
-}
-
-// Whether every one of the warp's rows sees every key of chunk c: its keys within [lo_in, hi_in] (warp_inner).
-__host__ __device__ __forceinline__ bool chunk_full(int c, int lo_in, int hi_in) {
-  return c * kChunk >= lo_in && c * kChunk + kChunk - 1 <= hi_in;
 }
 
 // The online-softmax step of the chunk's scores into the segment's state, then O += P V with its values (vs).
@@ -569,16 +520,9 @@ __host__ __device__ __forceinline__ void chunk_accumulate(float (&s)[kChunk / 8]
   float alpha[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    // The row's maximum as a tree (max is exact in any order: a chain of 16 became 4 steps).
-    float t[kChunk / 8];
+    float mx = -INFINITY;
 #pragma unroll
-    for (int nt = 0; nt < kChunk / 8; ++nt) t[nt] = fmaxf(s[nt][2 * r], s[nt][2 * r + 1]);
-#pragma unroll
-    for (int w = kChunk / 16; w >= 1; w /= 2) {
-#pragma unroll
-      for (int i = 0; i < w; ++i) t[i] = fmaxf(t[i], t[i + w]);
-    }
-    float mx = t[0];
+    for (int nt = 0; nt < kChunk / 8; ++nt) mx = fmaxf(mx, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
     mx = fmaxf(mx, shfl_xor_f(mx, 1));
     mx = fmaxf(mx, shfl_xor_f(mx, 2));
     const float m_new = fmaxf(st.m[r], mx);
@@ -599,16 +543,13 @@ __host__ __device__ __forceinline__ void chunk_accumulate(float (&s)[kChunk / 8]
     st.l[r] = add_rn(mul_rn(st.l[r], alpha[r]), sum);
     st.m[r] = m_new;
   }
-  if (!st.fresh) {
 #pragma unroll
-    for (int dt = 0; dt < kDp / 8; ++dt) {
-      st.o[dt][0] = mul_rn(st.o[dt][0], alpha[0]);
-      st.o[dt][1] = mul_rn(st.o[dt][1], alpha[0]);
-      st.o[dt][2] = mul_rn(st.o[dt][2], alpha[1]);
-      st.o[dt][3] = mul_rn(st.o[dt][3], alpha[1]);
-    }
+  for (int dt = 0; dt < kDp / 8; ++dt) {
+    st.o[dt][0] = mul_rn(st.o[dt][0], alpha[0]);
+    st.o[dt][1] = mul_rn(st.o[dt][1], alpha[0]);
+    st.o[dt][2] = mul_rn(st.o[dt][2], alpha[1]);
+    st.o[dt][3] = mul_rn(st.o[dt][3], alpha[1]);
   }
-  st.fresh = false;
 #pragma unroll
   for (int kk = 0; kk < kChunk / 16; ++kk) {
     const uint32_t pa[4] = {pack_half2(s[2 * kk][0], s[2 * kk][1]), pack_half2(s[2 * kk][2], s[2 * kk][3]),
@@ -643,17 +584,6 @@ __host__ __device__ __forceinline__ void warp_bounds(const int (&lo)[2], const i
     h = imax(h, shfl_xor_i(h, m));
   }
   lo_w = l, hi_w = h;
-}
-
-// The keys every one of the warp's 16 rows sees: the largest lo and smallest hi (hi_in < lo_in where none is seen
-// by all, as where a row sees nothing: its hi is -1).
-__host__ __device__ __forceinline__ void warp_inner(const int (&lo)[2], const int (&hi)[2], int& lo_in, int& hi_in) {
-  int l = imax(lo[0], lo[1]), h = imin(hi[0], hi[1]);
-  for (int m = 4; m < 32; m *= 2) {
-    l = imax(l, shfl_xor_i(l, m));
-    h = imin(h, shfl_xor_i(h, m));
-  }
-  lo_in = l, hi_in = h;
 }
 
 // The chunk walk of both kernels over chunks c_first..c_last: stage the chunk's keys (stage(true, c, buf, wait)),
@@ -732,19 +662,10 @@ __host__ __device__ __forceinline__ void walk_chunks(int c_first, int c_last, __
 // turn; the split kernel's warps one, two or three each, three where a block of them fits (an f16 cache on sm_90):
 // a decode walk is only a few chunks a warp, and the third lets a chunk's keys and values and the next chunk's keys
 // fly at once. The same bits in every case.
-// A tiles block's shared memory: its q rows (then, once every warp holds its q fragments, the totals' O fragments
-// in the same bytes), kBufs chunk buffers and the warps' bounds.
-// kQSmem: the q rows stay (the scores read them there), the totals after them.
-template <int kDp, int kTileWarps, bool kQSmem = false>
-__host__ __device__ constexpr size_t tiles_front() {
-  const size_t q = sizeof(__half) * static_cast<size_t>(16 * kTileWarps * smem_stride<kDp>());
-  const size_t tot = sizeof(float) * static_cast<size_t>(kTileWarps * 16 * kDp);
-  return kQSmem ? q + tot : q > tot ? q : tot;
-}
-template <int kDp, int kBufs, int kTileWarps = kWarps, bool kQSmem = false>
+template <int kDp, int kBufs>
 __host__ __device__ constexpr size_t tiles_smem() {
-  return tiles_front<kDp, kTileWarps, kQSmem>() +
-         sizeof(__half) * static_cast<size_t>(kBufs * kChunk * smem_stride<kDp>()) + sizeof(int) * 2 * kTileWarps;
+  return sizeof(__half) * static_cast<size_t>((16 * kWarps + kBufs * kChunk) * smem_stride<kDp>()) +
+         sizeof(float) * static_cast<size_t>(kWarps * 16 * kDp) + sizeof(int) * 2 * kWarps;
 }
 template <int kDp, int kBufs>
 __host__ __device__ constexpr size_t split_smem() {
@@ -771,20 +692,18 @@ __host__ __device__ constexpr size_t combine_smem() {
          sizeof(float) * (static_cast<size_t>(kTwo ? 2 : 1) * kCombineGroup * kDp + kWarps);
 }
 
-// Tiles (prefill): a block per (16 kTileWarps rows of a kv head: by = the kv head; bx counted from the last rows,
-// which see the most keys), each warp 16 rows; the block stages each chunk's keys, then its values, once for its
-// warps, in kBufs buffers (walk_chunks). The warps' totals take the q rows' bytes once their fragments are loaded.
-template <Cache kCache, int kDp, int kBufs, int kTileWarps = kWarps, bool kQSmem = false>
+// Tiles (prefill): a block per (64 rows of a kv head: by = the kv head; bx counted from the last rows, which see
+// the most keys), each warp 16 rows; the block stages each chunk's keys, then its values, once for its warps.
+template <Cache kCache, int kDp, int kBufs>
 __host__ __device__ inline void tiles_body(const Args& a, const Place& at, unsigned char* smem) {
   constexpr int kS = smem_stride<kDp>();
-  constexpr int kRows = 16 * kTileWarps;
-  constexpr int kTileThreads = 32 * kTileWarps;
-  auto* qs = reinterpret_cast<__half*>(smem);  // [kRows][kS], until the q fragments are loaded (kQSmem: throughout)
-  // Per warp [kDp / 8][4][32]: the total's O fragments, in the q rows' bytes once they are loaded (kQSmem: after them).
-  auto* tot = reinterpret_cast<float*>(smem + (kQSmem ? sizeof(__half) * kRows * kS : 0));
-  __half* kv = reinterpret_cast<__half*>(smem + tiles_front<kDp, kTileWarps, kQSmem>());  // [kBufs][kChunk][kS]
-  static_assert(kBufs >= 1 && kBufs <= 3, "a tiles block takes one, two or three chunk buffers");
-  int* bounds = reinterpret_cast<int*>(kv + kBufs * kChunk * kS);  // per warp lo, hi
+  constexpr int kRows = 16 * kWarps;
+  auto* qs = reinterpret_cast<__half*>(smem);                // [kRows][kS]
+  __half* kv = qs + kRows * kS;                              // [kChunk][kS]: the chunk's keys (then its values)
+  static_assert(kBufs == 1 || kBufs == 2, "a tiles block takes one or two chunk buffers");
+  __half* vbuf = kBufs > 1 ? kv + kChunk * kS : kv;          // [kChunk][kS]: its values
+  auto* tot = reinterpret_cast<float*>(vbuf + kChunk * kS);  // per warp [kDp / 8][4][32]: the total's O fragments
+  int* bounds = reinterpret_cast<int*>(tot + kWarps * 16 * kDp);  // per warp lo, hi
 
   const Operands& o = a.o;
   const int tid = at.tid, lane = tid % 32, warp = tid / 32;
@@ -792,22 +711,18 @@ __host__ __device__ inline void tiles_body(const Args& a, const Place& at, unsig
   const int64_t row0 = static_cast<int64_t>(at.gx - 1 - at.bx) * kRows;
   const int64_t koff = static_cast<int64_t>(kvh) * o.head_dim;
 
-  stage_q<kDp>(o, kvh, row0, qs, tid, kTileThreads, kRows);
-  int lo[2], hi[2], lo_w, hi_w, lo_in, hi_in;
+  stage_q<kDp>(o, kvh, row0, qs, tid, kThreads, kRows);
+  int lo[2], hi[2], lo_w, hi_w;
   row_bounds(a, row0 + 16 * warp, lane, lo, hi);
   warp_bounds(lo, hi, lo_w, hi_w);
-  warp_inner(lo, hi, lo_in, hi_in);
   if (lane == 0) bounds[2 * warp] = lo_w, bounds[2 * warp + 1] = hi_w;
   sync_block();
   int lo_b = INT32_MAX, hi_b = -1;
   #pragma unroll
-  for (int w = 0; w < kTileWarps; ++w) lo_b = imin(lo_b, bounds[2 * w]), hi_b = imax(hi_b, bounds[2 * w + 1]);
+  for (int w = 0; w < kWarps; ++w) lo_b = imin(lo_b, bounds[2 * w]), hi_b = imax(hi_b, bounds[2 * w + 1]);
 
-  uint32_t qf[kQSmem ? 1 : kDp / 16][4];
-  if constexpr (!kQSmem) {
-    load_q_frags<kDp>(qs + 16 * warp * kS, lane, qf);
-    sync_block();  // every warp's q fragments are out of qs before the totals overwrite it
-  }
+  uint32_t qf[kDp / 16][4];
+  load_q_frags<kDp>(qs + 16 * warp * kS, lane, qf);
   float* my_tot = tot + warp * 16 * kDp;
   for (int i = lane; i < 16 * kDp; i += 32) my_tot[i] = 0.0f;
   float m_tot[2] = {-INFINITY, -INFINITY}, l_tot[2] = {0.0f, 0.0f};
@@ -837,34 +752,28 @@ __host__ __device__ inline void tiles_body(const Args& a, const Place& at, unsig
     // q8_0 staged raw: the block's raw copies after its shared memory's other parts (a key buffer, and a value one
     // with two).
     const bool raw = kCache == Cache::Q8_0 && a.q8_unit != 0;
-    static_assert(kBufs <= 2 || kCache != Cache::Q8_0, "q8_0 chunks staged raw take one or two buffers");
-    unsigned char* rawk = smem + tiles_smem<kDp, kBufs, kTileWarps, kQSmem>();
+    unsigned char* rawk = smem + tiles_smem<kDp, kBufs>();
     unsigned char* rawv = kBufs > 1 ? rawk + q8_raw_bytes<kDp>() : rawk;
     walk_chunks<kBufs>(
         c_first, c_last, kv, kChunk * kS,
         [&](bool keys, int c, __half* buf, bool wait) {
           if (raw) {
             stage_q8_raw(keys ? o.k : o.v, keys ? o.k_stride : o.v_stride, koff, o.head_dim, c * kChunk, lo_b, hi_b + 1,
-                         keys ? rawk : rawv, a.q8_unit, tid, kTileThreads, wait);
+                         keys ? rawk : rawv, a.q8_unit, tid, kThreads, wait);
             return;
           }
           stage_chunk<kCache, kDp>(keys ? o.k : o.v, keys ? o.k_stride : o.v_stride, koff, o.head_dim, c * kChunk, lo_b,
-                                   hi_b + 1, o.vec4 != 0, a.vec16 != 0, buf, tid, kTileThreads, wait);
+                                   hi_b + 1, o.vec4 != 0, a.vec16 != 0, buf, tid, kThreads, wait);
         },
         [] { sync_block(); },
         [&](int c) {
           if (c > c_first && c % chunks_per_seg == 0) close_segment();
         },
         [&](int c, const __half* ks, float (&s)[kChunk / 8][4]) {
-          if constexpr (kQSmem) {
-            chunk_scores_qs<kDp>(qs + 16 * warp * kS, ks, lane, c * kChunk, lo, hi, a.scale_log2,
-                                 chunk_full(c, lo_in, hi_in), s);
-          } else {
-            chunk_scores<kDp>(qf, ks, lane, c * kChunk, lo, hi, a.scale_log2, chunk_full(c, lo_in, hi_in), s);
-          }
+          chunk_scores<kDp>(qf, ks, lane, c * kChunk, lo, hi, a.scale_log2, s);
         },
         [&](float (&s)[kChunk / 8][4], const __half* vs) { chunk_accumulate<kDp>(s, vs, lane, st); }, raw,
-        [&](bool keys, __half* buf) { q8_convert<kDp>(keys ? rawk : rawv, o.head_dim, buf, tid, kTileThreads); });
+        [&](bool keys, __half* buf) { q8_convert<kDp>(keys ? rawk : rawv, o.head_dim, buf, tid, kThreads); });
     close_segment();
   }
 
@@ -915,10 +824,9 @@ __host__ __device__ inline void split_body(const Args& a, const Place& at, unsig
   static_assert(kQPer * kThreads == 16 * kDp, "the q tile in whole rounds of the block's threads");
   float qv[kQPer];
   load_q<kDp, kQPer>(o, kvh, row0, tid, kThreads, 16, qv);
-  int lo[2], hi[2], lo_w, hi_w, lo_in, hi_in;
+  int lo[2], hi[2], lo_w, hi_w;
   row_bounds(a, row0, lane, lo, hi);
   warp_bounds(lo, hi, lo_w, hi_w);  // every warp of the block has the same rows: they all return or none
-  warp_inner(lo, hi, lo_in, hi_in);
   if (hi_w < 0) return;
   const int s_first = lo_w / a.seg_keys, s_last = hi_w / a.seg_keys;
   const int first_mine = s_first + at.bx * kWarps;
@@ -952,7 +860,7 @@ __host__ __device__ inline void split_body(const Args& a, const Place& at, unsig
         },
         [] { sync_warp(); }, [](int) {},
         [&](int c, const __half* ks, float (&s)[kChunk / 8][4]) {
-          chunk_scores<kDp>(qf, ks, lane, c * kChunk, lo, hi, a.scale_log2, chunk_full(c, lo_in, hi_in), s);
+          chunk_scores<kDp>(qf, ks, lane, c * kChunk, lo, hi, a.scale_log2, s);
         },
         [&](float (&s)[kChunk / 8][4], const __half* vs) { chunk_accumulate<kDp>(s, vs, lane, st); }, raw,
         [&](bool keys, __half* buf) { q8_convert<kDp>(keys ? rawk : rawv, o.head_dim, buf, lane, 32); });

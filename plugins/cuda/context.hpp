@@ -25,11 +25,6 @@ struct Options {
   bool high_priority = false;  // the compute stream at the device's greatest priority (a peer link's service)
   bool canonical_double = false;  // the `_f64ref` kernels: norms, RoPE, attention, softmax and router in double,
                                   // the CPU engine's bits (runtime.canonical_double); off: float and tensor cores
-  // The prompt attention's tiles kernel for f16 caches at head size 128 (attention_flash.cu; the same bits in every
-  // form): auto (4 warps, 2 chunk buffers), ring (3 buffers), warps8 (blocks of 8 warps), qsmem (q read from
-  // shared memory: fewer registers). Forms to measure; the fastest becomes auto.
-  enum class AttentionTiles : int { Auto, Ring, Warps8, QSmem };
-  AttentionTiles attention_tiles = AttentionTiles::Auto;
 };
 
 // What scratch memory is for; each has one buffer, reused by every op that needs it.

@@ -184,21 +184,6 @@ strata_status* init(const strata_host_api* host, const char* const* options, siz
                                 (std::string(kName) + ": priority must be high or normal, not '" + value + "'").c_str());
       }
       o.high_priority = value == "high";
-    } else if (key == "attention_tiles") {
-      using T = Options::AttentionTiles;
-      if (value == "auto") {
-        o.attention_tiles = T::Auto;
-      } else if (value == "ring") {
-        o.attention_tiles = T::Ring;
-      } else if (value == "warps8") {
-        o.attention_tiles = T::Warps8;
-      } else if (value == "qsmem") {
-        o.attention_tiles = T::QSmem;
-      } else {
-        return host->status_new(STRATA_ERR_INVALID_ARGUMENT,
-                                (std::string(kName) + ": attention_tiles must be auto, ring, warps8 or qsmem, not '" +
-                                 value + "'").c_str());
-      }
     } else if (key == "graphs" || key == "fuse" || key == "overlap" || key == "canonical_double") {
       bool* target = key == "graphs"  ? &o.graphs
                      : key == "fuse"    ? &o.fuse
@@ -210,7 +195,7 @@ strata_status* init(const strata_host_api* host, const char* const* options, siz
       }
     } else {
       return host->status_new(STRATA_ERR_INVALID_ARGUMENT,
-                              (std::string(kName) + ": unknown option '" + key + "' (known: device, graphs, fuse, overlap, priority, canonical_double, attention_tiles)").c_str());
+                              (std::string(kName) + ": unknown option '" + key + "' (known: device, graphs, fuse, overlap, priority, canonical_double)").c_str());
     }
   }
   const Probe& p = probe();

@@ -211,12 +211,12 @@ class EmulatedLane : public HostWarp {
 
 // Runs body(place, smem) for every thread of one block, each a fiber (FiberBlock).
 template <class Body>
-void run_block(int bx, int by, int gx, size_t smem_bytes, Body body, int n_threads = kThreads) {
-  BlockShared shared(n_threads);
+void run_block(int bx, int by, int gx, size_t smem_bytes, Body body) {
+  BlockShared shared(kThreads);
   std::vector<uint64_t> smem((smem_bytes + 7) / 8 + 2, 0);
   std::vector<std::unique_ptr<EmulatedLane>> lanes;
   std::vector<HostWarp*> lane_of;
-  for (int tid = 0; tid < n_threads; ++tid) {
+  for (int tid = 0; tid < kThreads; ++tid) {
     lanes.push_back(std::make_unique<EmulatedLane>(tid % 32, *shared.warps[static_cast<size_t>(tid / 32)], shared));
     lane_of.push_back(lanes.back().get());
   }
@@ -314,20 +314,19 @@ class Case {
     return 0;
   }
 
-  template <int kDp, Cache kCache, int kBufs = 2, int kTileWarps = kWarps>
+  template <int kDp, Cache kCache, int kBufs = 2>
   void tiles(std::vector<float>& out, int window, int q8_unit = 0) const {
     for (int t0 = 0; t0 < s_.count; t0 += window) {
       const int n = std::min(window, s_.count - t0);
       Args a = args(t0, n, out.data());
       a.q8_unit = q8_unit;
-      const size_t smem = tiles_smem<kDp, kBufs, kTileWarps>() + (q8_unit != 0 ? kBufs * q8_raw_bytes<kDp>() : 0);
-      const int gx = (n * a.o.group + 16 * kTileWarps - 1) / (16 * kTileWarps);
+      const size_t smem = tiles_smem<kDp, kBufs>() + (q8_unit != 0 ? kBufs * q8_raw_bytes<kDp>() : 0);
+      const int gx = (n * a.o.group + 16 * kWarps - 1) / (16 * kWarps);
       for (int by = 0; by < s_.n_kv_head; ++by) {
         for (int bx = 0; bx < gx; ++bx) {
-          run_block(
-              bx, by, gx, smem,
-              [&](const Place& at, unsigned char* smem) { tiles_body<kCache, kDp, kBufs, kTileWarps>(a, at, smem); },
-              32 * kTileWarps);
+          run_block(bx, by, gx, smem, [&](const Place& at, unsigned char* smem) {
+            tiles_body<kCache, kDp, kBufs>(a, at, smem);
+          });
         }
       }
     }
@@ -444,15 +443,6 @@ void check_windows(const Shape& s) {
     std::vector<float> out(n, -1.0f);
     c.tiles<kDp, kCache, 1>(out, s.count);  // one chunk buffer (devices with less shared memory)
     EXPECT_EQ(first_difference(prompt, out, c.row_floats()), "") << "tiles with one chunk buffer";
-  }
-  if constexpr (kCache == Cache::F16) {
-    // Three chunk buffers (a ring: the next chunk's keys and values in flight), and blocks of eight warps.
-    std::vector<float> out(n, -1.0f);
-    c.tiles<kDp, kCache, 3>(out, s.count);
-    EXPECT_EQ(first_difference(prompt, out, c.row_floats()), "") << "tiles with three chunk buffers";
-    std::vector<float> out8(n, -1.0f);
-    c.tiles<kDp, kCache, 2, 8>(out8, 9);
-    EXPECT_EQ(first_difference(prompt, out8, c.row_floats()), "") << "tiles of eight warps, windows of 9";
   }
   // The split kernel with two chunk buffers a warp (the next chunk's keys in flight) on one block a row tile, with
   // one buffer for both on two, and (f16 caches) with three on one and on three blocks: each must give the same

@@ -66,7 +66,6 @@ struct Discovered {
   std::vector<BackendUnderTest> backends;
   std::optional<BackendUnderTest> one_worker;  // cpu_avx2 with workers=1: not a parity label, a bytes check's
   std::optional<BackendUnderTest> gathering, gather_free;  // cpu_avx2 with gathers=true / false: the same
-  std::vector<BackendUnderTest> attention_forms;            // cuda with each other attention_tiles form: the same
 
   Discovered() {
     PluginSearchPath path;
@@ -84,14 +83,6 @@ struct Discovered {
       }
       // The GPU plugins' double kernels (issue 28): the CPU's arithmetic, compared as tightly as cpu_avx2.
       if (c.name == "cuda" || c.name == "hip") add(c.name, c.name + "_canonical_double", {"canonical_double=true"}, true);
-      // The prompt attention's other tiles forms (f16 caches at head size 128): bytes checks against cuda's.
-      if (c.name == "cuda") {
-        for (const char* form : {"ring", "warps8", "qsmem"}) {
-          if (auto b = bytes_check(c.name, std::string("cuda_attention_") + form, std::string("attention_tiles=") + form)) {
-            attention_forms.push_back(*b);
-          }
-        }
-      }
     }
   }
 
@@ -173,8 +164,6 @@ const BackendUnderTest* cpu_gather_free() {
   const auto& w = discovered().gather_free;
   return w ? &*w : nullptr;
 }
-
-const std::vector<BackendUnderTest>& cuda_attention_forms() { return discovered().attention_forms; }
 
 std::vector<std::string> backend_labels() {
   std::vector<std::string> out;

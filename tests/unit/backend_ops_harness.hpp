@@ -98,8 +98,6 @@ const BackendUnderTest* cpu_one_worker();
 // their gather-free forms, whichever the CPU would choose, must give the same bytes.
 const BackendUnderTest* cpu_gathering();
 const BackendUnderTest* cpu_gather_free();
-// cuda with each attention_tiles form but auto (empty without the plugin): the same bytes as cuda's.
-const std::vector<BackendUnderTest>& cuda_attention_forms();
 
 // The outcome of running one case on one backend.
 struct RunResult {

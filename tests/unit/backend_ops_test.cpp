@@ -132,31 +132,6 @@ INSTANTIATE_TEST_SUITE_P(Parity, CpuPaths, ::testing::ValuesIn(case_indices()),
                            return test_name(all_cases()[p.param]->vars());
                          });
 
-// cuda's attention_tiles forms give the default's bytes for every ATTENTION case (the option picks another form
-// only for f16 caches at head size 128 in prompts of 9 tokens and more; elsewhere both run the default).
-std::vector<size_t> attention_case_indices() {
-  std::vector<size_t> v;
-  for (size_t i = 0; i < all_cases().size(); ++i) {
-    if (all_cases()[i]->vars().rfind("ATTENTION", 0) == 0) v.push_back(i);
-  }
-  return v;
-}
-
-class CudaPaths : public ::testing::TestWithParam<size_t> {};
-
-TEST_P(CudaPaths, AttentionFormsEqualAuto) {
-  const BackendUnderTest* cuda = find_backend("cuda");
-  if (cuda == nullptr || cuda_attention_forms().empty()) GTEST_SKIP() << "no usable cuda plugin";
-  for (const BackendUnderTest& form : cuda_attention_forms()) {
-    expect_same_bytes(*cuda, form, GetParam(), "cuda vs " + form.label);
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(Parity, CudaPaths, ::testing::ValuesIn(attention_case_indices()),
-                         [](const ::testing::TestParamInfo<size_t>& p) {
-                           return test_name(all_cases()[p.param]->vars());
-                         });
-
 // The float labels' ROUTER check cannot pass trivially: the reference's own outputs pass it, and a far expert in
 // place of a chosen one, or weights 1e-3 off, fail it (checked on the CPU, with the reference's outputs).
 TEST(BackendOpsSuite, RouterFloatCheckRejectsWrongOutputs) {
