@@ -127,6 +127,10 @@ TEST(ConfigOverrides, BadOverrideSyntax) {
   EXPECT_EQ(texts(cfg::check_file({}, {}, {"runtime.context=[1"})),
             std::vector<std::string>{"-o runtime.context=[1: runtime.context: the value is not valid YAML (end of "
                                      "sequence flow not found): put quotes around a plain string"});
+  // Past yaml-cpp's depth limit (its own message: "bad file").
+  const std::vector<std::string> deep = texts(cfg::check_file({}, {}, {"runtime.context=" + std::string(5000, '[')}));
+  ASSERT_EQ(deep.size(), 1u);
+  EXPECT_NE(deep[0].find("the value is not valid YAML (nested too deeply"), std::string::npos) << deep[0];
 }
 
 TEST(ConfigOverrides, OverrideValuesAreCheckedLikeFileValues) {

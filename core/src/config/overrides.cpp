@@ -98,7 +98,8 @@ void apply_overrides(Builder& builder, const Overrides& overrides) {
       value = YAML::Load(text.substr(eq + 1));
     } catch (const YAML::Exception& e) {
       builder.error(Diagnostic::Kind::Syntax, where(source),
-                    key_text + ": the value is not valid YAML (" + e.msg + "): put quotes around a plain string");
+                    key_text + ": the value is not valid YAML (" + yaml_refusal(e) +
+                        "): put quotes around a plain string");
       continue;
     }
     assign_key(builder, source, path, value, YAML::Mark::null_mark());

@@ -3,11 +3,18 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
+
+#include <yaml-cpp/exceptions.h>
 
 #include "builder.hpp"
 #include "strata/config.hpp"
 
 namespace strata::config {
+
+// Why yaml-cpp refused a text, in words a user can act on: its own message, but where nesting passed its depth
+// limit, which it calls "bad file".
+std::string yaml_refusal(const YAML::Exception& e);
 
 // YAML syntax, one document, a map at the top level; relative paths resolve against the file's folder.
 void apply_file(Builder& builder, const std::filesystem::path& file);

@@ -9,6 +9,14 @@
 #include "sources.hpp"
 
 namespace strata::config {
+
+std::string yaml_refusal(const YAML::Exception& e) {
+  if (dynamic_cast<const YAML::DeepRecursion*>(&e) != nullptr) {
+    return "nested too deeply (yaml-cpp stops at a few hundred levels of lists and maps)";
+  }
+  return e.msg;
+}
+
 namespace {
 
 const char* const kTopLevelHint = "a launch is a YAML map of keys such as model, backend, plugins, experts, runtime";
@@ -41,10 +49,8 @@ void apply_file(Builder& builder, const std::filesystem::path& file) {
   try {
     documents = YAML::LoadAll(text.str());
   } catch (const YAML::DeepRecursion& e) {
-    // yaml-cpp's own message for this is "bad file".
     builder.error(Diagnostic::Kind::Syntax, where(source, e.mark.is_null() ? file_start() : e.mark),
-                  "YAML nested too deeply (yaml-cpp stops at a few hundred levels of lists and maps); a launch "
-                  "needs only a few: see configs/default.yaml");
+                  "YAML " + yaml_refusal(e) + "; a launch needs only a few: see configs/default.yaml");
     return;
   } catch (const YAML::Exception& e) {
     builder.error(Diagnostic::Kind::Syntax, where(source, e.mark.is_null() ? file_start() : e.mark),
