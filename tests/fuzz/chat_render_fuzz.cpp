@@ -8,15 +8,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <typeinfo>
 #include <variant>
 #include <vector>
 
+#include "fuzz_fixtures.hpp"
 #include "strata/chat_template.hpp"
 #include "strata/serve/request.hpp"
 
@@ -25,12 +24,8 @@ namespace {
 const std::vector<std::unique_ptr<strata::chat::ChatTemplate>>& templates() {
   static const std::vector<std::unique_ptr<strata::chat::ChatTemplate>> all = [] {
     std::vector<std::unique_ptr<strata::chat::ChatTemplate>> v;
-    std::stringstream paths(STRATA_FUZZ_TEMPLATES);
-    for (std::string path; std::getline(paths, path, '|');) {
-      std::ifstream in(path, std::ios::binary);
-      std::stringstream source;
-      source << in.rdbuf();
-      v.push_back(std::make_unique<strata::chat::ChatTemplate>(source.str()));
+    for (const std::string& path : strata::fuzz::fixture_paths(STRATA_FUZZ_TEMPLATES)) {
+      v.push_back(std::make_unique<strata::chat::ChatTemplate>(strata::fuzz::fixture_bytes(path)));
     }
     return v;
   }();

@@ -13,11 +13,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "fuzz_fixtures.hpp"
 #include "strata/tokenizer.hpp"
 
 namespace {
@@ -37,8 +37,7 @@ struct Vocabulary {
 const std::vector<std::unique_ptr<Vocabulary>>& vocabularies() {
   static const std::vector<std::unique_ptr<Vocabulary>> all = [] {
     std::vector<std::unique_ptr<Vocabulary>> v;
-    std::stringstream paths(STRATA_FUZZ_VOCABS);
-    for (std::string path; std::getline(paths, path, '|');) {
+    for (const std::string& path : strata::fuzz::fixture_paths(STRATA_FUZZ_VOCABS)) {
       auto voc = std::make_unique<Vocabulary>(Vocabulary{strata::Tokenizer::from_file(path)});
       for (int b = 0; b < 256; ++b) {
         const std::string one(1, static_cast<char>(b));
