@@ -1058,21 +1058,28 @@ if want hostcopy; then
   # STRATA_HOSTCOPY_ROUNDS (default 2) rounds at 25% and 0% (tg64; the file within 5% of the arena is the target);
   # the file staged through the ring (experts.host_copy: file) once at 25%; each run's peak-RSS line (added RSS <=
   # 1.05 x (file + KV) + 1 GiB), at 100% too; the placement line of each (planning holds the copies' enqueue).
+  # "small" is auto with experts.huge_pages=false: the file's expert pages as the kernel left them (4 KiB pages).
   for round in $(seq 1 "${STRATA_HOSTCOPY_ROUNDS:-2}"); do
     for budget in 25% 0%; do
-      for kind in auto arena; do
+      for kind in auto small arena; do
         tag="hc$round-${budget%\%}-$kind"
         log "host copy round $round: $kind at $budget"
-        strata_hybrid "$tag" "$budget" -o experts.host_copy=$kind -p 0 -n 64 -r 2
+        if [ "$kind" = small ]; then opts=(-o experts.host_copy=auto -o experts.huge_pages=false)
+        else opts=(-o experts.host_copy=$kind); fi
+        strata_hybrid "$tag" "$budget" "${opts[@]}" -p 0 -n 64 -r 2
         row "$(printf 'host copy round %d %-4s %-6s tg64 %-16s added RSS %s of file+KV; %s' "$round" "$budget" "$kind" \
           "$(tg_of "$OUT/$tag.md" tg64)" "$(rss_of "$OUT/$tag.log")" "$(ready_of "$OUT/$tag.log")")"
         row "    $(grep -oE 'host placement [^;]*;[^,]*' "$OUT/$tag.log" | tail -1)"
       done
-      row "$(printf '  round %d %-4s file (auto) / arena: %s' "$round" "$budget" \
-        "$(ratio "$(tg_of "$OUT/hc$round-${budget%\%}-auto.md" tg64)" "$(tg_of "$OUT/hc$round-${budget%\%}-arena.md" tg64)")")"
+      row "$(printf '  round %d %-4s file (auto) / arena: %s; small pages / arena: %s' "$round" "$budget" \
+        "$(ratio "$(tg_of "$OUT/hc$round-${budget%\%}-auto.md" tg64)" "$(tg_of "$OUT/hc$round-${budget%\%}-arena.md" tg64)")" \
+        "$(ratio "$(tg_of "$OUT/hc$round-${budget%\%}-small.md" tg64)" "$(tg_of "$OUT/hc$round-${budget%\%}-arena.md" tg64)")")"
     done
   done
   row "  auto's set-up: $(grep -oE 'experts in RAM: [^;]*' "$OUT/hc1-25-auto.log" | head -1 | cut -c1-200)"
+  for kind in auto small; do
+    row "  $kind: $(grep -oE 'huge pages: [^;]*' "$OUT/hc1-25-$kind.log" | head -1); $(grep -oE '[^;]* in 2 MiB page-table entries' "$OUT/hc1-25-$kind.log" | head -1)"
+  done
   strata_hybrid hc-25-staged 25% -o experts.host_copy=file -p 0 -n 64 -r 2
   row "host copy file (staged through the ring) 25% (exit $?): tg64 $(tg_of "$OUT/hc-25-staged.md" tg64)"
   strata_hybrid hc-100-file 100% -p 0 -n 64 -r 2

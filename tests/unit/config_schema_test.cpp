@@ -59,7 +59,7 @@ TEST(ConfigSchema, EveryValueOfTheDefaultsSaysDefault) {
     EXPECT_EQ(l.from(row.key).text(), "default") << row.key;
   }
   EXPECT_EQ(values, l.provenance.size());
-  EXPECT_EQ(values, 45u);
+  EXPECT_EQ(values, 46u);
 }
 
 TEST(ConfigSchema, NoFileAndNoOverridesIsClean) {

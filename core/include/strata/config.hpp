@@ -46,6 +46,7 @@ struct ExpertsConfig {
   std::optional<std::string> record;   // absolute path: the run's routing counts are written there at exit
   std::optional<std::string> arena;    // absolute path of a file on tmpfs; nullopt: private memory
   HostCopy host_copy = HostCopy::Auto;
+  bool huge_pages = true;  // the file as the host copy: its expert pages in 2 MiB pages where the kernel allows
   double peer_hot = 0;
   // experts.arena set makes the host copy that arena whatever experts.host_copy says.
   HostCopy host_copy_kind() const { return arena ? HostCopy::Arena : host_copy; }

@@ -104,6 +104,9 @@ std::vector<Key> build_schema() {
       choice("experts.host_copy", "auto", {"file", "file_registered", "arena", "auto"},
              "the hybrid path's host copy of the experts: file = the model file's own mapping, no second copy (PCIe reads staged through a few pinned buffers); file_registered = the same with its expert pages page-locked piece by piece, so PCIe reads them directly; auto = file_registered when the experts fit in 90% of the memory available (for a file on tmpfs, plus its resident pages), else file; arena = a copy in page-locked private memory filled at start (experts.arena set: that tmpfs file, whatever this says)",
              [](Launch& l) -> Field { return &l.experts.host_copy; }),
+      value("experts.huge_pages", T::Bool, "true",
+            "the file as the host copy: ask for its expert pages in 2 MiB pages (MADV_HUGEPAGE; on tmpfs the pages are collapsed at start, MADV_COLLAPSE), so the CPU pool and PCIe walk fewer page-table entries; false: 4 KiB pages (MADV_NOHUGEPAGE)",
+            [](Launch& l) -> Field { return &l.experts.huge_pages; }),
       number("experts.peer_hot", T::Float, "0.5", kUnit, "share of the cached experts dealt to the peer card, down the profile's rank (0.5: every second)",
              [](Launch& l) -> Field { return &l.experts.peer_hot; }),
 

@@ -17,6 +17,7 @@
 #include "strata/error.hpp"
 #include "strata/experts/cache_setup.hpp"
 #include "strata/experts/expert_geometry.hpp"
+#include "strata/experts/huge_pages.hpp"
 #include "strata/experts/link_probe.hpp"
 #include "strata/experts/link_share.hpp"
 #include "strata/gate.hpp"
@@ -101,6 +102,18 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
       const uint64_t advised = arena_->advise_willneed();
       description_ = "experts in RAM: the model file's own mapping (" + experts::human_bytes(arena_->size()) +
                      (advised > 0 ? ", read ahead" : "") + ")";
+    }
+  }
+  // The file as the host copy: its expert pages in 2 MiB pages where the kernel allows (the CPU pool streams them on
+  // every core; docs/ARCHITECTURE.md, "Huge pages"). Before the registration below: pinned pages cannot be collapsed.
+  if (!cards.arena && !arena_->contiguous()) {
+    startup::Phase timing("huge pages");
+    if (experts_cfg.huge_pages) {
+      const bool in_shmem = experts::ExpertArena::on_tmpfs(model_.file().name());
+      description_ += "; " + experts::advise_huge_pages(arena_->ranges(), threads, in_shmem).describe();
+    } else {
+      description_ += "; huge pages off: " + experts::human_bytes(experts::advise_small_pages(arena_->ranges())) +
+                      " in 4 KiB pages (experts.huge_pages false)";
     }
   }
   if (arena_lock_ && !arena_lock_->locked()) {
@@ -223,6 +236,11 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
     upload_options.fill_threads = std::clamp(threads, 1u, 8u);
     upload_ = std::make_unique<ExpertUpload>(*arena_, mem, queues, upload_options);
     description_ += ", " + upload_->describe();
+    if (!arena_->contiguous()) {
+      // What the page tables map with 2 MiB entries now (registration faulted every registered page in).
+      description_ += "; " + experts::human_bytes(experts::huge_mapped_bytes(arena_->ranges())) +
+                      " of the file's mappings in 2 MiB page-table entries";
+    }
   }
   const auto t_fill = clock_type::now();
   own_slots_.queue_fill(*cache_, *upload_, copy_stream_->get());

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <utility>
 
@@ -16,6 +17,30 @@ namespace {
 
 [[noreturn]] void fail(const std::string& path, const char* what, int err) {
   throw IoError(path + ": cannot " + what + ": " + std::strerror(err));
+}
+
+constexpr uint64_t kHugePage = uint64_t{2} << 20;
+
+// Reserves size + 2 MiB of address space, maps the file at its first 2 MiB boundary and gives back the rest.
+// MAP_FAILED (errno set) when either mmap fails.
+void* map_aligned(int fd, uint64_t size) {
+  void* reserved = ::mmap(nullptr, size + kHugePage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (reserved == MAP_FAILED) return MAP_FAILED;
+  const auto start = reinterpret_cast<uintptr_t>(reserved);
+  const uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
+  void* p = ::mmap(reinterpret_cast<void*>(aligned), size, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0);
+  if (p == MAP_FAILED) {
+    const int err = errno;
+    ::munmap(reserved, size + kHugePage);
+    errno = err;
+    return MAP_FAILED;
+  }
+  // The reservation's ends around the file's pages (the file's mapping replaced its middle).
+  if (aligned > start) ::munmap(reserved, aligned - start);
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t end = (aligned + size + page - 1) / page * page;
+  if (start + size + kHugePage > end) ::munmap(reinterpret_cast<void*>(end), start + size + kHugePage - end);
+  return p;
 }
 
 }  // namespace
@@ -37,8 +62,10 @@ Mapping::Mapping(const std::string& path) {
   // An empty file cannot be mapped; the parser reports it as truncated.
   if (size_ > 0) {
     // MAP_SHARED read-only: pages come straight from the page cache, never copied, and the mapping costs
-    // nothing until a tensor is read.
-    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
+    // nothing until a tensor is read. Placed at a 2 MiB boundary, so that an address and its file offset agree
+    // modulo 2 MiB: only then can the kernel map the file's large folios (or collapsed tmpfs pages) with one
+    // page-table entry per 2 MiB (experts.huge_pages).
+    void* p = map_aligned(fd, size_);
     if (p == MAP_FAILED) {
       const int err = errno;
       ::close(fd);
