@@ -1078,7 +1078,7 @@ if want hostcopy; then
   done
   row "  auto's set-up: $(grep -oE 'experts in RAM: [^;]*' "$OUT/hc1-25-auto.log" | head -1 | cut -c1-200)"
   for kind in auto small; do
-    row "  $kind: $(grep -oE 'huge pages: [^;]*' "$OUT/hc1-25-$kind.log" | head -1); $(grep -oE '[^;]* in 2 MiB page-table entries' "$OUT/hc1-25-$kind.log" | head -1)"
+    row "  $kind: $(grep -oE 'huge pages[^;]*' "$OUT/hc1-25-$kind.log" | head -1); $(grep -oE '[^;]* in 2 MiB page-table entries' "$OUT/hc1-25-$kind.log" | head -1)"
   done
   strata_hybrid hc-25-staged 25% -o experts.host_copy=file -p 0 -n 64 -r 2
   row "host copy file (staged through the ring) 25% (exit $?): tg64 $(tg_of "$OUT/hc-25-staged.md" tg64)"
