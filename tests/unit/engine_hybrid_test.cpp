@@ -167,6 +167,18 @@ INSTANTIATE_TEST_SUITE_P(Hybrid, HybridSplit,
 
 namespace {
 
+// experts.huge_pages false: the file's expert pages marked for 4 KiB pages, the same bytes (pages never change a value).
+TEST(HybridSummary, SmallPagesGiveTheSameBytes) {
+  if (!has_cpu_avx2()) GTEST_SKIP() << "cpu_avx2 is not usable on this machine";
+  strata::config::ExpertsConfig e = experts(25, 0.5, 0);
+  e.huge_pages = false;
+  auto engine = hybrid_engine(e);
+  expect_same_bytes(run(*engine), plain_cpu());
+  const std::string summary = engine->expert_summary();
+  EXPECT_NE(summary.find("; huge pages off (experts.huge_pages false): "), std::string::npos) << summary;
+  EXPECT_EQ(summary.find("; huge pages: "), std::string::npos) << summary;
+}
+
 // pcie_frac auto: the link probe, the host read and device copy measures run at start (on the stand-in: memcpy), the
 // share comes from them, and the summary ends with the roofline they give.
 TEST(HybridSummary, AutoShareProbesTheLinkAndPrintsTheRoofline) {
@@ -184,6 +196,9 @@ TEST(HybridSummary, AutoShareProbesTheLinkAndPrintsTheRoofline) {
   EXPECT_NE(summary.find("fast mode per MoE layer: the device alone "), std::string::npos) << summary;
   EXPECT_NE(summary.find("a MoE layer (planning "), std::string::npos) << summary;
   EXPECT_EQ(summary.rfind("hybrid set-up: experts in RAM: ", 0), 0u) << summary;
+  // The file as the host copy: its 2 MiB pages asked for (experts.huge_pages), and what the page tables map so.
+  EXPECT_NE(summary.find("; huge pages: "), std::string::npos) << summary;
+  EXPECT_NE(summary.find(" of the file's mappings in 2 MiB page-table entries"), std::string::npos) << summary;
   EXPECT_NE(summary.find("from the link probe"), std::string::npos) << summary;
   // The pool timed on the model's experts at start, a positive rate (the share takes the slower of it and the host
   // read).

@@ -106,14 +106,16 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
   }
   // The file as the host copy: its expert pages in 2 MiB pages where the kernel allows (the CPU pool streams them on
   // every core; docs/ARCHITECTURE.md, "Huge pages"). Before the registration below: pinned pages cannot be collapsed.
+  // Said after the registration's line, with what the page tables then map with 2 MiB entries.
+  std::string huge_pages;
   if (!cards.arena && !arena_->contiguous()) {
     startup::Phase timing("huge pages");
     if (experts_cfg.huge_pages) {
       const bool in_shmem = experts::ExpertArena::on_tmpfs(model_.file().name());
-      description_ += "; " + experts::advise_huge_pages(arena_->ranges(), threads, in_shmem).describe();
+      huge_pages = experts::advise_huge_pages(arena_->ranges(), threads, in_shmem).describe();
     } else {
-      description_ += "; huge pages off: " + experts::human_bytes(experts::advise_small_pages(arena_->ranges())) +
-                      " in 4 KiB pages (experts.huge_pages false)";
+      huge_pages = "huge pages off (experts.huge_pages false): " +
+                   experts::human_bytes(experts::advise_small_pages(arena_->ranges())) + " marked for 4 KiB pages";
     }
   }
   if (arena_lock_ && !arena_lock_->locked()) {
@@ -236,9 +238,9 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
     upload_options.fill_threads = std::clamp(threads, 1u, 8u);
     upload_ = std::make_unique<ExpertUpload>(*arena_, mem, queues, upload_options);
     description_ += ", " + upload_->describe();
-    if (!arena_->contiguous()) {
+    if (!huge_pages.empty()) {
       // What the page tables map with 2 MiB entries now (registration faulted every registered page in).
-      description_ += "; " + experts::human_bytes(experts::huge_mapped_bytes(arena_->ranges())) +
+      description_ += "; " + huge_pages + "; " + experts::human_bytes(experts::huge_mapped_bytes(arena_->ranges())) +
                       " of the file's mappings in 2 MiB page-table entries";
     }
   }
