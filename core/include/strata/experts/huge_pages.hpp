@@ -1,13 +1,13 @@
 // 2 MiB pages for the file as the experts' host copy (experts.huge_pages).
 //
-// The CPU pool streams experts from the host copy on every core at once; over 4 KiB pages that costs page walks the
-// arena (anonymous memory with MADV_HUGEPAGE) does not pay: on the H100 host 16 threads read 97 GB/s from the
-// mapped 30B file and 124-134 GB/s from the same bytes in anonymous 2 MiB pages (docs/PERFORMANCE.md, session of
-// 2026-12-07, late morning). The kernel offers two ways for a file: a disk file's large page-cache folios are mapped
-// with one entry per 2 MiB when the mapping is 2 MiB-aligned (gguf::Mapping is) and marked MADV_HUGEPAGE (which
-// also makes fault-time read-ahead allocate 2 MiB folios); a tmpfs file's small pages are collapsed into huge ones
-// with MADV_COLLAPSE, whatever the system's shmem THP setting. Both are hints: where the kernel refuses, the pages
-// stay as they are and only the report says so.
+// The CPU pool streams experts from the host copy on every core at once, and over 4 KiB pages that costs page walks:
+// on the H100 host 16 threads read the same bytes at 134 GB/s in anonymous 2 MiB pages and 118 GB/s in anonymous
+// 4 KiB ones (docs/PERFORMANCE.md, session of 2026-12-07, late morning). The kernel offers a file two ways: a disk
+// file's large page-cache folios are mapped with one entry per 2 MiB when the mapping is 2 MiB-aligned (gguf::Mapping
+// is) and MADV_HUGEPAGE makes fault-time read-ahead allocate 2 MiB folios; a tmpfs file's small pages are collapsed
+// into huge ones with MADV_COLLAPSE, whatever the system's shmem THP setting (an ext4 file's are refused). Both are
+// hints: where the kernel refuses, the pages stay as they are and only the report says so
+// (docs/ARCHITECTURE.md, "Huge pages").
 #pragma once
 
 #include <cstdint>
