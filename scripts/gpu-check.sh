@@ -85,8 +85,9 @@
 #                -ncmoe 36; tg64 at depth 131072 with q8_0 KV), Strata then llama.cpp per round (STRATA_LONG_ROUNDS);
 #                at 25% also pp16384 with prompt windows of STRATA_LONG_BATCHES tokens (default 2048; "" for none);
 #                then (STRATA_LONG_PROFILE=1, the default) where pp16384's time goes, op by op
-#     hostcopy   issue 29: the experts' host copy, the mapped file (auto: registered) against the filled arena,
-#                interleaved (STRATA_HOSTCOPY_ROUNDS, default 2) at 25% and 0%, tg64; the file staged through the
+#     hostcopy   issue 29: the experts' host copy, the mapped file (auto: registered; and "small", with
+#                experts.huge_pages=false) against the filled arena, interleaved (STRATA_HOSTCOPY_ROUNDS, default 2)
+#                at 25% and 0%, tg64 repeated STRATA_HOSTCOPY_REPS times (default 4); the file staged through the
 #                ring at 25%; the added-RSS and placement lines of each (100% too)
 #     start      issue 29: `strata run -n 1`'s startup line all in VRAM and at 25% against llama.cpp's load time
 #                (llama-completion beside the peer's llama-bench, or STRATA_PEER_CLI; else llama-bench -p 1 timed)
@@ -1058,7 +1059,8 @@ if want hostcopy; then
   # STRATA_HOSTCOPY_ROUNDS (default 2) rounds at 25% and 0% (tg64; the file within 5% of the arena is the target);
   # the file staged through the ring (experts.host_copy: file) once at 25%; each run's peak-RSS line (added RSS <=
   # 1.05 x (file + KV) + 1 GiB), at 100% too; the placement line of each (planning holds the copies' enqueue).
-  # "small" is auto with experts.huge_pages=false: the file's expert pages as the kernel left them (4 KiB pages).
+  # "small" is auto with experts.huge_pages=false: the file's expert pages mapped with 4 KiB entries. Each run
+  # repeats tg64 STRATA_HOSTCOPY_REPS times (default 4: at 25% two repetitions spread +-15%, too wide for 5%).
   for round in $(seq 1 "${STRATA_HOSTCOPY_ROUNDS:-2}"); do
     for budget in 25% 0%; do
       for kind in auto small arena; do
@@ -1066,7 +1068,7 @@ if want hostcopy; then
         log "host copy round $round: $kind at $budget"
         if [ "$kind" = small ]; then opts=(-o experts.host_copy=auto -o experts.huge_pages=false)
         else opts=(-o experts.host_copy=$kind); fi
-        strata_hybrid "$tag" "$budget" "${opts[@]}" -p 0 -n 64 -r 2
+        strata_hybrid "$tag" "$budget" "${opts[@]}" -p 0 -n 64 -r "${STRATA_HOSTCOPY_REPS:-4}"
         row "$(printf 'host copy round %d %-4s %-6s tg64 %-16s added RSS %s of file+KV; %s' "$round" "$budget" "$kind" \
           "$(tg_of "$OUT/$tag.md" tg64)" "$(rss_of "$OUT/$tag.log")" "$(ready_of "$OUT/$tag.log")")"
         row "    $(grep -oE 'host placement [^;]*;[^,]*' "$OUT/$tag.log" | tail -1)"
