@@ -2,8 +2,6 @@
 // boundary (an address and its file offset agree modulo 2 MiB, without which no page can be mapped huge), the advice
 // covers a range's whole 2 MiB pages only, and a tmpfs file's pages collapse into huge ones with their bytes kept.
 #include <gtest/gtest.h>
-#include <linux/magic.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -43,8 +41,7 @@ TEST(HugePages, ModelMappingStartsOnA2MiBBoundary) {
   // one's, nor a tmpfs file's while shmem THP is off): a small file in the temporary folder and, where /dev/shm is
   // tmpfs, a 3 MiB one there.
   std::vector<std::filesystem::path> files{write_counting_file(std::filesystem::temp_directory_path(), 69632)};
-  struct statfs fs {};
-  if (statfs("/dev/shm", &fs) == 0 && static_cast<uint64_t>(fs.f_type) == TMPFS_MAGIC) {
+  if (ExpertArena::on_tmpfs("/dev/shm")) {
     files.push_back(write_counting_file("/dev/shm", (uint64_t{3} << 20) + 4096));
   }
   for (const auto& path : files) {
@@ -73,8 +70,7 @@ TEST(HugePages, AdviceCoversARangesWhole2MiBPagesOnly) {
 }
 
 TEST(HugePages, TmpfsPagesCollapseKeepingTheirBytes) {
-  struct statfs fs {};
-  if (statfs("/dev/shm", &fs) != 0 || static_cast<uint64_t>(fs.f_type) != TMPFS_MAGIC) {
+  if (!ExpertArena::on_tmpfs("/dev/shm")) {
     GTEST_SKIP() << "/dev/shm is not tmpfs here";
   }
   const auto path = write_counting_file("/dev/shm", uint64_t{8} << 20);

@@ -108,10 +108,10 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
   // every core; docs/ARCHITECTURE.md, "Huge pages"). Before the registration below: pinned pages cannot be collapsed.
   // Said after the registration's line, with what the page tables then map with 2 MiB entries.
   std::string huge_pages;
+  const bool in_shmem = experts::ExpertArena::on_tmpfs(model_.file().name());  // the model file on tmpfs
   if (!cards.arena && !arena_->contiguous()) {
     startup::Phase timing("huge pages");
     if (experts_cfg.huge_pages) {
-      const bool in_shmem = experts::ExpertArena::on_tmpfs(model_.file().name());
       huge_pages = experts::advise_huge_pages(arena_->ranges(), threads, in_shmem).describe();
     } else {
       huge_pages = "huge pages off (experts.huge_pages false): " +
@@ -226,8 +226,7 @@ HybridMoe::HybridMoe(const Model& model, Activations& act, DeviceMemory& mem, De
     // auto: the file's expert pages page-locked when they fit in memory (PCIe then reads them directly: on the H100
     // host 2.3x the 235B shape's decode at 10% over staging them); a model larger than the RAM stays staged.
     const config::HostCopy kind = experts_cfg.host_copy_kind();
-    const bool fits = kind == config::HostCopy::Auto &&
-                      arena_->fits_in_memory(experts::ExpertArena::on_tmpfs(model_.file().name()));
+    const bool fits = kind == config::HostCopy::Auto && arena_->fits_in_memory(in_shmem);
     upload_options.register_file = kind == config::HostCopy::FileRegistered || fits;
     if (kind == config::HostCopy::Auto) {
       description_ += fits ? " (host_copy auto: registered, the experts fit in memory)"
