@@ -6,7 +6,7 @@
 //                       normed rows' Q8_1 copy that MUL_MAT (and MOE_ROUTED) would make.
 //   fuse_mul_mat_router: the router's MUL_MAT (float weights, up to 4 tokens) and the ROUTER of its logits, the
 //                       last block of the product routing.
-//   fuse_mul_mat_group: consecutive one-token MUL_MATs over one src1 (q, k, v) as one launch.
+//   fuse_mul_mat_group: consecutive MUL_MATs of up to eight tokens over one src1 (q, k, v) as one launch.
 //   fuse_attention_q8:  ATTENTION read next by a MUL_MAT (the o projection): its output rows' Q8_1 copy written
 //                       by the attention kernel, so the MUL_MAT skips its quantize launch.
 //   fuse_swiglu_q8:     the same for SWIGLU read next by a MUL_MAT (a shared expert's down product).

@@ -77,6 +77,37 @@ __device__ inline void block_partials(int n_dots, int n_spans, RowOf row_of, Act
   }
 }
 
+// block_partials for a window of n_tok tokens whose Q8_1 rows lie act_stride bytes apart from act (read in place,
+// like kActAhead's): each item's weight span decoded once, then its partial against every token's block into
+// part[t * plane + d * pitch + j]. The partials are those a one-token pass makes for each token.
+template <class Dec, int THREADS, int UNROLL, class RowOf>
+__device__ inline void block_partials_window(int n_dots, int n_spans, RowOf row_of, const unsigned char* act,
+                                             uint64_t act_stride, int n_tok, float* part, int pitch, int plane) {
+  const int n_items = n_dots * n_spans;
+  for (int base = static_cast<int>(threadIdx.x); base < n_items; base += THREADS * UNROLL) {
+    Span sp[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const int item = min(base + u * THREADS, n_items - 1);
+      decode_row_span<Dec>(row_of(item / n_spans), item % n_spans, sp[u]);
+    }
+#pragma unroll 1
+    for (int t = 0; t < n_tok; ++t) {
+      const unsigned char* a = act + static_cast<uint64_t>(t) * act_stride;
+      uint32_t q[UNROLL][8];
+      float da[UNROLL];
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u) load_q8_1(a, min(base + u * THREADS, n_items - 1) % n_spans, q[u], da[u]);
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u) {
+        const int item = min(base + u * THREADS, n_items - 1);
+        const float p = span_partial<Dec>(sp[u], q[u], da[u]);
+        if (base + u * THREADS < n_items) part[t * plane + (item / n_spans) * pitch + item % n_spans] = p;
+      }
+    }
+  }
+}
+
 // Each dot's canonical value from its partials: out(d, value) is called once per dot (by the dot's first thread).
 // Every thread of the block must call this (the tree shuffles).
 template <int THREADS, class Out>

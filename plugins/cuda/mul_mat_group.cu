@@ -30,6 +30,14 @@ struct GroupArgs {
   int n;
 };
 
+// A window's launch: the group, and where each token's rows are.
+struct WindowArgs {
+  GroupArgs g;
+  int64_t dst_stride[kMaxGroupMats];  // floats between two tokens' outputs
+  uint64_t act_stride;                // bytes between two tokens' Q8_1 rows
+  int n_tok;
+};
+
 // The fields of the block's matrix, picked with constant indices (a dynamic index into the kernel's arguments
 // would copy them to local memory).
 struct BlockMatrix {
@@ -51,6 +59,16 @@ __device__ inline BlockMatrix block_matrix(const GroupArgs& g, int b) {
     }
   }
   return bm;
+}
+
+// The block's matrix's floats between two tokens' outputs, picked as block_matrix picks its fields.
+__device__ inline int64_t block_dst_stride(const WindowArgs& wa, int b) {
+  int64_t s = wa.dst_stride[0];
+#pragma unroll
+  for (int i = 1; i < kMaxGroupMats; ++i) {
+    if (i < wa.g.n && b >= wa.g.first_block[i]) s = wa.dst_stride[i];
+  }
+  return s;
 }
 
 template <class Dec>
@@ -119,8 +137,64 @@ __global__ void __launch_bounds__(kThreads, 2) group_rows_kernel_wide(GroupArgs 
   group_rows_body<DecA, DecB>(g, n_spans, rows_per_block, act);
 }
 
-int shared_bytes(int n_spans, int rows_per_block) {
-  return rows_per_block * partial_pitch(n_spans) * static_cast<int>(sizeof(float));
+// A window of 2 to kMaxWindowTokens tokens: the same blocks and partials, each weight span decoded once for all the
+// window's tokens (block_partials_window), each token's partials in its own plane of shared memory and reduced as
+// the one-token kernel reduces them: every output has the bits of a one-token pass. (The warp-per-row kernel that
+// windows took before read the weights once too, but a warp per row and no loads in flight across rows: a 4-token
+// window's q, k, v and o products took 2.45 times one token's on the H100.)
+template <class DecA, class DecB>
+__device__ __forceinline__ void group_window_body(const WindowArgs& wa, int n_spans, int rows_per_block,
+                                                  const unsigned char* act) {
+  extern __shared__ uint4 shared_words[];
+  const BlockMatrix bm = block_matrix(wa.g, static_cast<int>(blockIdx.x));
+  const int row0 = (static_cast<int>(blockIdx.x) - bm.first_block) * rows_per_block;
+  const int n_rows = min(rows_per_block, bm.rows - row0);
+  prefetch_l2<kThreads>(bm.w + static_cast<uint64_t>(row0) * bm.stride, static_cast<uint64_t>(n_rows) * bm.stride);
+  wait_for_inputs();
+  start_dependents();
+  float* part = reinterpret_cast<float*>(shared_words);
+  const int pitch = partial_pitch(n_spans), plane = rows_per_block * pitch;
+  const auto rows_of = [&](auto dec) {
+    using Dec = decltype(dec);
+    const auto row_of = [&](int d) { return bm.w + static_cast<uint64_t>(row0 + d) * bm.stride; };
+    block_partials_window<Dec, kThreads, kUnroll>(n_rows, n_spans, row_of, act, wa.act_stride, wa.n_tok, part, pitch,
+                                                  plane);
+  };
+  if constexpr (std::is_same_v<DecA, DecB>) {
+    rows_of(DecA{});
+  } else {
+    if (bm.second) {
+      rows_of(DecB{});
+    } else {
+      rows_of(DecA{});
+    }
+  }
+  __syncthreads();
+  const int64_t dst_stride = block_dst_stride(wa, static_cast<int>(blockIdx.x));
+  for (int t = 0; t < wa.n_tok; ++t) {
+    float* dst = bm.dst + static_cast<int64_t>(t) * dst_stride;
+    const float* bias = bm.bias;
+    block_reduce<kThreads>(n_rows, n_spans, part + t * plane, pitch, [&](int d, float v) {
+      dst[row0 + d] = bias != nullptr ? add_x86(v, bias[row0 + d]) : v;  // the ADD (op_elementwise.cu)
+    });
+  }
+}
+
+// A bound of two blocks a multiprocessor (three on sm_120, as STRATA_GROUP_BOUNDS): left to itself sm_90's ptxas
+// held IQ4_NL's window kernel to 40 registers and spilled 4 bytes (as group_rows_kernel_wide's note says of IQ3_XXS).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 1200
+#define STRATA_WINDOW_BOUNDS __launch_bounds__(kThreads, 3)
+#else
+#define STRATA_WINDOW_BOUNDS __launch_bounds__(kThreads, 2)
+#endif
+template <class DecA, class DecB>
+__global__ void STRATA_WINDOW_BOUNDS group_window_kernel(WindowArgs wa, int n_spans, int rows_per_block,
+                                                        const unsigned char* act) {
+  group_window_body<DecA, DecB>(wa, n_spans, rows_per_block, act);
+}
+
+int shared_bytes(int n_spans, int rows_per_block, int n_tok = 1) {
+  return n_tok * rows_per_block * partial_pitch(n_spans) * static_cast<int>(sizeof(float));
 }
 
 // Rows per block: two items per thread where the matrices are large, fewer rows (more, lighter blocks) until
@@ -140,15 +214,17 @@ bool mixed_pair(const RowGroup& g) {
   return true;
 }
 
-// The Q8_1 row of a one-token src1, through the context's cache (q, k and v share it with later MUL_MATs).
-const unsigned char* quantized_row(Context& ctx, const strata_tensor& x) {
-  const int64_t n_in = x.ne[0];
-  void* act = ctx.scratch(ScratchSlot::ActQ8, static_cast<uint64_t>(n_in / 32) * kQ8BlockBytes);
+// The Q8_1 rows of src1's tokens (one, or a window's), through the context's cache (q, k and v share them with
+// later MUL_MATs).
+const unsigned char* quantized_rows(Context& ctx, const strata_tensor& x) {
+  const int64_t n_in = x.ne[0], n_tok = x.ne[1];
+  void* act =
+      ctx.scratch(ScratchSlot::ActQ8, static_cast<uint64_t>(n_in / 32) * kQ8BlockBytes * static_cast<uint64_t>(n_tok));
   QuantizedActivation& cached = ctx.quantized();
-  if (cached.src != x.data || cached.n_in != n_in || cached.n_tok != 1 || cached.row_stride != x.nb[1]) {
-    launch_quantize_q8_1(ctx, static_cast<const float*>(x.data), static_cast<int64_t>(x.nb[1] / sizeof(float)), n_in, 1,
-                         act);
-    cached = {x.data, n_in, 1, x.nb[1]};
+  if (cached.src != x.data || cached.n_in != n_in || cached.n_tok != n_tok || cached.row_stride != x.nb[1]) {
+    launch_quantize_q8_1(ctx, static_cast<const float*>(x.data), static_cast<int64_t>(x.nb[1] / sizeof(float)), n_in,
+                         n_tok, act);
+    cached = {x.data, n_in, n_tok, x.nb[1]};
   }
   return static_cast<const unsigned char*>(act);
 }
@@ -174,16 +250,18 @@ int bias_of(const strata_op& op, const strata_op* products, const RowGroup& g) {
 
 }  // namespace
 
-bool launch_mul_mat_rows(Context& ctx, const RowGroup& group, int n_spans, const unsigned char* act) {
-  if (group.n < 1 || group.n > kMaxGroupMats || n_spans < 1) return false;
+bool launch_mul_mat_rows(Context& ctx, const RowGroup& group, int n_spans, const unsigned char* act, int n_tok,
+                         uint64_t act_stride) {
+  if (group.n < 1 || group.n > kMaxGroupMats || n_spans < 1 || n_tok < 1 || n_tok > kMaxWindowTokens) return false;
   bool same = true;
   for (int m = 1; m < group.n; ++m) same = same && group.type[m] == group.type[0];
   if (!same && !mixed_pair(group)) return false;
   int64_t total = 0;
   for (int m = 0; m < group.n; ++m) total += group.rows[m];
   if (total == 0) return true;
-  const int rb = rows_per_block_for(n_spans, total, ctx.props().multiProcessorCount);
-  const int smem = shared_bytes(n_spans, rb);
+  int rb = rows_per_block_for(n_spans, total, ctx.props().multiProcessorCount);
+  while (rb > 1 && shared_bytes(n_spans, rb, n_tok) > kMaxSharedBytes) rb /= 2;
+  const int smem = shared_bytes(n_spans, rb, n_tok);
   if (smem > kMaxSharedBytes) return false;
 
   GroupArgs args{};
@@ -198,6 +276,20 @@ bool launch_mul_mat_rows(Context& ctx, const RowGroup& group, int n_spans, const
     args.second[m] = group.type[m] == static_cast<uint32_t>(GgmlType::Q6_K);
     args.first_block[m] = blocks;
     blocks += (group.rows[m] + rb - 1) / rb;
+  }
+  if (n_tok > 1) {
+    WindowArgs wa{args, {}, act_stride, n_tok};
+    for (int m = 0; m < group.n; ++m) wa.dst_stride[m] = group.dst_stride[m];
+    if (!same) {
+      launch_dependent(ctx, group_window_kernel<DecodeQ4_K, DecodeQ6_K>, blocks, kThreads, smem, wa, n_spans, rb, act);
+      check_launch("MUL_MAT (window, grouped q4_K/q6_K)");
+      return true;
+    }
+    return with_decoder(group.type[0], [&](auto dec) {
+      using Dec = decltype(dec);
+      launch_dependent(ctx, group_window_kernel<Dec, Dec>, blocks, kThreads, smem, wa, n_spans, rb, act);
+      check_launch("MUL_MAT (window)");
+    });
   }
   if (!same) {
     launch_dependent(ctx, group_rows_kernel<DecodeQ4_K, DecodeQ6_K>, blocks, kThreads, smem, args, n_spans, rb, act);
@@ -217,7 +309,7 @@ bool launch_mul_mat_rows(Context& ctx, const RowGroup& group, int n_spans, const
 
 size_t fuse_mul_mat_group(Context& ctx, const strata_op* ops, size_t i, size_t n) {
   const strata_op& first = ops[i];
-  if (first.kind != STRATA_OP_MUL_MAT || first.src[1].ne[1] != 1) return 0;
+  if (first.kind != STRATA_OP_MUL_MAT || first.src[1].ne[1] < 1 || first.src[1].ne[1] > kMaxWindowTokens) return 0;
   const strata_tensor& x = first.src[1];
   RowGroup group{};
   for (size_t j = i; j < n && group.n < kMaxGroupMats; ++j) {
@@ -231,6 +323,7 @@ size_t fuse_mul_mat_group(Context& ctx, const strata_op* ops, size_t i, size_t n
     group.rows[m] = static_cast<int>(op.src[0].ne[1]);
     group.type[m] = op.src[0].type;
     group.dst[m] = static_cast<float*>(op.dst.data);
+    group.dst_stride[m] = static_cast<int64_t>(op.dst.nb[1] / sizeof(float));
   }
   if (group.n < 2) return 0;
   // Only matrices the one launch can take together: a same-type prefix, or a q4_K/q6_K mix.
@@ -251,8 +344,9 @@ size_t fuse_mul_mat_group(Context& ctx, const strata_op* ops, size_t i, size_t n
   const int n_spans = static_cast<int>(x.ne[0] / 32);
   // The outputs may hold rows quantized earlier (never x: checked above).
   forget_quantized_writes(ctx, ops + i, static_cast<size_t>(group.n) + adds);
-  const unsigned char* act = quantized_row(ctx, x);
-  if (!launch_mul_mat_rows(ctx, group, n_spans, act)) return 0;
+  const unsigned char* act = quantized_rows(ctx, x);
+  const int n_tok = static_cast<int>(x.ne[1]);
+  if (!launch_mul_mat_rows(ctx, group, n_spans, act, n_tok, static_cast<uint64_t>(n_spans) * kQ8BlockBytes)) return 0;
   return static_cast<size_t>(group.n) + adds;
 }
 

@@ -1,9 +1,11 @@
 // MUL_MAT: dst f32 [n_out, n_tok] = weight [n_in, n_out] x src1 f32 [n_in, n_tok] with the canonical arithmetic
 // (core/src/reference/op_mul_mat.cpp). A quantized weight reads the columns quantized to Q8_1 once per window
-// (and not again when the previous MUL_MAT quantized the same rows: q, k and v share the normed x). One token:
-// block-wide dots (mul_mat_group.cuh); more: each warp decodes its row's spans once per pass of up to eight
-// tokens. Float weights read the float columns: below 16 tokens a group of eight lanes per row, more in tiles of
-// four rows and eight tokens per group (the same chains).
+// (and not again when the previous MUL_MAT quantized the same rows: q, k and v share the normed x). One token and
+// windows of up to eight: block-wide dots (mul_mat_group.cuh), each weight span decoded once for all the tokens;
+// where those do not take a shape (rows too long for their shared memory), each warp decodes its row's spans once
+// per pass of up to eight tokens; from nine tokens the tiled products (mul_mat_tiled.cuh). Float weights read the
+// float columns: below 16 tokens a group of eight lanes per row, more in tiles of four rows and eight tokens per
+// group (the same chains).
 // Backend 1.6: a stack of B matrices (src0 ne[2] = B, nb[2] apart; deepseek2's per-head products): src1
 // [n_in, B, n_tok] and dst [n_out, B, n_tok], views with rows nb[1] and planes nb[2] apart; column (b, t) times
 // matrix b, each exactly as a plain MUL_MAT's column (the same dot kernels, blockIdx.z the matrix; the Q8_1 copy
@@ -297,9 +299,12 @@ void run_mul_mat(Context& ctx, const strata_op& op) {
     launch_quantize_q8_1(xdata, x_stride, n_in, n_tok, act, ctx.stream());
     cached = {x.data, n_in, n_tok, x.nb[1]};
   }
-  if (n_tok == 1) {
-    const RowGroup one{{wdata}, {w.nb[1]}, {rows}, {w.type}, {dst}, 1};
-    if (launch_mul_mat_rows(ctx, one, static_cast<int>(n_in / 32), static_cast<const unsigned char*>(act))) return;
+  if (n_tok <= kMaxWindowTokens) {
+    const RowGroup one{{wdata}, {w.nb[1]}, {rows}, {w.type}, {dst}, 1, {nullptr}, {dst_stride}};
+    if (launch_mul_mat_rows(ctx, one, static_cast<int>(n_in / 32), static_cast<const unsigned char*>(act),
+                            static_cast<int>(n_tok), static_cast<uint64_t>(n_in / 32) * kQ8BlockBytes)) {
+      return;
+    }
   }
   with_decoder(w.type, [&](auto dec) {
     with_tokens_per_pass(n_tok, [&](auto nt) {
