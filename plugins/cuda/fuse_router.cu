@@ -9,6 +9,7 @@
 // MUL_MAT.
 // A grouped router (backend 1.6's i[3] > 1, DeepSeek-V3) is not fused: it runs as its own op.
 #include <algorithm>
+#include <type_traits>
 
 #include "dependent_launch.cuh"
 #include "fusion_match.hpp"
@@ -37,7 +38,7 @@ struct StagedArgs {
 template <class T, FloatWeight W, int NT, int P>
 __device__ __forceinline__ void mul_mat_route(const StagedArgs& m, const RouterArgs& r, unsigned* done) {
   extern __shared__ float4 staged_quads[];  // the staged rows, then the router's scores
-  __shared__ T partial_max[kRouterMaxWarps], partial_sum[kRouterMaxWarps];
+  __shared__ T partial_max[kStageThreads / kWarp], partial_sum[kStageThreads / kWarp];  // one a warp
   __shared__ bool last;
   {  // the block's weight rows are the model's: on their way to L2 before the previous kernel ends
     const int row0 = static_cast<int>(blockIdx.x) * m.rpb;
@@ -55,12 +56,28 @@ __device__ __forceinline__ void mul_mat_route(const StagedArgs& m, const RouterA
   if (threadIdx.x == 0) last = atomicInc(done, gridDim.x - 1) == gridDim.x - 1;
   __syncthreads();
   if (!last) return;
-  // Every block's logits are written; the last block reads them through volatile loads (never a stale line).
+  // Every block's logits are written; the last block reads them through volatile loads (never a stale line). It
+  // routes as many tokens at once as its threads hold (two of 128 experts), each with its own threads, scores and
+  // warps' partials: a token's arithmetic is the same whichever threads take it.
+  // (The double form keeps one token at a time: its registers are tight.)
   auto* smem = reinterpret_cast<T*>(staged_quads);
   const int n_threads = router_threads(r.n_expert, P);
-  for (int t = 0; t < m.n_tok; ++t) {
-    if (t > 0) __syncthreads();  // the previous token's shared memory is read to the end
-    route_token<T, P, const volatile float, false>(r, t, n_threads, smem, partial_max, partial_sum);
+  if constexpr (!std::is_same_v<T, float>) {
+    for (int t = 0; t < m.n_tok; ++t) {
+      if (t > 0) __syncthreads();  // the previous token's shared memory is read to the end
+      route_token<T, P, const volatile float, false>(r, t, n_threads, smem, partial_max, partial_sum);
+    }
+    return;
+  }
+  const int at_once = kStageThreads / n_threads, group = static_cast<int>(threadIdx.x) / n_threads;
+  const size_t token_room = router_shared_bytes(r) / sizeof(T);
+  for (int t0 = 0; t0 < m.n_tok; t0 += at_once) {
+    if (t0 > 0) __syncthreads();  // the previous tokens' shared memory is read to the end
+    const int t = t0 + group;
+    const bool routes = group < at_once && t < m.n_tok;
+    route_token<T, P, const volatile float, false, true>(r, routes ? t : t0, n_threads,
+                                                         smem + (routes ? group : 0) * token_room, partial_max,
+                                                         partial_sum, group * n_threads, routes);
   }
 }
 
@@ -123,7 +140,12 @@ size_t fuse_mul_mat_router(Context& ctx, const strata_op* ops, size_t i, size_t 
                      static_cast<float*>(logits.data),
                      static_cast<int64_t>(logits.nb[1] / sizeof(float))};
   const RouterArgs r = router_args(route);
-  const size_t smem = std::max<size_t>(plan.shared_bytes, router_shared_bytes(r));
+  // The last block's room: the scores of as many tokens as it routes at once (mul_mat_route).
+  const int at_once = ctx.options().canonical_double
+                          ? 1
+                          : std::min<int>(kStageThreads / router_threads(r.n_expert, router_per_thread(r.n_expert)),
+                                          static_cast<int>(x.ne[1]));
+  const size_t smem = std::max<size_t>(plan.shared_bytes, static_cast<size_t>(at_once) * router_shared_bytes(r));
   // Tokens a pass as the MUL_MAT's staged kernel takes them (tokens_per_pass: 1, 2 or 4 here).
   with_float_weight(w.type, [&](auto wt) {
     constexpr FloatWeight W = decltype(wt)::value;

@@ -77,7 +77,7 @@ __host__ __device__ inline int router_threads(int n_expert, int per_thread) {
 
 // Dynamic shared memory of a token: its scores, the chosen probabilities and the groups' scores (doubles, or floats
 // in the same room).
-inline size_t router_shared_bytes(const RouterArgs& a) {
+__host__ __device__ inline size_t router_shared_bytes(const RouterArgs& a) {
   const size_t groups = a.n_group > 1 ? static_cast<size_t>(a.n_group) : 0;
   return (static_cast<size_t>(a.n_expert) + static_cast<size_t>(a.k) + groups) * sizeof(double);
 }
@@ -128,41 +128,58 @@ __device__ __forceinline__ double router_exp(double x) { return exp(x); }
 __device__ __forceinline__ float router_div(float a, float b) { return div_c(a, b); }
 __device__ __forceinline__ double router_div(double a, double b) { return a / b; }
 
-// Warp maxima (resp. sums) of the first n_warps warps meet in `partial`, one value a warp, after one barrier (every
-// thread of the block calls it); every thread adds those warps' values in warp order, so all hold the same bits.
-template <class T>
-__device__ __forceinline__ T router_warps_max(T v, T* partial, int n_warps) {
+// Warp maxima (resp. sums) of the token's n_warps warps (the block's warps warp0 .. warp0 + n_warps - 1) meet in
+// `partial`, one value at each warp's index in the block (threads of no token, routes false, write nothing), after
+// one barrier (every thread of the block calls it); every thread adds those warps' values in warp order, so all of
+// the token's threads hold the same bits.
+template <class T, bool kShared>
+__device__ __forceinline__ T router_warps_max(T v, T* partial, int warp0, int n_warps, bool routes) {
   v = warp_max(v);
-  if (threadIdx.x % kWarp == 0 && static_cast<int>(threadIdx.x / kWarp) < n_warps) partial[threadIdx.x / kWarp] = v;
+  const int w_block = static_cast<int>(threadIdx.x / kWarp);
+  if constexpr (kShared) {
+    if (routes && threadIdx.x % kWarp == 0 && w_block >= warp0 && w_block < warp0 + n_warps) partial[w_block] = v;
+  } else {
+    if (threadIdx.x % kWarp == 0 && w_block < n_warps) partial[w_block] = v;
+  }
   __syncthreads();
-  T best = partial[0];
-  for (int w = 1; w < n_warps; ++w) best = router_max(best, partial[w]);
+  T best = partial[kShared ? warp0 : 0];
+  for (int w = 1; w < n_warps; ++w) best = router_max(best, partial[(kShared ? warp0 : 0) + w]);
   return best;
 }
 
-template <class T>
-__device__ __forceinline__ T router_warps_sum(T v, T* partial, int n_warps) {
+template <class T, bool kShared>
+__device__ __forceinline__ T router_warps_sum(T v, T* partial, int warp0, int n_warps, bool routes) {
   v = warp_sum(v);
-  if (threadIdx.x % kWarp == 0 && static_cast<int>(threadIdx.x / kWarp) < n_warps) partial[threadIdx.x / kWarp] = v;
+  const int w_block = static_cast<int>(threadIdx.x / kWarp);
+  if constexpr (kShared) {
+    if (routes && threadIdx.x % kWarp == 0 && w_block >= warp0 && w_block < warp0 + n_warps) partial[w_block] = v;
+  } else {
+    if (threadIdx.x % kWarp == 0 && w_block < n_warps) partial[w_block] = v;
+  }
   __syncthreads();
-  T total = partial[0];
-  for (int w = 1; w < n_warps; ++w) total += partial[w];
+  T total = partial[kShared ? warp0 : 0];
+  for (int w = 1; w < n_warps; ++w) total += partial[(kShared ? warp0 : 0) + w];
   return total;
 }
 
-// Routes token `token` with the block's first n_threads threads (router_threads(n_expert, P), at most
-// kRouterMaxThreads); every thread of the block calls it. `smem` holds router_shared_bytes, `partial_max` and
-// `partial_sum` kRouterMaxWarps values of T each. Logit is `const float` or, where other blocks of the same launch
-// wrote the logits, `const volatile float` (read from the coherent level, not a stale cache line).
+// Routes token `token` with n_threads threads (router_threads(n_expert, P), at most kRouterMaxThreads) starting at
+// the block's thread `first` (a multiple of kWarp; a block may route several tokens at once, each with its own
+// threads, `smem` and warps' entries of the partials); every thread of the block calls it, those of no token with
+// routes false. `smem` holds router_shared_bytes, `partial_max` and `partial_sum` a value of T for each of the
+// block's warps (kRouterMaxWarps at most). Logit is `const float` or, where other blocks of the same launch wrote
+// the logits, `const volatile float` (read from the coherent level, not a stale cache line).
 // kGroups: the expert groups' code is compiled in (op_router.cu); the fused MUL_MAT + ROUTER leaves it out (its
 // registers are tight: a grouped router runs as its own op there).
-template <class T, int P, class Logit, bool kGroups = true>
+// kShared: the block routes several tokens at once (first and routes as above); without it the token's threads are
+// the block's first n_threads (first and routes unused).
+template <class T, int P, class Logit, bool kGroups = true, bool kShared = false>
 __device__ __forceinline__ void route_token(const RouterArgs& a, int64_t token, int n_threads, T* smem,
-                                            T* partial_max, T* partial_sum) {
+                                            T* partial_max, T* partial_sum, int first = 0, bool routes = true) {
   T* score = smem;                // [n_expert]
   T* chosen = smem + a.n_expert;  // [k] probabilities in rank order
-  const int tid = static_cast<int>(threadIdx.x), n_warps = n_threads / kWarp;
-  const bool active = tid < n_threads;
+  const int tid = static_cast<int>(threadIdx.x) - (kShared ? first : 0), n_warps = n_threads / kWarp;
+  const int warp0 = kShared && routes ? first / kWarp : 0;  // threads of no token read warp 0's entries, in range
+  const bool active = kShared ? routes && tid >= 0 && tid < n_threads : tid < n_threads;
   auto* l = reinterpret_cast<Logit*>(a.logits + static_cast<uint64_t>(token) * a.l_stride);
   // The bias is read with the logits: a load after the first barrier would wait a second memory round trip.
   T p[P], b[P];
@@ -180,7 +197,7 @@ __device__ __forceinline__ void route_token(const RouterArgs& a, int64_t token, 
     T m = p[0];
 #pragma unroll
     for (int j = 1; j < P; ++j) m = router_max(m, p[j]);
-    m = router_warps_max(m, partial_max, n_warps);
+    m = router_warps_max<T, kShared>(m, partial_max, warp0, n_warps, routes);
     T total = 0;
 #pragma unroll
     for (int j = 0; j < P; ++j) {
@@ -189,7 +206,7 @@ __device__ __forceinline__ void route_token(const RouterArgs& a, int64_t token, 
         total += p[j];
       }
     }
-    total = router_warps_sum(total, partial_sum, n_warps);
+    total = router_warps_sum<T, kShared>(total, partial_sum, warp0, n_warps, routes);
 #pragma unroll
     for (int j = 0; j < P; ++j) p[j] = router_div(p[j], total);
   }
