@@ -1610,6 +1610,13 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::IQ1_M, GgmlType::IQ3_S, 512, 256, 33, 4));
   // A prefill window of experts without a tiled kernel (TQ2_0) and many pairs per expert: the GPU's pair kernels.
   c.push_back(std::make_shared<MoeRoutedCase>(GgmlType::TQ2_0, GgmlType::TQ2_0, 512, 256, 24, 4, false, every_third));
+  // Verify windows of 2 and 8 tokens through the GPU's block-wide window kernel: a long row (8 tokens' partials
+  // halve its rows a block), the output head's type, a 32-value type with a partial group of spans.
+  for (int64_t n_tok : {2, 8}) {
+    c.push_back(std::make_shared<MulMatCase>(GgmlType::Q4_K, 4096, 70, n_tok));
+    c.push_back(std::make_shared<MulMatCase>(GgmlType::IQ4_NL, 224, 37, n_tok));
+  }
+  c.push_back(std::make_shared<MulMatCase>(GgmlType::Q6_K, 2048, 45, 8));
   return c;
 }
 
