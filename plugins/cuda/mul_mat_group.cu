@@ -277,33 +277,33 @@ bool launch_mul_mat_rows(Context& ctx, const RowGroup& group, int n_spans, const
     args.first_block[m] = blocks;
     blocks += (group.rows[m] + rb - 1) / rb;
   }
-  if (n_tok > 1) {
-    WindowArgs wa{args, {}, act_stride, n_tok};
-    for (int m = 0; m < group.n; ++m) wa.dst_stride[m] = group.dst_stride[m];
+  // The group's kernel for its types, the q4_K/q6_K pair's or one decoder's: launch(DecA{}, DecB{}).
+  const auto for_types = [&](const char* what, auto launch) -> bool {
     if (!same) {
-      launch_dependent(ctx, group_window_kernel<DecodeQ4_K, DecodeQ6_K>, blocks, kThreads, smem, wa, n_spans, rb, act);
-      check_launch("MUL_MAT (window, grouped q4_K/q6_K)");
+      launch(DecodeQ4_K{}, DecodeQ6_K{});
+      check_launch(what);
       return true;
     }
     return with_decoder(group.type[0], [&](auto dec) {
-      using Dec = decltype(dec);
-      launch_dependent(ctx, group_window_kernel<Dec, Dec>, blocks, kThreads, smem, wa, n_spans, rb, act);
-      check_launch("MUL_MAT (window)");
+      launch(dec, dec);
+      check_launch(what);
+    });
+  };
+  if (n_tok > 1) {
+    WindowArgs wa{args, {}, act_stride, n_tok};
+    for (int m = 0; m < group.n; ++m) wa.dst_stride[m] = group.dst_stride[m];
+    return for_types("MUL_MAT (window)", [&](auto a, auto b) {
+      launch_dependent(ctx, group_window_kernel<decltype(a), decltype(b)>, blocks, kThreads, smem, wa, n_spans, rb, act);
     });
   }
-  if (!same) {
-    launch_dependent(ctx, group_rows_kernel<DecodeQ4_K, DecodeQ6_K>, blocks, kThreads, smem, args, n_spans, rb, act);
-    check_launch("MUL_MAT (one token, grouped q4_K/q6_K)");
-    return true;
-  }
-  return with_decoder(group.type[0], [&](auto dec) {
-    using Dec = decltype(dec);
-    if constexpr (std::is_same_v<Dec, DecodeIQ3_XXS>) {
-      launch_dependent(ctx, group_rows_kernel_wide<Dec, Dec>, blocks, kThreads, smem, args, n_spans, rb, act);
+  return for_types("MUL_MAT (one token)", [&](auto a, auto b) {
+    using DecA = decltype(a);
+    using DecB = decltype(b);
+    if constexpr (std::is_same_v<DecA, DecodeIQ3_XXS>) {
+      launch_dependent(ctx, group_rows_kernel_wide<DecA, DecB>, blocks, kThreads, smem, args, n_spans, rb, act);
     } else {
-      launch_dependent(ctx, group_rows_kernel<Dec, Dec>, blocks, kThreads, smem, args, n_spans, rb, act);
+      launch_dependent(ctx, group_rows_kernel<DecA, DecB>, blocks, kThreads, smem, args, n_spans, rb, act);
     }
-    check_launch("MUL_MAT (one token)");
   });
 }
 
