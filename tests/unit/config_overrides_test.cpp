@@ -31,7 +31,7 @@ TEST(ConfigOverrides, PrecedenceDefaultsFileEnvironmentOverride) {
   const cfg::Launch only_file = cfg::load(file, {}, {});
   EXPECT_EQ(only_file.runtime.context, 1024);
   EXPECT_EQ(only_file.from("runtime.context").text(), f + ":2");
-  EXPECT_EQ(only_file.runtime.batch, 2048);
+  EXPECT_EQ(only_file.runtime.batch, 4096);
   EXPECT_EQ(only_file.from("runtime.batch").text(), "default");
 
   const cfg::Environment env = {{"STRATA_CONTEXT", "2048"}, {"STRATA_THREADS", "6"}, {"HOME", "/x"}};

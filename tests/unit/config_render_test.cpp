@@ -61,7 +61,7 @@ TEST(ConfigRender, YamlShowsEveryValueWithItsOrigin) {
   EXPECT_NE(line_with(y, "  context: 8192").find("# " + f + ":6"), std::string::npos);
   EXPECT_NE(line_with(y, "  threads: 3").find("# environment STRATA_THREADS"), std::string::npos);
   EXPECT_NE(line_with(y, "  top_k: 5").find("# -o"), std::string::npos);
-  EXPECT_NE(line_with(y, "  batch: 2048").find("# default"), std::string::npos);
+  EXPECT_NE(line_with(y, "  batch: 4096").find("# default"), std::string::npos);
   EXPECT_NE(line_with(y, "  max_body: 1000000").find("# " + f + ":9"), std::string::npos);
   EXPECT_NE(line_with(y, "  api_key: <redacted>").find("# " + f + ":9"), std::string::npos);
   EXPECT_EQ(y.find("hidden"), std::string::npos);

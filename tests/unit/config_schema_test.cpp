@@ -25,7 +25,7 @@ TEST(ConfigSchema, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(l.runtime.kv_type, cfg::KvType::F16);
   EXPECT_EQ(l.runtime.slots, 1);
   EXPECT_EQ(l.runtime.threads, 0);
-  EXPECT_EQ(l.runtime.batch, 2048);
+  EXPECT_EQ(l.runtime.batch, 4096);
   EXPECT_EQ(l.runtime.peer_device, -1);
   EXPECT_EQ(l.runtime.layer_split, 0);
   EXPECT_TRUE(l.runtime.graphs);

@@ -123,7 +123,7 @@ std::vector<Key> build_schema() {
       integer("runtime.threads", "0", 0, kIntMax,
               "threads that copy the routed experts into the hybrid path's host arena (experts.host_copy: arena) and probe the host's read rate (0 = all CPUs); the CPU pool's are plugins.cpu_avx2.workers",
               [](Launch& l) -> Field { return &l.runtime.threads; }),
-      integer("runtime.batch", "2048", 1, kIntMax, "prefill chunk in tokens (at most the context)",
+      integer("runtime.batch", "4096", 1, kIntMax, "prefill chunk in tokens (at most the context)",
               [](Launch& l) -> Field { return &l.runtime.batch; }),
       integer("runtime.peer_device", "-1", -1, kIntMax, "GPU (the backend's device index) used as a peer expert tier of the hybrid path; the engine's own GPU gives a second logical device (-1 = none)",
               [](Launch& l) -> Field { return &l.runtime.peer_device; }),
