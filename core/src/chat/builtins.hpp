@@ -13,6 +13,9 @@
 
 namespace strata::chat {
 
+// None, which the built-ins return and compare against.
+inline const Value kNone = Value::none();
+
 class Interpreter;  // filters and tests call back into it: another filter or test, a macro, attribute lookup
 
 using FilterFn = Value (*)(Interpreter&, const Value& input, CallArgs& args);

@@ -14,7 +14,6 @@
 namespace strata::chat {
 namespace {
 
-const Value kNone = Value::none();
 const Value kFalse = Value::from(false);
 
 std::string filter_name(const char* name) { return std::string("filter '") + name + "'"; }

@@ -7,7 +7,6 @@
 namespace strata::chat {
 namespace {
 
-const Value kNone = Value::none();
 constexpr int64_t kMaxRange = 100000;  // jinja2's sandbox refuses longer ranges
 
 Value g_range(CallArgs& a) {

@@ -10,8 +10,6 @@
 namespace strata::chat {
 namespace {
 
-const Value kNone = Value::none();
-
 std::string method_name(const Value& self, const std::string& name) { return type_name(self) + "." + name + "()"; }
 
 const std::string* optional_string(const Value& v, std::string& holder, const char* what) {

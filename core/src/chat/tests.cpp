@@ -11,8 +11,6 @@
 namespace strata::chat {
 namespace {
 
-const Value kNone = Value::none();
-
 std::string test_name(const char* name) { return std::string("test '") + name + "'"; }
 
 #define STRATA_SIMPLE_TEST(fn, name, expr)                 \

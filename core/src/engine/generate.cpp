@@ -8,13 +8,10 @@
 #include "strata/error.hpp"
 #include "strata/prompt_images.hpp"
 #include "strata/startup_clock.hpp"
+#include "strata/steady_seconds.hpp"
 
 namespace strata {
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // log-softmax of the raw logits at `id`, and the `top` likeliest tokens (ties: lower id first).
 void fill_logprobs(std::span<const float> logits, TokenId id, int top, GeneratedToken& out) {

@@ -1,4 +1,5 @@
-// What the hybrid path's files share: the host clock's seconds, and reading a buffer the device may hold.
+// What the hybrid path's files share: the host clock (seconds_since from strata/steady_seconds.hpp), and reading
+// a buffer the device may hold.
 #pragma once
 
 #include <chrono>
@@ -6,14 +7,11 @@
 #include <vector>
 
 #include "strata/device_memory.hpp"
+#include "strata/steady_seconds.hpp"
 
 namespace strata {
 
 using clock_type = std::chrono::steady_clock;
-
-inline double seconds_since(clock_type::time_point t0) {
-  return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
 
 // n values of a buffer the device may hold, into host memory.
 template <class T>

@@ -11,14 +11,13 @@
 #include <vector>
 
 #include "strata/error.hpp"
+#include "strata/steady_seconds.hpp"
 
 namespace strata::experts {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Anonymous host memory, every page written (so registration and copies meet resident pages).
 class AnonymousBuffer {
