@@ -9,6 +9,8 @@
 #include "utf8.hpp"
 
 namespace strata::tokenizer_detail {
+// Named apart from bpe.cpp's merge session (Bigram, Session), so that the two files compile in one unity batch.
+namespace spm_merge {
 namespace {
 
 struct Bigram {
@@ -81,9 +83,10 @@ class Session {
 };
 
 }  // namespace
+}  // namespace spm_merge
 
 void spm_encode(const Vocab& vocab, std::string_view text, std::vector<TokenId>& out) {
-  Session(vocab, text).run(out);
+  spm_merge::Session(vocab, text).run(out);
 }
 
 }  // namespace strata::tokenizer_detail
