@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "block_io.hpp"
+#include "block_scales.hpp"
 #include "canonical_kernels.hpp"
 #include "strata/format/fp16.hpp"
 #include "strata/format/tables.hpp"
@@ -16,8 +17,6 @@ int signed_grid(uint64_t grid, int j, uint8_t signs, int sign_bit) {
   const int magnitude = grid_byte(grid, j);
   return (signs & kmask_iq2xs[sign_bit]) ? -magnitude : magnitude;
 }
-
-float iq2_scale(float d, int s) { return d * (0.5f + static_cast<float>(s)) * 0.25f; }
 
 // Writes 8 signed grid values.
 void put8(int32_t*& g, uint64_t grid, uint8_t signs) {

@@ -2,32 +2,11 @@
 // c_k is `d * scale` and b_k is `-(dmin * min)`, the products dequantize_kquants.cpp forms (it subtracts the
 // rounded dmin * min, which is adding its negation).
 #include "block_io.hpp"
+#include "block_scales.hpp"
 #include "canonical_kernels.hpp"
 #include "strata/format/fp16.hpp"
 
 namespace strata::format::kernels {
-namespace {
-
-struct ScaleMin {
-  int scale;
-  int min;
-};
-
-// Q4_K/Q5_K's packed 6-bit scales and mins (layout explained in dequantize_kquants.cpp).
-ScaleMin scale_min_k4(int j, const uint8_t (&s)[K_SCALE_SIZE]) {
-  if (j < 4) return {s[j] & 63, s[j + 4] & 63};
-  return {(s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4), (s[j + 4] >> 4) | ((s[j] >> 6) << 4)};
-}
-
-// Q3_K's sixteen 6-bit scales, biased by 32 (layout explained in dequantize_kquants.cpp).
-int q3k_scale(int k, const uint8_t (&s)[12]) {
-  const int low = (k < 8) ? (s[k] & 0x0f) : (s[k - 8] >> 4);
-  const int high = (s[8 + k % 4] >> (2 * (k / 4))) & 3;
-  return (low | (high << 4)) - 32;
-}
-
-}  // namespace
-
 void decompose_q2_K(const void* blocks, int64_t index, CanonicalBlock& out) {
   const auto b = load_block<block_q2_K>(blocks, index);
   const float d = fp16_to_fp32(b.d);
@@ -75,7 +54,7 @@ void decompose_q45_K(const void* blocks, int64_t index, CanonicalBlock& out) {
     const uint8_t* q = b.qs + 32 * k;
     for (int nib = 0; nib < 2; ++nib) {
       const int sub = 2 * k + nib;
-      const ScaleMin sm = scale_min_k4(sub, b.scales);
+      const KScaleMin sm = k4_scale_min(sub, b.scales);
       out.c[sub] = d * static_cast<float>(sm.scale);
       out.b[sub] = -(dmin * static_cast<float>(sm.min));
       for (int l = 0; l < 32; ++l) {

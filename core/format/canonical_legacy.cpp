@@ -1,21 +1,11 @@
 // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 decomposed: c = d, g = the stored integer (minus the type's zero point), and for
 // the _1 types b = m. Value order as in dequantize_legacy.cpp: low nibbles are values 0-15, high ones 16-31.
-#include <cstring>
-
 #include "block_io.hpp"
+#include "block_scales.hpp"
 #include "canonical_kernels.hpp"
 #include "strata/format/fp16.hpp"
 
 namespace strata::format::kernels {
-namespace {
-
-uint32_t high_bits(const uint8_t (&qh)[4]) {
-  uint32_t bits;
-  std::memcpy(&bits, qh, sizeof bits);
-  return bits;
-}
-
-}  // namespace
 
 void decompose_q4_0(const void* blocks, int64_t index, CanonicalBlock& out) {
   const auto b = load_block<block_q4_0>(blocks, index);
@@ -41,7 +31,7 @@ void decompose_q5_0(const void* blocks, int64_t index, CanonicalBlock& out) {
   const auto b = load_block<block_q5_0>(blocks, index);
   out.c[0] = fp16_to_fp32(b.d);
   out.b[0] = 0.0f;
-  const uint32_t qh = high_bits(b.qh);
+  const uint32_t qh = q5_high_bits(b.qh);
   for (int j = 0; j < QK5_0 / 2; ++j) {
     const uint32_t hi_lo = ((qh >> j) & 1u) << 4;
     const uint32_t hi_hi = ((qh >> (j + QK5_0 / 2)) & 1u) << 4;
@@ -54,7 +44,7 @@ void decompose_q5_1(const void* blocks, int64_t index, CanonicalBlock& out) {
   const auto b = load_block<block_q5_1>(blocks, index);
   out.c[0] = fp16_to_fp32(b.d);
   out.b[0] = fp16_to_fp32(b.m);
-  const uint32_t qh = high_bits(b.qh);
+  const uint32_t qh = q5_high_bits(b.qh);
   for (int j = 0; j < QK5_1 / 2; ++j) {
     out.g[j] = static_cast<int32_t>((b.qs[j] & 0x0fu) | (((qh >> j) & 1u) << 4));
     out.g[j + QK5_1 / 2] = static_cast<int32_t>((b.qs[j] >> 4) | (((qh >> (j + QK5_1 / 2)) & 1u) << 4));

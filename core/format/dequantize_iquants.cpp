@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "block_io.hpp"
+#include "block_scales.hpp"
 #include "dequantize_kernels.hpp"
 #include "strata/format/blocks.hpp"
 #include "strata/format/fp16.hpp"
@@ -14,9 +15,6 @@ namespace strata::format::kernels {
 namespace {
 
 float sign_of(uint8_t signs, int j) { return (signs & kmask_iq2xs[j]) ? -1.0f : 1.0f; }
-
-// IQ2_XXS/IQ2_XS/IQ2_S scale a 4-bit sub-block scale s as d * (0.5 + s) * 0.25.
-float iq2_scale(float d, int s) { return d * (0.5f + static_cast<float>(s)) * 0.25f; }
 
 // Writes 8 values: db * grid magnitude * sign, with `signs` bit j flipping value j.
 void emit8(float*& out, float db, uint64_t grid, uint8_t signs) {

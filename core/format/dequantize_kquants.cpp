@@ -1,40 +1,13 @@
 // The K-quants: 256-value super-blocks split into 16- or 32-value sub-blocks whose scales (and mins) are
 // themselves quantized against the super-block's f16 d (and dmin). Value = d*scale*q - dmin*min, with the
 // products formed and rounded in the order ggml forms them.
-#include <cstring>
-
 #include "block_io.hpp"
+#include "block_scales.hpp"
 #include "dequantize_kernels.hpp"
 #include "strata/format/blocks.hpp"
 #include "strata/format/fp16.hpp"
 
 namespace strata::format::kernels {
-namespace {
-
-// Q4_K/Q5_K pack eight 6-bit scales and eight 6-bit mins into 12 bytes: sub-blocks 0-3 use the low 6 bits of
-// bytes 0-3 (scale) and 4-7 (min); sub-blocks 4-7 take their low nibbles from bytes 8-11 and their top two bits
-// from the spare high bits of bytes 0-7.
-struct ScaleMin {
-  uint8_t scale;
-  uint8_t min;
-};
-
-ScaleMin scale_min_k4(int j, const uint8_t (&s)[K_SCALE_SIZE]) {
-  if (j < 4) return {static_cast<uint8_t>(s[j] & 63), static_cast<uint8_t>(s[j + 4] & 63)};
-  return {static_cast<uint8_t>((s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4)),
-          static_cast<uint8_t>((s[j + 4] >> 4) | ((s[j] >> 6) << 4))};
-}
-
-// Q3_K packs sixteen 6-bit scales (biased by 32) into 12 bytes: low nibbles in bytes 0-7 (scale k and k+8 share
-// byte k mod 8), the top two bits in bytes 8-11 (two bits per scale, scale k at byte 8 + k%4, bit 2*(k/4)).
-int q3k_scale(int k, const uint8_t (&s)[12]) {
-  const int low = (k < 8) ? (s[k] & 0x0f) : (s[k - 8] >> 4);
-  const int high = (s[8 + k % 4] >> (2 * (k / 4))) & 3;
-  return (low | (high << 4)) - 32;
-}
-
-}  // namespace
-
 void dequantize_q2_K(const void* blocks, float* out, int64_t nblocks) {
   for (int64_t i = 0; i < nblocks; ++i) {
     const auto b = load_block<block_q2_K>(blocks, i);
@@ -91,7 +64,7 @@ void dequantize_q45_K(const void* blocks, float* out, int64_t nblocks) {
     for (int k = 0; k < 4; ++k) {
       const uint8_t* q = b.qs + 32 * k;
       for (int nib = 0; nib < 2; ++nib) {
-        const ScaleMin sm = scale_min_k4(2 * k + nib, b.scales);
+        const KScaleMin sm = k4_scale_min(2 * k + nib, b.scales);
         const float dl = d * static_cast<float>(sm.scale), ml = dmin * static_cast<float>(sm.min);
         for (int l = 0; l < 32; ++l) {
           int qv = nib == 0 ? (q[l] & 0x0f) : (q[l] >> 4);

@@ -11,8 +11,8 @@
 namespace strata::format::detail {
 namespace {
 
-constexpr int kSub = 32;  // values per sub-block of Q4_K / Q5_K
-constexpr int kSubs = QK_K / kSub;
+constexpr int kSub45 = 32;  // values per sub-block of Q4_K / Q5_K
+constexpr int kSubs45 = QK_K / kSub45;
 
 // Q4_K and Q5_K share everything but the quant range (15 or 31) and the search grid of fit_scale_and_min.
 struct AsymmetricK {
@@ -24,19 +24,19 @@ struct AsymmetricK {
 // Fills `scales` (12 bytes: 6-bit scale and 6-bit min per sub-block), d, dmin, and the quants L[256].
 void quantize_asymmetric_k(const float* x, const AsymmetricK& cfg, uint8_t* packed_scales, half_bits& d_out,
                            half_bits& dmin_out, uint8_t* L) {
-  float scales[kSubs];
-  float mins[kSubs];
+  float scales[kSubs45];
+  float mins[kSubs45];
   float max_scale = 0;
   float max_min = 0;
-  for (int j = 0; j < kSubs; ++j) {
-    const float* xs = x + kSub * j;
+  for (int j = 0; j < kSubs45; ++j) {
+    const float* xs = x + kSub45 * j;
     // Weights favour large values, offset by the sub-block's RMS so that small values still count.
     float sum_x2 = 0;
-    for (int l = 0; l < kSub; ++l) sum_x2 += xs[l] * xs[l];
-    const float av_x = std::sqrt(sum_x2 / kSub);
-    float weights[kSub];
-    for (int l = 0; l < kSub; ++l) weights[l] = av_x + std::fabs(xs[l]);
-    scales[j] = fit_scale_and_min(kSub, cfg.nmax, xs, weights, L + kSub * j, &mins[j], cfg.rmin, 0.1f, cfg.nstep,
+    for (int l = 0; l < kSub45; ++l) sum_x2 += xs[l] * xs[l];
+    const float av_x = std::sqrt(sum_x2 / kSub45);
+    float weights[kSub45];
+    for (int l = 0; l < kSub45; ++l) weights[l] = av_x + std::fabs(xs[l]);
+    scales[j] = fit_scale_and_min(kSub45, cfg.nmax, xs, weights, L + kSub45 * j, &mins[j], cfg.rmin, 0.1f, cfg.nstep,
                                   FitError::squared);
     if (scales[j] > max_scale) max_scale = scales[j];
     if (mins[j] > max_min) max_min = mins[j];
@@ -45,7 +45,7 @@ void quantize_asymmetric_k(const float* x, const AsymmetricK& cfg, uint8_t* pack
   const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
   const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
   std::memset(packed_scales, 0, K_SCALE_SIZE);
-  for (int j = 0; j < kSubs; ++j) {
+  for (int j = 0; j < kSubs45; ++j) {
     // ggml stores nearest_int in a uint8_t before clipping; kept, so an out-of-range value clips the same way.
     const uint8_t ls = std::min<uint8_t>(63, static_cast<uint8_t>(nearest_int(inv_scale * scales[j])));
     const uint8_t lm = std::min<uint8_t>(63, static_cast<uint8_t>(nearest_int(inv_min * mins[j])));
@@ -65,7 +65,7 @@ void quantize_asymmetric_k(const float* x, const AsymmetricK& cfg, uint8_t* pack
 
   const float d = fp16_to_fp32(d_out);
   const float dmin = fp16_to_fp32(dmin_out);
-  for (int j = 0; j < kSubs; ++j) {
+  for (int j = 0; j < kSubs45; ++j) {
     uint8_t sc, m;
     if (j < 4) {
       sc = packed_scales[j] & 63;
@@ -77,8 +77,8 @@ void quantize_asymmetric_k(const float* x, const AsymmetricK& cfg, uint8_t* pack
     const float ds = d * sc;
     if (ds == 0) continue;  // keeps the search's quants: the decoder multiplies them by 0 anyway
     const float dm = dmin * m;
-    for (int l = 0; l < kSub; ++l) {
-      L[kSub * j + l] = static_cast<uint8_t>(std::clamp(nearest_int((x[kSub * j + l] + dm) / ds), 0, cfg.nmax));
+    for (int l = 0; l < kSub45; ++l) {
+      L[kSub45 * j + l] = static_cast<uint8_t>(std::clamp(nearest_int((x[kSub45 * j + l] + dm) / ds), 0, cfg.nmax));
     }
   }
 }

@@ -11,8 +11,8 @@
 namespace strata::format::detail {
 namespace {
 
-constexpr int kSub = 16;
-constexpr int kSubs = QK_K / kSub;
+constexpr int kSub23 = 16;  // values per sub-block of Q2_K / Q3_K
+constexpr int kSubs23 = QK_K / kSub23;
 
 // Both formats keep 2 low bits per value in qs: value 128h + 32s + l at bits 2s..2s+1 of qs[32h + l].
 void pack_2bit(const uint8_t* L, uint8_t* qs) {
@@ -28,15 +28,15 @@ void pack_2bit(const uint8_t* L, uint8_t* qs) {
 
 void quantize_block_q2_k(const float* x, block_q2_K& y) {
   uint8_t L[QK_K];
-  float scales[kSubs];
-  float mins[kSubs];
+  float scales[kSubs23];
+  float mins[kSubs23];
   float max_scale = 0;
   float max_min = 0;
-  for (int j = 0; j < kSubs; ++j) {
-    float weights[kSub];
-    for (int l = 0; l < kSub; ++l) weights[l] = std::fabs(x[kSub * j + l]);
+  for (int j = 0; j < kSubs23; ++j) {
+    float weights[kSub23];
+    for (int l = 0; l < kSub23; ++l) weights[l] = std::fabs(x[kSub23 * j + l]);
     // With only 4 levels, ggml scores the grids by absolute rather than squared error.
-    scales[j] = fit_scale_and_min(kSub, 3, x + kSub * j, weights, L + kSub * j, &mins[j], -0.5f, 0.1f, 15,
+    scales[j] = fit_scale_and_min(kSub23, 3, x + kSub23 * j, weights, L + kSub23 * j, &mins[j], -0.5f, 0.1f, 15,
                                   FitError::absolute);
     if (scales[j] > max_scale) max_scale = scales[j];
     if (mins[j] > max_min) max_min = mins[j];
@@ -50,23 +50,23 @@ void quantize_block_q2_k(const float* x, block_q2_K& y) {
   y.dmin = fp32_to_fp16(0.f);
   if (max_scale > 0) {
     const float iscale = kLevels / max_scale;
-    for (int j = 0; j < kSubs; ++j) y.scales[j] = static_cast<uint8_t>(nearest_int(iscale * scales[j]));
+    for (int j = 0; j < kSubs23; ++j) y.scales[j] = static_cast<uint8_t>(nearest_int(iscale * scales[j]));
     y.d = fp32_to_fp16(max_scale / kLevels);
   }
   if (max_min > 0) {
     const float iscale = kLevels / max_min;
-    for (int j = 0; j < kSubs; ++j) y.scales[j] |= static_cast<uint8_t>(nearest_int(iscale * mins[j]) << 4);
+    for (int j = 0; j < kSubs23; ++j) y.scales[j] |= static_cast<uint8_t>(nearest_int(iscale * mins[j]) << 4);
     y.dmin = fp32_to_fp16(max_min / kLevels);
   }
 
   const float d = fp16_to_fp32(y.d);
   const float dmin = fp16_to_fp32(y.dmin);
-  for (int j = 0; j < kSubs; ++j) {
+  for (int j = 0; j < kSubs23; ++j) {
     const float ds = d * static_cast<float>(y.scales[j] & 0xF);
     if (ds == 0) continue;
     const float dm = dmin * static_cast<float>(y.scales[j] >> 4);
-    for (int l = 0; l < kSub; ++l) {
-      L[kSub * j + l] = static_cast<uint8_t>(std::clamp(nearest_int((x[kSub * j + l] + dm) / ds), 0, 3));
+    for (int l = 0; l < kSub23; ++l) {
+      L[kSub23 * j + l] = static_cast<uint8_t>(std::clamp(nearest_int((x[kSub23 * j + l] + dm) / ds), 0, 3));
     }
   }
   pack_2bit(L, y.qs);
@@ -74,11 +74,11 @@ void quantize_block_q2_k(const float* x, block_q2_K& y) {
 
 void quantize_block_q3_k(const float* x, block_q3_K& y) {
   int8_t L[QK_K];
-  float scales[kSubs];
+  float scales[kSubs23];
   float max_scale = 0;
   float amax = 0;
-  for (int j = 0; j < kSubs; ++j) {
-    scales[j] = fit_signed_scale_by_moves(kSub, 4, x + kSub * j, L + kSub * j);
+  for (int j = 0; j < kSubs23; ++j) {
+    scales[j] = fit_signed_scale_by_moves(kSub23, 4, x + kSub23 * j, L + kSub23 * j);
     if (std::fabs(scales[j]) > amax) {
       amax = std::fabs(scales[j]);
       max_scale = scales[j];
@@ -90,7 +90,7 @@ void quantize_block_q3_k(const float* x, block_q3_K& y) {
   std::memset(y.scales, 0, sizeof y.scales);
   if (max_scale != 0) {
     const float iscale = -32.f / max_scale;
-    for (int j = 0; j < kSubs; ++j) {
+    for (int j = 0; j < kSubs23; ++j) {
       const int l = std::clamp(static_cast<int>(static_cast<int8_t>(nearest_int(iscale * scales[j]))), -32, 31) + 32;
       if (j < 8) {
         y.scales[j] = static_cast<uint8_t>(l & 0xF);
@@ -105,13 +105,13 @@ void quantize_block_q3_k(const float* x, block_q3_K& y) {
   }
 
   const float d = fp16_to_fp32(y.d);
-  for (int j = 0; j < kSubs; ++j) {
+  for (int j = 0; j < kSubs23; ++j) {
     const int low = j < 8 ? y.scales[j] & 0xF : y.scales[j - 8] >> 4;
     const int sc = (low | ((y.scales[8 + j % 4] >> (2 * (j / 4))) & 3) << 4) - 32;
     const float ds = d * static_cast<float>(sc);
     if (ds == 0) continue;
-    for (int l = 0; l < kSub; ++l) {
-      L[kSub * j + l] = static_cast<int8_t>(std::clamp(nearest_int(x[kSub * j + l] / ds), -4, 3) + 4);
+    for (int l = 0; l < kSub23; ++l) {
+      L[kSub23 * j + l] = static_cast<int8_t>(std::clamp(nearest_int(x[kSub23 * j + l] / ds), -4, 3) + 4);
     }
   }
 

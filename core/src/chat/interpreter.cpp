@@ -38,8 +38,6 @@ std::string undefined_attr(const Value& obj, const std::string& name) {
   return "'" + type_name(obj) + " object' has no attribute '" + name + "'";
 }
 
-bool is_int_like(const Value& v) { return v.kind == Value::Kind::Int || v.kind == Value::Kind::Bool; }
-
 }  // namespace
 
 Interpreter::Interpreter(Value globals, std::optional<std::chrono::system_clock::time_point> now)
@@ -376,7 +374,7 @@ Value Interpreter::get_item(const Value& obj, const Value& key) {
       break;
     case Value::Kind::List:
     case Value::Kind::String:
-      if (is_int_like(key) && !(obj.is_list() && obj.list->generator)) {
+      if (key.is_int_like() && !(obj.is_list() && obj.list->generator)) {
         int64_t i = key.kind == Value::Kind::Bool ? key.boolean : key.integer;
         if (obj.is_list()) {
           const auto n = static_cast<int64_t>(obj.list->items.size());

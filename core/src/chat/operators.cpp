@@ -11,7 +11,6 @@
 namespace strata::chat {
 namespace {
 
-bool is_int_like(const Value& v) { return v.kind == Value::Kind::Int || v.kind == Value::Kind::Bool; }
 int64_t int_of(const Value& v) { return v.kind == Value::Kind::Bool ? (v.boolean ? 1 : 0) : v.integer; }
 
 [[noreturn]] void unsupported(const std::string& op, const Value& a, const Value& b) {
@@ -44,7 +43,7 @@ double py_fmod(double a, double b) {
 }  // namespace
 
 Value binary_operator(const std::string& op, const Value& a, const Value& b) {
-  const bool ints = is_int_like(a) && is_int_like(b);
+  const bool ints = a.is_int_like() && b.is_int_like();
   const bool nums = a.is_number() && b.is_number();
   if (op == "+") {
     if (ints) {
@@ -77,8 +76,8 @@ Value binary_operator(const std::string& op, const Value& a, const Value& b) {
       return Value::from(a.as_double() * b.as_double());
     }
     if (nums) return Value::from(a.as_double() * b.as_double());
-    if ((a.is_string() || (a.is_list() && !a.list->generator)) && is_int_like(b)) return repeat(a, int_of(b));
-    if ((b.is_string() || (b.is_list() && !b.list->generator)) && is_int_like(a)) return repeat(b, int_of(a));
+    if ((a.is_string() || (a.is_list() && !a.list->generator)) && b.is_int_like()) return repeat(a, int_of(b));
+    if ((b.is_string() || (b.is_list() && !b.list->generator)) && a.is_int_like()) return repeat(b, int_of(a));
     unsupported(op, a, b);
   }
   if (op == "/") {
@@ -123,7 +122,7 @@ Value binary_operator(const std::string& op, const Value& a, const Value& b) {
 }
 
 Value negate(const Value& v) {
-  if (is_int_like(v)) return Value::from(-int_of(v));
+  if (v.is_int_like()) return Value::from(-int_of(v));
   if (v.kind == Value::Kind::Float) return Value::from(-v.number);
   if (v.is_undefined()) fail_undefined(v);
   fail("TypeError: bad operand type for unary -: '" + type_name(v) + "'");
@@ -132,7 +131,7 @@ Value negate(const Value& v) {
 Value slice(const Value& v, const Value& start_v, const Value& stop_v, const Value& step_v) {
   auto bound = [](const Value& b, const char* what) -> std::optional<int64_t> {
     if (b.is_none()) return std::nullopt;
-    if (!is_int_like(b)) {
+    if (!b.is_int_like()) {
       fail(std::string("TypeError: slice ") + what + " must be integers or None or have an __index__ method");
     }
     return int_of(b);

@@ -78,6 +78,8 @@ struct Value {
   bool is_none() const { return kind == Kind::None; }
   bool is_string() const { return kind == Kind::String; }
   bool is_number() const { return kind == Kind::Int || kind == Kind::Float || kind == Kind::Bool; }
+  // An int as Python sees one: bool is a subclass of int (True + 1 == 2, "ab" * True == "ab").
+  bool is_int_like() const { return kind == Kind::Int || kind == Kind::Bool; }
   bool is_list() const { return kind == Kind::List; }
   bool is_dict() const { return kind == Kind::Dict; }
   bool is_callable() const { return kind == Kind::Function; }

@@ -11,7 +11,7 @@
 namespace strata {
 namespace {
 
-DeviceMemory& memory_of(Backend& b) {
+DeviceMemory& served_card_memory(Backend& b) {
   if (b.device_memory() == nullptr || b.device_queues() == nullptr) {
     throw Error("peer link: the backend " + b.name() + " has no device memory and streams; the link serves a GPU's experts");
   }
@@ -24,7 +24,7 @@ LinkService::LinkService(LinkTier& link, Backend& device, const Model& model, co
                          uint32_t max_tokens, std::mutex& card_lock, SlotAddress slot_address)
     : link_(link),
       device_(device),
-      mem_(memory_of(device)),
+      mem_(served_card_memory(device)),
       queues_(*device.device_queues()),
       model_(model),
       arena_(arena),

@@ -10,7 +10,7 @@
 namespace strata {
 namespace {
 
-DeviceMemory& memory_of(Backend& b) {
+DeviceMemory& peer_card_memory(Backend& b) {
   if (b.device_memory() == nullptr || b.device_queues() == nullptr) {
     throw Error("runtime.peer_device: the backend " + b.name() +
                 " has no device memory and streams; a peer card needs a GPU backend (cuda, hip)");
@@ -22,7 +22,7 @@ DeviceMemory& memory_of(Backend& b) {
 
 PeerTier::PeerTier(Backend& backend, const Model& model, const experts::ExpertArena& arena, uint32_t max_tokens)
     : backend_(backend),
-      mem_(memory_of(backend)),
+      mem_(peer_card_memory(backend)),
       queues_(*backend.device_queues()),
       model_(model),
       arena_(arena),

@@ -9,9 +9,6 @@ namespace {
 
 using gguf::ValueType;
 
-// Nested arrays show their elements only at the top level: a hostile file may nest 16 deep.
-constexpr int kMaxShownDepth = 1;
-
 std::string scalar_text(const gguf::Value& v) {
   switch (v.type()) {
     case ValueType::F32: return detail::format_f32(static_cast<float>(*v.as_f64()));
@@ -35,7 +32,7 @@ std::string describe(const gguf::Value& v, const Limits& limits, int depth);
 
 std::string array_text(const gguf::ArrayView& a, const Limits& limits, int depth) {
   std::string out = "array of " + std::to_string(a.size()) + " " + std::string(gguf::value_type_name(a.element_type()));
-  if (depth > kMaxShownDepth) return out;
+  if (depth > detail::kMaxShownDepth) return out;
   const bool whole = a.size() <= limits.array_whole;
   const uint64_t shown = whole ? a.size() : limits.array_head;
   out += ": [";

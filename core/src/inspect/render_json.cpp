@@ -10,9 +10,6 @@ namespace {
 using Json = nlohmann::ordered_json;
 using gguf::ValueType;
 
-// Nested arrays list their elements only at the top level, as in the text form.
-constexpr int kMaxShownDepth = 1;
-
 Json scalar_json(const gguf::Value& v) {
   switch (v.type()) {
     // Through the shortest text, so that 1e-05f reads 1e-05 and not 9.999999747378752e-06.
@@ -48,7 +45,7 @@ void add_value(Json* j, const gguf::Value& v, const Limits& limits, int depth) {
   const gguf::ArrayView a = *v.as_array();
   (*j)["element_type"] = gguf::value_type_name(a.element_type());
   (*j)["count"] = a.size();
-  if (depth > kMaxShownDepth) return;
+  if (depth > detail::kMaxShownDepth) return;
   const bool whole = a.size() <= limits.array_whole;
   const uint64_t shown = whole ? a.size() : limits.array_head;
   Json values = Json::array();

@@ -9,6 +9,9 @@
 
 namespace strata::inspect::detail {
 
+// Nested arrays show (text) or list (JSON) their elements only at the top level: a hostile file may nest 16 deep.
+inline constexpr int kMaxShownDepth = 1;
+
 // `s` in double quotes; quotes, backslashes and control characters escaped C-style, bytes that are not part of
 // valid UTF-8 as \xNN, so that any file string prints as one readable line.
 std::string quote(std::string_view s);

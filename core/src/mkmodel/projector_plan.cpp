@@ -10,13 +10,13 @@
 namespace strata::mkmodel {
 namespace {
 
-Error bad(const std::string& what) { return Error("mkmodel: projector: " + what); }
+Error projector_error(const std::string& what) { return Error("mkmodel: projector: " + what); }
 
-void check_positive(uint32_t v, const char* what) {
-  if (v == 0) throw bad(std::string(what) + " must be at least 1");
+void check_projector_size(uint32_t v, const char* what) {
+  if (v == 0) throw projector_error(std::string(what) + " must be at least 1");
 }
 
-std::string default_name(const ModelSpec& s) {
+std::string projector_default_name(const ModelSpec& s) {
   const ProjectorSpec& p = *s.projector;
   // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) about `" " + std::to_string(...)`.
   std::string name = "strata mkmodel mmproj qwen3vl_merger ";
@@ -29,11 +29,11 @@ std::string default_name(const ModelSpec& s) {
 }
 
 // The keys in the converter's order: MmprojModel's, then Qwen3VLVisionModel's.
-void set_keys(const ModelSpec& s, gguf::Writer& w) {
+void set_projector_keys(const ModelSpec& s, gguf::Writer& w) {
   const ProjectorSpec& p = *s.projector;
   w.set_string("general.architecture", "clip");
   w.set_string("general.type", "mmproj");
-  w.set_string("general.name", s.name.empty() ? default_name(s) : s.name + " mmproj");
+  w.set_string("general.name", s.name.empty() ? projector_default_name(s) : s.name + " mmproj");
   w.set_u32("general.file_type", s.quant == QuantPreset::F32 ? 0 : 1);  // llama_ftype ALL_F32, MOSTLY_F16
   w.set_bool("clip.has_vision_encoder", true);
   w.set_u32("clip.vision.projection_dim", s.n_embd);
@@ -103,31 +103,31 @@ class TensorList {
 }  // namespace
 
 void check_projector(const ModelSpec& s) {
-  if (!s.projector) throw bad("the spec has none (a qwen3vlmoe shape brings one: --shape qwen3-vl-30b-a3b or tiny)");
+  if (!s.projector) throw projector_error("the spec has none (a qwen3vlmoe shape brings one: --shape qwen3-vl-30b-a3b or tiny)");
   if (s.arch != Arch::Qwen3VlMoe) {
-    throw bad("a vision projector goes with a qwen3vlmoe model, not " + std::string(arch_name(s.arch)));
+    throw projector_error("a vision projector goes with a qwen3vlmoe model, not " + std::string(arch_name(s.arch)));
   }
   const ProjectorSpec& p = *s.projector;
-  check_positive(p.n_block, "block count");
-  check_positive(p.width, "width");
-  check_positive(p.ffn_width, "feed-forward width");
-  check_positive(p.n_head, "head count");
-  check_positive(p.patch_size, "patch size");
-  check_positive(p.pos_side, "position grid side");
-  check_positive(s.n_embd, "the output width (the text model's --embd)");
+  check_projector_size(p.n_block, "block count");
+  check_projector_size(p.width, "width");
+  check_projector_size(p.ffn_width, "feed-forward width");
+  check_projector_size(p.n_head, "head count");
+  check_projector_size(p.patch_size, "patch size");
+  check_projector_size(p.pos_side, "position grid side");
+  check_projector_size(s.n_embd, "the output width (the text model's --embd)");
   if (p.width % p.n_head != 0 || (p.width / p.n_head) % 4 != 0) {
-    throw bad("width " + std::to_string(p.width) + " over " + std::to_string(p.n_head) +
+    throw projector_error("width " + std::to_string(p.width) + " over " + std::to_string(p.n_head) +
               " heads must give a head size that is a multiple of 4 (the 2-D RoPE's row and column halves)");
   }
-  if (!(p.eps >= 0.0f) || !std::isfinite(p.eps)) throw bad("LayerNorm epsilon must be finite and >= 0");
+  if (!(p.eps >= 0.0f) || !std::isfinite(p.eps)) throw projector_error("LayerNorm epsilon must be finite and >= 0");
   for (size_t i = 0; i < p.deepstack_blocks.size(); ++i) {
     const uint32_t b = p.deepstack_blocks[i];
     if (b >= p.n_block || (i > 0 && b <= p.deepstack_blocks[i - 1])) {
-      throw bad("deepstack blocks must ascend and lie below the block count " + std::to_string(p.n_block));
+      throw projector_error("deepstack blocks must ascend and lie below the block count " + std::to_string(p.n_block));
     }
   }
   if (p.deepstack_blocks.size() != s.n_deepstack) {
-    throw bad(std::to_string(p.deepstack_blocks.size()) + " deepstack mergers, but the text model takes " +
+    throw projector_error(std::to_string(p.deepstack_blocks.size()) + " deepstack mergers, but the text model takes " +
               std::to_string(s.n_deepstack) + " deepstack parts (n_deepstack_layers): an image row must be as wide "
               "as the model's input, n_embd x (1 + deepstack)");
   }
@@ -135,7 +135,7 @@ void check_projector(const ModelSpec& s) {
 
 ProjectorPlan build_projector(const ModelSpec& spec, gguf::Writer& w, std::vector<TensorFill>& fills) {
   check_projector(spec);
-  set_keys(spec, w);
+  set_projector_keys(spec, w);
   const ProjectorSpec& p = *spec.projector;
   ProjectorPlan plan;
   fills.clear();

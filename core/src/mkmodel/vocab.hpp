@@ -7,8 +7,12 @@
 
 #include "strata/gguf.hpp"
 #include "strata/hparams.hpp"
+#include "strata/tokenizer.hpp"
 
 namespace strata::mkmodel {
+
+// A token type as tokenizer.ggml.token_type stores it.
+inline constexpr int32_t token_type_value(TokenType t) { return static_cast<int32_t>(t); }
 
 // SentencePiece-style (tokenizer.ggml.model "llama"): <unk>, <s>, </s>, the 256 byte tokens <0x00>..<0xFF>, then
 // pieces with descending scores. At least kMinSpmVocab tokens.

@@ -7,8 +7,6 @@
 namespace strata::mkmodel {
 namespace {
 
-constexpr int32_t kNormal = 1, kControl = 3;
-
 void append_utf8(std::string& out, uint32_t cp) {
   if (cp < 0x80) {
     out += static_cast<char>(cp);
@@ -93,11 +91,11 @@ void write_bpe_vocab(gguf::Writer& w, uint32_t n_vocab, std::span<const std::str
     merges.push_back(m.left + " " + m.right);
     tokens.push_back(m.left + m.right);
   }
-  std::vector<int32_t> types(tokens.size(), kNormal);
+  std::vector<int32_t> types(tokens.size(), token_type_value(TokenType::Normal));
   const auto first_special = static_cast<uint32_t>(tokens.size());
   for (const std::string& s : specials) {
     tokens.push_back(s);
-    types.push_back(kControl);
+    types.push_back(token_type_value(TokenType::Control));
   }
 
   w.set_string("tokenizer.ggml.model", "gpt2");

@@ -9,9 +9,6 @@
 namespace strata::mkmodel {
 namespace {
 
-// llama.cpp's token types.
-constexpr int32_t kNormal = 1, kUnknown = 2, kControl = 3, kByte = 6;
-
 // Pieces in a fixed order: "▁" alone, then for each base string the word-start form "▁" (U+2581) + s and s itself,
 // as SentencePiece vocabularies hold them. Base strings: single characters, then all strings of lower-case
 // letters of length 2, 3, ...
@@ -57,17 +54,18 @@ class PieceSource {
 
 void write_spm_vocab(gguf::Writer& w, uint32_t n_vocab) {
   std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
-  std::vector<int32_t> types = {kUnknown, kControl, kControl};
+  std::vector<int32_t> types = {token_type_value(TokenType::Unknown), token_type_value(TokenType::Control),
+                                token_type_value(TokenType::Control)};
   for (int b = 0; b < 256; ++b) {
     char name[8];
     std::snprintf(name, sizeof name, "<0x%02X>", b);
     tokens.emplace_back(name);
-    types.push_back(kByte);
+    types.push_back(token_type_value(TokenType::Byte));
   }
   PieceSource pieces;
   while (tokens.size() < n_vocab) {
     tokens.push_back(pieces.next());
-    types.push_back(kNormal);
+    types.push_back(token_type_value(TokenType::Normal));
   }
   std::vector<float> scores(tokens.size(), 0.0f);
   for (size_t i = 259; i < tokens.size(); ++i) scores[i] = -static_cast<float>(i - 259);
