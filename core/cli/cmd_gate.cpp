@@ -20,7 +20,7 @@ namespace {
 
 const char* const kDefaultLaunch = "gate-default.yaml";
 
-const char* const kSummary =
+const char* const kGateSummary =
     "Exactness gate. --save FILE runs each prompt greedily (argmax, whatever the launch's sampling says) for\n"
     "N tokens and writes FILE: per prompt its name, text, prompt_ids and generated ids, plus the model's\n"
     "identity (file, size, hashes of its header and vocabulary), the backend and the effective launch.\n"
@@ -56,7 +56,7 @@ void print_list(const char* heading, const std::vector<std::string>& lines) {
 int cmd_gate(const Args& args) {
   ArgParser p("strata gate",
               "[--config FILE] [--model FILE] [-o KEY=VALUE]... [--prompts FILE] [-n N] (--save FILE | --check FILE)",
-              kSummary);
+              kGateSummary);
   LaunchOptions launch_options;
   launch_options.declare(p);
   std::string model, backend, prompts_file, save_file, check_file;

@@ -21,6 +21,7 @@
 #include "strata/prompt_images.hpp"
 #include "strata/speculative.hpp"
 #include "strata/startup_clock.hpp"
+#include "strata/steady_seconds.hpp"
 #include "strata/vision.hpp"
 
 namespace strata::cli {
@@ -33,8 +34,6 @@ std::string read_prompt_file(const std::string& path) {
   ss << in.rdbuf();
   return ss.str();
 }
-
-double per_second(size_t n, double seconds) { return seconds > 0 ? static_cast<double>(n) / seconds : 0.0; }
 
 }  // namespace
 

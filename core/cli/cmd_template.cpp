@@ -82,7 +82,7 @@ std::chrono::system_clock::time_point parse_iso_time(const std::string& text) {
   return std::chrono::system_clock::from_time_t(t);
 }
 
-const char* const kSummary =
+const char* const kTemplateSummary =
     "Renders a chat template (Jinja, as in a GGUF's tokenizer.chat_template) the way Hugging Face transformers'\n"
     "apply_chat_template does, and writes exactly the rendered text to stdout, nothing added.\n\n"
     "The template sees: messages (--messages, a JSON array), tools (--tools, a JSON array; none when not given),\n"
@@ -97,7 +97,7 @@ int cmd_template(const Args& args) {
   ArgParser p("strata template",
               "--template FILE --messages FILE.json [--tools FILE.json] [--add-generation-prompt] "
               "[--var KEY=VALUE]... [--now ISO-TIME]",
-              kSummary);
+              kTemplateSummary);
   std::string template_path, messages_path, tools_path, now_text;
   bool generation_prompt = false;
   std::vector<std::string> vars;

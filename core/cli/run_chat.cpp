@@ -6,13 +6,9 @@
 #include "strata/chat_template.hpp"
 #include "strata/prefix_cache.hpp"
 #include "strata/serve/chat_prompt.hpp"
+#include "strata/steady_seconds.hpp"
 
 namespace strata::cli {
-namespace {
-
-double per_second(size_t n, double seconds) { return seconds > 0 ? static_cast<double>(n) / seconds : 0.0; }
-
-}  // namespace
 
 void run_chat(Engine& engine, const GenerateOptions& options, const std::string& system) {
   const serve::ChatPrompt chat(engine.model());

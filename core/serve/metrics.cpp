@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <numeric>
 
+#include "strata/steady_seconds.hpp"
+
 namespace strata::serve {
 namespace {
-
-double rate(size_t n, double seconds) { return seconds > 0 ? static_cast<double>(n) / seconds : 0.0; }
 
 // A sample value as Prometheus reads it: integers without a fraction, others with enough digits.
 std::string number(double v) {
@@ -105,8 +105,8 @@ void ServerMetrics::record(const CompletionStats& s) {
   images_ += s.images;
   image_tokens_ += s.image_tokens;
   image_seconds_ += s.image_seconds;
-  last_prompt_rate_ = rate(s.prompt_tokens - std::min(s.cached_tokens, s.prompt_tokens), s.prompt_seconds);
-  last_decode_rate_ = rate(s.decode_tokens, s.decode_seconds);
+  last_prompt_rate_ = per_second(s.prompt_tokens - std::min(s.cached_tokens, s.prompt_tokens), s.prompt_seconds);
+  last_decode_rate_ = per_second(s.decode_tokens, s.decode_seconds);
   if (s.ttft_seconds >= 0) {
     last_ttft_ = s.ttft_seconds;
     const auto bucket = std::lower_bound(kTtftBuckets.begin(), kTtftBuckets.end(), s.ttft_seconds);

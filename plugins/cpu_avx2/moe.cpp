@@ -13,9 +13,6 @@
 namespace strata::cpu {
 namespace {
 
-// Work ranges start on 16-row boundaries inside an expert so two workers never share a cache line of output.
-constexpr int64_t kRowAlign = 16;
-
 bool quantized(const KernelTable& k, uint32_t type) { return type < kMaxTypeId && k.quant[type] != nullptr; }
 
 std::optional<std::string> check_type(const KernelTable& k, uint32_t type, uint32_t row_len, const char* what,

@@ -13,9 +13,6 @@
 namespace strata::cpu {
 
 namespace {
-// Output ranges start on 16-row boundaries so that two workers never write one cache line of a dst row.
-constexpr int64_t kRowAlign = 16;
-
 // Where the B products read and write, in bytes: matrix b's weight at w + b * w_step, its column of token t at
 // x + b * x_mat + t * x_tok, its output at dst + b * d_mat + t * d_tok. A plain MUL_MAT is a stack of one.
 struct Stack {

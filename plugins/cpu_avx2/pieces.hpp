@@ -17,6 +17,9 @@ constexpr uint64_t kSmallWorkBytes = 64u << 10;
 constexpr uint64_t kPieceCost = 32u << 10;
 // A run small enough to be cut below kPieceCost still gets at least this many pieces a participant.
 constexpr unsigned kPiecesPerPart = 4;
+// The products cut their output rows on multiples of this (cut()'s align): 16 floats are one 64-byte cache line,
+// so two workers never write one line of a token's output.
+constexpr int64_t kRowAlign = 16;
 
 struct Range {
   int64_t begin, end;
