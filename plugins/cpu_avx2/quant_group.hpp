@@ -39,10 +39,11 @@ STRATA_INLINE_AVX2 float f16_at(const unsigned char* p) {
 STRATA_INLINE_AVX2 __m256 f16_splat(const unsigned char* p) { return _mm256_set1_ps(f16_at(p)); }
 
 // Splits 16 packed bytes into a span of 32 nibbles: low nibbles are values 0..15, high nibbles values 16..31.
+// The bytes are loaded into both halves at once (a broadcast load, which takes no shuffle port) and the high half
+// shifted and blended in: an insert would take the shuffle port that the table lookups after it need.
 STRATA_INLINE_AVX2 __m256i nibbles_32(const unsigned char* p) {
-  const __m128i b = load128(p);
-  const __m128i m = _mm_set1_epi8(0x0f);
-  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m), _mm_and_si128(b, m));
+  const __m256i b = _mm256_broadcastsi128_si256(load128(p));
+  return _mm256_and_si256(_mm256_blend_epi32(b, _mm256_srli_epi16(b, 4), 0xf0), _mm256_set1_epi8(0x0f));
 }
 
 // Byte j of the result is 0xff when bit j of `bits` is set.
