@@ -123,6 +123,14 @@ struct IQ4_NL {
   }
 };
 
+// The shuffle control that moves byte `first + k` of each 16-byte chunk k into the low byte of dword `slot` of the
+// same chunk, every other byte zero (control bytes with the top bit set).
+STRATA_AVX512 inline __attribute__((always_inline)) __m512i scale_pick(int slot, int first) {
+  const auto d = [=](int k, int i) { return i == slot ? -256 + first + k : -1; };
+  return _mm512_setr_epi32(d(0, 0), d(0, 1), d(0, 2), d(0, 3), d(1, 0), d(1, 1), d(1, 2), d(1, 3), d(2, 0), d(2, 1),
+                           d(2, 2), d(2, 3), d(3, 0), d(3, 1), d(3, 2), d(3, 3));
+}
+
 struct MXFP4 {
   static constexpr int kBlockValues = 32, kBlockBytes = sizeof(block_mxfp4), kBias = 0;
   static constexpr bool kSigned = true, kTwoSub = false, kOffset = false;
@@ -130,6 +138,41 @@ struct MXFP4 {
     for (int s = 0; s < spans; ++s) g.w[s] = lookup16(kvalues_mxfp4, nibbles_32(p + s * kBlockBytes + 1));
     zero_missing(g, spans);
     g.c0 = block_e8m0_half<kBlockBytes>(p, spans);
+  }
+  // The AVX-512 forms (quant_matvec.hpp; whole groups only: a row's last, partial group takes decode): each
+  // register's four 16-byte chunks are loaded as [span 2j, span 2j, span 2j + 1, span 2j + 1] by broadcasts,
+  // which take no shuffle port, and the table lookup is the one shuffle a register; the scales of two rows are
+  // picked out of four loads by two shuffles a row and one permute, where block_e8m0_half reads each byte alone.
+  STRATA_INLINE_AVX2 static void scales(const unsigned char* p, Group& g) { g.c0 = block_e8m0_half<kBlockBytes>(p, 8); }
+  STRATA_AVX512 inline __attribute__((always_inline)) static void pairs512(const unsigned char* p, __m512i (&w)[4]) {
+    const __m512i table = _mm512_broadcast_i32x4(load128(kvalues_mxfp4));
+    for (int j = 0; j < 4; ++j) {
+      const unsigned char* qs = p + 2 * j * kBlockBytes + 1;
+      const __m512i x = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(load128(qs)), 0xff00,
+                                                    load128(qs + kBlockBytes));
+      // Chunks 1 and 3 (16-bit lanes 8..15, 24..31) shifted down by 4: the high nibbles, values 16..31.
+      const __m512i nibbles = _mm512_and_si512(_mm512_mask_srli_epi16(x, 0xff00ff00u, x, 4), _mm512_set1_epi8(0x0f));
+      w[j] = _mm512_shuffle_epi8(table, nibbles);
+    }
+  }
+  STRATA_AVX512 inline __attribute__((always_inline)) static void scales_pair(const unsigned char* pa,
+                                                                              const unsigned char* pb,
+                                                                              avx512::ScalePair& sp) {
+    // Block s's E8M0 byte is at 17s: for s < 4 byte s of the 16-byte chunk s of the 64 bytes at p, for s >= 4
+    // byte s of chunk s - 4 of the 64 bytes at p + 64. Chunk k gathers [a_k, a_k+4, b_k, b_k+4] as dwords.
+    static_assert(kBlockBytes == 17, "the scale bytes' places assume 17-byte blocks");
+    const __m512i a0 = _mm512_shuffle_epi8(_mm512_loadu_si512(pa), scale_pick(0, 0));
+    const __m512i a1 = _mm512_shuffle_epi8(_mm512_loadu_si512(pa + 64), scale_pick(1, 4));
+    const __m512i b0 = _mm512_shuffle_epi8(_mm512_loadu_si512(pb), scale_pick(2, 0));
+    const __m512i b1 = _mm512_shuffle_epi8(_mm512_loadu_si512(pb + 64), scale_pick(3, 4));
+    const __m512i e = _mm512_permutexvar_epi32(
+        _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15),
+        _mm512_or_si512(_mm512_or_si512(a0, a1), _mm512_or_si512(b0, b1)));
+    // block_e8m0_half's bits on 16 lanes: (e - 1) << 23, or 0x00200000 << e for e < 2.
+    const __m512i one = _mm512_set1_epi32(1);
+    const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, one), 23);
+    const __m512i subnormal = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+    sp.c0 = _mm512_castsi512_ps(_mm512_mask_blend_epi32(_mm512_cmpgt_epi32_mask(e, one), subnormal, normal));
   }
 };
 

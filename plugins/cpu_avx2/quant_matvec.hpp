@@ -41,12 +41,18 @@ struct SpanSumsAvx2 {
 };
 
 // A decoder that can also write its values straight into AVX-512 span pairs: `scales(p, g)` fills only the scales
-// and `pairs512(p, w)` the values, span 2j in the low and span 2j + 1 in the high half of w[j].
+// and `pairs512(p, w)` the values, span 2j in the low and span 2j + 1 in the high half of w[j]. Both read a whole
+// group of eight spans: a group of fewer (the end of a row of 32-value blocks) takes `decode`, which reads only
+// the spans that exist.
 template <class D>
 concept HasPairs512 = requires(const unsigned char* p, Group& g, __m512i (&w)[4]) {
   D::scales(p, g);
   D::pairs512(p, w);
 };
+template <class D>
+inline bool whole_group(int spans) {
+  return D::kBlockValues == 256 || spans == 8;
+}
 
 // AVX-512 VNNI: two spans per register and vpdpbusd (u8 x s8 into int32, no saturation; signed values biased by
 // 128, the bias taken back out with the activation sums), then an unpack tree and one permute.
@@ -63,15 +69,16 @@ struct SpanSumsAvx512 {
   STRATA_AVX512 inline __attribute__((always_inline)) static SpanSumsAvx512 decode(const unsigned char* p, int spans,
                                                                                   Group& g) {
     if constexpr (HasPairs512<D>) {
-      SpanSumsAvx512 s;
-      D::scales(p, g);
-      D::pairs512(p, s.w);
-      s.bias();
-      return s;
-    } else {
-      D::decode(p, spans, g);
-      return SpanSumsAvx512(g);
+      if (whole_group<D>(spans)) {
+        SpanSumsAvx512 s;
+        D::scales(p, g);
+        D::pairs512(p, s.w);
+        s.bias();
+        return s;
+      }
     }
+    D::decode(p, spans, g);
+    return SpanSumsAvx512(g);
   }
   STRATA_AVX512 inline __attribute__((always_inline)) void bias() {
     if constexpr (kSigned) {
@@ -171,20 +178,22 @@ STRATA_AVX512 inline __attribute__((always_inline)) void decode_pair(const unsig
                                                                      int spans, SpanSumsAvx512<D::kSigned>& sa,
                                                                      SpanSumsAvx512<D::kSigned>& sb, ScalePair& sp) {
   if constexpr (HasScalePair<D>) {
-    D::scales_pair(pa, pb, sp);
-    D::pairs512(pa, sa.w);
-    D::pairs512(pb, sb.w);
-    sa.bias();
-    sb.bias();
-  } else {
-    Group ga, gb;
-    sa = SpanSumsAvx512<D::kSigned>::template decode<D>(pa, spans, ga);
-    sb = SpanSumsAvx512<D::kSigned>::template decode<D>(pb, spans, gb);
-    sp.c0 = pair_ps(ga.c0, gb.c0);
-    if constexpr (D::kTwoSub) sp.c1 = pair_ps(ga.c1, gb.c1);
-    if constexpr (D::kOffset) sp.b0 = pair_ps(ga.b0, gb.b0);
-    if constexpr (D::kOffset && D::kTwoSub) sp.b1 = pair_ps(ga.b1, gb.b1);
+    if (whole_group<D>(spans)) {
+      D::scales_pair(pa, pb, sp);
+      D::pairs512(pa, sa.w);
+      D::pairs512(pb, sb.w);
+      sa.bias();
+      sb.bias();
+      return;
+    }
   }
+  Group ga, gb;
+  sa = SpanSumsAvx512<D::kSigned>::template decode<D>(pa, spans, ga);
+  sb = SpanSumsAvx512<D::kSigned>::template decode<D>(pb, spans, gb);
+  sp.c0 = pair_ps(ga.c0, gb.c0);
+  if constexpr (D::kTwoSub) sp.c1 = pair_ps(ga.c1, gb.c1);
+  if constexpr (D::kOffset) sp.b0 = pair_ps(ga.b0, gb.b0);
+  if constexpr (D::kOffset && D::kTwoSub) sp.b1 = pair_ps(ga.b1, gb.b1);
 }
 
 template <class D>

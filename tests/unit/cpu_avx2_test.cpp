@@ -275,6 +275,39 @@ TEST(CpuAvx2, WorkerLimitKeepsTheBytes) {
   EXPECT_EQ(pool->worker_count(inst->ctx()), 6u);
 }
 
+// MXFP4's E8M0 scales at their edges (0 and 1 give subnormal scales) in whole groups of eight blocks and in a row's
+// partial last group, on both ISA paths: the AVX-512 one picks a whole group's scales (two rows at once) out of
+// vector loads and a partial group's byte by byte. Both give the reference backend's bytes.
+TEST(CpuAvx2, Mxfp4ScaleEdgesMatchTheReference) {
+  const int64_t n = 2880, rows = 5, n_tok = 2;  // 90 blocks a row: 11 whole groups and one of 2; two row pairs and one row
+  std::mt19937 rng(29);
+  const uint64_t rb = format::row_bytes(GgmlType::MXFP4, static_cast<uint64_t>(n));
+  std::vector<unsigned char> w(rb * static_cast<uint64_t>(rows));
+  for (auto& c : w) c = static_cast<unsigned char>(rng());
+  const unsigned char edges[] = {0, 1, 2, 3, 64, 126, 127, 128, 129, 160};  // 160: sums stay finite
+  for (size_t b = 0; b < w.size() / 17; ++b) w[17 * b] = edges[rng() % std::size(edges)];
+  const std::vector<float> x = normal(rng, static_cast<size_t>(n * n_tok), 1.0f);
+  const auto mul_mat = [&](float* out) {
+    strata_op op{};
+    op.struct_size = sizeof op;
+    op.kind = STRATA_OP_MUL_MAT;
+    op.src[0] = make_tensor(w.data(), GgmlType::MXFP4, {n, rows});
+    op.src[1] = tensor_f32(x.data(), {n, n_tok});
+    op.dst = tensor_f32(out, {rows, n_tok});
+    return op;
+  };
+  std::vector<float> want(static_cast<size_t>(rows * n_tok));
+  run_reference(mul_mat(want.data()));
+  for (const auto& options : std::vector<std::vector<std::string>>{{"workers=1"}, {"workers=1", "force_avx2=true"}}) {
+    auto inst = registry().instantiate("cpu_avx2", options);
+    const auto* be = inst->get<strata_backend_v1>(STRATA_BACKEND_FAMILY, STRATA_BACKEND_VERSION);
+    std::vector<float> got(want.size(), -1.0f);
+    const strata_op op = mul_mat(got.data());
+    throw_if_error(be->compute(inst->ctx(), 0, &op, 1), "cpu_avx2", "compute");
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << options.back();
+  }
+}
+
 TEST(CpuAvx2, RefusesWhatItCannotRun) {
   auto inst = registry().instantiate("cpu_avx2", {"workers=1"});
   const auto* be = inst->get<strata_backend_v1>(STRATA_BACKEND_FAMILY, STRATA_BACKEND_VERSION);
