@@ -261,9 +261,6 @@ void set_keys(const ModelSpec& s, gguf::Writer& w) {
 
 bool is_norm(const std::string& name) { return name.find("norm.weight") != std::string::npos; }
 bool is_router(const std::string& name) { return name.find("ffn_gate_inp.weight") != std::string::npos; }
-bool ends_with(const std::string& s, std::string_view tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
 
 // The block of a "blk.N." name; nullopt for the others.
 std::optional<uint32_t> block_of(const std::string& name) {
@@ -278,16 +275,16 @@ std::optional<uint32_t> block_of(const std::string& name) {
 bool keep_tensor(const ModelSpec& s, const TensorSpec& t) {
   if (t.required || t.name == "output.weight") return true;
   if (s.arch == Arch::Deepseek2) {
-    if (ends_with(t.name, ".exp_probs_b.bias")) return true;
+    if (t.name.ends_with(".exp_probs_b.bias")) return true;
     const auto block = block_of(t.name);
     const bool head_copy = t.name.find(".nextn.embed_tokens.") != std::string::npos ||
                            t.name.find(".nextn.shared_head_") != std::string::npos;
     const bool fused = t.name.find("ffn_gate_up_exps") != std::string::npos;
     if (block && *block >= s.n_layer && !head_copy && !fused) return true;
   }
-  const bool qkv_bias = ends_with(t.name, ".attn_q.bias") || ends_with(t.name, ".attn_k.bias") ||
-                        ends_with(t.name, ".attn_v.bias");
-  const bool qk_norm = ends_with(t.name, ".attn_q_norm.weight") || ends_with(t.name, ".attn_k_norm.weight");
+  const bool qkv_bias = t.name.ends_with(".attn_q.bias") || t.name.ends_with(".attn_k.bias") ||
+                        t.name.ends_with(".attn_v.bias");
+  const bool qk_norm = t.name.ends_with(".attn_q_norm.weight") || t.name.ends_with(".attn_k_norm.weight");
   return (s.attn_bias && qkv_bias) || (s.qk_norm && qk_norm);
 }
 
@@ -296,10 +293,10 @@ bool keep_tensor(const ModelSpec& s, const TensorSpec& t) {
 // logits of unit rms (every expert still gets chosen); exp_probs_b 0.01 beside sigmoid scores spread about 0.2 (the
 // choice follows the logits); attention sinks 0.5 beside scores of unit rms (a sink takes a modest share).
 std::optional<float> vector_rms(const std::string& name) {
-  if (ends_with(name, ".attn_sinks.weight")) return 0.5f;
-  if (ends_with(name, ".exp_probs_b.bias")) return 0.01f;
-  if (ends_with(name, ".ffn_gate_inp.bias")) return 0.1f;
-  if (ends_with(name, ".bias")) return 0.02f;
+  if (name.ends_with(".attn_sinks.weight")) return 0.5f;
+  if (name.ends_with(".exp_probs_b.bias")) return 0.01f;
+  if (name.ends_with(".ffn_gate_inp.bias")) return 0.1f;
+  if (name.ends_with(".bias")) return 0.02f;
   return std::nullopt;
 }
 
@@ -341,7 +338,7 @@ Plan build_model(const ModelSpec& spec, gguf::Writer& w, std::vector<TensorFill>
       // deepseek2's attn_k_b sums over its second dimension (the latent, kv_lora_rank values per key), not over
       // its rows.
       f.kind = is_router(t.name) ? TensorFill::Kind::Router : TensorFill::Kind::Random;
-      const uint64_t fan_in = ends_with(t.name, ".attn_k_b.weight") ? t.ne[1] : t.ne[0];
+      const uint64_t fan_in = t.name.ends_with(".attn_k_b.weight") ? t.ne[1] : t.ne[0];
       f.rms = static_cast<float>(1.0 / std::sqrt(static_cast<double>(fan_in)));
     }
     f.layer = static_cast<uint32_t>(t.name.rfind("blk.", 0) == 0 ? std::stoul(t.name.substr(4)) : 0);

@@ -37,9 +37,6 @@ constexpr std::array<PresetInfo, 9> kPresets = {{
 enum class Category { TokenEmbd, Output, AttnQ, AttnK, AttnV, AttnOutput, FfnGate, FfnUp, FfnDown, Other };
 
 bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
-bool ends_with(std::string_view s, std::string_view tail) {
-  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
-}
 
 Category category_of(std::string_view name) {
   if (name == "output.weight") return Category::Output;
@@ -58,7 +55,7 @@ Category category_of(std::string_view name) {
 
 // llama.cpp quantizes only 2-D and 3-D weights, never norms or the expert router.
 bool quantizable(const TensorSpec& t) {
-  return t.ne.size() >= 2 && ends_with(t.name, "weight") && !contains(t.name, "_norm.weight") &&
+  return t.ne.size() >= 2 && t.name.ends_with("weight") && !contains(t.name, "_norm.weight") &&
          !contains(t.name, "ffn_gate_inp.weight");
 }
 
