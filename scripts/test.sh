@@ -49,9 +49,11 @@ step "sanitizer pass (ASan+UBSan, clang, no GPU plugins)"
 # clang, so that a second compiler's warnings and sanitizers see the code (the normal build is GCC's), and because it
 # builds this pass in half GCC's time on CI's two cores. The libraries at -O1 with line tables (what sanitizers are
 # meant to run at); the tests' own code at -O0 (tests/CMakeLists.txt). The unit tests run in one process per core
-# (per-test processes cost more than the tests under ASan).
+# (per-test processes cost more than the tests under ASan). Each library is one unity batch here
+# (STRATA_UNITY_BATCH=0): two files that name the same thing at file scope fail this build (with clang's warnings,
+# also an overload that hides another's), whichever batches a later file list would put them in.
 STRATA_BUILD_DIR="$root/build-asan" STRATA_BUILD_TARGETS="strata_tests strata strata_fake_plugins strata-cpu_avx2" \
-  "$root/scripts/build.sh" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "$root/scripts/build.sh" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_UNITY_BATCH=0 \
   -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1" \
   -DSTRATA_SANITIZE=address,undefined -DSTRATA_CUDA=OFF -DSTRATA_HIP=OFF -DSTRATA_WERROR="$werror"

@@ -49,6 +49,7 @@ concept HasPairs512 = requires(const unsigned char* p, Group& g, __m512i (&w)[4]
   D::scales(p, g);
   D::pairs512(p, w);
 };
+// Whether the group at hand can take those forms: always for 256-value blocks, a group of eight spans otherwise.
 template <class D>
 inline bool whole_group(int spans) {
   return D::kBlockValues == 256 || spans == 8;
