@@ -83,7 +83,8 @@
 #                first (STRATA_FORMS_IDS=0: not); by default "this baseline"
 #     long       issue 28's long-context targets (pp16384, tg64 at depth 16384, pp512; all in VRAM and at 25% against
 #                -ncmoe 36; tg64 at depth 131072 with q8_0 KV), Strata then llama.cpp per round (STRATA_LONG_ROUNDS);
-#                at 25% also pp16384 with prompt windows of STRATA_LONG_BATCHES tokens (default 2048; "" for none);
+#                at 25% also pp16384 with prompt windows of STRATA_LONG_BATCHES tokens (default 2048; "" for none)
+#                and tg64 at depth 16384 beside STRATA_LONG_BUSY (default 8; 0: none) busy nice-19 loops;
 #                then (STRATA_LONG_PROFILE=1, the default) where pp16384's time goes, op by op
 #     hostcopy   issue 29: the experts' host copy, the mapped file (auto: registered; and "small", with
 #                experts.huge_pages=false) against the filled arena, interleaved (STRATA_HOSTCOPY_ROUNDS, default 2)
@@ -937,6 +938,20 @@ if want long; then
       fi
       long_pair "round $round, 25% / -ncmoe 36" pp16384 "long$round-s25-pp" "long$round-p36-pp"
       long_pair "round $round, 25% / -ncmoe 36" "tg64 @ d16384" "long$round-s25-tg" "long$round-p36-tg"
+      # The same decode at depth beside STRATA_LONG_BUSY (default 8; 0: not) busy nice-19 loops: the claims must
+      # hold at long context on a machine that is not quiet (the contention step does it at depth 0).
+      long_busy="${STRATA_LONG_BUSY:-8}"
+      if [ "$long_busy" -gt 0 ]; then
+        log "long round $round: tg64 at depth 16384, 25% / -ncmoe 36, beside $long_busy busy loops"
+        busy_pids=()
+        for _ in $(seq 1 "$long_busy"); do nice -n 19 sh -c 'while :; do :; done' & busy_pids+=($!); done
+        strata_hybrid "long$round-busy-s25-tg" 25% -o runtime.context=$ctx16 -p 0 -n 64 -d 16384 -r 2
+        long_peer && peer_hybrid "long$round-busy-p36-tg" 36 "$threads" -p 0 -n 64 -d 16384 -r 1
+        kill "${busy_pids[@]}" 2>/dev/null
+        wait "${busy_pids[@]}" 2>/dev/null
+        cat "$OUT/long$round-busy-s25-tg.md" "$OUT/long$round-busy-p36-tg.md" 2>/dev/null
+        long_pair "round $round, 25%, $long_busy busy loops" "tg64 @ d16384" "long$round-busy-s25-tg" "long$round-busy-p36-tg"
+      fi
       # Wider prompt windows at 25%: each window moves the missed experts over PCIe once, so a window of B tokens
       # moves them 16384 / B times; the peer at the same width (-b B -ub B) beside it.
       for b in ${STRATA_LONG_BATCHES-2048}; do
