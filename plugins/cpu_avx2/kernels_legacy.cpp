@@ -136,8 +136,12 @@ struct MXFP4 {
   // sign moves (AVX2) or sign flips (AVX-512).
   static constexpr int kBlockValues = 32, kBlockBytes = sizeof(block_mxfp4), kBias = 16;
   static constexpr bool kSigned = false, kTwoSub = false, kOffset = false;
+  // kvalues_mxfp4 + kBias, the one table both forms shuffle with.
+  STRATA_INLINE_AVX2 static __m128i biased_table() {
+    return _mm_add_epi8(load128(kvalues_mxfp4), _mm_set1_epi8(kBias));
+  }
   STRATA_INLINE_AVX2 static void decode(const unsigned char* p, int spans, Group& g) {
-    const __m256i table = _mm256_add_epi8(_mm256_broadcastsi128_si256(load128(kvalues_mxfp4)), _mm256_set1_epi8(kBias));
+    const __m256i table = _mm256_broadcastsi128_si256(biased_table());
     for (int s = 0; s < spans; ++s) g.w[s] = _mm256_shuffle_epi8(table, nibbles_32(p + s * kBlockBytes + 1));
     zero_missing(g, spans);
     g.c0 = block_e8m0_half<kBlockBytes>(p, spans);
@@ -148,7 +152,7 @@ struct MXFP4 {
   // picked out of four loads by two shuffles a row and one permute, where block_e8m0_half reads each byte alone.
   STRATA_INLINE_AVX2 static void scales(const unsigned char* p, Group& g) { g.c0 = block_e8m0_half<kBlockBytes>(p, 8); }
   STRATA_AVX512 inline __attribute__((always_inline)) static void pairs512(const unsigned char* p, __m512i (&w)[4]) {
-    const __m512i table = _mm512_add_epi8(_mm512_broadcast_i32x4(load128(kvalues_mxfp4)), _mm512_set1_epi8(kBias));
+    const __m512i table = _mm512_broadcast_i32x4(biased_table());
     for (int j = 0; j < 4; ++j) {
       const unsigned char* qs = p + 2 * j * kBlockBytes + 1;
       const __m512i x = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(load128(qs)), 0xff00,
