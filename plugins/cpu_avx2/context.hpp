@@ -24,6 +24,7 @@ struct Scratch {
   AlignedBuffer index;    // per-op index tables (pair lists, row views)
   AlignedBuffer pieces;   // an MoE pass's pieces per expert
   AlignedBuffer work;     // per-op float work space (attention scores, ...)
+  AlignedBuffer tiles;    // token tiles of a many-token product (token_tiles.hpp) and their index
 };
 
 class Context {

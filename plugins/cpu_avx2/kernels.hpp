@@ -7,6 +7,7 @@
 
 #include "isa.hpp"
 #include "quant_act.hpp"
+#include "token_tiles.hpp"
 
 namespace strata::cpu {
 
@@ -18,11 +19,17 @@ using QuantMatVec = void (*)(const unsigned char* w, size_t w_stride, int64_t ro
 using FloatMatVec = void (*)(const unsigned char* w, size_t w_stride, int64_t rows, int64_t n, const float* const* x,
                              int n_tok, float* out, int64_t out_stride);
 
+// The same products over tokens in tiles of 16 (token_tiles.hpp): out[(16 i + t) * out_stride + r] for token t of
+// tiles[i]. AVX-512 only; the same bits as QuantMatVec's for every token.
+using QuantTiles = void (*)(const unsigned char* w, size_t w_stride, int64_t rows, int64_t n, const TokenTile* tiles,
+                            int n_tiles, float* out, int64_t out_stride);
+
 constexpr int kMaxTypeId = 40;
 
 struct KernelTable {
   QuantMatVec quant[kMaxTypeId] = {};
   FloatMatVec floating[kMaxTypeId] = {};
+  QuantTiles tiles[kMaxTypeId] = {};
 };
 
 // The table of a path (filled once). gathers: whether AVX-512 kernels may use gather instructions (gathers_fast);

@@ -410,11 +410,17 @@ void add_iquant_kernels(KernelTable& avx2, KernelTable& avx512) {
 
 void add_gather_free_kernels(KernelTable& avx512) {
   avx512.quant[static_cast<int>(GgmlType::IQ2_XXS)] = &avx512::quant_matvec_pairs<IQ2_XXS>;
+  avx512.tiles[static_cast<int>(GgmlType::IQ2_XXS)] = &avx512::quant_tiles<IQ2_XXS>;
   avx512.quant[static_cast<int>(GgmlType::IQ2_XS)] = &avx512::quant_matvec_pairs<IQ2_XS>;
+  avx512.tiles[static_cast<int>(GgmlType::IQ2_XS)] = &avx512::quant_tiles<IQ2_XS>;
   avx512.quant[static_cast<int>(GgmlType::IQ2_S)] = &avx512::quant_matvec_pairs<IQ2_S>;
+  avx512.tiles[static_cast<int>(GgmlType::IQ2_S)] = &avx512::quant_tiles<IQ2_S>;
   avx512.quant[static_cast<int>(GgmlType::IQ3_XXS)] = &avx512::quant_matvec_pairs<IQ3_XXS>;
+  avx512.tiles[static_cast<int>(GgmlType::IQ3_XXS)] = &avx512::quant_tiles<IQ3_XXS>;
   avx512.quant[static_cast<int>(GgmlType::IQ3_S)] = &avx512::quant_matvec_pairs<IQ3_S>;
+  avx512.tiles[static_cast<int>(GgmlType::IQ3_S)] = &avx512::quant_tiles<IQ3_S>;
   avx512.quant[static_cast<int>(GgmlType::IQ1_S)] = &avx512::quant_matvec_pairs<IQ1_S>;
+  avx512.tiles[static_cast<int>(GgmlType::IQ1_S)] = &avx512::quant_tiles<IQ1_S>;
 }
 
 }  // namespace strata::cpu

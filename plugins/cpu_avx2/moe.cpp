@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "pieces.hpp"
 #include "simd.hpp"
@@ -75,10 +76,49 @@ ExpertPieces cut_experts(const strata_moe_op& m, int64_t rows, unsigned parts, A
   return {first, per, m.n_experts, rows};
 }
 
+// Every expert's pairs in token tiles (token_tiles.hpp), for the experts with enough of them: expert e's first
+// tiled[e] pairs in tiles first[e]..first[e + 1). Empty when no expert has enough.
+struct ExpertTiles {
+  const TokenTile* tiles = nullptr;
+  const uint32_t* first = nullptr;
+  const int* tiled = nullptr;
+};
+
+// The tiles of pair rows q (one per pair, expert by expert as m lists them) of n values, laid out by the pool.
+ExpertTiles make_expert_tiles(ThreadPool& pool, AlignedBuffer& buf, const strata_moe_op& m, const QuantRow* q, int64_t n,
+                              bool small) {
+  uint32_t total = 0;
+  for (uint32_t e = 0; e < m.n_experts; ++e) {
+    total += static_cast<uint32_t>(tile_count(tiled_tokens(static_cast<int>(m.token_offsets[e + 1] - m.token_offsets[e]))));
+  }
+  if (total == 0) return {};
+  const size_t bytes = tile_bytes(n);
+  auto* mem = static_cast<unsigned char*>(buf.reserve(total * (bytes + sizeof(TokenTile) + sizeof(uint32_t)) +
+                                                      (m.n_experts + 1) * sizeof(uint32_t) + m.n_experts * sizeof(int)));
+  auto* tiles = reinterpret_cast<TokenTile*>(mem + total * bytes);
+  auto* owner = reinterpret_cast<uint32_t*>(tiles + total);
+  auto* first = owner + total;
+  auto* tiled = reinterpret_cast<int*>(first + m.n_experts + 1);
+  first[0] = 0;
+  for (uint32_t e = 0; e < m.n_experts; ++e) {
+    tiled[e] = tiled_tokens(static_cast<int>(m.token_offsets[e + 1] - m.token_offsets[e]));
+    first[e + 1] = first[e] + static_cast<uint32_t>(tile_count(tiled[e]));
+    for (uint32_t i = first[e]; i < first[e + 1]; ++i) owner[i] = e;
+  }
+  pool.run(total, [&](uint32_t i, unsigned) {
+    const uint32_t e = owner[i];
+    const int from = static_cast<int>(i - first[e]) * kTileTokens;
+    make_tiles(q + m.token_offsets[e] + from, std::min(kTileTokens, tiled[e] - from), n, mem + i * bytes, tiles + i);
+  }, small || total < 2);
+  return {tiles, first, tiled};
+}
+
 // One matrix's rows [row0, row1) for the pairs of one expert: quantized or float kernel as the type says.
 struct MatrixInputs {
   const QuantRow* q;       // per pair (quantized matrices)
   const float* const* f;   // per pair (float matrices)
+  const TokenTile* tiles;  // the first `tiled` pairs in tiles (quantized matrices with a tiles kernel)
+  int tiled;
 };
 
 void run_rows(const KernelTable& k, uint32_t type, const void* matrix, int64_t row_len, int64_t row0, int64_t row1,
@@ -86,7 +126,15 @@ void run_rows(const KernelTable& k, uint32_t type, const void* matrix, int64_t r
   const uint64_t stride = format::row_bytes(static_cast<format::GgmlType>(type), static_cast<uint64_t>(row_len));
   const auto* w = static_cast<const unsigned char*>(matrix) + static_cast<uint64_t>(row0) * stride;
   if (k.quant[type] != nullptr) {
-    k.quant[type](w, stride, row1 - row0, row_len, in.q, n_pairs, out + row0, out_stride);
+    int from = 0;
+    if (in.tiled > 0 && k.tiles[type] != nullptr) {
+      k.tiles[type](w, stride, row1 - row0, row_len, in.tiles, tile_count(in.tiled), out + row0, out_stride);
+      from = in.tiled;
+    }
+    if (from < n_pairs) {
+      k.quant[type](w, stride, row1 - row0, row_len, in.q + from, n_pairs - from, out + row0 + from * out_stride,
+                    out_stride);
+    }
   } else {
     k.floating[type](w, stride, row1 - row0, row_len, in.f, n_pairs, out + row0, out_stride);
   }
@@ -187,6 +235,18 @@ void compute_expert_rows(Context& ctx, const strata_moe_op& m, float* rows) {
   const auto bias_at = [&](const float* bias, uint32_t e, int64_t len, int64_t r0) -> const float* {
     return bias != nullptr ? bias + static_cast<size_t>(m.expert_ids[e]) * static_cast<size_t>(len) + r0 : nullptr;
   };
+  // Experts with many tokens (prefill) take their pairs in token tiles where their types have a tiles kernel.
+  bool tiles_in = false, tiles_down = false;
+  for (uint32_t e = 0; e < m.n_experts; ++e) {
+    const strata_expert_weights& w = m.weights[e];
+    tiles_in = tiles_in || (quantized(k, w.gate_type) && k.tiles[w.gate_type] != nullptr) ||
+               (quantized(k, w.up_type) && k.tiles[w.up_type] != nullptr);
+    tiles_down = tiles_down || (quantized(k, w.down_type) && k.tiles[w.down_type] != nullptr);
+  }
+  const ExpertTiles x_tiles = tiles_in ? make_expert_tiles(pool, s.tiles, m, x_q, n_embd, small) : ExpertTiles{};
+  const auto tiles_of = [](const ExpertTiles& t, uint32_t e) -> std::pair<const TokenTile*, int> {
+    return t.tiles != nullptr ? std::pair{t.tiles + t.first[e], t.tiled[e]} : std::pair<const TokenTile*, int>{nullptr, 0};
+  };
   // 2. gate and up rows of every expert for its tokens, then (biases and) the activation on the same rows.
   const ExpertPieces in_pieces = cut_experts(m, n_ff, pool.parts(), s.pieces, [&](uint32_t e) {
     return rb(m.weights[e].gate_type, m.n_embd) + rb(m.weights[e].up_type, m.n_embd);
@@ -197,7 +257,8 @@ void compute_expert_rows(Context& ctx, const strata_moe_op& m, float* rows) {
       const uint32_t p0 = m.token_offsets[e];
       const int np = static_cast<int>(m.token_offsets[e + 1] - p0);
       if (np == 0) return;
-      const MatrixInputs in{x_q + p0, x_f + p0};
+      const auto [tiles, tiled] = tiles_of(x_tiles, e);
+      const MatrixInputs in{x_q + p0, x_f + p0, tiles, tiled};
       float* g_out = h + static_cast<size_t>(p0) * n_ff;
       float* u_out = u + static_cast<size_t>(p0) * n_ff;
       run_rows(k, w.gate_type, w.gate, n_embd, r0, r1, in, np, g_out, n_ff);
@@ -222,6 +283,8 @@ void compute_expert_rows(Context& ctx, const strata_moe_op& m, float* rows) {
       for (int64_t p = r.begin; p < r.end; ++p) s.hidden.quantize(p, h + p * n_ff);
     }, small || n_pairs < pool.parts());  // a row each at most: waking the workers would cost more
   }
+  // The x tiles are done with: the same buffer takes the hidden rows' tiles.
+  const ExpertTiles h_tiles = tiles_down ? make_expert_tiles(pool, s.tiles, m, h_q, n_ff, small) : ExpertTiles{};
   // 4. down rows of every expert for its tokens, each output row (plus its bias) times its route weight.
   const ExpertPieces down_pieces =
       cut_experts(m, n_embd, pool.parts(), s.pieces, [&](uint32_t e) { return rb(m.weights[e].down_type, m.n_ff); });
@@ -231,7 +294,8 @@ void compute_expert_rows(Context& ctx, const strata_moe_op& m, float* rows) {
       const uint32_t p0 = m.token_offsets[e];
       const int np = static_cast<int>(m.token_offsets[e + 1] - p0);
       if (np == 0) return;
-      const MatrixInputs in{h_q + p0, h_f + p0};
+      const auto [tiles, tiled] = tiles_of(h_tiles, e);
+      const MatrixInputs in{h_q + p0, h_f + p0, tiles, tiled};
       float* out = rows + static_cast<size_t>(p0) * n_embd;
       run_rows(k, w.down_type, w.down, n_ff, r0, r1, in, np, out, n_embd);
       const float* bd = form != nullptr ? bias_at(form->down_bias, e, n_embd, r0) : nullptr;

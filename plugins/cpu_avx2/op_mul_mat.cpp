@@ -124,6 +124,32 @@ void run_mul_mat(Context& ctx, const strata_op& op) {
       for (int64_t c = r.begin; c < r.end; ++c) s.act.quantize(c, column(c));
     }, small || static_cast<unsigned>(columns) < pool.parts());
     for (int64_t c = 0; c < columns; ++c) views[c] = s.act.row(c);
+    const QuantTiles tiles_kernel = ctx.kernels().tiles[w.type];
+    const int tiled = tiles_kernel != nullptr ? tiled_tokens(n_tok) : 0;
+    if (tiled > 0) {
+      // Many tokens: each matrix's first `tiled` columns in tiles of 16, laid out once here and read by every
+      // piece; the rest (fewer than 12) by the one-token driver in the same piece.
+      const int per = tile_count(tiled);
+      const size_t bytes = tile_bytes(n);
+      const size_t count = static_cast<size_t>(per) * static_cast<size_t>(mats);
+      auto* mem = static_cast<unsigned char*>(s.tiles.reserve(count * (bytes + sizeof(TokenTile))));
+      auto* tiles = reinterpret_cast<TokenTile*>(mem + count * bytes);
+      pool.run(static_cast<uint32_t>(count), [&](uint32_t i, unsigned) {
+        const int64_t b = i / per, first = static_cast<int64_t>(i % per) * kTileTokens;
+        make_tiles(views + b * n_tok + first, static_cast<int>(std::min<int64_t>(kTileTokens, tiled - first)), n,
+                   mem + i * bytes, tiles + i);
+      }, small || count < 2);
+      pool.run(per_matrix * static_cast<uint32_t>(mats), [&](uint32_t piece, unsigned) {
+        product(piece, [&](int64_t b, const unsigned char* wrows, int64_t rows_here, float* out) {
+          tiles_kernel(wrows, w.nb[1], rows_here, n, tiles + b * per, per, out, out_stride);
+          if (tiled < n_tok) {
+            kernel(wrows, w.nb[1], rows_here, n, views + b * n_tok + tiled, n_tok - tiled, out + tiled * out_stride,
+                   out_stride);
+          }
+        });
+      }, small);
+      return;
+    }
     pool.run(per_matrix * static_cast<uint32_t>(mats), [&](uint32_t piece, unsigned) {
       product(piece, [&](int64_t b, const unsigned char* wrows, int64_t count, float* out) {
         kernel(wrows, w.nb[1], count, n, views + b * n_tok, n_tok, out, out_stride);

@@ -7,6 +7,7 @@
 #include "quant_act.hpp"
 #include "kernels.hpp"
 #include "quant_group.hpp"
+#include "quant_tiles.hpp"
 #include "strata/format/types.hpp"
 
 namespace strata::cpu {
@@ -295,6 +296,7 @@ template <class D>
 void add_quant_kernel(KernelTable& avx2_table, KernelTable& avx512_table, format::GgmlType id) {
   avx2_table.quant[static_cast<int>(id)] = &avx2::quant_matvec<D>;
   avx512_table.quant[static_cast<int>(id)] = &avx512::quant_matvec_pairs<D>;
+  avx512_table.tiles[static_cast<int>(id)] = &avx512::quant_tiles<D>;
 }
 
 }  // namespace strata::cpu

@@ -1617,6 +1617,12 @@ std::vector<std::shared_ptr<const OpCase>> make_cases() {
     c.push_back(std::make_shared<MulMatCase>(GgmlType::IQ4_NL, 224, 37, n_tok));
   }
   c.push_back(std::make_shared<MulMatCase>(GgmlType::Q6_K, 2048, 45, 8));
+  // cpu_avx2's token tiles (16 tokens a register) on every quantized type: one tile and five tokens through the
+  // one-token driver (21), two tiles the second of 12 tokens (28); 32-value types with a partial group of spans.
+  for (GgmlType t : quant) {
+    const int64_t n_in = format::traits(t).block_elems == 256 ? 768 : 224;
+    for (int64_t n_tok : {21, 28}) c.push_back(std::make_shared<MulMatCase>(t, n_in, 37, n_tok));
+  }
   return c;
 }
 
