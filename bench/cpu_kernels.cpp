@@ -2,7 +2,7 @@
 //
 // Measures, in one process: the read bandwidth of a plain multi-threaded sum over a buffer much larger than the
 // caches (as many threads as the plugin has parts), MUL_MAT on Q4_K, Q6_K and Q8_0 weights of realistic sizes for
-// 1 and 8 tokens (and on the big models' expert types: IQ2_XS, MXFP4, the i-quants, Q2_K, Q3_K), and the expert pool on 1 token x 8, 2 and 1 experts of 768x2048 Q4_K (also with the calls 1 ms
+// 1, 8 and 64 tokens (and on the big models' expert types: IQ2_XS, MXFP4, the i-quants, Q2_K, Q3_K), and the expert pool on 1 token x 8, 2 and 1 experts of 768x2048 Q4_K (also with the calls 1 ms
 // apart, as decode makes them, and each case's best call in microseconds). Weights are cycled through enough copies
 // to exceed the caches, so every figure is a memory-bound rate: weight bytes read per second.
 //
@@ -307,7 +307,7 @@ int main(int argc, char** argv) {
       shapes.push_back({t, 7168, 2048});
     }
     for (const Shape& sh : shapes) {
-      for (int64_t n_tok : {1, 8}) {
+      for (int64_t n_tok : {1, 8, 64}) {
         const std::string name = "MUL_MAT " + std::string(strata::format::traits(sh.type).name) + " " +
                                  std::to_string(sh.n_in) + "x" + std::to_string(sh.n_out) + ", " +
                                  std::to_string(n_tok) + (n_tok == 1 ? " token" : " tokens");
@@ -320,11 +320,12 @@ int main(int argc, char** argv) {
           "MUL_MAT f16 " + std::to_string(io.first) + "x" + std::to_string(io.second) + ", 64 tokens";
       report(name, [&] { return bench_mul_mat(be, s, GgmlType::F16, io.first, io.second, 64); });
     }
-    // The pool as decode calls it: a few experts of one token, back to back or with the workers idle between.
+    // The pool as decode calls it: a few experts of one token, back to back or with the workers idle between; and
+    // as a prompt does, 32 tokens an expert.
     struct PoolCase {
       uint32_t n_tok, n_exp, gap_us;
     };
-    for (const PoolCase& c : {PoolCase{1, 8, 0}, PoolCase{4, 8, 0}, PoolCase{1, 1, 0}, PoolCase{1, 2, 0},
+    for (const PoolCase& c : {PoolCase{1, 8, 0}, PoolCase{4, 8, 0}, PoolCase{32, 8, 0}, PoolCase{1, 1, 0}, PoolCase{1, 2, 0},
                               PoolCase{1, 1, 1000}, PoolCase{1, 2, 1000}}) {
       const std::string name = "expert pool q4_K 2048x768, " + std::to_string(c.n_tok) +
                                (c.n_tok == 1 ? " token" : " tokens") + " x " + std::to_string(c.n_exp) +
