@@ -19,9 +19,9 @@ namespace strata::cpu {
 constexpr int kTileTokens = 16;
 
 // How many of n_tok tokens a product takes in tiles (the first ones; the rest take the one-token driver): whole
-// tiles, and a last partial one of 12 or more. Measured on this project's development VM (one core, weights in the
-// caches): the tiles read Q4_K..Q8_0 and the i-quants 1.05-1.35x faster than the eight-token chunks at 16 tokens
-// and 1.6-2x at 64, and equal at 12 tokens, where four of the sixteen lanes idle.
+// tiles, and a last partial one of 12 or more. Measured on this project's development VM (docs/PERFORMANCE.md,
+// 2026-12-07 late night): at 64 tokens the tiles read 2-2.5x faster than the eight-token chunks on one core; at
+// 16 about as fast to 1.35x; at 12 (four lanes idle) as fast for Q6_K, Q8_0 and IQ4_XS and slower for Q4_K.
 inline int tiled_tokens(int n_tok) {
   const int whole = n_tok / kTileTokens * kTileTokens;
   return n_tok - whole >= 12 ? n_tok : whole;
