@@ -7,7 +7,7 @@
 // lane runs the float steps of the one-token drivers (quant_matvec.inc) on its token, span by span:
 //   t = c0 * S0;  t = fma(c1, S1, t);  t = fma(b0, Q0, t);  t = fma(b1, Q1, t);  p = t * da;  A[s mod 8] += p
 // and out = ((A0 + A1) + (A2 + A3)) + ((A4 + A5) + (A6 + A7)), tree_sum8's order: the same bits for every token
-// whichever driver ran (docs/CANONICAL_ARITHMETIC.md section 4).
+// whichever driver ran (docs/CANONICAL_ARITHMETIC.md section 2).
 #pragma once
 
 #include <algorithm>
