@@ -36,6 +36,15 @@ struct KernelTable {
 // without them the types that gather take their per-span decoders instead, with the same bits.
 const KernelTable& kernel_table(IsaPath path, bool gathers = true);
 
+// A product whose first `tiled` tokens are in tiles (tile_count(tiled) of them) and the rest in acts[tiled..n_tok):
+// the tiles kernel, then the one-token driver for the left-over tokens.
+inline void run_tiled(QuantTiles tiles_kernel, QuantMatVec kernel, const unsigned char* w, size_t w_stride,
+                      int64_t rows, int64_t n, const TokenTile* tiles, int tiled, const QuantRow* acts, int n_tok,
+                      float* out, int64_t out_stride) {
+  tiles_kernel(w, w_stride, rows, n, tiles, tile_count(tiled), out, out_stride);
+  if (tiled < n_tok) kernel(w, w_stride, rows, n, acts + tiled, n_tok - tiled, out + tiled * out_stride, out_stride);
+}
+
 // Each family file fills its types into both tables.
 void add_legacy_kernels(KernelTable& avx2, KernelTable& avx512);
 void add_kquant_kernels(KernelTable& avx2, KernelTable& avx512);

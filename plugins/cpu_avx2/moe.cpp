@@ -108,7 +108,7 @@ ExpertTiles make_expert_tiles(ThreadPool& pool, AlignedBuffer& buf, const strata
   pool.run(total, [&](uint32_t i, unsigned) {
     const uint32_t e = owner[i];
     const int from = static_cast<int>(i - first[e]) * kTileTokens;
-    make_tiles(q + m.token_offsets[e] + from, std::min(kTileTokens, tiled[e] - from), n, mem + i * bytes, tiles + i);
+    tiles[i] = make_tile(q + m.token_offsets[e] + from, std::min(kTileTokens, tiled[e] - from), n, mem + i * bytes);
   }, small || total < 2);
   return {tiles, first, tiled};
 }
@@ -126,14 +126,11 @@ void run_rows(const KernelTable& k, uint32_t type, const void* matrix, int64_t r
   const uint64_t stride = format::row_bytes(static_cast<format::GgmlType>(type), static_cast<uint64_t>(row_len));
   const auto* w = static_cast<const unsigned char*>(matrix) + static_cast<uint64_t>(row0) * stride;
   if (k.quant[type] != nullptr) {
-    int from = 0;
     if (in.tiled > 0 && k.tiles[type] != nullptr) {
-      k.tiles[type](w, stride, row1 - row0, row_len, in.tiles, tile_count(in.tiled), out + row0, out_stride);
-      from = in.tiled;
-    }
-    if (from < n_pairs) {
-      k.quant[type](w, stride, row1 - row0, row_len, in.q + from, n_pairs - from, out + row0 + from * out_stride,
-                    out_stride);
+      run_tiled(k.tiles[type], k.quant[type], w, stride, row1 - row0, row_len, in.tiles, in.tiled, in.q, n_pairs,
+                out + row0, out_stride);
+    } else {
+      k.quant[type](w, stride, row1 - row0, row_len, in.q, n_pairs, out + row0, out_stride);
     }
   } else {
     k.floating[type](w, stride, row1 - row0, row_len, in.f, n_pairs, out + row0, out_stride);

@@ -136,16 +136,13 @@ void run_mul_mat(Context& ctx, const strata_op& op) {
       auto* tiles = reinterpret_cast<TokenTile*>(mem + count * bytes);
       pool.run(static_cast<uint32_t>(count), [&](uint32_t i, unsigned) {
         const int64_t b = i / per, first = static_cast<int64_t>(i % per) * kTileTokens;
-        make_tiles(views + b * n_tok + first, static_cast<int>(std::min<int64_t>(kTileTokens, tiled - first)), n,
-                   mem + i * bytes, tiles + i);
+        tiles[i] = make_tile(views + b * n_tok + first, static_cast<int>(std::min<int64_t>(kTileTokens, tiled - first)),
+                             n, mem + i * bytes);
       }, small || count < 2);
       pool.run(per_matrix * static_cast<uint32_t>(mats), [&](uint32_t piece, unsigned) {
         product(piece, [&](int64_t b, const unsigned char* wrows, int64_t rows_here, float* out) {
-          tiles_kernel(wrows, w.nb[1], rows_here, n, tiles + b * per, per, out, out_stride);
-          if (tiled < n_tok) {
-            kernel(wrows, w.nb[1], rows_here, n, views + b * n_tok + tiled, n_tok - tiled, out + tiled * out_stride,
-                   out_stride);
-          }
+          run_tiled(tiles_kernel, kernel, wrows, w.nb[1], rows_here, n, tiles + b * per, tiled, views + b * n_tok,
+                    n_tok, out, out_stride);
         });
       }, small);
       return;

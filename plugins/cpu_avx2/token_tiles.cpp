@@ -10,35 +10,30 @@ size_t tile_bytes(int64_t n) {
 }
 
 // Copied once per op (or per expert), then read by every row of the product: plain loops are enough here.
-void make_tiles(const QuantRow* acts, int n_tok, int64_t n, void* mem, TokenTile* tiles) {
+TokenTile make_tile(const QuantRow* acts, int count, int64_t n, void* mem) {
   const int64_t spans = n / 32;
-  const size_t bytes = tile_bytes(n);
-  for (int i = 0; i < tile_count(n_tok); ++i) {
-    auto* base = static_cast<unsigned char*>(mem) + static_cast<size_t>(i) * bytes;
-    auto* xt = reinterpret_cast<uint32_t*>(base);
-    auto* floats = reinterpret_cast<float*>(base + static_cast<size_t>(spans) * 8 * 64);
-    float* da = floats;
-    float* qlo_f = da + spans * kTileTokens;
-    float* qhi_f = qlo_f + spans * kTileTokens;
-    float* qsum_f = qhi_f + spans * kTileTokens;
-    const int count = n_tok - i * kTileTokens < kTileTokens ? n_tok - i * kTileTokens : kTileTokens;
-    for (int t = 0; t < kTileTokens; ++t) {
-      const QuantRow* a = t < count ? &acts[i * kTileTokens + t] : nullptr;
-      for (int64_t s = 0; s < spans; ++s) {
-        for (int k = 0; k < 8; ++k) {
-          uint32_t word = 0;
-          if (a != nullptr) std::memcpy(&word, a->qs + 32 * s + 4 * k, sizeof(word));
-          xt[(s * 8 + k) * kTileTokens + t] = word ^ 0x80808080u;  // q + 128 in each byte
-        }
-        const int64_t j = s * kTileTokens + t;
-        da[j] = a != nullptr ? a->da[s] : 0.0f;
-        qlo_f[j] = a != nullptr ? a->qlo_f[s] : 0.0f;
-        qhi_f[j] = a != nullptr ? a->qhi_f[s] : 0.0f;
-        qsum_f[j] = a != nullptr ? a->qsum_f[s] : 0.0f;
+  auto* base = static_cast<unsigned char*>(mem);
+  auto* xt = reinterpret_cast<uint32_t*>(base);
+  float* da = reinterpret_cast<float*>(base + static_cast<size_t>(spans) * 8 * 64);
+  float* qlo_f = da + spans * kTileTokens;
+  float* qhi_f = qlo_f + spans * kTileTokens;
+  float* qsum_f = qhi_f + spans * kTileTokens;
+  for (int t = 0; t < kTileTokens; ++t) {
+    const QuantRow* a = t < count ? &acts[t] : nullptr;
+    for (int64_t s = 0; s < spans; ++s) {
+      for (int k = 0; k < 8; ++k) {
+        uint32_t word = 0;
+        if (a != nullptr) std::memcpy(&word, a->qs + 32 * s + 4 * k, sizeof(word));
+        xt[(s * 8 + k) * kTileTokens + t] = word ^ 0x80808080u;  // q + 128 in each byte
       }
+      const int64_t j = s * kTileTokens + t;
+      da[j] = a != nullptr ? a->da[s] : 0.0f;
+      qlo_f[j] = a != nullptr ? a->qlo_f[s] : 0.0f;
+      qhi_f[j] = a != nullptr ? a->qhi_f[s] : 0.0f;
+      qsum_f[j] = a != nullptr ? a->qsum_f[s] : 0.0f;
     }
-    tiles[i] = TokenTile{reinterpret_cast<const uint8_t*>(xt), da, qlo_f, qhi_f, qsum_f, count};
   }
+  return TokenTile{reinterpret_cast<const uint8_t*>(xt), da, qlo_f, qhi_f, qsum_f, count};
 }
 
 }  // namespace strata::cpu

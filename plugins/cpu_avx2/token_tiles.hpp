@@ -39,9 +39,8 @@ struct TokenTile {
 // Bytes one tile of rows of n values (a multiple of 32) takes, a multiple of 64.
 size_t tile_bytes(int64_t n);
 
-// The tiles of tokens acts[0..n_tok), tokens 16i..16i+15 in tile i: ceil(n_tok / 16) tiles in `tiles`, their
-// storage at mem (n_tiles x tile_bytes(n) bytes, 64-byte aligned).
-void make_tiles(const QuantRow* acts, int n_tok, int64_t n, void* mem, TokenTile* tiles);
+// One tile of tokens acts[0..count) (count 1..16), its storage at mem (tile_bytes(n) bytes, 64-byte aligned).
+TokenTile make_tile(const QuantRow* acts, int count, int64_t n, void* mem);
 inline int tile_count(int n_tok) { return (n_tok + kTileTokens - 1) / kTileTokens; }
 
 }  // namespace strata::cpu
